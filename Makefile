@@ -1,0 +1,31 @@
+# The README's two commands: `make demo` and `make test`. Each bootstraps .venv from
+# requirements.lock on a machine that has only python3 (3.11), then runs.
+PYTHON ?= python3
+VENV   := .venv
+UV_VERSION := 0.13.8
+STAMP  := $(VENV)/.installed
+
+export UV_PYTHON_DOWNLOADS := never
+export UV_COMPILE_BYTECODE := 1
+export UV_LINK_MODE := copy
+
+.PHONY: demo test venv lock clean-warehouse
+
+venv: $(STAMP)
+
+$(STAMP): requirements.lock pyproject.toml
+	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install --quiet "uv==$(UV_VERSION)"
+	$(VENV)/bin/uv pip install --quiet --python $(VENV)/bin/python -r requirements.lock
+	$(VENV)/bin/uv pip install --quiet --python $(VENV)/bin/python --no-deps -e .
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/kitab demo
+
+test: $(STAMP)
+	$(VENV)/bin/python -m tests.run
+
+# Re-pin after editing pyproject.toml (plain name==version pins, no URLs).
+lock:
+	$(VENV)/bin/uv pip compile pyproject.toml --group dev --python-version 3.11 --no-header -o requirements.lock

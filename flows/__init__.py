@@ -1,0 +1,1 @@
+"""Prefect flows: composition only; the logic lives in ``tasks/``."""

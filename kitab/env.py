@@ -10,12 +10,13 @@ import os
 from pathlib import Path
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
+BUNDLED_SNAPSHOT = PROJECT_ROOT / "snapshots" / "bundled"
 
 
 def quiet_prefect_env(prefect_home: Path | None = None) -> None:
-    home = prefect_home or Path(os.environ.get("KITAB_WAREHOUSE", PROJECT_ROOT / "warehouse")) / ".prefect"
+    """Set defaults; ``prefect_home`` (the warehouse's ``.prefect``) is where Prefect keeps
+    its database and the persisted task results that make reruns free."""
     defaults = {
-        "PREFECT_HOME": str(home),
         "DO_NOT_TRACK": "1",
         "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
         "PREFECT_UI_ENABLED": "false",
@@ -27,5 +28,7 @@ def quiet_prefect_env(prefect_home: Path | None = None) -> None:
         "HF_DATASETS_OFFLINE": "1",
         "HF_HUB_DISABLE_TELEMETRY": "1",
     }
+    if prefect_home is not None:
+        defaults["PREFECT_HOME"] = str(prefect_home)
     for key, value in defaults.items():
         os.environ.setdefault(key, value)

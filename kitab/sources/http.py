@@ -1,0 +1,173 @@
+"""HTTP plumbing shared by both services' live and mirror clients.
+
+- retries: tenacity, on 429 / 5xx / connection errors / cut bodies, waiting exactly the
+  server's Retry-After when it sends one (clients that ignore 429 get banned from WDQS);
+- rate limits: requests-ratelimiter (pyrate-limiter buckets, one per host);
+- persistent cache: requests-cache (SQLite), keyed by a host-independent fingerprint so a
+  rerun against a mirror on another port, or a rerun of the same live refresh, is served
+  from disk with zero requests.
+"""
+from __future__ import annotations
+
+import email.utils
+import hashlib
+import threading
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Callable
+from urllib.parse import parse_qsl, urlsplit
+
+import requests
+from requests_cache import CacheMixin
+from requests_ratelimiter import LimiterMixin
+from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+
+from kitab.config import Settings
+
+
+class RetryableError(Exception):
+    """A response worth retrying; ``retry_after`` is the server's wish in seconds, if any."""
+
+    def __init__(self, message: str, retry_after: float | None = None):
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class ServiceError(RuntimeError):
+    """A request that failed for good (after retries, or not retryable)."""
+
+
+@dataclass(frozen=True)
+class Fetched:
+    """A decoded response plus the provenance every warehouse row carries."""
+
+    data: Any
+    fingerprint: str
+    fetched_at: datetime | None
+    from_cache: bool
+
+
+def fingerprint(method: str, url: str, params: dict | None = None, body: str | None = None) -> str:
+    """sha256 of method + path + sorted query (+ body): the same for live, mirror and any port."""
+    parts = urlsplit(url)
+    query = sorted(parse_qsl(parts.query, keep_blank_values=True)) + sorted((params or {}).items())
+    canonical = "\n".join([method.upper(), parts.path, repr(sorted((str(k), str(v)) for k, v in query)), body or ""])
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """Retry-After is either delta-seconds or an HTTP date (RFC 9110 §10.2.3)."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
+
+
+def parse_http_date(value: str | None) -> datetime | None:
+    if not value:
+        return None
+    try:
+        return email.utils.parsedate_to_datetime(value).astimezone(timezone.utc)
+    except (TypeError, ValueError):
+        return None
+
+
+def classify_status(status: int, headers: Any, url: str) -> None:
+    """Raise RetryableError for 429/5xx (with Retry-After), ServiceError for other errors."""
+    if status == 429 or status >= 500:
+        raise RetryableError(f"HTTP {status} from {url}", parse_retry_after(headers.get("Retry-After")))
+    if status >= 400:
+        raise ServiceError(f"HTTP {status} from {url}")
+
+
+def retrying(settings: Settings, retry_on: tuple[type[BaseException], ...] = ()) -> Retrying:
+    """The one retry policy: exponential backoff with jitter, or exactly Retry-After."""
+    backoff = wait_exponential_jitter(multiplier=settings.backoff_initial, max=settings.backoff_max,
+                                      jitter=settings.backoff_initial)
+
+    def wait(state: RetryCallState) -> float:
+        exc = state.outcome.exception() if state.outcome else None
+        retry_after = getattr(exc, "retry_after", None)
+        if retry_after is not None:
+            if retry_after > settings.max_retry_after:
+                raise ServiceError(f"server asked to wait {retry_after:.0f}s (> max_retry_after): {exc}")
+            return retry_after
+        return backoff(state)
+
+    def is_retryable(exc: BaseException) -> bool:
+        return isinstance(exc, (RetryableError, requests.ConnectionError, requests.Timeout,
+                                requests.exceptions.ChunkedEncodingError, *retry_on))
+
+    return Retrying(stop=stop_after_attempt(settings.max_attempts), wait=wait,
+                    retry=retry_if_exception(is_retryable), reraise=True)
+
+
+class CachedLimiterSession(CacheMixin, LimiterMixin, requests.Session):
+    """requests.Session with a persistent cache in front of a per-host rate limiter:
+    cache hits never wait for, nor spend, the rate budget."""
+
+
+def _cache_key(request: requests.PreparedRequest, **_: Any) -> str:
+    body = request.body.decode() if isinstance(request.body, bytes) else request.body
+    return fingerprint(request.method or "GET", request.url or "", body=body)
+
+
+def make_session(settings: Settings, *, cache_name: str, per_second: float) -> CachedLimiterSession:
+    settings.cache_dir.mkdir(parents=True, exist_ok=True)
+    session = CachedLimiterSession(
+        cache_name=str(settings.cache_dir / cache_name),
+        backend="sqlite",
+        expire_after=-1,  # a refresh is reproducible from its cache; clear it to refetch
+        allowable_codes=(200, 404),  # a missing author/work is an answer too
+        key_fn=_cache_key,
+        per_second=per_second,
+        burst=1,
+        per_host=True,
+    )
+    session.headers.update({"User-Agent": settings.user_agent, "Accept": "application/json"})
+    return session
+
+
+class RequestCounter:
+    """Counts requests that really went out (cache hits excluded), thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.sent = 0
+        self.cached = 0
+
+    def record(self, from_cache: bool) -> None:
+        with self._lock:
+            if from_cache:
+                self.cached += 1
+            else:
+                self.sent += 1
+
+
+def get_json(session: requests.Session, url: str, params: dict, settings: Settings,
+             counter: RequestCounter, *, allow_404: bool = False,
+             decode: Callable[[requests.Response], Any] = lambda r: r.json()) -> Fetched:
+    """GET with the retry policy; a cut or undecodable body is retried, never cached."""
+    fp = fingerprint("GET", url, params)
+
+    def attempt() -> Fetched:
+        response = session.get(url, params=params, timeout=(settings.timeout_connect, settings.timeout_read))
+        from_cache = bool(getattr(response, "from_cache", False))
+        counter.record(from_cache)
+        if response.status_code == 404 and allow_404:
+            return Fetched(None, fp, parse_http_date(response.headers.get("Date")), from_cache)
+        classify_status(response.status_code, response.headers, response.url)
+        try:
+            data = decode(response)
+        except ValueError as exc:  # truncated JSON: drop it from the cache and try again
+            session.cache.delete(requests=[response.request])
+            raise RetryableError(f"undecodable body from {response.url}: {exc}") from exc
+        return Fetched(data, fp, parse_http_date(response.headers.get("Date")), from_cache)
+
+    return retrying(settings)(attempt)

@@ -1,0 +1,123 @@
+"""Open Library behind one small interface, with an HTTP implementation (live or mirror:
+the same code, another base URL) and a dump implementation that answers from snapshot files."""
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import Iterator, Protocol
+
+from kitab.config import Settings
+from kitab.sources.http import Fetched, RequestCounter, ServiceError, fingerprint, get_json, make_session
+
+# Only what the pipeline reads: the original fetched whole documents, one page of 500.
+WORK_FIELDS = ("key", "title", "subtitle", "first_publish_year", "language", "author_key",
+               "author_name", "edition_count")
+MAX_REDIRECTS = 3
+
+
+class OpenLibrary(Protocol):
+    source: str
+    counter: RequestCounter
+
+    def author(self, key: str) -> Fetched:
+        """``/authors/{key}.json`` (redirects followed); ``data`` is None if there is none."""
+
+    def search_authors(self, name: str) -> Fetched:
+        """``/search/authors.json?q=name``."""
+
+    def works_pages(self, author_key: str) -> Iterator[Fetched]:
+        """Every page of ``/search.json?author_key=…`` with only WORK_FIELDS."""
+
+
+def bare_key(key: str) -> str:
+    """'/authors/OL1A' -> 'OL1A' (the search API and WikiData P648 use the bare form)."""
+    return key.rstrip("/").rsplit("/", 1)[-1]
+
+
+class _Shared:
+    page_size: int
+
+    def _search_params(self, author_key: str, page: int) -> dict:
+        return {"author_key": author_key, "fields": ",".join(WORK_FIELDS),
+                "limit": self.page_size, "page": page}
+
+    def works_pages(self, author_key: str) -> Iterator[Fetched]:
+        page, seen = 1, 0
+        while True:
+            fetched = self._search(self._search_params(author_key, page))
+            docs = fetched.data.get("docs", [])
+            yield fetched
+            seen += len(docs)
+            total = fetched.data.get("numFound", fetched.data.get("num_found", 0))
+            if not docs or seen >= total:
+                return
+            page += 1
+
+    def author(self, key: str) -> Fetched:
+        key = bare_key(key)
+        for _ in range(MAX_REDIRECTS + 1):
+            fetched = self._author(key)
+            record = fetched.data
+            if not record or record.get("type", {}).get("key") != "/type/redirect":
+                return fetched
+            key = bare_key(record["location"])
+        raise ServiceError(f"Open Library author {key}: more than {MAX_REDIRECTS} redirects")
+
+
+class HttpOpenLibrary(_Shared):
+    def __init__(self, settings: Settings, source: str):
+        self.source = source
+        self.base = settings.openlibrary_base.rstrip("/")
+        self.settings = settings
+        self.page_size = settings.ol_page_size
+        self.counter = RequestCounter()
+        self.session = make_session(settings, cache_name=f"openlibrary-{source}", per_second=settings.ol_rate)
+
+    def _get(self, path: str, params: dict, allow_404: bool = False) -> Fetched:
+        return get_json(self.session, self.base + path, params, self.settings, self.counter, allow_404=allow_404)
+
+    def _author(self, key: str) -> Fetched:
+        return self._get(f"/authors/{key}.json", {}, allow_404=True)
+
+    def search_authors(self, name: str) -> Fetched:
+        return self._get("/search/authors.json", {"q": name})
+
+    def _search(self, params: dict) -> Fetched:
+        return self._get("/search.json", params)
+
+    def close(self) -> None:
+        self.session.close()
+
+
+class DumpOpenLibrary(_Shared):
+    """Reads the snapshot's dump files directly (the path to internet scale via OL's
+    monthly dumps); answers have the API's shapes, so every stage downstream is shared."""
+
+    source = "dump"
+
+    def __init__(self, snapshot: Path, settings: Settings):
+        from kitab.snapshot.format import read_manifest
+        from kitab.snapshot.olindex import OLIndex
+
+        self.index = OLIndex.from_snapshot(snapshot)
+        self.page_size = settings.ol_page_size
+        self.counter = RequestCounter()
+        self.fetched_at = datetime.fromisoformat(read_manifest(snapshot)["created_at"].replace("Z", "+00:00"))
+
+    def _fetched(self, path: str, params: dict, data) -> Fetched:
+        self.counter.record(from_cache=True)  # no request leaves the process
+        return Fetched(data, fingerprint("GET", path, params), self.fetched_at, True)
+
+    def _author(self, key: str) -> Fetched:
+        return self._fetched(f"/authors/{key}.json", {}, self.index.author(key))
+
+    def search_authors(self, name: str) -> Fetched:
+        return self._fetched("/search/authors.json", {"q": name}, self.index.search_authors(name))
+
+    def _search(self, params: dict) -> Fetched:
+        data = self.index.search_works(author_key=params["author_key"], fields=params["fields"],
+                                       limit=params["limit"], page=params["page"])
+        return self._fetched("/search.json", params, data)
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,128 @@
+"""WikiData behind one small interface: ``select(query) -> Fetched`` (SPARQL 1.1 JSON results).
+
+The HTTP implementation (live WDQS or the local mirror: same code) uses SPARQLWrapper,
+runs one query at a time with a minimum interval (WDQS etiquette), retries 429/5xx and
+cut bodies with the shared policy, and keeps a persistent result cache so a rerun sends
+nothing. The dump implementation runs the same query text in-process over the snapshot.
+"""
+from __future__ import annotations
+
+import http.client
+import json
+import threading
+import time
+import urllib.error
+from datetime import datetime
+from pathlib import Path
+from typing import Protocol
+
+from requests_cache.backends.sqlite import SQLiteDict
+from SPARQLWrapper import JSON, POST, SELECT, URLENCODED, SPARQLWrapper
+from SPARQLWrapper.SPARQLExceptions import EndPointInternalError, QueryBadFormed
+
+from kitab.config import Settings
+from kitab.sources.http import (Fetched, RequestCounter, RetryableError, ServiceError, fingerprint,
+                                parse_http_date, parse_retry_after, retrying)
+
+
+class Wikidata(Protocol):
+    source: str
+    counter: RequestCounter
+
+    def select(self, query: str) -> Fetched:
+        """Run a SELECT query; ``data`` is the SPARQL JSON results object."""
+
+
+def bindings(fetched: Fetched) -> list[dict[str, str]]:
+    """SPARQL JSON results -> plain rows {variable: lexical value} (unbound = absent)."""
+    return [{k: v["value"] for k, v in b.items()} for b in fetched.data["results"]["bindings"]]
+
+
+class HttpWikidata:
+    def __init__(self, settings: Settings, source: str):
+        self.source = source
+        self.settings = settings
+        self.endpoint = settings.wikidata_endpoint
+        self.counter = RequestCounter()
+        # WDQS: one query at a time per client, and a pause between queries.
+        self._lock = threading.Lock()
+        self._last_sent = 0.0
+        settings.cache_dir.mkdir(parents=True, exist_ok=True)
+        self._cache = SQLiteDict(settings.cache_dir / f"wikidata-{source}.sqlite", table_name="sparql", serializer=None)
+
+    def _wrapper(self, query: str) -> SPARQLWrapper:
+        sparql = SPARQLWrapper(self.endpoint, agent=self.settings.user_agent)
+        sparql.setReturnFormat(JSON)
+        sparql.setMethod(POST)  # long VALUES blocks do not fit in a URL
+        sparql.setRequestMethod(URLENCODED)
+        sparql.setTimeout(int(self.settings.timeout_read))
+        sparql.setQuery(query)
+        # SPARQLWrapper guesses the query form by regex and can take words in a comment
+        # for an update (then it sends `update=`); this interface only runs SELECTs.
+        sparql.queryType = SELECT
+        return sparql
+
+    def _send(self, query: str) -> tuple[dict, datetime | None]:
+        with self._lock:
+            pause = self._last_sent + self.settings.wdqs_min_interval - time.monotonic()
+            if pause > 0:
+                time.sleep(pause)
+            self._last_sent = time.monotonic()
+            self.counter.record(from_cache=False)
+            try:
+                result = self._wrapper(query).query()
+                body = result.response.read()
+                date = parse_http_date(result.response.headers.get("Date"))
+            except urllib.error.HTTPError as exc:  # 429, 502, 503, 504 arrive here
+                if exc.code == 429 or exc.code >= 500:
+                    raise RetryableError(f"HTTP {exc.code} from {self.endpoint}",
+                                         parse_retry_after(exc.headers.get("Retry-After"))) from exc
+                raise ServiceError(f"HTTP {exc.code} from {self.endpoint}") from exc
+            except EndPointInternalError as exc:
+                raise RetryableError(f"HTTP 500 from {self.endpoint}") from exc
+            except QueryBadFormed as exc:
+                raise ServiceError(f"malformed SPARQL query: {exc}") from exc
+            except (http.client.IncompleteRead, ConnectionError, TimeoutError, urllib.error.URLError) as exc:
+                raise RetryableError(f"cut or failed response from {self.endpoint}: {exc!r}") from exc
+            try:
+                return json.loads(body), date
+            except ValueError as exc:
+                raise RetryableError(f"undecodable SPARQL results from {self.endpoint}: {exc}") from exc
+
+    def select(self, query: str) -> Fetched:
+        fp = fingerprint("POST", "/sparql", body=query)
+        cached = self._cache.get(fp)
+        if cached is not None:
+            self.counter.record(from_cache=True)
+            entry = json.loads(cached)
+            return Fetched(entry["data"], fp, datetime.fromisoformat(entry["fetched_at"]) if entry["fetched_at"] else None, True)
+        data, date = retrying(self.settings)(self._send, query)
+        self._cache[fp] = json.dumps({"data": data, "fetched_at": date.isoformat() if date else None}).encode()
+        return Fetched(data, fp, date, False)
+
+    def close(self) -> None:
+        self._cache.close()
+
+
+class DumpWikidata:
+    """The same SPARQL over the snapshot's N-Triples, in process (no HTTP)."""
+
+    source = "dump"
+
+    def __init__(self, snapshot: Path):
+        from kitab.snapshot.format import read_manifest
+        from kitab.snapshot.rdfstore import load_store
+
+        self.store = load_store(snapshot)
+        self.counter = RequestCounter()
+        self.fetched_at = datetime.fromisoformat(read_manifest(snapshot)["created_at"].replace("Z", "+00:00"))
+
+    def select(self, query: str) -> Fetched:
+        from kitab.snapshot.rdfstore import query_json
+
+        self.counter.record(from_cache=True)
+        return Fetched(json.loads(query_json(self.store, query)), fingerprint("POST", "/sparql", body=query),
+                       self.fetched_at, True)
+
+    def close(self) -> None:
+        pass

@@ -24,7 +24,7 @@ demo: $(STAMP)
 	$(VENV)/bin/kitab demo
 
 test: $(STAMP)
-	$(VENV)/bin/python -m tests.run
+	$(VENV)/bin/python -m pytest -q
 
 # Re-pin after editing pyproject.toml (plain name==version pins, no URLs).
 lock:

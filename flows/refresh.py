@@ -1,0 +1,94 @@
+"""The ``refresh`` flow: one release of the benchmark, from sampling to the warehouse.
+
+Composition only: each step is a thin task around a pure stage function in ``tasks/``.
+"""
+from __future__ import annotations
+
+import time
+from datetime import date
+from pathlib import Path
+
+from prefect import flow, get_run_logger
+from prefect.artifacts import create_progress_artifact, update_progress_artifact
+from prefect.futures import as_completed
+
+from kitab.config import Settings
+from kitab.sources import open_sources
+from tasks.base import StageResult
+from tasks.publish import other_releases_qids, publish, released_authors_rows
+from tasks.steps import collect_author_step, sample_authors_step
+from kitab.warehouse import Warehouse
+
+
+def default_release_id(seed: int, today: date | None = None) -> str:
+    """Release ids are <UTC date>-s<seed>, e.g. 2026.11.21-s42 (see README, Releases)."""
+    return f"{(today or date.today()):%Y.%m.%d}-s{seed}"
+
+
+def merge(results: list[StageResult]) -> StageResult:
+    merged = StageResult()
+    for r in results:
+        for name, rows in r.tables.items():
+            merged.tables.setdefault(name, []).extend(rows)
+        merged.rejects += r.rejects
+    return merged
+
+
+@flow(name="refresh", log_prints=True)
+def refresh(source: str = "mirror", snapshot: str | None = None, authors: int = 40, seed: int = 42,
+            release: str | None = None, warehouse: str | None = None, mirror_url: str | None = None,
+            snapshot_id: str | None = None) -> dict:
+    """Sample ``authors`` writers not released before, collect their Open Library works and
+    publish the tables as release ``release`` (default ``<date>-s<seed>``)."""
+    logger = get_run_logger()
+    started = time.monotonic()
+    settings = Settings(**({"warehouse": warehouse} if warehouse else {}))
+    release = release or default_release_id(seed)
+    wh = Warehouse(settings.warehouse)
+    sources = open_sources(source, settings, snapshot=Path(snapshot) if snapshot else None, mirror_url=mirror_url)
+    source_key = f"{source}:{snapshot_id or mirror_url or settings.wikidata_endpoint}"
+    try:
+        exclude = sorted(other_releases_qids(wh, release))
+        sampled = sample_authors_step(sources, source_key, n=authors, seed=seed, exclude_qids=exclude,
+                                      first_year=settings.birth_year_min,
+                                      last_year_exclusive=date.today().year + 1,
+                                      window=settings.birth_year_window, min_works=settings.min_works,
+                                      max_works=settings.max_works)
+        writers = sampled.tables["sampled"]
+        logger.info("sampled %d writers (%d eligible, %d excluded as released)", len(writers),
+                    sampled.stats["eligible"], sampled.stats["excluded_released"])
+
+        progress = create_progress_artifact(0.0, description="authors collected")
+        futures = collect_author_step.map(sources, source_key, writers)
+        collected = []
+        for done, future in enumerate(as_completed(futures), start=1):
+            collected.append(future.result())
+            update_progress_artifact(progress, 100.0 * done / max(1, len(writers)))
+            if done % 10 == 0 or done == len(writers):
+                logger.info("authors done %d / %d", done, len(writers))
+        merged = merge(collected)
+        authors_rows = merged.tables.get("authors", [])
+        kept = {a["qid"] for a in authors_rows if a["ol_author_key"]}
+        tables = {
+            "authors": authors_rows,
+            "works_raw": merged.tables.get("works_raw", []),
+            "rejects": sampled.rejects + merged.rejects,
+            "released_authors": released_authors_rows(release, authors_rows, kept),
+        }
+        requests_made = sources.requests_sent()
+        ledger = publish(wh, release, tables, seed=seed, source=source, snapshot_id=snapshot_id,
+                         n_authors_requested=authors, requests_made=requests_made)
+    finally:
+        sources.close()
+    return {
+        "release": release, "source": source, "snapshot_id": snapshot_id, "warehouse": str(wh.root),
+        "stage_counts": {"candidates": sampled.stats["candidates"], "sampled": len(writers),
+                         "matched": len(kept), "works_raw": len(tables["works_raw"]),
+                         "released_authors": len(tables["released_authors"])},
+        "match_methods": {m: sum(1 for a in authors_rows if a["match_method"] == m)
+                          for m in ("p648", "name_birth_year", "unmatched")},
+        "rejects": len(tables["rejects"]),
+        "requests_made_by_clients": requests_made,
+        "checksums": ledger["checksums"], "data_tests": ledger["data_tests"],
+        "wall_seconds": round(time.monotonic() - started, 2),
+    }

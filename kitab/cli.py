@@ -1,0 +1,122 @@
+"""The ``kitab`` command line. Every command that touches the warehouse takes
+``--warehouse DIR``; heavy imports (prefect, spaCy) happen inside the commands that need them."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+from kitab.console import console, print_rows
+from kitab.env import BUNDLED_SNAPSHOT, quiet_prefect_env
+
+app = typer.Typer(help="kitab: dynamic data collection for the KITAB benchmark.", no_args_is_help=True,
+                  add_completion=False, pretty_exceptions_enable=False)
+mirror_app = typer.Typer(help="The local mirror of WikiData and Open Library.", no_args_is_help=True)
+snapshot_app = typer.Typer(help="Snapshots in the services' own formats.", no_args_is_help=True)
+app.add_typer(mirror_app, name="mirror")
+app.add_typer(snapshot_app, name="snapshot")
+WarehouseOpt = typer.Option(None, "--warehouse", help="warehouse root (default: warehouse/ or $KITAB_WAREHOUSE)")
+
+
+def _warehouse(path: Optional[Path]) -> Path:
+    """Resolve the warehouse and point Prefect's home inside it, before prefect is imported."""
+    from kitab.config import Settings
+
+    root = Path(path).resolve() if path else Settings().warehouse
+    os.environ["KITAB_WAREHOUSE"] = str(root)
+    quiet_prefect_env(root / ".prefect")
+    return root
+
+
+@app.command()
+def sql(query: str = typer.Argument(..., help="any DuckDB SQL over the warehouse views"),
+        release: Optional[str] = typer.Option(None, help="scope every view to one release"),
+        warehouse: Optional[Path] = WarehouseOpt,
+        output: str = typer.Option("table", help="table | json | csv")) -> None:
+    """Run SQL against the warehouse catalog and print the result."""
+    from kitab.warehouse import Warehouse
+
+    wh = Warehouse(_warehouse(warehouse))
+    with wh.connect(release=release) as con:
+        cursor = con.execute(query)
+        columns = [d[0] for d in cursor.description or []]
+        rows = cursor.fetchall()
+    if output == "json":
+        for row in rows:
+            print(json.dumps(dict(zip(columns, row)), default=str, ensure_ascii=False))
+    elif output == "csv":
+        import csv
+
+        writer = csv.writer(sys.stdout)
+        writer.writerow(columns)
+        writer.writerows(rows)
+    else:
+        print_rows(columns, rows)
+
+
+@app.command()
+def releases(warehouse: Optional[Path] = WarehouseOpt) -> None:
+    """List committed releases with their counts."""
+    sql("SELECT release_id, seed, source, snapshot_id, created_at, n_authors_requested, counts "
+        "FROM releases ORDER BY created_at", release=None, warehouse=warehouse, output="table")
+
+
+@app.command()
+def refresh(source: str = typer.Option("mirror", help="live | mirror | dump"),
+            snapshot: Path = typer.Option(BUNDLED_SNAPSHOT, help="snapshot folder (mirror / dump)"),
+            authors: int = typer.Option(40, min=1, help="writers to sample"),
+            seed: int = typer.Option(42, help="sampling seed"),
+            release: Optional[str] = typer.Option(None, help="release id (default <date>-s<seed>)"),
+            mirror_url: Optional[str] = typer.Option(None, help="use a running mirror instead of starting one"),
+            warehouse: Optional[Path] = WarehouseOpt) -> None:
+    """Run the refresh flow once and publish a release."""
+    from kitab.runs import run_refresh
+
+    summary = run_refresh(source=source, snapshot=snapshot, authors=authors, seed=seed, release=release,
+                          warehouse=_warehouse(warehouse), mirror_url=mirror_url)
+    console.print_json(json.dumps(summary, default=str))
+
+
+@app.command()
+def demo(warehouse: Optional[Path] = WarehouseOpt,
+         authors: int = typer.Option(40, min=1, help="writers to sample from the bundled snapshot"),
+         seed: int = typer.Option(42)) -> None:
+    """The whole refresh on the bundled snapshot, through the local mirror, then a summary."""
+    from kitab.demo import run_demo
+
+    run_demo(_warehouse(warehouse), authors=authors, seed=seed)
+
+
+@mirror_app.command("serve")
+def mirror_serve(snapshot: Path = typer.Option(BUNDLED_SNAPSHOT), port: int = typer.Option(8089),
+                 ol_rate: float = typer.Option(25.0, help="Open Library requests/s per client before 429"),
+                 wdqs_rate: Optional[float] = typer.Option(None, help="SPARQL queries/s per client before 429")) -> None:
+    """Serve a snapshot on 127.0.0.1 with the real APIs' shapes (Ctrl-C to stop)."""
+    from kitab.mirror.server import Mirror
+
+    mirror = Mirror(snapshot, port=port, ol_rate=ol_rate, wdqs_rate=wdqs_rate)
+    console.print(f"kitab mirror of {snapshot} on {mirror.url} (SPARQL: {mirror.url}/sparql)")
+    try:
+        mirror.serve_forever()
+    except KeyboardInterrupt:
+        mirror.stop()
+
+
+@snapshot_app.command("generate")
+def snapshot_generate(seed: int = typer.Option(42), authors: int = typer.Option(160, min=1),
+                      out: Path = typer.Option(..., help="output folder")) -> None:
+    """Generate a snapshot from the real seed rows plus seeded synthetic records."""
+    from kitab.snapshot.generate import main
+
+    main(seed, authors, out)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,77 @@
+"""Stage 1: candidate writers from WikiData, then a seeded sample that excludes every
+author of earlier releases."""
+from __future__ import annotations
+
+import random
+from typing import Iterable
+
+from kitab.queries import sparql
+from kitab.sources.wikidata import Wikidata, bindings
+from tasks.base import StageResult, reject
+
+STAGE = "sample_authors"
+ENTITY_PREFIX = "http://www.wikidata.org/entity/"
+
+
+def birth_windows(first: int, last_exclusive: int, width: int) -> list[tuple[int, int]]:
+    """[first, last) cut into windows of ``width`` years: one WDQS query each."""
+    return [(start, min(start + width, last_exclusive)) for start in range(first, last_exclusive, width)]
+
+
+def qid_number(qid: str) -> int:
+    return int(qid.lstrip("Q"))
+
+
+def parse_candidate(row: dict[str, str]) -> dict:
+    """One SPARQL binding row -> a candidate writer record (lexical values -> typed)."""
+    qid = row["writer"].removeprefix(ENTITY_PREFIX)
+    return {
+        "qid": qid,
+        "name": row.get("name"),
+        "birth_year": int(row["birth_year"]),
+        "sitelinks": int(row["sitelinks"]),
+        "wd_work_count": int(row["works"]),
+        "wd_ol_ids": sorted(row.get("ol_ids", "").split()),
+    }
+
+
+def fetch_candidates(wikidata: Wikidata, *, first_year: int, last_year_exclusive: int, window: int,
+                     min_works: int, max_works: int) -> tuple[list[dict], list[str]]:
+    """Run the sampling query per birth-year window; returns candidates and the request
+    fingerprints (provenance of the sample)."""
+    candidates: dict[str, dict] = {}
+    fingerprints = []
+    for start, end in birth_windows(first_year, last_year_exclusive, window):
+        fetched = wikidata.select(sparql("sample_writers", from_year=start, to_year=end,
+                                         min_works=min_works, max_works=max_works))
+        fingerprints.append(fetched.fingerprint)
+        for row in bindings(fetched):
+            candidate = parse_candidate(row)
+            candidates[candidate["qid"]] = candidate
+    return sorted(candidates.values(), key=lambda c: qid_number(c["qid"])), fingerprints
+
+
+def sample_writers(candidates: Iterable[dict], *, n: int, seed: int, exclude_qids: set[str],
+                   min_birth_year: int) -> StageResult:
+    """Seeded uniform sample of ``n`` writers, never one in ``exclude_qids``.
+
+    Deterministic: candidates are put in QID order before ``random.Random(seed)`` draws,
+    so the same candidates and seed give the same sample on any machine.
+    """
+    pool, rejects, excluded = [], [], 0
+    for c in sorted(candidates, key=lambda c: qid_number(c["qid"])):
+        if c["qid"] in exclude_qids:
+            excluded += 1  # released before: not a reject, just not eligible again
+            continue
+        if not c.get("name"):
+            rejects.append(reject(STAGE, "no_english_label", "author", c["qid"], author_qid=c["qid"]))
+        elif c["birth_year"] < min_birth_year:  # several P569 values, one before the bound
+            rejects.append(reject(STAGE, "born_before_min_year", "author", c["qid"], author_qid=c["qid"],
+                                  evidence={"birth_year": c["birth_year"]}))
+        else:
+            pool.append(c)
+    chosen = random.Random(seed).sample(pool, min(n, len(pool)))
+    chosen.sort(key=lambda c: qid_number(c["qid"]))
+    stats = {"candidates": len(pool) + len(rejects) + excluded, "excluded_released": excluded,
+             "eligible": len(pool), "sampled": len(chosen), "shortfall": max(0, n - len(chosen))}
+    return StageResult(tables={"sampled": chosen}, rejects=rejects, stats=stats)

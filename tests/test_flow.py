@@ -1,0 +1,34 @@
+"""The refresh flow under prefect_test_harness, twice on the bundled snapshot through the
+mirror: the rerun sends no request and writes byte-identical Parquet."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytestmark = pytest.mark.flow
+
+
+@pytest.fixture(scope="module")
+def harness():
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=120):
+        yield
+
+
+def test_refresh_twice_is_idempotent_and_free(harness, tmp_path, snapshot_dir, manifest):
+    from kitab.runs import run_refresh
+    from kitab.warehouse import Warehouse
+
+    kwargs = dict(source="mirror", snapshot=snapshot_dir, authors=12, seed=3, release="t1", warehouse=tmp_path)
+    first = run_refresh(**kwargs)
+    second = run_refresh(**kwargs)
+    assert first["requests_made"] > 0
+    assert second["requests_made"] == 0
+    assert first["checksums"] == second["checksums"]
+    wh = Warehouse(tmp_path)
+    with wh.connect() as con:
+        recorded = json.loads(con.execute("select checksums from releases where release_id = 't1'").fetchone()[0])
+        assert recorded == second["checksums"]
+        assert con.execute("select count(*) from authors").fetchone()[0] == 12

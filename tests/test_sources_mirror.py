@@ -1,0 +1,174 @@
+"""The real clients against the local mirror: sampling, matching, paging, politeness
+(429 + Retry-After, 5xx and cut responses retried), cache, and dump/mirror equivalence."""
+from __future__ import annotations
+
+import gzip
+import re
+from collections import defaultdict
+
+import pytest
+
+from kitab.mirror.faults import Fault
+from kitab.sources import open_sources
+from kitab.sources.http import RetryableError
+from tasks.fetch_works import fetch_author_works
+from tasks.match_openlibrary import match_authors
+from tasks.sample_authors import fetch_candidates, sample_writers
+
+WD = "http://www.wikidata.org/entity/"
+# The documented writer occupations (sql/sparql/sample_writers.rq): writer and its
+# book-writing subclasses, not the whole P279* closure.
+WRITER_OCCUPATIONS = {"Q36180", "Q6625963", "Q49757", "Q482980", "Q214917", "Q11774202", "Q15949613",
+                      "Q4853732", "Q18844224", "Q15980158"}
+TRIPLE = re.compile(r'^<([^>]+)> <([^>]+)> (.+) \.$')
+PROVENANCE = {"source", "request_fingerprint", "fetched_at"}
+
+
+def writers_passing_filters(snapshot_dir) -> set[str]:
+    """The filters computed independently of any SPARQL engine, straight from the N-Triples."""
+    humans, writers, births, links, works = set(), set(), defaultdict(list), {}, defaultdict(set)
+    with gzip.open(snapshot_dir / "wikidata.nt.gz", "rt", encoding="utf-8") as fh:
+        for line in fh:
+            s, p, o = TRIPLE.match(line.strip()).groups()
+            prop = p.rsplit("/", 1)[-1]
+            if prop == "P31" and o == f"<{WD}Q5>":
+                humans.add(s)
+            elif prop == "P106" and o.strip("<>").removeprefix(WD) in WRITER_OCCUPATIONS:
+                writers.add(s)
+            elif prop == "P569":
+                births[s].append(int(re.match(r'"(-?\d+)-', o).group(1)))
+            elif p == "http://wikiba.se/ontology#sitelinks":
+                links[s] = o
+            elif prop == "P50":
+                works[o.strip("<>")].add(s)
+    return {s.removeprefix(WD) for s in humans & writers & set(links)
+            if births[s] and min(births[s]) >= 1850 and 10 <= len(works[s]) <= 300}
+
+
+def candidates(sources, settings):
+    found, _ = fetch_candidates(sources.wikidata, first_year=settings.birth_year_min, last_year_exclusive=2027,
+                                window=settings.birth_year_window, min_works=settings.min_works,
+                                max_works=settings.max_works)
+    return found
+
+
+def collect(sources, settings, n=40, seed=42):
+    sampled = sample_writers(candidates(sources, settings), n=n, seed=seed, exclude_qids=set(), min_birth_year=1850)
+    matched = match_authors(sampled.tables["sampled"], sources.openlibrary)
+    works = []
+    for author in matched.tables["authors"]:
+        if author["ol_author_key"]:
+            works += fetch_author_works(author, sources.openlibrary).tables["works_raw"]
+    return matched, works
+
+
+@pytest.fixture
+def via_mirror(mirror, settings):
+    sources = open_sources("mirror", settings, mirror_url=mirror.url)
+    yield sources
+    sources.close()
+
+
+def log_since(mirror, mark, path):
+    return [e for e in mirror.log()[mark:] if e.path == path]
+
+
+def test_sampling_query_returns_exactly_the_writers_that_pass_the_filters(via_mirror, settings, snapshot_dir):
+    found = {c["qid"] for c in candidates(via_mirror, settings)}
+    assert found == writers_passing_filters(snapshot_dir)
+    assert len(found) >= 150
+
+
+def test_sample_is_seeded_and_excludes_released(via_mirror, settings):
+    pool = candidates(via_mirror, settings)
+    first = sample_writers(pool, n=30, seed=7, exclude_qids=set(), min_birth_year=1850).tables["sampled"]
+    again = sample_writers(list(reversed(pool)), n=30, seed=7, exclude_qids=set(), min_birth_year=1850).tables["sampled"]
+    assert first == again
+    released = {a["qid"] for a in first}
+    later = sample_writers(pool, n=30, seed=8, exclude_qids=released, min_birth_year=1850)
+    assert not released & {a["qid"] for a in later.tables["sampled"]}
+    assert later.stats["excluded_released"] == 30
+
+
+def test_429_with_retry_after_is_honoured_by_open_library_client(mirror, via_mirror):
+    mark = len(mirror.log())
+    mirror.faults.add(Fault("status", path_prefix="/search/authors.json", status=429, retry_after=2))
+    via_mirror.openlibrary.search_authors("Toni Morrison")
+    entries = log_since(mirror, mark, "/search/authors.json")
+    assert [e.status for e in entries] == [429, 200]
+    assert entries[1].t - entries[0].t >= 2.0  # nothing was sent before Retry-After elapsed
+
+
+def test_429_with_retry_after_is_honoured_by_sparql_client(mirror, via_mirror):
+    mark = len(mirror.log())
+    mirror.faults.add(Fault("status", path_prefix="/sparql", status=429, retry_after=1))
+    via_mirror.wikidata.select("SELECT ?s WHERE { ?s ?p ?o } LIMIT 1")
+    entries = log_since(mirror, mark, "/sparql")
+    assert [e.status for e in entries] == [429, 200]
+    assert entries[1].t - entries[0].t >= 1.0
+
+
+@pytest.mark.parametrize("fault", [Fault("status", status=503, times=2), Fault("status", status=500),
+                                   Fault("status", status=502), Fault("cut", times=2)],
+                         ids=["503x2", "500", "502", "cut-x2"])
+@pytest.mark.parametrize("path", ["/search.json", "/sparql"])
+def test_5xx_and_cut_responses_are_retried(mirror, via_mirror, fault, path):
+    mark = len(mirror.log())
+    mirror.faults.add(Fault(fault.kind, path_prefix=path, status=fault.status, times=fault.times))
+    if path == "/sparql":
+        rows = via_mirror.wikidata.select("SELECT ?s WHERE { ?s ?p ?o } LIMIT 3").data["results"]["bindings"]
+    else:
+        rows = next(via_mirror.openlibrary.works_pages("OL31120A")).data["docs"]
+    assert rows
+    statuses = [e.status for e in log_since(mirror, mark, path)]
+    assert len(statuses) == fault.times + 1 and statuses[-1] == 200
+
+
+def test_retries_give_up_after_max_attempts(mirror, settings):
+    tight = settings.model_copy(update={"max_attempts": 3})
+    sources = open_sources("mirror", tight, mirror_url=mirror.url)
+    mark = len(mirror.log())
+    mirror.faults.add(Fault("status", path_prefix="/search/authors.json", status=503, times=10))
+    try:
+        with pytest.raises(RetryableError):
+            sources.openlibrary.search_authors("Nobody At All")
+    finally:
+        mirror.faults.clear()
+        sources.close()
+    assert len(log_since(mirror, mark, "/search/authors.json")) == 3
+
+
+def test_every_unmatched_author_is_rejected_with_evidence(via_mirror, settings, manifest):
+    pool = candidates(via_mirror, settings)
+    matched = match_authors(pool, via_mirror.openlibrary)
+    unmatched = {a["qid"] for a in matched.tables["authors"] if a["match_method"] == "unmatched"}
+    rejected = {r["record_id"] for r in matched.rejects}
+    assert unmatched and unmatched == rejected
+    assert all(r["evidence"] for r in matched.rejects)
+    assert matched.stats["p648"] and matched.stats["name_birth_year"]
+
+
+def test_rerun_is_served_from_the_http_cache(mirror, settings):
+    first = open_sources("mirror", settings, mirror_url=mirror.url)
+    rows_first = collect(first, settings, n=8)
+    first.close()
+    mark = len(mirror.log())
+    second = open_sources("mirror", settings, mirror_url=mirror.url)  # new clients, same cache dir
+    rows_second = collect(second, settings, n=8)
+    second.close()
+    assert len(mirror.log()) == mark
+    assert second.requests_sent() == 0
+    assert rows_first[1] == rows_second[1]
+
+
+def test_dump_and_mirror_give_identical_rows(via_mirror, settings, snapshot_dir):
+    def strip(rows):
+        return [{k: v for k, v in r.items() if k not in PROVENANCE} for r in rows]
+
+    dump = open_sources("dump", settings, snapshot=snapshot_dir)
+    authors_dump, works_dump = collect(dump, settings)
+    authors_mirror, works_mirror = collect(via_mirror, settings)
+    assert strip(authors_dump.tables["authors"]) == strip(authors_mirror.tables["authors"])
+    assert strip(works_dump) == strip(works_mirror)
+    assert authors_dump.rejects == authors_mirror.rejects
+    assert len(works_mirror) > 500

@@ -1,0 +1,98 @@
+"""Parquet written atomically and deterministically; views over committed releases only;
+data tests fail loudly."""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+
+from kitab.warehouse import DataTestFailure, Warehouse
+from tasks.publish import publish
+
+
+def author(qid, ol="OL1A", method="p648"):
+    return {"qid": qid, "name": f"Writer {qid}", "birth_year": 1931, "sitelinks": 5, "wd_work_count": 12,
+            "wd_ol_id": ol, "ol_author_key": ol, "ol_name": "W", "match_method": method, "source": "dump",
+            "request_fingerprint": "f", "fetched_at": datetime(2026, 1, 1, tzinfo=timezone.utc)}
+
+
+def work(qid, key, ol="OL1A"):
+    return {"author_qid": qid, "ol_author_key": ol, "work_key": key, "title": f"T {key}", "subtitle": None,
+            "first_publish_year": 1990, "languages": ["eng"], "author_keys": [ol], "author_names": ["W"],
+            "edition_count": 1, "source": "dump", "request_fingerprint": "f",
+            "fetched_at": datetime(2026, 1, 1, tzinfo=timezone.utc)}
+
+
+def tables(qids):
+    return {"authors": [author(q) for q in qids], "works_raw": [work(q, f"/works/OL{i}W") for i, q in enumerate(qids)],
+            "rejects": [], "released_authors": [{"release_id": "r", "qid": q, "ol_author_key": "OL1A",
+                                                 "name_norm": q.lower()} for q in qids]}
+
+
+def test_same_rows_in_any_order_give_identical_bytes(tmp_path):
+    wh = Warehouse(tmp_path)
+    rows = [author("Q2"), author("Q1"), author("Q3")]
+    a = wh.write_table("authors", "r1", rows)
+    b = wh.write_table("authors", "r2", list(reversed(rows)))
+    assert a.sha256 == b.sha256 and a.rows == 3
+    assert not list(tmp_path.rglob("*.tmp"))
+
+
+def test_bad_rows_are_a_clear_error_and_leave_no_file(tmp_path):
+    wh = Warehouse(tmp_path)
+    with pytest.raises(ValueError, match="authors"):
+        wh.write_table("authors", "r1", [{**author("Q1"), "birth_year": "nineteen"}])
+    with pytest.raises(ValueError, match="not in schemas"):
+        wh.write_table("authors", "r1", [{**author("Q1"), "surprise": 1}])
+    assert not list(tmp_path.rglob("*.parquet")) and not list(tmp_path.rglob("*.tmp"))
+
+
+def test_publish_commits_and_views_answer(tmp_path):
+    wh = Warehouse(tmp_path)
+    publish(wh, "r", tables(["Q1", "Q2"]), seed=1, source="dump", snapshot_id="s", n_authors_requested=2,
+            requests_made=0)
+    with wh.connect() as con:
+        assert con.execute("select count(*) from authors").fetchone() == (2,)
+        assert con.execute("select release from works_raw limit 1").fetchone() == ("r",)
+
+
+def test_uncommitted_release_is_invisible(tmp_path):
+    wh = Warehouse(tmp_path)
+    publish(wh, "r", tables(["Q1"]), seed=1, source="dump", snapshot_id="s", n_authors_requested=1, requests_made=0)
+    wh.write_table("authors", "half-written", [author("Q9")])  # a crashed refresh: no releases row
+    wh.build_catalog()
+    with wh.connect() as con:
+        assert con.execute("select list(distinct release) from authors").fetchone() == (["r"],)
+
+
+def test_failing_data_test_leaves_release_uncommitted(tmp_path):
+    wh = Warehouse(tmp_path)
+    broken = tables(["Q1"])
+    broken["works_raw"] *= 2  # duplicate (author, work) rows
+    with pytest.raises(DataTestFailure, match="works_raw_unique"):
+        publish(wh, "bad", broken, seed=1, source="dump", snapshot_id="s", n_authors_requested=1, requests_made=0)
+    assert wh.committed_releases() == []
+
+
+def test_ledger_overlap_with_another_release_is_refused(tmp_path):
+    wh = Warehouse(tmp_path)
+    publish(wh, "r1", tables(["Q1"]), seed=1, source="dump", snapshot_id="s", n_authors_requested=1, requests_made=0)
+    with pytest.raises(RuntimeError, match="already released"):
+        publish(wh, "r2", tables(["Q1"]), seed=2, source="dump", snapshot_id="s", n_authors_requested=1,
+                requests_made=0)
+    # rebuilding the same release is fine: the ledger only excludes *other* releases
+    publish(wh, "r1", tables(["Q1"]), seed=1, source="dump", snapshot_id="s", n_authors_requested=1, requests_made=0)
+    assert wh.committed_releases() == ["r1"]
+
+
+def test_release_scope(tmp_path):
+    wh = Warehouse(tmp_path)
+    publish(wh, "r1", tables(["Q1"]), seed=1, source="dump", snapshot_id="s", n_authors_requested=1, requests_made=0)
+    publish(wh, "r2", tables(["Q2", "Q3"]), seed=2, source="dump", snapshot_id="s", n_authors_requested=2,
+            requests_made=0)
+    with wh.connect(release="r2") as con:
+        assert con.execute("select count(*) from authors").fetchone() == (2,)
+    with wh.connect() as con:
+        assert con.execute("select count(*) from authors").fetchone() == (3,)
+    with pytest.raises(ValueError, match="no committed release"):
+        wh.connect(release="nope")

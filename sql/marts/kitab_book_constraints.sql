@@ -1,0 +1,51 @@
+-- Every query as a KITAB row, with KITAB's column names and formats: lists are stringified
+-- Python lists (KITAB's consumers ast.literal_eval them), all_books entries are
+-- "Title (YYYY)" (just "Title" without a year) sorted by title, raw_books are the distinct
+-- titles fetched before cleaning. Two columns of ours follow KITAB's: query_id (links back
+-- to `queries`) and release (every join stays inside one release: a writer sampled but not
+-- released in one release may be sampled again in another). The views
+-- kitab_one_book_constraints and kitab_two_book_constraints select from this one (this file
+-- sorts before theirs, so running sql/marts/ in name order creates it first).
+
+-- s -> a Python string literal: repr(s) for printable text (double quotes when s has a '
+-- and no "), and always a literal that ast.literal_eval reads back as s (backslash, quote,
+-- newline, CR, tab and NUL escaped; other characters are valid inside a literal as they are).
+create or replace macro kitab_py_str(s) as
+    case when contains(s, '''') and not contains(s, '"')
+         then '"' || replace(replace(replace(replace(replace(s, '\', '\\'), chr(10), '\n'), chr(13), '\r'), chr(9), '\t'), chr(0), '\x00') || '"'
+         else '''' || replace(replace(replace(replace(replace(replace(s, '\', '\\'), '''', '\'''), chr(10), '\n'), chr(13), '\r'), chr(9), '\t'), chr(0), '\x00') || ''''
+    end;
+-- list of strings -> its Python repr, e.g. ['Beloved (1987)', 'Jazz (1992)']; NULL -> []
+create or replace macro kitab_py_list(xs) as
+    '[' || array_to_string(list_transform(coalesce(xs, []::varchar[]), lambda t: kitab_py_str(t)), ', ') || ']';
+
+create or replace view kitab_book_constraints as
+with all_books as (
+    select release, author_qid,
+           list(case when first_year is null then canonical_title
+                     else canonical_title || ' (' || cast(first_year as varchar) || ')' end
+                order by canonical_title, book_id) as titles
+    from books
+    group by release, author_qid
+), raw_books as (
+    select release, author_qid, list_sort(list_distinct(list(title))) as titles
+    from works_raw
+    group by release, author_qid
+)
+select
+    a.name                            as "Author",
+    cast(a.birth_year as bigint)      as "Birth Year",
+    cast(a.sitelinks as bigint)       as "# of sitelinks",
+    cast(q.kitab_constraint_id as bigint) as constraint_id,
+    q.kitab_constraint_type           as constraint_type,
+    q.constraints                     as constraints,
+    kitab_py_list(q.mapped_titles)    as mapped_books,
+    kitab_py_list(ab.titles)          as all_books,
+    kitab_py_list(rb.titles)          as raw_books,
+    q.query_id                        as query_id,
+    q.release                         as release,
+    q.n_constraints                   as n_constraints
+from queries q
+join authors a on a.release = q.release and a.qid = q.author_qid
+left join all_books ab on ab.release = q.release and ab.author_qid = q.author_qid
+left join raw_books rb on rb.release = q.release and rb.author_qid = q.author_qid;

@@ -1,0 +1,10 @@
+"""One module per constraint type. Importing this package imports every module in it, so a
+new type registers itself by existing (modules starting with "_" are shared helpers)."""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+for _module in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+    if not _module.name.startswith("_"):
+        importlib.import_module(f"{__name__}.{_module.name}")

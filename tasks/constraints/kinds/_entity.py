@@ -1,0 +1,58 @@
+"""Shared shape of the two named-entity constraints (human name, city name), each with a
+negation. The flags come from the taggers, per book; an author's books must all be tagged
+for these candidates to exist (an untagged book could be either)."""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+from tasks.constraints.book import Book
+from tasks.constraints.registry import Spec
+
+
+@dataclass(frozen=True)
+class EntitySpec(Spec):
+    present: bool
+
+    ENTITY: ClassVar[str]  # "human name" | "city name", as in KITAB's phrasing
+    FLAG: ClassVar[str]  # the Book attribute holding the tagger's answer
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.present, bool):
+            raise ValueError(f"{self.TYPE}: present must be a bool, got {self.present!r}")
+
+    @property
+    def value(self) -> str:
+        return "present" if self.present else "absent"
+
+    @property
+    def label(self) -> str:
+        return self.KITAB_TYPE if self.present else f"no-{self.KITAB_TYPE}"
+
+    def matches(self, book: Book) -> bool:
+        flag = getattr(book, self.FLAG)
+        if flag is None:
+            raise ValueError(f"book {book.book_id!r} has no {self.FLAG} flag")
+        return flag == self.present
+
+    def render(self) -> str:
+        # "doesn't" is load-bearing: KITAB's evaluator detects negation by that substring.
+        verb = "contains" if self.present else "doesn't contain"
+        return f"Book {verb} a {self.ENTITY} in its title."
+
+    def clause(self) -> str:
+        verb = "contains" if self.present else "doesn't contain"
+        return f"whose title {verb} a {self.ENTITY}"
+
+    @classmethod
+    def parse(cls, text: str) -> EntitySpec | None:
+        found = re.fullmatch(rf"Book (contains|doesn['’]t contain) an? {cls.ENTITY} in its title\.?", text.strip())
+        return cls(found[1] == "contains") if found else None
+
+    @classmethod
+    def candidates(cls, books: Sequence[Book]) -> Iterator[EntitySpec]:
+        if books and all(getattr(book, cls.FLAG) is not None for book in books):
+            yield cls(True)
+            yield cls(False)

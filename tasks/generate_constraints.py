@@ -1,0 +1,95 @@
+"""Stage: every candidate constraint of every author, before any sampling (table ``constraints``).
+
+Per author: the registered types' candidates (tasks/constraints/kinds/), each with the books
+it maps to, S, N and κ = 1 − S/N. Sampling into queries is tasks/sample_queries.py.
+"""
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping
+
+from tasks.base import StageResult, reject
+from tasks.constraints import SPEC_VERSION, Book, Candidate, author_candidates, constraint_id, spec_to_json
+
+STAGE = "generate_constraints"
+
+
+def book_view(row: Mapping, flags: Mapping[str, bool] | None) -> Book:
+    """A ``books`` row (+ its tagger flags) -> the Book the verifiers see: canonical title
+    first, then each distinct variant."""
+    titles = tuple(dict.fromkeys([row["canonical_title"], *(row.get("variant_titles") or [])]))
+    flags = flags or {}
+    return Book(
+        book_id=row["book_id"],
+        titles=titles,
+        first_year=row.get("first_year"),
+        has_human_name=flags.get("has_human_name"),
+        has_city_name=flags.get("has_city_name"),
+    )
+
+
+def constraint_row(author_qid: str, index: int, candidate: Candidate) -> dict:
+    """One row of the ``constraints`` table (schema: schemas/constraints.json)."""
+    spec = candidate.spec
+    return {
+        "constraint_id": constraint_id(author_qid, spec),
+        "author_qid": author_qid,
+        "constraint_index": index,
+        "constraint_type": spec.TYPE,
+        "kitab_constraint_type": spec.KITAB_TYPE,
+        "spec": spec_to_json(spec),
+        "text": spec.render(),
+        "mapped_book_ids": [book.book_id for book in candidate.mapped],
+        "mapped_titles": [book.title for book in candidate.mapped],
+        "n_mapped": candidate.n_mapped,
+        "n_books": candidate.n_books,
+        "constrainedness": candidate.constrainedness,
+        "satisfiable": candidate.satisfiable,
+        "spec_version": SPEC_VERSION,
+    }
+
+
+def generate_constraints(
+    authors: Iterable[Mapping],
+    books: Iterable[Mapping],
+    entity_flags: Mapping[str, Mapping[str, bool]],
+) -> StageResult:
+    """All candidate constraints per author, ordered by author qid then candidate order.
+
+    An author's books are ordered by (canonical title, book id), the order of KITAB's
+    ``all_books``, so mapped lists read the same way everywhere. Entity constraints exist
+    only for authors whose books are all tagged (an untagged book could go either way).
+    """
+    qids = sorted({author["qid"] for author in authors})
+    known = set(qids)
+    by_author: dict[str, list[Book]] = defaultdict(list)
+    rejects = []
+    for row in books:
+        if row["author_qid"] not in known:
+            rejects.append(reject(STAGE, "author_not_in_authors", "book", row["book_id"],
+                                  author_qid=row["author_qid"], title=row["canonical_title"]))
+            continue
+        by_author[row["author_qid"]].append(book_view(row, entity_flags.get(row["book_id"])))
+
+    rows: list[dict] = []
+    for qid in qids:
+        author_books = sorted(by_author.get(qid, []), key=lambda book: (book.title, book.book_id))
+        rows.extend(constraint_row(qid, index, candidate)
+                    for index, candidate in enumerate(author_candidates(author_books)))
+
+    by_type = Counter(row["constraint_type"] for row in rows)
+    unsatisfiable = Counter(row["constraint_type"] for row in rows if not row["satisfiable"])
+    stats = {
+        "authors": len(qids),
+        "authors_without_books": sum(1 for qid in qids if not by_author.get(qid)),
+        "authors_without_entity_flags": sum(
+            1 for qid in qids
+            if by_author.get(qid) and any(b.has_human_name is None or b.has_city_name is None for b in by_author[qid])
+        ),
+        "books": sum(len(v) for v in by_author.values()),
+        "constraints": len(rows),
+        "constraints_by_type": dict(sorted(by_type.items())),
+        "unsatisfiable_by_type": dict(sorted(unsatisfiable.items())),
+        "spec_version": SPEC_VERSION,
+    }
+    return StageResult(tables={"constraints": rows}, rejects=rejects, stats=stats)

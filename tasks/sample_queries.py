@@ -1,0 +1,274 @@
+"""Stage: a seeded sample of one- and two-constraint queries (table ``queries``).
+
+Follows the paper (App. C.2); every rate is a field of ``SamplingRates``:
+- one constraint: each satisfiable candidate is kept with its type's rate (15% starts-with
+  and ends-with, 50% word-count, all others 100%); the entity types are asked for every
+  author whatever S is (Table 2: 611 each); then unsatisfiable candidates are appended,
+  round-robin over types, until they are ~7.99% of the one-constraint queries.
+- two constraints: pairs of individually satisfiable constraints of different types;
+  starts-with × year-range pairs mapping to > 1 book kept at 25%; of the rest, pairs mapping
+  to 1 book at 5% and to > 2 books at 10%; jointly unsatisfiable pairs (S = 0) appended
+  until they are ~0.76% of the two-constraint queries.
+
+Every keep/drop draw is a hash of (seed, purpose, constraint ids), not a shared random
+stream: the sample is the same for a seed whatever the input order, and adding an author
+does not reshuffle the others.
+"""
+from __future__ import annotations
+
+import hashlib
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from itertools import islice
+from types import MappingProxyType
+
+from tasks.base import StageResult
+from tasks.constraints import SPEC_VERSION, Spec, render_criteria, spec_from_json, spec_type
+
+ONE_ALWAYS = "one:always"
+ONE_SATISFIABLE = "one:satisfiable"
+ONE_UNSATISFIABLE = "one:unsatisfiable"
+TWO_EASY = "two:easy"
+TWO_ONE_BOOK = "two:one_book"
+TWO_TWO_BOOKS = "two:two_books"
+TWO_MORE_BOOKS = "two:more_books"
+TWO_UNSATISFIABLE = "two:jointly_unsatisfiable"
+
+
+@dataclass(frozen=True)
+class SamplingRates:
+    """Sampling configuration; the defaults are the paper's (App. C.2, §3.1)."""
+
+    # keep-rate of satisfiable one-constraint candidates, per type; types not listed: 1.0
+    one_constraint: Mapping[str, float] = field(
+        default_factory=lambda: MappingProxyType({"starts_with": 0.15, "ends_with": 0.15, "word_count": 0.50})
+    )
+    # types asked for every author, satisfiable or not (paper Table 2: 611 queries each)
+    always_asked: frozenset[str] = frozenset({"human_name", "city_name"})
+    # target share of unsatisfiable queries among one-constraint queries (paper: 7.99%)
+    one_unsatisfiable_share: float = 0.0799
+    # the "more easily satisfiable" pair the paper isolates, kept when it maps to > 1 book
+    two_easy_types: tuple[str, str] = ("starts_with", "year_range")
+    two_easy: float = 0.25
+    two_one_book: float = 0.05
+    # pairs mapping to exactly 2 books: the paper samples "a single book" and "more than 2
+    # books" and says nothing of 2; read literally, they are never sampled
+    two_two_books: float = 0.0
+    two_more_books: float = 0.10
+    # target share of jointly unsatisfiable pairs among two-constraint queries (paper: 0.76%)
+    two_unsatisfiable_share: float = 0.0076
+
+    def __post_init__(self) -> None:
+        for name in (*self.one_constraint, *self.always_asked, *self.two_easy_types):
+            spec_type(name)  # raises on an unknown type: a typo must not silently mean 100%
+        rates = [*self.one_constraint.values(), self.two_easy, self.two_one_book, self.two_two_books,
+                 self.two_more_books]
+        if not all(0.0 <= rate <= 1.0 for rate in rates):
+            raise ValueError(f"sampling rates must lie in [0, 1]: {self}")
+        if not all(0.0 <= share < 1.0 for share in (self.one_unsatisfiable_share, self.two_unsatisfiable_share)):
+            raise ValueError(f"unsatisfiable shares must lie in [0, 1): {self}")
+        if len(set(self.two_easy_types)) != 2:
+            raise ValueError(f"two_easy_types must name two different types: {self.two_easy_types}")
+
+    def as_dict(self) -> dict:
+        """JSON-ready, for the run report."""
+        return {**{f.name: getattr(self, f.name) for f in fields(self)},
+                "one_constraint": dict(self.one_constraint), "always_asked": sorted(self.always_asked),
+                "two_easy_types": list(self.two_easy_types)}
+
+    def one_rate(self, constraint_type: str) -> float:
+        return self.one_constraint.get(constraint_type, 1.0)
+
+    def two_rate(self, stratum: str) -> float:
+        return {TWO_EASY: self.two_easy, TWO_ONE_BOOK: self.two_one_book, TWO_TWO_BOOKS: self.two_two_books,
+                TWO_MORE_BOOKS: self.two_more_books}[stratum]
+
+
+def uniform(seed: int, purpose: str, *ids: str) -> float:
+    """A uniform draw in [0, 1) fixed by (seed, purpose, ids)."""
+    key = "\x1f".join((str(seed), purpose, *ids)).encode()
+    return int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "big") / 2**64
+
+
+def fill_count(n_queries: int, n_unsatisfiable: int, share: float) -> int:
+    """How many unsatisfiable queries to append so they make ``share`` of the total."""
+    return max(0, round((share * n_queries - n_unsatisfiable) / (1.0 - share)))
+
+
+# A sampled query: its constraint rows (criterion order) and why it was sampled.
+Sampled = tuple[list[dict], str]
+
+
+def sample_one(by_author: Mapping[str, Sequence[dict]], seed: int, rates: SamplingRates) -> list[Sampled]:
+    """One-constraint queries."""
+    kept: list[Sampled] = []
+    unsatisfiable: dict[str, list[dict]] = defaultdict(list)
+    for rows in by_author.values():
+        for row in rows:
+            kind = row["constraint_type"]
+            if kind in rates.always_asked:
+                kept.append(([row], ONE_ALWAYS))
+            elif not row["satisfiable"]:
+                unsatisfiable[kind].append(row)
+            elif uniform(seed, "one", row["constraint_id"]) < rates.one_rate(kind):
+                kept.append(([row], ONE_SATISFIABLE))
+    already = sum(1 for (row,), _ in kept if not row["satisfiable"])
+    wanted = fill_count(len(kept), already, rates.one_unsatisfiable_share)
+    appended = round_robin(unsatisfiable, lambda row: uniform(seed, "one-unsatisfiable", row["constraint_id"]))
+    kept.extend(([row], ONE_UNSATISFIABLE) for row in islice(appended, wanted))
+    return kept
+
+
+def round_robin(pools: Mapping[str, list[dict]], draw: Callable[[dict], float]) -> Iterator[dict]:
+    """Each type's pool in draw order, interleaved type by type: the paper appends
+    unsatisfiable constraints "of each type", so no type crowds out the others."""
+    ordered = [sorted(pools[kind], key=draw) for kind in sorted(pools, key=lambda k: spec_type(k).ORDER)]
+    for position in range(max(map(len, ordered), default=0)):
+        yield from (pool[position] for pool in ordered if position < len(pool))
+
+
+def two_stratum(first: dict, second: dict, n_mapped: int, rates: SamplingRates) -> str:
+    if n_mapped > 1 and {first["constraint_type"], second["constraint_type"]} == set(rates.two_easy_types):
+        return TWO_EASY
+    return {1: TWO_ONE_BOOK, 2: TWO_TWO_BOOKS}.get(n_mapped, TWO_MORE_BOOKS)
+
+
+def sample_two(by_author: Mapping[str, Sequence[dict]], seed: int, rates: SamplingRates) -> list[Sampled]:
+    """Two-constraint queries, criteria in type order."""
+    kept: list[Sampled] = []
+    unsatisfiable: list[tuple[dict, dict]] = []
+    for rows in by_author.values():
+        satisfiable = [row for row in rows if row["satisfiable"]]
+        # mapped books as bit masks: S of a pair is one AND and a popcount, and an author
+        # with k satisfiable constraints has ~k²/2 pairs
+        bit: dict[str, int] = {}
+        masks = [sum(1 << bit.setdefault(book_id, len(bit)) for book_id in row["mapped_book_ids"])
+                 for row in satisfiable]
+        for i, first in enumerate(satisfiable):
+            for j in range(i + 1, len(satisfiable)):
+                second = satisfiable[j]
+                if first["constraint_type"] == second["constraint_type"]:
+                    continue
+                n_mapped = (masks[i] & masks[j]).bit_count()
+                if n_mapped == 0:
+                    unsatisfiable.append((first, second))
+                    continue
+                stratum = two_stratum(first, second, n_mapped, rates)
+                if uniform(seed, "two", first["constraint_id"], second["constraint_id"]) < rates.two_rate(stratum):
+                    kept.append(([first, second], stratum))
+    wanted = fill_count(len(kept), 0, rates.two_unsatisfiable_share)
+    unsatisfiable.sort(key=lambda pair: uniform(seed, "two-unsatisfiable", *(row["constraint_id"] for row in pair)))
+    kept.extend(([first, second], TWO_UNSATISFIABLE) for first, second in unsatisfiable[:wanted])
+    return kept
+
+
+def render_query(author: Mapping, specs: Sequence[Spec]) -> str:
+    """The paper's query form: "List all books written by Toni Morrison (born in 1931) that
+    were first published between 1970-1974."."""
+    clauses = " and ".join(spec.clause() for spec in specs)
+    return f"List all books written by {author['name']} (born in {author['birth_year']}) {clauses}."
+
+
+def query_row(members: Sequence[dict], stratum: str, author: Mapping, titles: Mapping[str, str], seed: int) -> dict:
+    """One row of the ``queries`` table (schema: schemas/queries.json); kitab_constraint_id
+    is filled in once the author's queries are ordered."""
+    specs = [spec_from_json(row["spec"]) for row in members]
+    others = [set(row["mapped_book_ids"]) for row in members[1:]]
+    mapped = [book_id for book_id in members[0]["mapped_book_ids"] if all(book_id in ids for ids in others)]
+    n_books = members[0]["n_books"]
+    kitab_types = [spec.KITAB_TYPE for spec in specs]
+    return {
+        "query_id": f"{author['qid']}:" + "+".join(f"{spec.TYPE}:{spec.value}" for spec in specs),
+        "author_qid": author["qid"],
+        "n_constraints": len(members),
+        "constraint_ids": [row["constraint_id"] for row in members],
+        "constraint_types": [spec.TYPE for spec in specs],
+        "kitab_constraint_id": None,
+        # KITAB: a plain string for one constraint, a stringified Python list for two
+        "kitab_constraint_type": kitab_types[0] if len(specs) == 1 else repr(kitab_types),
+        "constraints": render_criteria(specs),
+        "query": render_query(author, specs),
+        "mapped_book_ids": mapped,
+        "mapped_titles": [titles[book_id] for book_id in mapped],
+        "n_mapped": len(mapped),
+        "n_books": n_books,
+        "constrainedness": 1.0 - len(mapped) / n_books,
+        "satisfiable": bool(mapped),
+        "sample_stratum": stratum,
+        "seed": seed,
+        "spec_version": SPEC_VERSION,
+    }
+
+
+def sample_queries(
+    constraints: Iterable[Mapping],
+    authors: Iterable[Mapping],
+    books: Iterable[Mapping],
+    *,
+    seed: int,
+    rates: SamplingRates = SamplingRates(),
+) -> StageResult:
+    """Seeded one- and two-constraint queries from the ``constraints`` table.
+
+    ``books`` gives the canonical titles of mapped books and a consistency check: every
+    author's N in ``constraints`` must equal their books here (else the constraints are stale).
+    Rows are ordered by author, then one- before two-constraint, then candidate order.
+    """
+    by_author: dict[str, list[dict]] = defaultdict(list)
+    for row in constraints:
+        if row["spec_version"] != SPEC_VERSION:
+            raise ValueError(f"constraint {row['constraint_id']} has spec version {row['spec_version']}, "
+                             f"this code is {SPEC_VERSION}: regenerate the constraints")
+        by_author[row["author_qid"]].append(dict(row))
+    for rows in by_author.values():
+        rows.sort(key=lambda row: (spec_type(row["constraint_type"]).ORDER, row["constraint_index"]))
+    authors_by_qid = {author["qid"]: author for author in authors}
+    titles: dict[str, str] = {}
+    n_books: Counter[str] = Counter()
+    for book in books:
+        titles[book["book_id"]] = book["canonical_title"]
+        n_books[book["author_qid"]] += 1
+    for qid, rows in by_author.items():
+        if qid not in authors_by_qid:
+            raise ValueError(f"constraints of author {qid} but no such row in authors")
+        if rows[0]["n_books"] != n_books[qid]:
+            raise ValueError(f"author {qid}: constraints say N = {rows[0]['n_books']}, books has "
+                             f"{n_books[qid]}: the constraints are stale, regenerate them")
+
+    sampled = sample_one(by_author, seed, rates) + sample_two(by_author, seed, rates)
+    rows_out = sorted(
+        ((query_row(members, stratum, authors_by_qid[members[0]["author_qid"]], titles, seed),
+          [m["constraint_index"] for m in members]) for members, stratum in sampled),
+        key=lambda pair: (pair[0]["author_qid"], pair[0]["n_constraints"], pair[1]),
+    )
+    queries = [row for row, _ in rows_out]
+    # KITAB's integer constraint_id: the candidate's per-author index for one constraint
+    # (as in KITAB's files); the query's per-author position for two.
+    next_two: Counter[str] = Counter()
+    for row, indices in rows_out:
+        if row["n_constraints"] == 1:
+            row["kitab_constraint_id"] = indices[0]
+        else:
+            row["kitab_constraint_id"] = next_two[row["author_qid"]]
+            next_two[row["author_qid"]] += 1
+    return StageResult(tables={"queries": queries}, stats=sampling_stats(by_author, queries, seed, rates))
+
+
+def sampling_stats(by_author: Mapping[str, Sequence[dict]], queries: Sequence[dict], seed: int,
+                   rates: SamplingRates) -> dict:
+    one = [q for q in queries if q["n_constraints"] == 1]
+    two = [q for q in queries if q["n_constraints"] == 2]
+    candidates = [row for rows in by_author.values() for row in rows]
+    return {
+        "seed": seed,
+        "rates": rates.as_dict(),
+        "authors": len(by_author),
+        "candidates": len(candidates),
+        "candidates_satisfiable": sum(row["satisfiable"] for row in candidates),
+        "queries_one": len(one),
+        "queries_two": len(two),
+        "kept_by_stratum": dict(sorted(Counter(q["sample_stratum"] for q in queries).items())),
+        "one_unsatisfiable_share": sum(not q["satisfiable"] for q in one) / len(one) if one else None,
+        "two_unsatisfiable_share": sum(not q["satisfiable"] for q in two) / len(two) if two else None,
+    }

@@ -5,10 +5,16 @@ cap, for a mirror run of the bundled snapshot (fresh cache, real clients, no Pre
 """
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
+# Run as a script, this file's folder comes first on sys.path and its name would shadow
+# the `requests` package that the clients import.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+
 import argparse
 import tempfile
 import time
-from pathlib import Path
 
 from kitab.config import Settings
 from kitab.env import BUNDLED_SNAPSHOT

@@ -27,6 +27,7 @@ def _warehouse(path: Optional[Path]) -> Path:
 
     root = Path(path).resolve() if path else Settings().warehouse
     os.environ["KITAB_WAREHOUSE"] = str(root)
+    (root / ".prefect").mkdir(parents=True, exist_ok=True)  # Prefect only creates the last level
     quiet_prefect_env(root / ".prefect")
     return root
 

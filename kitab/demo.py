@@ -13,7 +13,7 @@ from kitab.warehouse import Warehouse
 
 DEMO_RELEASE = "demo"
 EXAMPLE_SQL = ("SELECT a.name, a.birth_year, a.sitelinks, count(w.work_key) AS works_raw "
-               "FROM authors a JOIN works_raw w USING (release, qid) "
+               "FROM authors a JOIN works_raw w ON w.release = a.release AND w.author_qid = a.qid "
                "GROUP BY ALL ORDER BY a.sitelinks DESC LIMIT 5")
 
 

@@ -7,6 +7,7 @@ authors there are. N-Triples must come out sorted, so triples are sorted in boun
 from __future__ import annotations
 
 import contextlib
+import itertools
 import heapq
 import random
 from collections import Counter
@@ -50,6 +51,8 @@ class SnapshotWriter:
     def __init__(self, folder: Path, run_lines: int = 200_000):
         self.folder = folder
         self.counts: Counter[str] = Counter()
+        # Generated title keys already given to any author: see _new_title.
+        self.generated_titles: set[tuple[str, ...]] = set()
         self._run_lines = run_lines
         self._pending: list[str] = []
         self._runs: list[Path] = []
@@ -115,7 +118,8 @@ def emit_author(out: SnapshotWriter, ids: Ids, spec: AuthorSpec, rng: random.Ran
     """Write everything about one author: WikiData person and works, Open Library records."""
     books = []
     if spec.ol_key:  # work keys are fixed first, so WikiData items can link to them (P648)
-        books = [replace(b, key=b.key or ids.work()) for b in _with_generated_books(spec, rng, created_at.year)]
+        books = [replace(b, key=b.key or ids.work())
+                 for b in _with_generated_books(spec, rng, created_at.year, out.generated_titles)]
     if spec.qid:
         _emit_person(out, spec)
         _emit_wikidata_works(out, ids, spec, books, rng, created_at.year)
@@ -157,7 +161,10 @@ def _emit_wikidata_works(
     items = [(title, book.key, spec.qid) for title, book in list(own.items())[: spec.wd_works]]
     seen = {_title_key(book.title) for book in books}
     while len(items) < spec.wd_works:
-        items.append((_new_title(rng, seen)[0], None, spec.qid))
+        title = words.short_work_title(rng)
+        if _title_key(title) not in seen:
+            seen.add(_title_key(title))
+            items.append((title, None, spec.qid))
     items += [(book.title, book.key, book.wd_author) for book in books if book.in_wikidata and book.wd_author]
     for title, work_key, author in items:
         item = wd(ids.qid())
@@ -263,39 +270,49 @@ def _timestamp(moment: datetime) -> str:
 # --- generated books --------------------------------------------------------------------
 
 
+UNIQUE_TRIES = 40
+
+
 def _title_key(title: str) -> tuple[str, ...]:
     """Titles that differ only in case, punctuation or a leading article count as the same."""
     words_ = tokens(title)
     return tuple(words_[1:] if words_[:1] and words_[0] in LEADING_ARTICLES else words_)
 
 
-def _with_generated_books(spec: AuthorSpec, rng: random.Random, created_year: int) -> list[BookSpec]:
+def _with_generated_books(spec: AuthorSpec, rng: random.Random, created_year: int,
+                          taken: set[tuple[str, ...]]) -> list[BookSpec]:
     """The spec's books topped up with generated ones to ``spec.ol_works``, none clashing in title."""
     books = list(spec.books)
     seen = {_title_key(book.title) for book in books}
     while len(books) < spec.ol_works:
-        books.append(_generated_book(rng, seen, spec.birth, created_year))
+        books.append(_generated_book(rng, seen, taken, spec.birth, created_year))
     return books
 
 
-def _generated_book(rng: random.Random, seen: set[tuple[str, ...]], birth: date | None, created_year: int) -> BookSpec:
+def _generated_book(rng: random.Random, seen: set[tuple[str, ...]], taken: set[tuple[str, ...]],
+                    birth: date | None, created_year: int) -> BookSpec:
     """A synthetic book whose title is new to ``seen`` (which it extends)."""
-    title, language = _new_title(rng, seen)
+    title, language = _new_title(rng, seen, taken)
     subtitle = rng.choice(words.SUBTITLES) if rng.random() < 0.08 else None
     return BookSpec(title, _draw_year(rng, birth, created_year), SYNTHETIC, subtitle=subtitle, language=language)
 
 
-def _new_title(rng: random.Random, seen: set[tuple[str, ...]]) -> tuple[str, str | None]:
-    """A generated title not in ``seen`` (which it extends) and its language (None = untagged)."""
-    while True:
-        if rng.random() < 0.12:
-            title, language = words.foreign_title(rng)
-            language = None if rng.random() < 0.3 else language
-        else:
-            title, language = words.english_title(rng), None if rng.random() < 0.12 else "eng"
-        if _title_key(title) not in seen:
-            seen.add(_title_key(title))
-            return title, language
+def _new_title(rng: random.Random, seen: set[tuple[str, ...]],
+               taken: set[tuple[str, ...]]) -> tuple[str, str | None]:
+    """A generated title not in ``seen`` (this author's, which it extends) and its language
+    (None = untagged). It also avoids ``taken`` (every author's generated titles) for up to
+    UNIQUE_TRIES draws: two writers with a same-titled book, one of them on WikiData, would
+    look like a misattribution that nobody planted. Large snapshots exhaust the word lists,
+    and then titles repeat across authors, as real ones sometimes do."""
+    foreign = rng.random() < 0.12  # decided once, so retries do not shift the language mix
+    untagged = rng.random() < (0.3 if foreign else 0.12)
+    for attempt in itertools.count():
+        title, language = words.foreign_title(rng) if foreign else (words.english_title(rng), "eng")
+        key = _title_key(title)
+        if key not in seen and (key not in taken or attempt >= UNIQUE_TRIES):
+            seen.add(key)
+            taken.add(key)
+            return title, None if untagged else language
 
 
 def _draw_year(rng: random.Random, birth: date | None, created_year: int) -> int | None:

@@ -43,19 +43,42 @@ CITIES = (
     "Oslo", "Paris", "Prague", "Rome", "Shanghai", "Sydney", "Tangier", "Toronto", "Venice", "Vienna",
 )
 ADJECTIVES = (
-    "Bitter", "Borrowed", "Bright", "Broken", "Burning", "Crimson", "Dark", "Distant", "Endless", "Forgotten",
-    "Gentle", "Glass", "Golden", "Hidden", "Hollow", "Invisible", "Iron", "Last", "Lost", "Northern",
-    "Painted", "Paper", "Quiet", "Restless", "Salt", "Savage", "Secret", "Silent", "Summer", "Velvet", "Wild",
-    "Winter",
+    "Amber", "Ancient", "Ashen", "Autumn", "Bitter", "Black", "Blind", "Blue", "Borrowed", "Brave",
+    "Bright", "Broken", "Burning", "Careless", "Cold", "Copper", "Crimson", "Crooked", "Cruel", "Dark",
+    "Dear", "Deep", "Distant", "Drowned", "Dusty", "Early", "Eastern", "Empty", "Endless", "Evening",
+    "Faded", "Fallen", "False", "Far", "Final", "First", "Flooded", "Foreign", "Forgotten", "Frozen",
+    "Gentle", "Ghostly", "Glass", "Golden", "Gray", "Green", "Half", "Hidden", "High", "Hollow",
+    "Holy", "Hungry", "Idle", "Invisible", "Iron", "Ivory", "Last", "Late", "Lonely", "Long",
+    "Lost", "Lucky", "Marble", "Midnight", "Misty", "Narrow", "Northern", "Old", "Painted", "Pale",
+    "Paper", "Patient", "Quiet", "Rainy", "Red", "Restless", "Rusted", "Sacred", "Salt", "Savage",
+    "Scarlet", "Second", "Secret", "Shattered", "Silent", "Silver", "Sleeping", "Slow", "Small", "Southern",
+    "Spring", "Stolen", "Stone", "Strange", "Summer", "Sunken", "Sweet", "Tender", "Thin", "Tired",
+    "Troubled", "True", "Velvet", "Wandering", "Western", "Whispering", "White", "Wicked", "Wild", "Winter",
+    "Wooden", "Young",
 )
 NOUNS = (
-    "Bridge", "Clock", "Country", "Crown", "Daughter", "Doctor", "Dream", "Empire", "Field", "Fire",
-    "Frontier", "Garden", "Ghost", "Harbor", "Harvest", "Hour", "House", "Hunter", "Island", "Kingdom",
-    "Lantern", "Letter", "Machine", "Map", "Memory", "Mirror", "Morning", "Night", "Orchard", "Orphan",
-    "Promise", "River", "Road", "Season", "Shadow", "Shore", "Silence", "Song", "Storm", "Stranger", "Tide",
-    "Voyage", "Widow", "Witness", "Year",
+    "Anchor", "Angel", "Apple", "Archive", "Arrow", "Ashes", "Attic", "Balcony", "Bell", "Bird",
+    "Blade", "Boat", "Bone", "Border", "Bread", "Bridge", "Brother", "Candle", "Canyon", "Captain",
+    "Castle", "Cathedral", "Cellar", "Chapel", "Child", "Circus", "Cliff", "Clock", "Cloud", "Coast",
+    "Compass", "Cottage", "Country", "Crown", "Dancer", "Daughter", "Desert", "Doctor", "Door", "Dream",
+    "Drum", "Dust", "Echo", "Empire", "Evening", "Exile", "Falcon", "Farm", "Feast", "Ferry",
+    "Field", "Fire", "Flag", "Flood", "Forest", "Fountain", "Frontier", "Garden", "Gate", "Ghost",
+    "Glacier", "Guest", "Harbor", "Harvest", "Hawk", "Heart", "Heir", "Highway", "Hill", "Horse",
+    "Hour", "House", "Hunter", "Island", "Journey", "Judge", "Key", "Kingdom", "Kitchen", "Ladder",
+    "Lake", "Lantern", "Letter", "Library", "Lighthouse", "Lion", "Machine", "Map", "Market", "Meadow",
+    "Memory", "Mill", "Mirror", "Moon", "Morning", "Mountain", "Music", "Night", "Ocean", "Orchard",
+    "Orphan", "Painter", "Palace", "Passage", "Pilgrim", "Planet", "Poet", "Prisoner", "Promise", "Queen",
+    "Rain", "Raven", "Reef", "Rider", "River", "Road", "Rose", "Sailor", "Scholar", "Sea",
+    "Season", "Shadow", "Ship", "Shore", "Silence", "Singer", "Sister", "Sky", "Soldier", "Song",
+    "Spring", "Star", "Station", "Stone", "Storm", "Stranger", "Street", "Sun", "Sword", "Teacher",
+    "Temple", "Thief", "Thread", "Throne", "Tide", "Tower", "Traveler", "Tree", "Valley", "Village",
+    "Violin", "Voyage", "Wall", "War", "Watchman", "Water", "Wave", "Well", "Widow", "Wind",
+    "Window", "Winter", "Witness", "Wolf", "Wood", "Year",
 )
-GERUNDS = ("Crossing", "Finding", "Leaving", "Keeping", "Burning", "Chasing", "Remembering", "Waking")
+GERUNDS = (
+    "Crossing", "Finding", "Leaving", "Keeping", "Burning", "Chasing", "Remembering", "Waking", "Building", "Counting",
+    "Drawing", "Following", "Guarding", "Hearing", "Losing", "Mending", "Naming", "Reading", "Saving", "Watching",
+)
 NUMBERS = ("Two", "Three", "Seven", "Twelve", "Forty", "100", "A Thousand")
 SUBTITLES = ("A Novel", "A Memoir", "Stories", "A Mystery", "Poems", "An Essay", "A Romance")
 
@@ -82,6 +105,17 @@ FOREIGN = {
 }
 
 
+def plural(noun: str) -> str:
+    """English plural of the word lists' nouns (Country -> Countries, Glass -> Glasses, Wolf -> Wolves)."""
+    if noun.endswith("y") and noun[-2:-1] not in "aeiou":
+        return noun[:-1] + "ies"
+    if noun.endswith(("s", "x", "ch", "sh")):
+        return noun + "es"
+    if noun.endswith("f"):
+        return noun[:-1] + "ves"
+    return noun + "s"
+
+
 def english_title(rng: random.Random) -> str:
     """A plausible English book title; about one in six has a person's or a city's name."""
     adj, noun, other = rng.choice(ADJECTIVES), rng.choice(NOUNS), rng.choice(NOUNS)
@@ -89,11 +123,11 @@ def english_title(rng: random.Random) -> str:
     shapes = (
         (20, f"The {adj} {noun}"),
         (10, f"{adj} {noun}"),
-        (8, f"The {noun} of {other}s"),
-        (6, f"A {noun} for {adj} {other}s" if adj[0] not in "AEIOU" else f"The {noun} of {adj} {other}s"),
+        (8, f"The {noun} of {plural(other)}"),
+        (6, f"A {noun} for {adj} {plural(other)}" if adj[0] not in "AEIOU" else f"The {noun} of {adj} {plural(other)}"),
         (6, f"{rng.choice(GERUNDS)} the {noun}"),
         (5, noun),
-        (5, f"{rng.choice(NUMBERS)} {noun}s"),
+        (5, f"{rng.choice(NUMBERS)} {plural(noun)}"),
         (5, f"The {noun} and the {other}" if noun != other else f"The {noun}"),
         (4, f"{noun} & {other}" if noun != other else f"{adj} {noun}"),
         (4, f"{first}'s {noun}"),
@@ -104,6 +138,18 @@ def english_title(rng: random.Random) -> str:
         (3, f"The {city} {noun}"),
     )
     return rng.choices([s for _, s in shapes], weights=[w for w, _ in shapes])[0]
+
+
+# Works WikiData knows but Open Library does not (poems, essays, lectures): shapes that
+# no generated Open Library title uses, so a WikiData-only item never makes another
+# author's book look misattributed by accident (the planted case does that on purpose).
+SHORT_WORK_SHAPES = ("Ode to the {adj} {noun}", "Essay on the {noun}", "Lecture on the {adj} {noun}",
+                     "Sonnet for the {noun}", "Elegy for a {adj} {noun}", "Notes on the {adj} {noun}")
+
+
+def short_work_title(rng: random.Random) -> str:
+    """A title for a WikiData-only work (never an Open Library title shape)."""
+    return rng.choice(SHORT_WORK_SHAPES).format(adj=rng.choice(ADJECTIVES), noun=rng.choice(NOUNS))
 
 
 def foreign_title(rng: random.Random) -> tuple[str, str]:

@@ -16,7 +16,8 @@ from kitab.config import Settings
 from kitab.sources import open_sources
 from tasks.base import StageResult
 from tasks.publish import other_releases_qids, publish, released_authors_rows
-from tasks.steps import collect_author_step, sample_authors_step
+from tasks.steps import (clean_books_step, collect_author_step, dedup_titles_step, generate_constraints_step,
+                         sample_authors_step, sample_queries_step, tag_entities_step)
 from kitab.warehouse import Warehouse
 
 
@@ -68,11 +69,27 @@ def refresh(source: str = "mirror", snapshot: str | None = None, authors: int = 
                 logger.info("authors done %d / %d", done, len(writers))
         merged = merge(collected)
         authors_rows = merged.tables.get("authors", [])
-        kept = {a["qid"] for a in authors_rows if a["ol_author_key"]}
+        works_raw = merged.tables.get("works_raw", [])
+        cleaned = clean_books_step(sources, source_key, works_raw, authors_rows, today_year=date.today().year)
+        deduped = dedup_titles_step(cleaned.tables["works_clean"], authors_rows)
+        books, variants = deduped.tables["books"], deduped.tables["title_variants"]
+        kept = {b["author_qid"] for b in books}
+        kept_authors = [a for a in authors_rows if a["qid"] in kept]
+        tagged = tag_entities_step(books, variants)
+        constraints = generate_constraints_step(kept_authors, books, tagged.tables["title_entities"])
+        queries = sample_queries_step(constraints.tables["constraints"], kept_authors, books, seed=seed)
+        stages = {"sample_authors": sampled, "collect_authors": merged, "clean_books": cleaned,
+                  "dedup_titles": deduped, "tag_entities": tagged, "generate_constraints": constraints,
+                  "sample_queries": queries}
         tables = {
             "authors": authors_rows,
-            "works_raw": merged.tables.get("works_raw", []),
-            "rejects": sampled.rejects + merged.rejects,
+            "works_raw": works_raw,
+            "books": books,
+            "title_variants": variants,
+            "title_entities": tagged.tables["title_entities"],
+            "constraints": constraints.tables["constraints"],
+            "queries": queries.tables["queries"],
+            "rejects": [r for stage in stages.values() for r in stage.rejects],
             "released_authors": released_authors_rows(release, authors_rows, kept),
         }
         requests_made = sources.requests_sent()
@@ -82,12 +99,16 @@ def refresh(source: str = "mirror", snapshot: str | None = None, authors: int = 
         sources.close()
     return {
         "release": release, "source": source, "snapshot_id": snapshot_id, "warehouse": str(wh.root),
-        "stage_counts": {"candidates": sampled.stats["candidates"], "sampled": len(writers),
-                         "matched": len(kept), "works_raw": len(tables["works_raw"]),
-                         "released_authors": len(tables["released_authors"])},
+        "stage_counts": {"candidate writers": sampled.stats["candidates"], "sampled": len(writers),
+                         "matched on Open Library": sum(1 for a in authors_rows if a["ol_author_key"]),
+                         "works_raw": len(works_raw), "works kept by clean_books": len(cleaned.tables["works_clean"]),
+                         "title_variants": len(variants), "books": len(books), "authors with >= 5 books": len(kept),
+                         "title_entities": len(tables["title_entities"]),
+                         "constraints": len(tables["constraints"]), "queries": len(tables["queries"])},
         "match_methods": {m: sum(1 for a in authors_rows if a["match_method"] == m)
                           for m in ("p648", "name_birth_year", "unmatched")},
         "rejects": len(tables["rejects"]),
+        "stage_stats": {name: stage.stats for name, stage in stages.items()},
         "requests_made_by_clients": requests_made,
         "checksums": ledger["checksums"], "data_tests": ledger["data_tests"],
         "wall_seconds": round(time.monotonic() - started, 2),

@@ -115,6 +115,47 @@ def snapshot_generate(seed: int = typer.Option(42), authors: int = typer.Option(
     main(seed, authors, out)
 
 
+def _stdin_lines() -> list[str]:
+    if sys.stdin.isatty():
+        raise typer.BadParameter("expected lines on standard input (pipe a file or use <<EOF)")
+    return sys.stdin.read().splitlines()
+
+
+@app.command()
+def dedup() -> None:
+    """One author's titles on stdin (one per line, optional "(YYYY)") -> clusters as JSON lines."""
+    from tasks.dedup_titles import dedup_probe
+
+    for line in dedup_probe(_stdin_lines()):
+        print(line)
+
+
+@app.command()
+def tag(titles: Optional[list[str]] = typer.Argument(None, help="titles; none: one per line on stdin")) -> None:
+    """Titles -> JSON lines {"title", "human_names", "city_names"} from human_v1 and city_v1."""
+    from tasks.tag_entities import tag_probe
+
+    for line in tag_probe(titles or _stdin_lines()):
+        print(line)
+
+
+@app.command()
+def constraints(human: bool = typer.Option(False, "--human", help="add human-name constraints (tagger human_v1)"),
+                city: bool = typer.Option(False, "--city", help="add city-name constraints (tagger city_v1)")) -> None:
+    """One author's books on stdin ("Title (YYYY)" per line) -> every candidate constraint as JSON lines."""
+    from tasks.constraints import constraints_probe
+
+    def has(kind: str):
+        from tasks.tag_entities import default_taggers
+
+        tagger = next(t for t in default_taggers() if t.name == kind)
+        return lambda title: bool(tagger.tag_many([title])[0])
+
+    for line in constraints_probe(_stdin_lines(), human=has("human") if human else None,
+                                  city=has("city") if city else None):
+        print(line)
+
+
 def main() -> None:
     app()
 

@@ -1,6 +1,7 @@
 """``kitab demo``: the refresh on the bundled snapshot through the local mirror, and a
-summary a person can read: counts per stage, rejects by reason, requests, wall time and
-one example SQL query with its answer."""
+summary a person can read: counts per stage, rejects by stage and reason, books per
+author, entity counts, a Table-2-style summary with one rendered query of each type and
+its answer, requests made, wall time and one example SQL query with its answer."""
 from __future__ import annotations
 
 import time
@@ -12,12 +13,28 @@ from kitab.runs import run_refresh
 from kitab.warehouse import Warehouse
 
 DEMO_RELEASE = "demo"
-EXAMPLE_SQL = ("SELECT a.name, a.birth_year, a.sitelinks, count(w.work_key) AS works_raw "
-               "FROM authors a JOIN works_raw w ON w.release = a.release AND w.author_qid = a.qid "
-               "GROUP BY ALL ORDER BY a.sitelinks DESC LIMIT 5")
+EXAMPLE_SQL = ("SELECT name, birth_year, sitelinks, books, title_variants, first_year, last_year "
+               "FROM books_per_author ORDER BY sitelinks DESC LIMIT 5")
+ONE_QUERY_PER_TYPE = """
+SELECT constraint_types[1] AS type, query, mapped_titles
+FROM (SELECT *, row_number() OVER (PARTITION BY constraint_types[1] ORDER BY n_mapped BETWEEN 1 AND 6 DESC,
+                                   query_id) AS k
+      FROM queries WHERE n_constraints = 1 AND satisfiable)
+WHERE k = 1 ORDER BY type
+"""
+
+
+def _distribution(values: list[int]) -> str:
+    values = sorted(values)
+    if not values:
+        return "none"
+    pick = lambda q: values[min(len(values) - 1, int(q * len(values)))]  # noqa: E731
+    return f"min {values[0]}, median {pick(0.5)}, p90 {pick(0.9)}, max {values[-1]} (n={len(values)})"
 
 
 def run_demo(warehouse: Path, *, authors: int, seed: int) -> dict:
+    from tasks.constraints.table2 import format_table2, table2
+
     started = time.monotonic()
     summary = run_refresh(source="mirror", snapshot=BUNDLED_SNAPSHOT, authors=authors, seed=seed,
                           release=DEMO_RELEASE, warehouse=warehouse)
@@ -27,9 +44,21 @@ def run_demo(warehouse: Path, *, authors: int, seed: int) -> dict:
     print_rows(["stage", "rows"], list(summary["stage_counts"].items()), title="counts per stage")
     print_rows(["match method", "authors"], list(summary["match_methods"].items()), title="Open Library match")
     with wh.connect(release=DEMO_RELEASE) as con:
-        by_reason = con.execute("SELECT stage, reason, count(*) FROM rejects GROUP BY ALL ORDER BY 1, 3 DESC").fetchall()
-        print_rows(["stage", "reason", "rows"], by_reason, title="rejects by stage and reason")
-        console.print(f"[bold]example query:[/bold] {EXAMPLE_SQL}")
+        rows = con.execute("SELECT stage, reason, sum(n) FROM rejects_by_reason GROUP BY ALL ORDER BY 1, 3 DESC")
+        print_rows(["stage", "reason", "rows"], rows.fetchall(), title="rejects by stage and reason")
+        per_author = [r[0] for r in con.execute("SELECT books FROM books_per_author").fetchall()]
+        console.print(f"books per author: {_distribution(per_author)}")
+        human, city, total = con.execute(
+            "SELECT count(*) FILTER (WHERE has_human_name), count(*) FILTER (WHERE has_city_name), count(*) "
+            "FROM book_entity_flags").fetchone()
+        console.print(f"books with a human name: {human} / {total}; with a city name: {city} / {total}")
+        constraints = con.sql("SELECT * FROM constraints").to_arrow_table().to_pylist()
+        queries = con.sql("SELECT * FROM queries").to_arrow_table().to_pylist()
+        console.print(format_table2(table2(constraints, queries)))
+        examples = con.execute(ONE_QUERY_PER_TYPE).fetchall()
+        print_rows(["type", "query", "answer"], [(t, q, "; ".join(m)) for t, q, m in examples],
+                   title="one query of each type, with its answer")
+        console.print(f"[bold]example SQL:[/bold] {EXAMPLE_SQL}")
         cursor = con.execute(EXAMPLE_SQL)
         print_rows([d[0] for d in cursor.description], cursor.fetchall())
     console.print(f"data tests passed: {len(summary['data_tests'])}")

@@ -201,6 +201,9 @@ def cluster_titles(variants: Sequence[Variant]) -> list[Cluster]:
     return sorted(clusters, key=lambda c: (c.members[0][0].work_key, c.members[0][0].title))
 
 
+PROVENANCE_FROM_CLEAN = ("year_raw", "year_issue", "lang_detector", "lang_label", "lang_confidence")
+
+
 def _bare_key(work_key: str) -> str:
     return work_key.removeprefix("/works/")
 
@@ -234,6 +237,7 @@ def dedup_titles(works_clean: list[dict], authors: list[dict], *, min_books: int
                 for r in rows
             )
             continue
+        by_key = {r["work_key"]: r for r in rows}
         for cluster in clusters:
             book_id = f"{qid}:{_bare_key(cluster.members[0][0].work_key)}"
             books.append({
@@ -255,6 +259,8 @@ def dedup_titles(works_clean: list[dict], authors: list[dict], *, min_books: int
                     "match_key": match_key(v.title),
                     "year": v.year,
                     "link": link,
+                    # why the year is what it is, and how the language was decided (clean_books)
+                    **{k: by_key[v.work_key].get(k) for k in PROVENANCE_FROM_CLEAN},
                 })
     stats = {
         "works_in": len(works_clean),

@@ -14,6 +14,17 @@ from tasks.constraints import SPEC_VERSION, Book, Candidate, author_candidates, 
 STAGE = "generate_constraints"
 
 
+def entity_flags(books: Iterable[Mapping], title_entities: Iterable[Mapping]) -> dict[str, dict[str, bool]]:
+    """``title_entities`` rows -> each book's flags: a book has a human (city) name if any of
+    its titles carries such a span. Every book gets an entry (tagged, possibly with nothing
+    found). Same rule as the SQL view ``book_entity_flags``; a data test checks they agree."""
+    flags = {b["book_id"]: {"has_human_name": False, "has_city_name": False} for b in books}
+    for e in title_entities:
+        if e["book_id"] in flags and e["kind"] in ("human", "city"):
+            flags[e["book_id"]][f"has_{e['kind']}_name"] = True
+    return flags
+
+
 def book_view(row: Mapping, flags: Mapping[str, bool] | None) -> Book:
     """A ``books`` row (+ its tagger flags) -> the Book the verifiers see: canonical title
     first, then each distinct variant."""

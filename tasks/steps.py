@@ -11,8 +11,14 @@ from prefect import task
 from prefect.cache_policies import INPUTS, TASK_SOURCE
 
 from kitab.sources import Sources
+from kitab.sources.wikidata import works_with_labels
 from tasks.base import StageResult
+from tasks.clean_books import clean_books
+from tasks.dedup_titles import dedup_titles
 from tasks.fetch_works import fetch_author_works
+from tasks.generate_constraints import entity_flags, generate_constraints
+from tasks.sample_queries import sample_queries
+from tasks.tag_entities import tag_entities
 from tasks.match_openlibrary import match_author
 from tasks.sample_authors import fetch_candidates, sample_writers
 
@@ -45,3 +51,30 @@ def collect_author_step(sources: Sources, source_key: str, author: dict) -> Stag
         result.rejects += works.rejects
         result.stats.update(works.stats)
     return result
+
+
+@task(name="clean_books", cache_policy=CACHED, persist_result=True, **RETRIES)
+def clean_books_step(sources: Sources, source_key: str, works_raw: list[dict], authors: list[dict],
+                     today_year: int) -> StageResult:
+    return clean_books(works_raw, authors, lambda titles: works_with_labels(sources.wikidata, titles),
+                       today_year=today_year)
+
+
+@task(name="dedup_titles", cache_policy=CACHED, persist_result=True)
+def dedup_titles_step(works_clean: list[dict], authors: list[dict]) -> StageResult:
+    return dedup_titles(works_clean, authors)
+
+
+@task(name="tag_entities", cache_policy=CACHED, persist_result=True)
+def tag_entities_step(books: list[dict], title_variants: list[dict]) -> StageResult:
+    return tag_entities(books, title_variants)
+
+
+@task(name="generate_constraints", cache_policy=CACHED, persist_result=True)
+def generate_constraints_step(authors: list[dict], books: list[dict], title_entities: list[dict]) -> StageResult:
+    return generate_constraints(authors, books, entity_flags(books, title_entities))
+
+
+@task(name="sample_queries", cache_policy=CACHED, persist_result=True)
+def sample_queries_step(constraints: list[dict], authors: list[dict], books: list[dict], seed: int) -> StageResult:
+    return sample_queries(constraints, authors, books, seed=seed)

@@ -7,6 +7,7 @@ from datetime import datetime, timezone
 import pytest
 
 from kitab.warehouse import DataTestFailure, Warehouse
+from tasks.base import reject
 from tasks.publish import publish
 
 
@@ -24,9 +25,13 @@ def work(qid, key, ol="OL1A"):
 
 
 def tables(qids):
-    return {"authors": [author(q) for q in qids], "works_raw": [work(q, f"/works/OL{i}W") for i, q in enumerate(qids)],
-            "rejects": [], "released_authors": [{"release_id": "r", "qid": q, "ol_author_key": "OL1A",
-                                                 "name_norm": q.lower()} for q in qids]}
+    """A tiny consistent release: each author has one work, rejected by clean_books."""
+    works = [work(q, f"/works/OL{i}W") for i, q in enumerate(qids)]
+    return {"authors": [author(q) for q in qids], "works_raw": works,
+            "rejects": [reject("clean_books", "not_english_tagged", "work", w["work_key"], author_qid=w["author_qid"])
+                        for w in works],
+            "released_authors": [{"release_id": "r", "qid": q, "ol_author_key": "OL1A", "name_norm": q.lower()}
+                                 for q in qids]}
 
 
 def test_same_rows_in_any_order_give_identical_bytes(tmp_path):
@@ -68,8 +73,8 @@ def test_uncommitted_release_is_invisible(tmp_path):
 def test_failing_data_test_leaves_release_uncommitted(tmp_path):
     wh = Warehouse(tmp_path)
     broken = tables(["Q1"])
-    broken["works_raw"] *= 2  # duplicate (author, work) rows
-    with pytest.raises(DataTestFailure, match="works_raw_unique"):
+    broken["rejects"] = []  # a fetched work that is neither kept nor rejected
+    with pytest.raises(DataTestFailure, match="works_raw_one_outcome"):
         publish(wh, "bad", broken, seed=1, source="dump", snapshot_id="s", n_authors_requested=1, requests_made=0)
     assert wh.committed_releases() == []
 

@@ -126,3 +126,17 @@ class DumpWikidata:
 
     def close(self) -> None:
         pass
+
+
+def works_with_labels(wikidata: Wikidata, titles: list[str]) -> list[dict]:
+    """WikiData works whose English label is one of ``titles``, with their authors: ONE query
+    (sql/sparql/works_by_titles.rq) for the whole list. Rows: work_qid, title, author_qid."""
+    from kitab.queries import sparql, sparql_string
+
+    if not titles:
+        return []
+    values = " ".join(sparql_string(t) for t in sorted(set(titles)))
+    prefix = "http://www.wikidata.org/entity/"
+    return [{"work_qid": r["work"].removeprefix(prefix), "title": r["title"],
+             "author_qid": r["author"].removeprefix(prefix)}
+            for r in bindings(wikidata.select(sparql("works_by_titles", titles=values)))]

@@ -1,0 +1,50 @@
+"""The command line as a person uses it: probes on stdin, SQL over the catalog."""
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from kitab.cli import app
+from tasks.publish import publish
+from kitab.warehouse import Warehouse
+from tests.test_warehouse import tables
+
+runner = CliRunner()
+
+
+def run(*args: str, stdin: str | None = None) -> list[dict]:
+    result = runner.invoke(app, list(args), input=stdin)
+    assert result.exit_code == 0, result.output
+    return [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+
+
+def test_dedup_probe_explains_clusters():
+    out = run("dedup", stdin="One Hundred Years of Solitude (1967)\n100 Years of Solitude (1970)\nJazz (1992)\n"
+                             "Jazz Age Stories (1921)\n")
+    merged = next(c for c in out if "One Hundred Years of Solitude" in c["variants"])
+    assert merged["first_year"] == 1967 and "100 Years of Solitude" in merged["variants"]
+    assert {"Jazz"} in [set(c["variants"]) for c in out]  # a bare word does not swallow a longer title
+
+
+def test_tag_probe_args_and_stdin():
+    out = run("tag", "Reading Lolita in Tehran", "A Tale of Two Cities")
+    assert out[0]["city_names"] == ["Tehran"] and out[1] == {"title": "A Tale of Two Cities", "human_names": [],
+                                                             "city_names": []}
+    assert run("tag", stdin="Death in Venice\n")[0]["city_names"] == ["Venice"]
+
+
+def test_constraints_probe_lists_every_candidate_with_kappa():
+    out = run("constraints", "--human", stdin="Beloved (1987)\nJazz (1992)\nSula (1973)\nThe Bluest Eye (1970)\n")
+    b = next(c for c in out if c["spec"] == {"type": "starts_with", "letter": "b"})
+    assert sorted(b["mapped_titles"]) == ["Beloved", "The Bluest Eye"] and b["kappa"] == 0.5
+    assert any(c["type"] == "human_name" for c in out) and not any(c["type"] == "city_name" for c in out)
+
+
+def test_sql_answers_from_the_catalog(tmp_path):
+    publish(Warehouse(tmp_path), "r", tables(["Q1", "Q2"]), seed=1, source="dump", snapshot_id="s",
+            n_authors_requested=2, requests_made=0)
+    out = run("sql", "--warehouse", str(tmp_path), "--output", "json", "select count(*) as n from authors")
+    assert out == [{"n": 2}]
+    result = runner.invoke(app, ["sql", "--warehouse", str(tmp_path), "select * from nope"])
+    assert result.exit_code != 0

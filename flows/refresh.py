@@ -5,25 +5,31 @@ Composition only: each step is a thin task around a pure stage function in ``tas
 from __future__ import annotations
 
 import time
-from datetime import date
+from datetime import date, datetime, timezone
 from pathlib import Path
 
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_progress_artifact, update_progress_artifact
 from prefect.futures import as_completed
+from prefect.utilities.annotations import unmapped
 
 from kitab.config import Settings
 from kitab.sources import open_sources
 from tasks.base import StageResult
-from tasks.publish import other_releases_qids, publish, released_authors_rows
+from tasks.publish import other_releases, publish, released_authors_rows
 from tasks.steps import (clean_books_step, collect_author_step, dedup_titles_step, generate_constraints_step,
                          sample_authors_step, sample_queries_step, tag_entities_step)
 from kitab.warehouse import Warehouse
 
 
-def default_release_id(seed: int, today: date | None = None) -> str:
-    """Release ids are <UTC date>-s<seed>, e.g. 2026.11.21-s42 (see README, Releases)."""
-    return f"{(today or date.today()):%Y.%m.%d}-s{seed}"
+def default_seed(today: date) -> int:
+    return int(f"{today:%Y%m%d}")
+
+
+def default_release_id(seed: int, today: date) -> str:
+    """Release ids are <UTC date>-s<seed>, e.g. 2026.11.21-s42: the version scheme of the
+    warehouse and of the Hugging Face dataset (its tag). See README, Releases."""
+    return f"{today:%Y.%m.%d}-s{seed}"
 
 
 def merge(results: list[StageResult]) -> StageResult:
@@ -36,23 +42,28 @@ def merge(results: list[StageResult]) -> StageResult:
 
 
 @flow(name="refresh", log_prints=True)
-def refresh(source: str = "mirror", snapshot: str | None = None, authors: int = 40, seed: int = 42,
+def refresh(source: str = "mirror", snapshot: str | None = None, authors: int = 40, seed: int | None = None,
             release: str | None = None, warehouse: str | None = None, mirror_url: str | None = None,
             snapshot_id: str | None = None) -> dict:
     """Sample ``authors`` writers not released before, collect their Open Library works and
-    publish the tables as release ``release`` (default ``<date>-s<seed>``)."""
+    publish the tables as release ``release``. Defaults for scheduled runs: the seed is the
+    UTC date (YYYYMMDD) and the release id ``YYYY.MM.DD-s<seed>``, so each day's run is a
+    new release and a rerun the same day rebuilds it."""
     logger = get_run_logger()
     started = time.monotonic()
     settings = Settings(**({"warehouse": warehouse} if warehouse else {}))
-    release = release or default_release_id(seed)
+    today = datetime.now(timezone.utc).date()
+    seed = default_seed(today) if seed is None else seed
+    release = release or default_release_id(seed, today)
     wh = Warehouse(settings.warehouse)
     sources = open_sources(source, settings, snapshot=Path(snapshot) if snapshot else None, mirror_url=mirror_url)
     source_key = f"{source}:{snapshot_id or mirror_url or settings.wikidata_endpoint}"
     try:
-        exclude = sorted(other_releases_qids(wh, release))
-        sampled = sample_authors_step(sources, source_key, n=authors, seed=seed, exclude_qids=exclude,
+        ledger = other_releases(wh, release)
+        sampled = sample_authors_step(sources, source_key, n=authors, seed=seed, exclude_qids=sorted(ledger.qids),
+                                      exclude_names=sorted(ledger.names),
                                       first_year=settings.birth_year_min,
-                                      last_year_exclusive=date.today().year + 1,
+                                      last_year_exclusive=today.year + 1,
                                       window=settings.birth_year_window, min_works=settings.min_works,
                                       max_works=settings.max_works)
         writers = sampled.tables["sampled"]
@@ -60,7 +71,8 @@ def refresh(source: str = "mirror", snapshot: str | None = None, authors: int = 
                     sampled.stats["eligible"], sampled.stats["excluded_released"])
 
         progress = create_progress_artifact(0.0, description="authors collected")
-        futures = collect_author_step.map(sources, source_key, writers)
+        futures = collect_author_step.map(unmapped(sources), unmapped(source_key), writers,
+                                          released_ol_keys=unmapped(sorted(ledger.ol_keys)))
         collected = []
         for done, future in enumerate(as_completed(futures), start=1):
             collected.append(future.result())
@@ -70,7 +82,7 @@ def refresh(source: str = "mirror", snapshot: str | None = None, authors: int = 
         merged = merge(collected)
         authors_rows = merged.tables.get("authors", [])
         works_raw = merged.tables.get("works_raw", [])
-        cleaned = clean_books_step(sources, source_key, works_raw, authors_rows, today_year=date.today().year)
+        cleaned = clean_books_step(sources, source_key, works_raw, authors_rows, today_year=today.year)
         deduped = dedup_titles_step(cleaned.tables["works_clean"], authors_rows)
         books, variants = deduped.tables["books"], deduped.tables["title_variants"]
         kept = {b["author_qid"] for b in books}
@@ -98,7 +110,7 @@ def refresh(source: str = "mirror", snapshot: str | None = None, authors: int = 
     finally:
         sources.close()
     return {
-        "release": release, "source": source, "snapshot_id": snapshot_id, "warehouse": str(wh.root),
+        "release": release, "seed": seed, "source": source, "snapshot_id": snapshot_id, "warehouse": str(wh.root),
         "stage_counts": {"candidate writers": sampled.stats["candidates"], "sampled": len(writers),
                          "matched on Open Library": sum(1 for a in authors_rows if a["ol_author_key"]),
                          "works_raw": len(works_raw), "works kept by clean_books": len(cleaned.tables["works_clean"]),

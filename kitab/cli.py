@@ -69,8 +69,8 @@ def releases(warehouse: Optional[Path] = WarehouseOpt) -> None:
 def refresh(source: str = typer.Option("mirror", help="live | mirror | dump"),
             snapshot: Path = typer.Option(BUNDLED_SNAPSHOT, help="snapshot folder (mirror / dump)"),
             authors: int = typer.Option(40, min=1, help="writers to sample"),
-            seed: int = typer.Option(42, help="sampling seed"),
-            release: Optional[str] = typer.Option(None, help="release id (default <date>-s<seed>)"),
+            seed: Optional[int] = typer.Option(None, help="sampling seed (default: the UTC date, YYYYMMDD)"),
+            release: Optional[str] = typer.Option(None, help="release id (default YYYY.MM.DD-s<seed>)"),
             mirror_url: Optional[str] = typer.Option(None, help="use a running mirror instead of starting one"),
             warehouse: Optional[Path] = WarehouseOpt) -> None:
     """Run the refresh flow once and publish a release."""
@@ -91,14 +91,32 @@ def demo(warehouse: Optional[Path] = WarehouseOpt,
     run_demo(_warehouse(warehouse), authors=authors, seed=seed)
 
 
+@app.command()
+def serve(cron: str = typer.Option("0 3 * * 1", help="cron schedule (UTC)"),
+          source: str = typer.Option("mirror", help="live | mirror | dump"),
+          authors: int = typer.Option(40, min=1),
+          mirror_url: Optional[str] = typer.Option(None, help="a running mirror (source mirror)"),
+          snapshot: Optional[Path] = typer.Option(None, help="snapshot folder (source dump, or mirror without URL)"),
+          warehouse: Optional[Path] = WarehouseOpt) -> None:
+    """Serve the scheduled refresh deployment (needs a Prefect server: PREFECT_API_URL)."""
+    root = _warehouse(warehouse)
+    from prefect import serve as prefect_serve
+
+    from flows.deploy import refresh_deployment
+
+    prefect_serve(refresh_deployment(cron=cron, source=source, authors=authors, mirror_url=mirror_url,
+                                     snapshot=str(snapshot) if snapshot else None, warehouse=str(root)))
+
+
 @mirror_app.command("serve")
 def mirror_serve(snapshot: Path = typer.Option(BUNDLED_SNAPSHOT), port: int = typer.Option(8089),
+                 host: str = typer.Option("127.0.0.1", help="bind address (0.0.0.0 only inside a container network)"),
                  ol_rate: float = typer.Option(25.0, help="Open Library requests/s per client before 429"),
                  wdqs_rate: Optional[float] = typer.Option(None, help="SPARQL queries/s per client before 429")) -> None:
     """Serve a snapshot on 127.0.0.1 with the real APIs' shapes (Ctrl-C to stop)."""
     from kitab.mirror.server import Mirror
 
-    mirror = Mirror(snapshot, port=port, ol_rate=ol_rate, wdqs_rate=wdqs_rate)
+    mirror = Mirror(snapshot, host=host, port=port, ol_rate=ol_rate, wdqs_rate=wdqs_rate)
     console.print(f"kitab mirror of {snapshot} on {mirror.url} (SPARQL: {mirror.url}/sparql)")
     try:
         mirror.serve_forever()

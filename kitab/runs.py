@@ -29,7 +29,7 @@ def snapshot_id_of(source: str, snapshot: Path, mirror_url: str | None) -> str |
     return read_manifest(snapshot)["snapshot_id"]
 
 
-def run_refresh(*, source: str, snapshot: Path, authors: int, seed: int, release: str | None,
+def run_refresh(*, source: str, snapshot: Path, authors: int, seed: int | None, release: str | None,
                 warehouse: Path, mirror_url: str | None = None) -> dict:
     from flows.refresh import refresh
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
-import unicodedata
+from dataclasses import dataclass
 from datetime import datetime, timezone
 
 import duckdb
@@ -13,6 +13,7 @@ import duckdb
 from kitab import __version__
 from kitab.env import PROJECT_ROOT
 from kitab.warehouse import Warehouse
+from tasks.match_openlibrary import name_key
 
 
 def code_version() -> str:
@@ -24,27 +25,38 @@ def code_version() -> str:
         return __version__
 
 
-def name_norm(name: str) -> str:
-    folded = unicodedata.normalize("NFKD", name.casefold())
-    return " ".join("".join(c for c in folded if not unicodedata.combining(c)).split())
+@dataclass(frozen=True)
+class Ledger:
+    """Who was released before: by WikiData id, Open Library key and normalised name."""
+
+    qids: frozenset[str] = frozenset()
+    ol_keys: frozenset[str] = frozenset()
+    names: frozenset[str] = frozenset()
+
+    def overlap(self, rows: list[dict]) -> dict[str, list[str]]:
+        found = {"qid": sorted({r["qid"] for r in rows} & self.qids),
+                 "ol_author_key": sorted({r["ol_author_key"] for r in rows if r["ol_author_key"]} & self.ol_keys),
+                 "name_norm": sorted({r["name_norm"] for r in rows} & self.names)}
+        return {k: v for k, v in found.items() if v}
 
 
 def released_authors_rows(release: str, authors: list[dict], kept_qids: set[str]) -> list[dict]:
     return [{"release_id": release, "qid": a["qid"], "ol_author_key": a["ol_author_key"],
-             "name_norm": name_norm(a["name"])} for a in authors if a["qid"] in kept_qids]
+             "name_norm": name_key(a["name"])} for a in authors if a["qid"] in kept_qids]
 
 
-def other_releases_qids(warehouse: Warehouse, release: str) -> set[str]:
+def other_releases(warehouse: Warehouse, release: str) -> Ledger:
     """The ledger, minus the release being (re)built: rebuilding a release is idempotent."""
-    ledger = warehouse.read_table("released_authors")
-    return {q for q, r in zip(ledger["qid"].to_pylist(), ledger["release"].to_pylist()) if r != release}
+    rows = [r for r in warehouse.read_table("released_authors").to_pylist() if r["release"] != release]
+    return Ledger(frozenset(r["qid"] for r in rows), frozenset(r["ol_author_key"] for r in rows if r["ol_author_key"]),
+                  frozenset(r["name_norm"] for r in rows))
 
 
 def publish(warehouse: Warehouse, release: str, tables: dict[str, list[dict]], *, seed: int, source: str,
             snapshot_id: str | None, n_authors_requested: int, requests_made: int | None) -> dict:
-    overlap = {a["qid"] for a in tables.get("released_authors", [])} & other_releases_qids(warehouse, release)
+    overlap = other_releases(warehouse, release).overlap(tables.get("released_authors", []))
     if overlap:
-        raise RuntimeError(f"release {release}: authors already released elsewhere: {sorted(overlap)[:10]}")
+        raise RuntimeError(f"release {release}: authors already released elsewhere: {overlap}")
     warehouse.drop_release(release)  # un-commit first: the ledger row goes before any table
     written = {name: warehouse.write_table(name, release, rows) for name, rows in sorted(tables.items())}
     with duckdb.connect() as con:

@@ -8,6 +8,7 @@ from typing import Iterable
 from kitab.queries import sparql
 from kitab.sources.wikidata import Wikidata, bindings
 from tasks.base import StageResult, reject
+from tasks.match_openlibrary import name_key
 
 STAGE = "sample_authors"
 ENTITY_PREFIX = "http://www.wikidata.org/entity/"
@@ -52,15 +53,17 @@ def fetch_candidates(wikidata: Wikidata, *, first_year: int, last_year_exclusive
 
 
 def sample_writers(candidates: Iterable[dict], *, n: int, seed: int, exclude_qids: set[str],
-                   min_birth_year: int) -> StageResult:
-    """Seeded uniform sample of ``n`` writers, never one in ``exclude_qids``.
+                   min_birth_year: int, exclude_names: frozenset[str] = frozenset()) -> StageResult:
+    """Seeded uniform sample of ``n`` writers, never one in ``exclude_qids`` nor one whose
+    normalised name was released before (a duplicate WikiData item of a released writer;
+    the price is that a namesake is not sampled either).
 
     Deterministic: candidates are put in QID order before ``random.Random(seed)`` draws,
     so the same candidates and seed give the same sample on any machine.
     """
     pool, rejects, excluded = [], [], 0
     for c in sorted(candidates, key=lambda c: qid_number(c["qid"])):
-        if c["qid"] in exclude_qids:
+        if c["qid"] in exclude_qids or (c.get("name") and name_key(c["name"]) in exclude_names):
             excluded += 1  # released before: not a reject, just not eligible again
             continue
         if not c.get("name"):

@@ -12,7 +12,7 @@ from prefect.cache_policies import INPUTS, TASK_SOURCE
 
 from kitab.sources import Sources
 from kitab.sources.wikidata import works_with_labels
-from tasks.base import StageResult
+from tasks.base import StageResult, reject
 from tasks.clean_books import clean_books
 from tasks.dedup_titles import dedup_titles
 from tasks.fetch_works import fetch_author_works
@@ -28,24 +28,29 @@ RETRIES = dict(retries=2, retry_delay_seconds=5)
 
 @task(name="sample_authors", cache_policy=CACHED, persist_result=True, **RETRIES)
 def sample_authors_step(sources: Sources, source_key: str, *, n: int, seed: int, exclude_qids: list[str],
-                        first_year: int, last_year_exclusive: int, window: int,
+                        exclude_names: list[str], first_year: int, last_year_exclusive: int, window: int,
                         min_works: int, max_works: int) -> StageResult:
     candidates, fingerprints = fetch_candidates(sources.wikidata, first_year=first_year,
                                                 last_year_exclusive=last_year_exclusive, window=window,
                                                 min_works=min_works, max_works=max_works)
-    result = sample_writers(candidates, n=n, seed=seed, exclude_qids=set(exclude_qids), min_birth_year=first_year)
+    result = sample_writers(candidates, n=n, seed=seed, exclude_qids=set(exclude_qids),
+                            exclude_names=frozenset(exclude_names), min_birth_year=first_year)
     result.stats["sparql_fingerprints"] = fingerprints
     return result
 
 
 @task(name="collect_author", cache_policy=CACHED, persist_result=True, **RETRIES,
       task_run_name="collect_author-{author[qid]}")
-def collect_author_step(sources: Sources, source_key: str, author: dict) -> StageResult:
-    """Match one writer on Open Library and fetch all its works."""
+def collect_author_step(sources: Sources, source_key: str, author: dict, released_ol_keys: list[str]) -> StageResult:
+    """Match one writer on Open Library and fetch all its works (unless that Open Library
+    author was released before, under another WikiData item)."""
     row, rejected = match_author(author, sources.openlibrary)
+    if row["ol_author_key"] in released_ol_keys:
+        rejected = reject("match_openlibrary", "openlibrary_author_released_before", "author", row["qid"],
+                          author_qid=row["qid"], evidence={"ol_author_key": row["ol_author_key"]})
     result = StageResult(tables={"authors": [row], "works_raw": []}, rejects=[rejected] if rejected else [],
                          stats={"match_method": row["match_method"]})
-    if row["ol_author_key"]:
+    if row["ol_author_key"] and not rejected:
         works = fetch_author_works(row, sources.openlibrary)
         result.tables["works_raw"] = works.tables["works_raw"]
         result.rejects += works.rejects

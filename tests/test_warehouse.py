@@ -26,11 +26,11 @@ def work(qid, key, ol="OL1A"):
 
 def tables(qids):
     """A tiny consistent release: each author has one work, rejected by clean_books."""
-    works = [work(q, f"/works/OL{i}W") for i, q in enumerate(qids)]
-    return {"authors": [author(q) for q in qids], "works_raw": works,
+    works = [work(q, f"/works/OL{i}W", ol=f"OL{q[1:]}A") for i, q in enumerate(qids)]
+    return {"authors": [author(q, ol=f"OL{q[1:]}A") for q in qids], "works_raw": works,
             "rejects": [reject("clean_books", "not_english_tagged", "work", w["work_key"], author_qid=w["author_qid"])
                         for w in works],
-            "released_authors": [{"release_id": "r", "qid": q, "ol_author_key": "OL1A", "name_norm": q.lower()}
+            "released_authors": [{"release_id": "r", "qid": q, "ol_author_key": f"OL{q[1:]}A", "name_norm": q.lower()}
                                  for q in qids]}
 
 
@@ -101,3 +101,24 @@ def test_release_scope(tmp_path):
         assert con.execute("select count(*) from authors").fetchone() == (3,)
     with pytest.raises(ValueError, match="no committed release"):
         wh.connect(release="nope")
+
+
+def test_crash_while_writing_tables_leaves_no_release_and_rerun_completes(tmp_path, monkeypatch):
+    wh = Warehouse(tmp_path)
+    real_write = Warehouse.write_table
+
+    def crash_on_works(self, table, release, rows):
+        if table == "works_raw":
+            raise KeyboardInterrupt("killed while writing works_raw")
+        return real_write(self, table, release, rows)
+
+    monkeypatch.setattr(Warehouse, "write_table", crash_on_works)
+    with pytest.raises(KeyboardInterrupt):
+        publish(wh, "r", tables(["Q1"]), seed=1, source="dump", snapshot_id="s", n_authors_requested=1,
+                requests_made=0)
+    assert (wh.partition("authors", "r") / "part-0.parquet").exists()  # half written ...
+    assert wh.committed_releases() == []  # ... but not committed
+    assert wh.read_table("authors").num_rows == 0
+    monkeypatch.setattr(Warehouse, "write_table", real_write)
+    publish(wh, "r", tables(["Q1"]), seed=1, source="dump", snapshot_id="s", n_authors_requested=1, requests_made=0)
+    assert wh.committed_releases() == ["r"]

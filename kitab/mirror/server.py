@@ -1,7 +1,8 @@
-"""A local mirror of the two services, on 127.0.0.1 only, serving a snapshot with the real
-APIs' shapes: WDQS's SPARQL 1.1 protocol (JSON results, a real SPARQL engine) and the Open
-Library endpoints the pipeline uses. It can rate-limit (429 + Retry-After), inject faults,
-and logs every request so tests can count requests and check timing."""
+"""A local mirror of the two services, serving a snapshot with the real APIs' shapes: WDQS's
+SPARQL 1.1 protocol (JSON results, a real SPARQL engine) and the Open Library endpoints the
+pipeline uses. It binds 127.0.0.1 (another address only when asked, inside a container
+network), can rate-limit (429 + Retry-After), inject faults, and logs every request so tests
+can count requests and check timing."""
 from __future__ import annotations
 
 import json
@@ -32,7 +33,7 @@ class Mirror:
     """``with Mirror(snapshot) as m: m.url`` — or ``start()`` / ``stop()``."""
 
     def __init__(self, snapshot: Path, *, port: int = 0, ol_rate: float | None = 25.0,
-                 wdqs_rate: float | None = None):
+                 wdqs_rate: float | None = None, host: str = "127.0.0.1"):
         from kitab.snapshot.olindex import OLIndex
         from kitab.snapshot.rdfstore import load_store
 
@@ -46,7 +47,7 @@ class Mirror:
         self._log_lock = threading.Lock()
         # One SPARQL evaluation at a time, as WDQS asks of each client.
         self._sparql_lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", port), _handler_for(self))
+        self._server = ThreadingHTTPServer((host, port), _handler_for(self))
         self._server.daemon_threads = True
         self._thread: threading.Thread | None = None
 

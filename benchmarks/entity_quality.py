@@ -1,0 +1,113 @@
+"""Precision and recall of human_v1 / city_v1 on the labelled titles in benchmarks/data/.
+
+    .venv/bin/python benchmarks/entity_quality.py [--split dev|holdout|all] [--errors N] [--min 0.9]
+
+Title level (does the title contain a person's / a city's name?) is what KITAB's constraints
+use, and it is the gate: exit status 1 if any title-level precision or recall is below --min.
+Span level (exact span text, as a multiset per title) is printed for information: it also
+punishes "Florence" for "Florence Nightingale".
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+# Import the repo, not this folder's neighbours (a benchmarks/requests.py would shadow requests).
+_HERE = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+sys.path.insert(0, str(_HERE.parent))
+
+from tasks.taggers import DEFAULT_MODEL, CityTagger, HumanTagger  # noqa: E402
+
+DATA = _HERE / "data" / "entity_titles.tsv"
+KINDS = ("human", "city")
+
+
+@dataclass
+class Labelled:
+    title: str
+    author: str
+    gold: dict[str, list[str]]  # kind -> span texts
+    split: str
+
+
+def load(path: Path = DATA) -> list[Labelled]:
+    with path.open(encoding="utf-8", newline="") as f:
+        rows = list(csv.DictReader(f, delimiter="\t"))
+    return [
+        Labelled(r["title"], r["author"], {k: [s.strip() for s in r[k].split(";") if s.strip()] for k in KINDS}, r["split"])
+        for r in rows
+    ]
+
+
+def prf(tp: int, fp: int, fn: int) -> tuple[float, float, float]:
+    p = tp / (tp + fp) if tp + fp else 1.0
+    r = tp / (tp + fn) if tp + fn else 1.0
+    return p, r, (2 * p * r / (p + r) if p + r else 0.0)
+
+
+def score(items: list[Labelled], predicted: dict[str, list[list[str]]]) -> dict[str, dict]:
+    report = {}
+    for kind in KINDS:
+        t = Counter()
+        s = Counter()
+        errors = {"fp": [], "fn": []}
+        for item, pred in zip(items, predicted[kind]):
+            gold = item.gold[kind]
+            t["tp"] += bool(gold) and bool(pred)
+            t["fp"] += not gold and bool(pred)
+            t["fn"] += bool(gold) and not pred
+            if bool(gold) != bool(pred):
+                errors["fp" if pred else "fn"].append((item.title, gold, pred))
+            overlap = sum((Counter(gold) & Counter(pred)).values())
+            s["tp"] += overlap
+            s["fp"] += len(pred) - overlap
+            s["fn"] += len(gold) - overlap
+        report[kind] = {"title": (t, prf(t["tp"], t["fp"], t["fn"])), "span": (s, prf(s["tp"], s["fp"], s["fn"])), "errors": errors}
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--split", choices=("dev", "holdout", "all"), default="all")
+    parser.add_argument("--errors", type=int, default=15, help="title-level errors to list per kind and type")
+    parser.add_argument("--min", type=float, default=0.9, help="title-level precision/recall gate")
+    parser.add_argument("--model", default=DEFAULT_MODEL)
+    args = parser.parse_args(argv)
+
+    items = [x for x in load() if args.split in ("all", x.split)]
+    titles = [x.title for x in items]
+    human, city = HumanTagger(args.model), CityTagger(args.model)
+    docs = human.parse(titles)  # one parse shared by both taggers
+    predicted = {
+        "human": [[s.text for s in spans] for spans in human.tag_docs(titles, docs)],
+        "city": [[s.text for s in spans] for spans in city.tag_docs(titles, docs)],
+    }
+    report = score(items, predicted)
+
+    print(f"{len(items)} labelled titles (split: {args.split}); gold: "
+          + ", ".join(f"{sum(bool(x.gold[k]) for x in items)} with {k}" for k in KINDS))
+    print(f"{'kind':6} {'level':6} {'tp':>4} {'fp':>4} {'fn':>4} {'precision':>9} {'recall':>7} {'f1':>6}")
+    failed = False
+    for kind in KINDS:
+        for level in ("title", "span"):
+            c, (p, r, f1) = report[kind][level]
+            print(f"{kind:6} {level:6} {c['tp']:4} {c['fp']:4} {c['fn']:4} {p:9.3f} {r:7.3f} {f1:6.3f}")
+            failed |= level == "title" and min(p, r) < args.min
+    for kind in KINDS:
+        for err in ("fp", "fn"):
+            listed = report[kind]["errors"][err]
+            if listed and args.errors:
+                print(f"\n{kind} {'false positives' if err == 'fp' else 'false negatives'} ({len(listed)}):")
+                for title, gold, pred in listed[: args.errors]:
+                    print(f"  {title!r}  gold={gold} predicted={pred}")
+    print(f"\ntitle-level gate (precision and recall >= {args.min}): {'FAIL' if failed else 'pass'}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,99 @@
+"""Throughput and peak memory of the title_entities stage (human_v1 + city_v1, one shared parse).
+
+    .venv/bin/python benchmarks/entity_speed.py [--titles 50000] [--seed 7]
+
+Titles are synthetic but title-shaped (seeded, so every run tags the same ones): the labelled
+titles plus templates filled with common words, given names, surnames and city names. Each is
+distinct, so the stage cannot save work by deduplication.
+"""
+from __future__ import annotations
+
+import argparse
+import random
+import resource
+import sys
+import time
+from pathlib import Path
+
+# Import the repo, not this folder's neighbours (a benchmarks/requests.py would shadow requests).
+_HERE = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+sys.path.insert(0, str(_HERE.parent))
+
+from tasks.taggers.gazetteers import DATA_DIR  # noqa: E402
+
+TEMPLATES = (
+    "{F} {S}",
+    "The {W} of {F} {S}",
+    "{W} in {C}",
+    "{F}'s {W}",
+    "The {W} {W}",
+    "A {W} for {F}",
+    "{W} and {W}",
+    "The {C} {W}",
+    "{W}: A {W} of {C}",
+    "Mr {S} and the {W} {W}",
+    "{W} {W} {W}",
+    "{F} {S}: A Life",
+    "Letters from {C}",
+    "The {W} Who {W} {C}",
+)
+
+
+def _words(name: str, limit: int) -> list[str]:
+    lines = [x for x in (DATA_DIR / name).read_text(encoding="utf-8").split() if x.isalpha()]
+    return lines[:limit]
+
+
+def synthetic_titles(n: int, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    words = [w.capitalize() for w in _words("common_words.txt", 40000)]
+    firsts = _words("first_names.txt", 40000)
+    surnames = _words("surnames.txt", 40000)
+    cities = ["Paris", "London", "Venice", "Tehran", "Chicago", "Berlin", "Lagos", "Lima", "Kyoto", "Reading", "Nice", "Florence"]
+    labelled = [line.split("\t", 1)[0] for line in (_HERE / "data" / "entity_titles.tsv").read_text(encoding="utf-8").splitlines()[1:]]
+    titles = dict.fromkeys(labelled)
+    while len(titles) < n:
+        template = rng.choice(TEMPLATES)
+        title = template
+        for slot, pool in (("{F}", firsts), ("{S}", surnames), ("{C}", cities), ("{W}", words)):
+            while slot in title:
+                title = title.replace(slot, rng.choice(pool), 1)
+        titles.setdefault(title)
+    return list(titles)[:n]
+
+
+def rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--titles", type=int, default=50_000)
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args(argv)
+
+    titles = synthetic_titles(args.titles, args.seed)
+    books = [{"book_id": f"b{n}", "author_qid": "Q0", "canonical_title": t, "variant_titles": []} for n, t in enumerate(titles)]
+    base = rss_mb()
+
+    from tasks.tag_entities import default_taggers, tag_entities
+
+    started = time.perf_counter()
+    taggers = default_taggers()
+    load_s = time.perf_counter() - started
+    result = tag_entities(books, [], taggers=taggers)
+    stats = result.stats
+    total_s = time.perf_counter() - started
+
+    print(f"titles tagged:        {stats['titles_tagged']:,}")
+    print(f"start-up (model + gazetteers, once per process): {load_s:.1f} s")
+    print(f"tagging:              {stats['seconds']:.1f} s  ->  {stats['titles_per_s']:,.0f} titles/s")
+    print(f"end to end:           {total_s:.1f} s  ->  {len(titles) / total_s:,.0f} titles/s")
+    print(f"spans per kind:       {stats['spans_per_kind']}")
+    print(f"peak RSS:             {rss_mb():,.0f} MB (before loading: {base:,.0f} MB)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,14 @@
+"""Offline, explainable taggers for names of people and cities in book titles.
+
+    from tasks.taggers import HumanTagger, CityTagger
+    HumanTagger().tag_many(["Gerald's Game"])  # [[Span(0, 6, 'human', 'Gerald', 'ner+first_name+possessive_rule')]]
+
+Both taggers share one spaCy pipeline per process and model (`load_pipeline`), and one set of
+compiled gazetteers (`load_lexicon`). See docs/tagging.md.
+"""
+from tasks.taggers.city import CityTagger
+from tasks.taggers.human import HumanTagger
+from tasks.taggers.pipeline import DEFAULT_MODEL, ModelNotAvailableError, load_pipeline
+from tasks.taggers.spans import Span
+
+__all__ = ["CityTagger", "DEFAULT_MODEL", "HumanTagger", "ModelNotAvailableError", "Span", "load_pipeline"]

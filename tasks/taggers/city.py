@@ -1,0 +1,93 @@
+"""city_v1: does a title contain the name of a city, and where.
+
+Candidates are the longest capitalised token runs that are GeoNames city names (canonical, or
+an English/historical name from city_exonyms.tsv such as "Peking"). A candidate counts only if
+- it is not a country, US state or region ("Texas", "Poland"; city states such as Singapore
+  and very big namesakes such as New York excepted), nor part of another place's name ("Big
+  Sur", "Madison County"),
+- it is not inside a person's name ("Florence Nightingale", "Jack London"),
+- and something besides the gazetteer supports it: spaCy NER tags exactly this name GPE/LOC;
+  a locative preposition before it ("Death in Venice"); a "City, State" pattern; or a
+  population of at least BARE_CITY_MIN_POPULATION. A name that is a common word ("Nice Work",
+  "Reading Lolita", "Paradise") needs NER and a big city.
+"A Tale of Two Cities" has no candidate at all: "Cities" is not a city's name.
+"""
+from __future__ import annotations
+
+from tasks.taggers.gazetteers import norm
+from tasks.taggers.human import find_people
+from tasks.taggers.pipeline import PipelineTagger
+from tasks.taggers.spans import Span, evidence_string
+from tasks.taggers.view import BARE_CITY_MIN_POPULATION, LOCATIVES, CityMatch, TitleView
+
+KIND = "city"
+_LIST_JOINERS = frozenset({"and", "&", ","})
+# "Madison County", "Ontario Province": the name is the region's, not the city's.
+_REGION_NOUNS = frozenset("county province district region state oblast prefecture parish shire".split())
+# "Big Sur", "New Hope": a city's name after one of these is part of another place's name.
+_PLACE_PREFIXES = frozenset("big little great new old upper lower".split())
+
+
+class CityTagger(PipelineTagger):
+    name = "city"
+    version = "city_v1"
+
+    def spans(self, view: TitleView) -> list[Span]:
+        return find_cities(view, find_people(view))
+
+
+def find_cities(v: TitleView, people: list[Span]) -> list[Span]:
+    out: list[Span] = []
+    last: tuple[int, set[str]] | None = None  # (last token, context detectors) of the previous city
+    for m in v.cities:
+        start, end = v.toks[m.i].start, v.toks[m.j].end
+        if any(p.start < end and start < p.end for p in people) or v.lex.region_blocks_city(m.key):
+            continue
+        context = _support(v, m)
+        # "Paris and London": a city listed right after a supported one shares its context
+        if not context and last and m.i - last[0] == 2 and v.toks[m.i - 1].text.lower() in _LIST_JOINERS:
+            context = set(last[1]) - {"ner"}
+        if not context:
+            continue
+        detectors = {"gazetteer:geonames_1000", *context}
+        if not m.entry.canonical:
+            detectors.add("alternate_name")
+        out.append(Span(start=start, end=end, kind=KIND, text=v.title[start:end], evidence=evidence_string(detectors)))
+        last = (m.j, context)
+    return out
+
+
+def _support(v: TitleView, m: CityMatch) -> set[str]:
+    """Every detector besides the gazetteer that vouches for this city (empty: not a city)."""
+    toks = v.toks[m.i : m.j + 1]
+    if m.j + 1 < len(v.toks) and v.toks[m.j + 1].key in _REGION_NOUNS:
+        return set()
+    if m.i > 0 and v.toks[m.i - 1].cap and v.toks[m.i - 1].key in _PLACE_PREFIXES:
+        return set()
+    big = m.entry.population >= BARE_CITY_MIN_POPULATION
+    ner = v.place_ner(m.i, m.j)
+    if all(t.word for t in toks if t.cap):
+        # a word that is also a town ("Nice Work", "Reading", "Paradise"): only NER, and only
+        # for a big city, may call it a city
+        return {"ner", "population_rule"} if big and ner else set()
+    found = set()
+    if ner:
+        found.add("ner")
+    if v.prev_text(m.i) in LOCATIVES:
+        found.add("locative_rule")
+    if _followed_by_region(v, m.j):
+        found.add("region_context_rule")
+    if big:
+        found.add("population_rule")
+    return found
+
+
+def _followed_by_region(v: TitleView, j: int) -> bool:
+    """ "Winesburg, Ohio": a comma, then a state or country name of up to three tokens."""
+    if j + 2 >= len(v.toks) or v.toks[j + 1].text != ",":
+        return False
+    first = v.toks[j + 2]
+    return any(
+        v.lex.is_region(norm(v.title[first.start : v.toks[k].end]))
+        for k in range(j + 2, min(j + 5, len(v.toks)))
+    )

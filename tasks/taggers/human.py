@@ -1,0 +1,229 @@
+"""human_v1: does a title contain a person's name, and where.
+
+A name needs an anchor, then grows over neighbouring name-like tokens ("Harry" -> "Harry
+Potter", "McCulley" -> "Johnston McCulley"). Anchors:
+- spaCy NER PERSON, cut at possessives and trimmed of common words ("Alias Grace" -> "Grace");
+- a title before a name-like token ("Mrs Dalloway", "Lord Jim"; not "Doctor Sleep");
+- a possessive of a name-like token that is no common word ("Gerald's Game"; not "Cat's Eye");
+- a listed first name or surname that is not a common word, place or date ("Emma", "Herzog");
+  one that is ("Grace", "Jack", "Georgia", "June") needs a non-word surname after it;
+- naming patterns around an unknown capitalised token: epithets ("Gimpel the Fool", "The
+  Great Gatsby", "I, Claudius"), families ("The Makioka Sisters", "The Brothers Karamazov"),
+  life-writing ("Memoirs of Hadrian", "Washington: A Life");
+- a main title made only of unknown proper nouns that look like names ("Pnin", "Oryx and
+  Crake").
+Names take no article: "The Hunter" and "The Cherry Orchard" name no person.
+A listed name followed by a place noun names the place ("Peyton Place", "Brighton Rock"). A name
+that is also a city stays a name unless `TitleView.city_reading` finds the place reading
+("Lincoln in the Bardo" vs "Paris Spleen"). Multi-word city names beat names inside them
+("Saint Paul", "Hong Kong").
+"""
+from __future__ import annotations
+
+from tasks.taggers.patterns import biography_anchor, pattern_anchor, proper_title_anchors
+from tasks.taggers.pipeline import PipelineTagger
+from tasks.taggers.spans import Span, evidence_string
+from tasks.taggers.view import BARE_CITY_MIN_POPULATION, LOCATIVES, PARTICLES, TitleView
+
+KIND = "human"
+ARTICLES = frozenset({"the", "a", "an"})
+
+# "<Name> Place" is a place named after someone.
+PLACE_NOUNS = frozenset(
+    """place square park house hall manor abbey castle court lodge grange cottage priory palace
+    towers chapel college road avenue street station inn hotel rock beach bay falls island heights
+    gardens farm end row bridge mountain valley river lake""".split()
+)
+class HumanTagger(PipelineTagger):
+    name = "human"
+    version = "human_v1"
+
+    def spans(self, view: TitleView) -> list[Span]:
+        return find_people(view)
+
+
+def find_people(v: TitleView) -> list[Span]:
+    """The names in a title (computed once per view: the city tagger asks again)."""
+    if v.people is None:
+        v.people = _find_people(v)
+    return v.people
+
+
+def _find_people(v: TitleView) -> list[Span]:
+    blocked = _city_blocked(v)
+    anchors = _ner_anchors(v) + proper_title_anchors(v)
+    for i in range(len(v.toks)):
+        if i in blocked:
+            continue
+        for detector in (_honorific_anchor, _possessive_anchor, _listed_name_anchor, pattern_anchor, biography_anchor):
+            found = detector(v, i)
+            if found:
+                anchors.append(found)
+    spans = []
+    for i, j, evidence in anchors:
+        if blocked.intersection(range(i, j + 1)):
+            continue
+        i, j = _grow(v, i, j, blocked)
+        if not _names_a_place(v, i, j):
+            spans.append((i, j, evidence))
+    return [_to_span(v, i, j, ev) for i, j, ev in _merge(spans)]
+
+
+def _city_blocked(v: TitleView) -> set[int]:
+    """Tokens of multi-word city names that beat a name inside them: "Saint Paul", "Hong Kong",
+    but not "John Day" (Oregon, 1,700 people) when it starts with a given name."""
+    blocked: set[int] = set()
+    for m in v.cities:
+        if m.j > m.i and not v.lex.region_blocks_city(m.key):
+            if m.entry.population >= BARE_CITY_MIN_POPULATION or not v.toks[m.i].first:
+                blocked.update(range(m.i, m.j + 1))
+    return blocked
+
+
+def _ner_anchors(v: TitleView) -> list[tuple[int, int, set[str]]]:
+    """NER PERSON entities cut at possessives/punctuation and trimmed to their name-like core."""
+    out = []
+    for label, i, j in v.ents:
+        if label != "PERSON":
+            continue
+        piece: list[int] = []
+        for k in range(i, j + 2):  # one step past the entity, to flush the last piece
+            if k <= j and v.toks[k].cap and any(c.isalpha() for c in v.toks[k].text):
+                piece.append(k)
+                if not v.is_possessive(k):
+                    continue
+            # a possessive, punctuation, a lower-case word or the end closes the piece
+            core = _ner_core(v, piece)
+            if core:
+                out.append((core[0], core[-1], {"ner"}))
+            piece = []
+    return out
+
+
+def _ner_core(v: TitleView, piece: list[int]) -> list[int]:
+    def weak(k: int) -> bool:
+        t = v.toks[k]
+        return t.stop or t.honorific or t.calendar or (t.word and not t.first and not t.surname)
+
+    while piece and weak(piece[0]):
+        piece = piece[1:]
+    while piece and weak(piece[-1]):
+        piece = piece[:-1]
+    if len(piece) == 1 and not _lone_name(v, piece[0]):
+        return []
+    # "Berlin Alexanderplatz" is tagged PERSON: a well-known place that is no listed name vetoes
+    if any(v.strong_place(k) and not (v.toks[k].first or v.toks[k].surname) for k in piece):
+        return []
+    if any(v.toks[k].first or v.toks[k].surname or v.name_like(k) for k in piece):
+        return piece
+    return []
+
+
+def _lone_name(v: TitleView, k: int) -> bool:
+    """Can one token, which NER calls a person, be a name on its own? Not a common word ("Spring
+    Snow", "Look Homeward, Angel"), not after an article ("The Snowman"), not a city by context;
+    an unlisted token must look like a name and not follow "in"/"to" ("Bridge to Terabithia")."""
+    t = v.toks[k]
+    if t.word or _after_article(v, k) or (t.key in v.lex.cities and v.city_reading(k, k)):
+        return False
+    if t.first or t.surname:
+        return True
+    return v.prev_text(k) not in LOCATIVES and v.lex.name_shape.score(t.text) > 0
+
+
+def _after_article(v: TitleView, k: int) -> bool:
+    """ "The Hunter", "The Cherry Orchard", "A Grant": English names take no article (epithets
+    sit in between: "The Great Gatsby"). Costs "The Bourne Identity"."""
+    return k > 0 and v.toks[k - 1].key in ARTICLES
+
+
+def _honorific_anchor(v: TitleView, i: int) -> tuple[int, int, set[str]] | None:
+    t = v.toks[i]
+    if not (t.honorific and t.cap) or i + 1 >= len(v.toks):
+        return None
+    nxt = v.toks[i + 1]
+    if nxt.cap and not nxt.stop and (nxt.first or nxt.surname or not nxt.word):
+        return (i + 1, i + 1, {"honorific_rule"})
+    return None
+
+
+def _possessive_anchor(v: TitleView, i: int) -> tuple[int, int, set[str]] | None:
+    t = v.toks[i]
+    if not v.is_possessive(i) or not t.cap or t.stop or t.word or t.calendar or t.honorific:
+        return None  # "The Devil's Dictionary", "Cat's Eye", "Midsummer Night's Dream"
+    if v.lex.is_region(t.key) or (v.strong_place(i) and v.city_reading(i, i) in ("locative_rule", "metropolis_rule")):
+        return None  # "America's ...", "London's Burning"; NER calling "Charlotte's" a place is outvoted
+    return (i, i, {"possessive_rule"})
+
+
+def _listed_name_anchor(v: TitleView, i: int) -> tuple[int, int, set[str]] | None:
+    t = v.toks[i]
+    if not (t.first or t.surname) or not t.cap or t.stop or t.honorific or _after_article(v, i):
+        return None
+    if t.word or t.calendar or v.lex.is_region(t.key):
+        # "Grace Paley", "Virginia Woolf", "Jack London": a surname that is no word must follow
+        nxt = i + 1
+        if t.first and nxt < len(v.toks) and v.name_like(nxt) and not v.toks[nxt].word:
+            return (i, nxt, {"first_name"})
+        return None
+    if t.key in v.lex.cities and v.city_reading(i, i):
+        return None  # "Paris Spleen", "The Stones of Florence": the city reading wins
+    return (i, i, {"first_name" if t.first else "surname"})
+
+
+def _names_a_place(v: TitleView, i: int, j: int) -> bool:
+    """ "Peyton Place", "Brighton Rock", "Tokyo Ueno Station", "Wolf Hall": the name i..j is
+    (part of) a place's name."""
+    toks = v.toks
+    if toks[j].key in PLACE_NOUNS and (j > i or (i > 0 and toks[i - 1].cap and not toks[i - 1].stop)):
+        return True
+    return j + 1 < len(toks) and toks[j + 1].cap and toks[j + 1].key in PLACE_NOUNS
+
+
+def _grow(v: TitleView, i: int, j: int, blocked: set[int]) -> tuple[int, int]:
+    """Extend over name-like neighbours, and over particles and hyphens between two name parts
+    ("Leonardo da Vinci", "Finzi-Continis"). A possessive "'s" is no name part, so growth stops
+    there ("Johnston McCulley's Zorro" -> "Johnston McCulley")."""
+    toks = v.toks
+
+    def joinable(k: int, step: int) -> bool:
+        if not 0 <= k < len(toks) or k in blocked:
+            return False
+        if v.name_like(k):
+            return True
+        far = k + step
+        if not 0 <= far < len(toks) or far in blocked or not v.name_like(far):
+            return False
+        t = toks[k]
+        hyphen = t.text == "-" and toks[k - 1].end == t.start and t.end == toks[k + 1].start
+        return hyphen or t.text.lower() in PARTICLES
+
+    while joinable(j + 1, +1):
+        j += 1
+    while joinable(i - 1, -1):
+        i -= 1
+    return i, j
+
+
+def _merge(spans: list[tuple[int, int, set[str]]]) -> list[tuple[int, int, set[str]]]:
+    merged: list[tuple[int, int, set[str]]] = []
+    for i, j, ev in sorted(spans, key=lambda s: (s[0], s[1])):
+        if merged and i <= merged[-1][1]:
+            pi, pj, pev = merged[-1]
+            merged[-1] = (pi, max(pj, j), pev | ev)
+        else:
+            merged.append((i, j, set(ev)))
+    return merged
+
+
+def _to_span(v: TitleView, i: int, j: int, evidence: set[str]) -> Span:
+    toks = v.toks[i : j + 1]
+    detectors = set(evidence)
+    if any(t.first for t in toks):
+        detectors.add("first_name")
+    if any(t.surname for t in toks):
+        detectors.add("surname")
+    if any(t.ner == "PERSON" for t in toks):
+        detectors.add("ner")
+    start, end = toks[0].start, toks[-1].end
+    return Span(start=start, end=end, kind=KIND, text=v.title[start:end], evidence=evidence_string(detectors))

@@ -1,0 +1,189 @@
+"""One title seen through the word lists: per-token facts that the human and city rules share.
+
+Both taggers read the same facts, so a token cannot be a person for one and a city for the
+other: `city_reading()` settles names that are also cities ("Florence", "Lincoln", "Sydney").
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from tasks.taggers.gazetteers import CityEntry, Lexicon, norm
+
+# A bare city name (no NER agreement, no "in"/"to" before it) must be this big to count: most
+# towns of a few thousand people share their name with a word, a person or a myth ("Eden").
+BARE_CITY_MIN_POPULATION = 50_000
+# ... and this big to beat a given name of the same spelling ("Paris", "Sydney" vs "Lincoln").
+METROPOLIS_POPULATION = 1_000_000
+MAX_CITY_TOKENS = 6  # "Stratford - upon - Avon"
+
+# Titles before a name; they are evidence, not part of the name.
+HONORIFICS = frozenset(
+    """mr mrs ms miss mx dr doctor prof professor sir dame lady lord madame madam mme monsieur
+    mademoiselle mlle herr frau senor senora don dona saint st father brother sister mother uncle
+    aunt auntie cousin captain capt colonel col general major lieutenant sergeant admiral commander
+    inspector detective judge reverend rev pope king queen prince princess emperor empress tsar
+    czar sultan count countess baron baroness duke duchess""".split()
+)
+# Lower-case name particles that may sit inside a name: "Leonardo da Vinci", "Jakob von Gunten".
+PARTICLES = frozenset("da de del della di du van von der den la le bin ibn al el ter dos das".split())
+# Months, days and feasts are given names too ("June", "August"), but in a title they are dates.
+CALENDAR = frozenset(
+    """january february march april may june july august september october november december
+    monday tuesday wednesday thursday friday saturday sunday spring summer autumn winter
+    christmas easter halloween thanksgiving""".split()
+)
+# Before a city name these make the place reading likely: "Death in Venice", "Goodbye to Berlin".
+LOCATIVES = frozenset("in at to from into near outside inside beyond around across through toward towards via".split())
+# "of" is weaker ("Memoirs of Hadrian"), but settles a name that is also a big city: "The
+# Stones of Florence", "The Two Gentlemen of Verona".
+OF = "of"
+# Articles of the languages whose titles keep them in English ("Les Misérables", "El Aleph").
+FOREIGN_ARTICLES = frozenset("le la les l' el los las il lo gli un une des der die das ein eine".split())
+POSSESSIVE = frozenset({"'s", "\u2019s", "'", "\u2019"})
+CITY_NER_LABELS = frozenset({"GPE", "LOC"})
+_INITIAL = re.compile(r"^[A-Z]\.$")
+
+
+class Tok(NamedTuple):
+    text: str
+    start: int  # char offsets into the title
+    end: int
+    key: str  # norm(text)
+    cap: bool  # starts with an upper-case letter
+    stop: bool  # a spaCy stop word (or a foreign article)
+    word: bool  # a common English word, stop word or demonym; for a listed name, a frequent word
+    first: bool  # in the first-name list
+    surname: bool
+    calendar: bool
+    honorific: bool
+    initial: bool  # "D." in "John D. Rockefeller"
+    ner: str  # the spaCy entity label covering the token, or ""
+
+
+class CityMatch(NamedTuple):
+    i: int  # first token
+    j: int  # last token (inclusive)
+    key: str
+    entry: CityEntry
+
+
+@dataclass
+class TitleView:
+    title: str
+    toks: list[Tok]
+    ents: list[tuple[str, int, int]]  # (label, first token, last token inclusive)
+    cities: list[CityMatch]  # longest gazetteer matches, left to right, not overlapping
+    lex: Lexicon
+    people: list | None = None  # human.find_people's answer, kept for the city tagger
+
+    # --- token classes -------------------------------------------------------------------
+    def is_possessive(self, i: int) -> bool:
+        return i + 1 < len(self.toks) and self.toks[i + 1].text.lower() in POSSESSIVE and self.toks[i + 1].start == self.toks[i].end
+
+    def strong_place(self, i: int) -> bool:
+        """A country/region, or a city big enough to count with no context."""
+        key = self.toks[i].key
+        entry = self.lex.cities.get(key)
+        return self.lex.is_region(key) or (entry is not None and entry.population >= BARE_CITY_MIN_POPULATION)
+
+    def name_like(self, i: int) -> bool:
+        """Could continue a name: a listed name, an initial, or a capitalised non-word that is
+        not a well-known place."""
+        t = self.toks[i]
+        if not t.cap or t.stop or t.honorific or t.calendar:
+            return False
+        if t.initial or t.surname or (t.first and not t.word):
+            return True
+        return not t.word and not self.strong_place(i)
+
+    def prev_text(self, i: int) -> str:
+        return self.toks[i - 1].text.lower() if i > 0 else ""
+
+    # --- names that are also cities ---------------------------------------------------------
+    def place_ner(self, i: int, j: int) -> bool:
+        """spaCy tags exactly tokens i..j (maybe after "the") as GPE/LOC: partial overlaps such
+        as "Green Hills" or "Hanging Rock" do not vouch for "Green" or "Rock"."""
+        for label, a, b in self.ents:
+            if label in CITY_NER_LABELS and b == j and (a == i or (a == i - 1 and self.toks[a].key == "the")):
+                return True
+        return False
+
+    def city_reading(self, i: int, j: int) -> str:
+        """Why tokens i..j, a name that is also a city, read as the city, or "" if they don't:
+        NER says place, a locative precedes ("of" for big cities), or the city is a metropolis."""
+        if self.place_ner(i, j):
+            return "ner"
+        entry = self.lex.cities.get(norm(self.title[self.toks[i].start : self.toks[j].end]))
+        population = entry.population if entry else 0
+        prev = self.prev_text(i)
+        if prev in LOCATIVES or (prev == OF and population >= BARE_CITY_MIN_POPULATION):
+            return "locative_rule"
+        if population >= METROPOLIS_POPULATION:
+            return "metropolis_rule"
+        return ""
+
+
+def build_view(title: str, doc, lex: Lexicon) -> TitleView:
+    """`doc` is the spaCy parse of `title` (maybe re-cased, same length)."""
+    toks: list[Tok] = []
+    index_of: dict[int, int] = {}
+    for t in doc:
+        if t.is_space:
+            continue
+        text = doc.text[t.idx : t.idx + len(t.text)]
+        key = norm(text)
+        low = text.lower()
+        stop = t.is_stop or low in FOREIGN_ARTICLES
+        first, surname = key in lex.first_names, key in lex.surnames
+        # "Peter", "Harry", "Carol" are words too, but rare ones: as capitalised tokens, names
+        common = key in (lex.frequent_words if first or surname else lex.words)
+        index_of[t.i] = len(toks)
+        toks.append(
+            Tok(
+                text=text,
+                start=t.idx,
+                end=t.idx + len(text),
+                key=key,
+                cap=text[:1].isupper(),
+                stop=stop,
+                word=stop or common or key in lex.demonyms,
+                first=first,
+                surname=surname,
+                calendar=low in CALENDAR,
+                honorific=low.rstrip(".") in HONORIFICS,
+                initial=bool(_INITIAL.match(text)),
+                ner=t.ent_type_,
+            )
+        )
+    ents = [
+        (e.label_, index_of[e.start], index_of[e.end - 1])
+        for e in doc.ents
+        if e.start in index_of and e.end - 1 in index_of
+    ]
+    return TitleView(title=title, toks=toks, ents=ents, cities=_match_cities(title, toks, lex), lex=lex)
+
+
+def _match_cities(title: str, toks: list[Tok], lex: Lexicon) -> list[CityMatch]:
+    """Longest capitalised token runs whose text is a gazetteer city name."""
+    found: list[CityMatch] = []
+    i = 0
+    while i < len(toks):
+        match = None
+        if toks[i].cap:
+            # a stop word only starts a longer name: "The Hague", "Las Vegas", never "Of"
+            for j in range(min(len(toks), i + MAX_CITY_TOKENS) - 1, i - 1 if not toks[i].stop else i, -1):
+                if not toks[j].cap:
+                    continue
+                key = norm(title[toks[i].start : toks[j].end])
+                entry = lex.cities.get(key)
+                if entry is not None:
+                    match = CityMatch(i, j, key, entry)
+                    break
+        if match:
+            found.append(match)
+            i = match.j + 1
+        else:
+            i += 1
+    return found

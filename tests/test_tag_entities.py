@@ -1,0 +1,117 @@
+"""The title_entities stage and the `kitab tag` probe: rows, dedup, schema, determinism."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kitab.schemas import to_arrow
+from tasks.tag_entities import PROBE_BATCH, TABLE, default_taggers, tag_entities, tag_probe, tag_titles
+from tasks.taggers import Span
+
+
+class FakeTagger:
+    """Tags every capitalised word "Zed" as `kind`, and counts what it was asked."""
+
+    def __init__(self, name: str, kind: str) -> None:
+        self.name, self.version, self.kind = name, f"{name}_test", kind
+        self.seen: list[str] = []
+
+    def tag_many(self, titles: list[str]) -> list[list[Span]]:
+        self.seen += titles
+        out = []
+        for t in titles:
+            at = t.find("Zed")
+            out.append([Span(at, at + 3, self.kind, "Zed", "fake")] if at >= 0 else [])
+        return out
+
+
+BOOKS = [
+    {"book_id": "b1", "author_qid": "Q1", "canonical_title": "Zed and Me", "variant_titles": ["Zed and Me: A Novel"]},
+    {"book_id": "b2", "author_qid": "Q1", "canonical_title": "Nobody", "variant_titles": []},
+    {"book_id": "b3", "author_qid": "Q2", "canonical_title": "", "variant_titles": []},
+]
+VARIANTS = [
+    {"variant_id": "v1", "book_id": "b1", "author_qid": "Q1", "title": "Zed and Me: A Novel"},
+    {"variant_id": "v2", "book_id": "b2", "author_qid": "Q1", "title": "Zed and Me"},
+]
+
+
+def test_rows_for_books_and_variants_with_stable_ids():
+    fake = FakeTagger("human", "human")
+    result = tag_entities(BOOKS, VARIANTS, taggers=[fake])
+    rows = result.tables[TABLE]
+    assert [(r["target_kind"], r["target_id"], r["book_id"]) for r in rows] == [
+        ("book", "b1", "b1"), ("variant", "v1", "b1"), ("variant", "v2", "b2")
+    ]
+    assert rows[0] == {
+        "entity_id": "book:b1:human:0", "target_kind": "book", "target_id": "b1", "book_id": "b1",
+        "author_qid": "Q1", "kind": "human", "text": "Zed", "start": 0, "end": 3,
+        "tagger": "human", "version": "human_test", "evidence": "fake",
+    }
+    assert len({r["entity_id"] for r in rows}) == len(rows)
+    to_arrow(TABLE, rows)  # matches schemas/title_entities.json
+
+
+def test_each_distinct_title_is_tagged_once_and_stats_count():
+    fake = FakeTagger("human", "human")
+    result = tag_entities(BOOKS, VARIANTS, taggers=[fake])
+    assert sorted(fake.seen) == ["Nobody", "Zed and Me", "Zed and Me: A Novel"]
+    stats = result.stats
+    assert (stats["targets"], stats["titles_tagged"], stats["empty_titles"]) == (5, 3, 1)
+    assert stats["spans_per_kind"] == {"human": 3}
+    assert stats["targets_with_kind"] == {"human": 3}
+    assert stats["taggers"] == {"human": "human_test"}
+
+
+def test_rows_do_not_depend_on_input_order():
+    a = tag_entities(BOOKS, VARIANTS, taggers=[FakeTagger("human", "human")]).tables[TABLE]
+    b = tag_entities(BOOKS[::-1], VARIANTS[::-1], taggers=[FakeTagger("human", "human")]).tables[TABLE]
+    assert a == b
+
+
+def test_probe_streams_one_json_line_per_title_in_order():
+    titles = (f"Zed {n}\n" if n % 2 else f"title {n}\n" for n in range(PROBE_BATCH + 3))
+    lines = list(tag_probe(titles, taggers=[FakeTagger("human", "human"), FakeTagger("city", "city")]))
+    assert len(lines) == PROBE_BATCH + 3
+    first, second = json.loads(lines[0]), json.loads(lines[1])
+    assert first == {"title": "title 0", "human_names": [], "city_names": []}
+    assert second == {"title": "Zed 1", "human_names": ["Zed"], "city_names": ["Zed"]}
+
+
+@pytest.fixture(scope="module")
+def real_taggers():
+    return default_taggers()
+
+
+def test_real_taggers_share_one_parse(real_taggers, monkeypatch):
+    human, city = real_taggers
+    calls = []
+    original = human.parse
+
+    def counting_parse(titles):
+        calls.append(len(titles))
+        return original(titles)
+
+    monkeypatch.setattr(human, "parse", counting_parse)
+    monkeypatch.setattr(city, "parse", counting_parse)
+    tagged = tag_titles(["Death in Venice", "Gerald's Game"], real_taggers)
+    assert calls == [2]
+    assert [[s.text for s in spans] for spans in tagged["human"]] == [[], ["Gerald"]]
+    assert [[s.text for s in spans] for spans in tagged["city"]] == [["Venice"], []]
+
+
+def test_real_stage_end_to_end(real_taggers):
+    books = [{"book_id": "b1", "author_qid": "Q1", "canonical_title": "Reading Lolita in Tehran", "variant_titles": []}]
+    variants = [{"variant_id": "v1", "book_id": "b1", "author_qid": "Q1", "title": "READING LOLITA IN TEHRAN"}]
+    rows = tag_entities(books, variants, taggers=real_taggers).tables[TABLE]
+    assert [(r["target_id"], r["kind"], r["text"], r["version"]) for r in rows] == [
+        ("b1", "human", "Lolita", "human_v1"), ("b1", "city", "Tehran", "city_v1"),
+        ("v1", "human", "LOLITA", "human_v1"), ("v1", "city", "TEHRAN", "city_v1"),
+    ]
+    to_arrow(TABLE, rows)
+
+
+def test_real_probe(real_taggers):
+    [line] = tag_probe(["Down and Out in Paris and London"], taggers=real_taggers)
+    assert json.loads(line) == {"title": "Down and Out in Paris and London", "human_names": [], "city_names": ["Paris", "London"]}

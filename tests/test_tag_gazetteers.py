@@ -1,0 +1,73 @@
+"""The taggers' frozen lists, gazetteer index and text helpers."""
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tasks.taggers.gazetteers import DATA_DIR, load_lexicon, norm
+from tasks.taggers.pipeline import recase
+
+LISTS = ("first_names.txt", "surnames.txt", "common_words.txt", "frequent_words.txt")
+
+
+@pytest.fixture(scope="module")
+def lex():
+    return load_lexicon()
+
+
+@pytest.mark.parametrize("name", LISTS)
+def test_frozen_lists_are_small_sorted_and_clean(name):
+    path = DATA_DIR / name
+    lines = path.read_text(encoding="utf-8").splitlines()
+    assert path.stat().st_size < 400_000
+    assert lines == sorted(set(lines)) and all(x and x == x.strip() for x in lines)
+
+
+def test_names_are_no_stop_words_and_words_are_lower_case(lex):
+    assert not {"the", "and", "of", "time"} & lex.first_names  # names-dataset noise is gone
+    assert "love" in lex.first_names and "love" in lex.frequent_words  # kept, but only with a surname
+    assert {"emma", "lolita", "gerald", "grace", "peter"} <= lex.first_names
+    assert all(w.islower() for w in (DATA_DIR / "common_words.txt").read_text().split()[:1000])
+    assert lex.frequent_words <= lex.words
+
+
+def test_norm_folds_accents_case_dots_and_saint():
+    assert norm("Ántonia") == norm("antonia") == "antonia"
+    assert norm("St. Louis") == norm("Saint Louis") == "st louis"
+    assert norm("Washington, D.C.") == norm("Washington DC") == "washington dc"
+    assert norm("Winston-Salem") == "winston salem"
+
+
+@pytest.mark.parametrize(
+    ("title", "expected"),
+    [
+        ("DAVID COPPERFIELD", "David Copperfield"),
+        ("the strange case of dr jekyll", "The Strange Case of Dr Jekyll"),
+        ("Mixed Case Stays", "Mixed Case Stays"),
+        ("1984", "1984"),
+    ],
+)
+def test_recase(title, expected):
+    assert recase(title) == expected
+
+
+@given(st.text(max_size=60))
+def test_recase_keeps_length(title):
+    assert len(recase(title)) == len(title)
+
+
+def test_cities_regions_and_exonyms(lex):
+    assert lex.cities[norm("Peking")].canonical is False  # from city_exonyms.tsv
+    assert lex.cities[norm("Peking")].population > 10_000_000
+    assert min(e.population for e in lex.cities.values()) >= 1000  # GeoNames' population-0 records are out
+    blocked = {name: lex.region_blocks_city(norm(name)) for name in
+               ("Texas", "Mexico", "Poland", "Catalonia", "Singapore", "Luxembourg", "Hong Kong", "New York", "Paris")}
+    assert blocked == {"Texas": True, "Mexico": True, "Poland": True, "Catalonia": True, "Singapore": False,
+                       "Luxembourg": False, "Hong Kong": False, "New York": False, "Paris": False}
+
+
+def test_name_shape_separates_names_from_coined_words(lex):
+    score = lex.name_shape.score
+    assert all(score(n) > 0 for n in ("Pnin", "Oblomov", "Baudolino"))
+    assert all(score(w) < 0 for w in ("Outliers", "Freakonomics", "Neuromancer"))

@@ -16,10 +16,15 @@ DEMO_RELEASE = "demo"
 EXAMPLE_SQL = ("SELECT name, birth_year, sitelinks, books, title_variants, first_year, last_year "
                "FROM books_per_author ORDER BY sitelinks DESC LIMIT 5")
 ONE_QUERY_PER_TYPE = """
-SELECT constraint_types[1] AS type, query, mapped_titles
-FROM (SELECT *, row_number() OVER (PARTITION BY constraint_types[1] ORDER BY n_mapped BETWEEN 1 AND 6 DESC,
-                                   query_id) AS k
-      FROM queries WHERE n_constraints = 1 AND satisfiable)
+WITH typed AS (
+    SELECT q.*, CASE WHEN json_extract(c.spec, '$.present')::BOOLEAN = false THEN 'no_' ELSE '' END
+                || q.constraint_types[1] AS type
+    FROM queries q JOIN constraints c ON c.release = q.release AND c.constraint_id = q.constraint_ids[1]
+    WHERE q.n_constraints = 1 AND q.satisfiable
+)
+SELECT type, query, mapped_titles
+FROM (SELECT *, row_number() OVER (PARTITION BY type ORDER BY n_mapped BETWEEN 1 AND 6 DESC, query_id) AS k
+      FROM typed)
 WHERE k = 1 ORDER BY type
 """
 
@@ -50,7 +55,7 @@ def run_demo(warehouse: Path, *, authors: int, seed: int) -> dict:
         console.print(f"books per author: {_distribution(per_author)}")
         human, city, total = con.execute(
             "SELECT count(*) FILTER (WHERE has_human_name), count(*) FILTER (WHERE has_city_name), count(*) "
-            "FROM book_entity_flags").fetchone()
+            "FROM book_entity_flags").fetchall()[0]
         console.print(f"books with a human name: {human} / {total}; with a city name: {city} / {total}")
         constraints = con.sql("SELECT * FROM constraints").to_arrow_table().to_pylist()
         queries = con.sql("SELECT * FROM queries").to_arrow_table().to_pylist()

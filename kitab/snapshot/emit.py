@@ -285,8 +285,34 @@ def _with_generated_books(spec: AuthorSpec, rng: random.Random, created_year: in
     books = list(spec.books)
     seen = {_title_key(book.title) for book in books}
     while len(books) < spec.ol_works:
-        books.append(_generated_book(rng, seen, taken, spec.birth, created_year))
+        book = _generated_book(rng, seen, taken, spec.birth, created_year)
+        books.append(book)
+        # Open Library often holds one book as several works (reprints, retitled editions):
+        # the case dedup_titles exists for, so generated bibliographies have it too.
+        if len(books) < spec.ol_works and book.language == "eng" and rng.random() < VARIANT_RATE:
+            books.append(_variant_of(book, rng, created_year))
     return books
+
+
+VARIANT_RATE = 0.08
+_NUMBER_WORDS = {"Two": "2", "Three": "3", "Seven": "7", "Twelve": "12", "Forty": "40", "A Thousand": "1000"}
+
+
+def _variant_of(book: BookSpec, rng: random.Random, created_year: int) -> BookSpec:
+    """Another Open Library work of the same book: a later reprint under a variant title
+    (subtitle, case, leading article, & / and, numerals), not on WikiData."""
+    title = book.title
+    words_ = title.split()
+    choices = [f"{title}: A Novel", f"{title}: {rng.choice(words.SUBTITLES)}", title.upper(), title.lower()]
+    if words_[0] in ("The", "A", "An") and len(words_) > 1:
+        choices.append(" ".join(words_[1:]))
+    if " & " in title or " and " in title:
+        choices.append(title.replace(" & ", " and ") if " & " in title else title.replace(" and ", " & "))
+    for word, digits in _NUMBER_WORDS.items():
+        if title.startswith(word + " "):
+            choices.append(digits + title[len(word):])
+    year = None if book.year is None else min(created_year, book.year + rng.randint(0, 30))
+    return BookSpec(rng.choice(choices), year, book.origin, language=book.language, in_wikidata=False)
 
 
 def _generated_book(rng: random.Random, seen: set[tuple[str, ...]], taken: set[tuple[str, ...]],

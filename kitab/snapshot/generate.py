@@ -46,7 +46,7 @@ from kitab.snapshot.spec import (
     romance_specs,
 )
 
-GENERATOR_VERSION = "1"
+GENERATOR_VERSION = "2"  # 2: cross-author unique titles, variant works
 # The snapshot's as-of date: fixed (after the newest seed record), never the wall clock, so
 # regeneration is byte-identical. Record timestamps and "future" years are relative to it.
 CREATED_AT = datetime(2024, 6, 1)

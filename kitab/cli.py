@@ -92,6 +92,36 @@ def demo(warehouse: Optional[Path] = WarehouseOpt,
 
 
 @app.command()
+def export(release: str = typer.Option(..., help="release id to export"),
+           out: Path = typer.Option(..., help="output folder (a Hugging Face dataset folder)"),
+           push: Optional[str] = typer.Option(None, "--push", help="Hub repo id, e.g. org/kitab; token from "
+                                              "HF_TOKEN or the Hugging Face login, never from the command line"),
+           force: bool = typer.Option(False, help="replace an existing, different export at --out"),
+           private: bool = typer.Option(False, help="create the Hub repo private"),
+           warehouse: Optional[Path] = WarehouseOpt) -> None:
+    """Write a release as a Hugging Face dataset folder (Parquet per config + card); optionally push and tag it."""
+    from kitab.export import export_release
+
+    summary = export_release(_warehouse(warehouse), release, out, force=force)
+    print_rows(["config", "rows"], list(summary["rows"].items()), title=f"release {release} -> {summary['out']}")
+    if push:
+        from kitab.hub import push_release
+
+        pushed = push_release(Path(summary["out"]), push, release=release, private=private)
+        console.print(f"pushed {pushed['repo_url']} at commit {pushed['commit']}, tag {pushed['tag']}")
+
+
+@app.command()
+def report(release: str = typer.Option(..., help="release id"),
+           out: Optional[Path] = typer.Option(None, help="also write report.md and plots/ here"),
+           warehouse: Optional[Path] = WarehouseOpt) -> None:
+    """The release's quality section (the same as the dataset card's), as markdown."""
+    from kitab.report import render_report
+
+    print(render_report(_warehouse(warehouse), release, out))  # plain print: rich would eat [..] as markup
+
+
+@app.command()
 def serve(cron: str = typer.Option("0 3 * * 1", help="cron schedule (UTC)"),
           source: str = typer.Option("mirror", help="live | mirror | dump"),
           authors: int = typer.Option(40, min=1),

@@ -27,6 +27,7 @@ def quiet_prefect_env(prefect_home: Path | None = None) -> None:
         "HF_HUB_OFFLINE": "1",
         "HF_DATASETS_OFFLINE": "1",
         "HF_HUB_DISABLE_TELEMETRY": "1",
+        "HF_XET_TELEMETRY_ENABLED": "false",
     }
     if prefect_home is not None:
         defaults["PREFECT_HOME"] = str(prefect_home)

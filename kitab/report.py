@@ -1,0 +1,293 @@
+"""A release's quality section: headline rates, the paper's Table 2, constrainedness and
+author-popularity histograms (PNG), rejects by reason.
+
+``quality_section`` is the one renderer: the dataset card of ``kitab export`` embeds its text
+and ``kitab report`` prints it, so the two never disagree. Images are linked as
+``plots/<name>.png``, relative to the markdown, and written to ``plots_dir`` when given.
+
+Plots are deterministic: matplotlib's Agg canvas on a bare ``Figure`` (no pyplot state, no
+global backend switch), matplotlib's default style whatever the user's matplotlibrc says, and
+no ``Software`` entry in the PNG metadata, so the same release gives byte-identical PNGs.
+"""
+from __future__ import annotations
+
+import io
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from statistics import median
+
+import duckdb
+
+from tasks.constraints.table2 import format_table2, table2
+
+PLOTS = ("kappa.png", "popularity.png")
+# Reference rates from the paper (kitab-original.md §2.4): unsatisfiable one-constraint
+# queries, jointly unsatisfiable two-constraint queries.
+PAPER_ONE_UNSATISFIABLE = 0.0799
+PAPER_TWO_UNSATISFIABLE = 0.0076
+# Author popularity: WikiData sitelinks, bucketed (lower bound inclusive).
+SITELINK_EDGES = (0, 5, 10, 20, 50, 100)
+# Constrainedness: kappa = 1 - S/N in [0, 1]; 1 exactly is an unsatisfiable query.
+KAPPA_BINS = ((0.0, 0.2), (0.2, 0.4), (0.4, 0.6), (0.6, 0.8), (0.8, 1.0))
+HIST_BINS = 20
+
+
+@dataclass(frozen=True)
+class _Stats:
+    release: str
+    n_authors: int
+    n_books: int
+    n_constraints: int
+    one_kappas: list[float]
+    two_kappas: list[float]
+    books_per_author: list[int]
+    books_with_human: int
+    books_with_city: int
+    author_sitelinks: list[int]
+    query_sitelinks: list[tuple[int, int]]  # (sitelinks, n_constraints) per query
+    rejects: list[tuple[str, str, str, int]]
+    table2_text: str
+
+
+def _rows(con: duckdb.DuckDBPyConnection, sql: str) -> list[tuple]:
+    return con.execute(sql).fetchall()  # fetch everything: DuckDB 2 refuses new work on a half-read result
+
+
+def _dicts(con: duckdb.DuckDBPyConnection, sql: str) -> list[dict]:
+    return con.sql(sql).to_arrow_table().to_pylist()
+
+
+def _collect(con: duckdb.DuckDBPyConnection, release: str) -> _Stats:
+    kappas = _rows(con, "SELECT n_constraints, constrainedness FROM queries ORDER BY query_id")
+    flags = _rows(con, "SELECT count(*) FILTER (WHERE has_human_name), count(*) FILTER (WHERE has_city_name) "
+                       "FROM book_entity_flags")[0]
+    t2 = table2(_dicts(con, "SELECT constraint_id, spec FROM constraints ORDER BY constraint_id"),
+                _dicts(con, "SELECT n_constraints, constraint_ids, constrainedness FROM queries ORDER BY query_id"))
+    return _Stats(
+        release=release,
+        n_authors=_rows(con, "SELECT count(*) FROM kitab_author_metadata")[0][0],
+        n_books=_rows(con, "SELECT count(*) FROM books")[0][0],
+        n_constraints=_rows(con, "SELECT count(*) FROM constraints")[0][0],
+        one_kappas=[k for n, k in kappas if n == 1],
+        two_kappas=[k for n, k in kappas if n == 2],
+        books_per_author=[r[0] for r in _rows(con, "SELECT books FROM books_per_author ORDER BY qid")],
+        books_with_human=flags[0] or 0,
+        books_with_city=flags[1] or 0,
+        author_sitelinks=[r[0] for r in _rows(con, 'SELECT "# of sitelinks" FROM kitab_author_metadata '
+                                                   'ORDER BY "WikiData ID"')],
+        query_sitelinks=[(r[0], r[1]) for r in _rows(
+            con, "SELECT a.sitelinks, q.n_constraints FROM queries q JOIN authors a ON a.qid = q.author_qid "
+                 "ORDER BY q.query_id")],
+        rejects=[tuple(r) for r in _rows(
+            con, "SELECT stage, reason, record_kind, sum(n) AS n FROM rejects_by_reason GROUP BY ALL "
+                 "ORDER BY stage, n DESC, reason, record_kind")],
+        table2_text=format_table2(t2),
+    )
+
+
+# -- numbers ---------------------------------------------------------------------------
+def _pct(part: int, whole: int) -> str:
+    return f"{100.0 * part / whole:.1f}%" if whole else "–"
+
+
+def _mean(values: list[float]) -> str:
+    return f"{sum(values) / len(values):.2f}" if values else "–"
+
+
+def _kappa_bin_counts(kappas: list[float]) -> list[int]:
+    counts = [0] * (len(KAPPA_BINS) + 1)
+    for k in kappas:
+        if k >= 1.0:
+            counts[-1] += 1  # S = 0: unsatisfiable
+        else:
+            counts[min(int(k / 0.2), len(KAPPA_BINS) - 1)] += 1
+    return counts
+
+
+def _sitelink_labels() -> list[str]:
+    edges = SITELINK_EDGES
+    return [f"{lo}–{hi - 1}" for lo, hi in zip(edges, edges[1:])] + [f"{edges[-1]}+"]
+
+
+def _sitelink_bucket(sitelinks: int) -> int:
+    return max(i for i, lo in enumerate(SITELINK_EDGES) if sitelinks >= lo)
+
+
+def _popularity(stats: _Stats) -> list[tuple[str, int, int, int]]:
+    """(bucket label, authors, one-constraint queries, two-constraint queries) per bucket."""
+    labels = _sitelink_labels()
+    authors, one, two = [0] * len(labels), [0] * len(labels), [0] * len(labels)
+    for s in stats.author_sitelinks:
+        authors[_sitelink_bucket(s)] += 1
+    for s, n in stats.query_sitelinks:
+        (one if n == 1 else two)[_sitelink_bucket(s)] += 1
+    return list(zip(labels, authors, one, two))
+
+
+# -- plots -----------------------------------------------------------------------------
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temp file in the same folder and a rename (normal
+    permissions: the temp file is created with ``open``, so the umask applies)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _save_png(fig, path: Path) -> None:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100, metadata={"Software": None})
+    write_atomic(path, buf.getvalue())
+
+
+def _figure(width: float, height: float):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height))  # fixed margins: constrained layout costs extra draws
+    fig.subplots_adjust(left=0.07, right=0.985, bottom=0.15, top=0.82, wspace=0.22)
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _write_plots(stats: _Stats, plots_dir: Path) -> None:
+    import matplotlib.style
+
+    with matplotlib.style.context("default"):
+        fig = _figure(9.0, 3.4)
+        axes = fig.subplots(1, 2, sharey=False)
+        bins = [i / HIST_BINS for i in range(HIST_BINS + 1)]
+        for ax, kappas, label, color in ((axes[0], stats.one_kappas, "one-constraint", "tab:blue"),
+                                         (axes[1], stats.two_kappas, "two-constraint", "tab:orange")):
+            ax.hist(kappas, bins=bins, color=color, edgecolor="white")
+            ax.set_title(f"{label} queries (n={len(kappas)}, mean κ {_mean(kappas)})", fontsize=10)
+            ax.set_xlabel("constrainedness κ = 1 − S/N")
+            ax.set_ylabel("queries")
+            ax.set_xlim(0, 1)
+        fig.suptitle(f"kitab release {stats.release}: constrainedness", fontsize=11)
+        _save_png(fig, plots_dir / "kappa.png")
+
+        rows = _popularity(stats)
+        labels = [r[0] for r in rows]
+        x = list(range(len(rows)))
+        fig = _figure(9.0, 3.4)
+        left, right = fig.subplots(1, 2)
+        left.bar(x, [r[1] for r in rows], color="tab:green")
+        left.set_title(f"authors with queries (n={len(stats.author_sitelinks)})", fontsize=10)
+        left.set_ylabel("authors")
+        one, two = [r[2] for r in rows], [r[3] for r in rows]
+        right.bar(x, one, color="tab:blue", label="one-constraint")
+        right.bar(x, two, bottom=one, color="tab:orange", label="two-constraint")
+        right.set_title("queries by author popularity", fontsize=10)
+        right.set_ylabel("queries")
+        right.legend(fontsize=8)
+        for ax in (left, right):
+            ax.set_xticks(x, labels)
+            ax.set_xlabel("WikiData sitelinks of the author")
+        fig.suptitle(f"kitab release {stats.release}: author popularity", fontsize=11)
+        _save_png(fig, plots_dir / "popularity.png")
+
+
+# -- markdown --------------------------------------------------------------------------
+def _table(header: tuple[str, ...], rows: list[tuple], align: str | None = None) -> str:
+    align = align or "l" + "r" * (len(header) - 1)
+    rule = ["---:" if a == "r" else "---" for a in align]
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(rule) + " |"]
+    lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _markdown(stats: _Stats) -> str:
+    n_one, n_two = len(stats.one_kappas), len(stats.two_kappas)
+    one_unsat = sum(1 for k in stats.one_kappas if k >= 1.0)
+    two_unsat = sum(1 for k in stats.two_kappas if k >= 1.0)
+    bpa = sorted(stats.books_per_author)
+    bpa_text = f"{bpa[0]} / {median(bpa):g} / {bpa[-1]}" if bpa else "–"
+    headline = _table(("measure", "this release", "KITAB (paper)"), [
+        ("one-constraint queries that are unsatisfiable (S = 0)", f"{_pct(one_unsat, n_one)} ({one_unsat} of {n_one})",
+         f"{100 * PAPER_ONE_UNSATISFIABLE:.2f}%"),
+        ("two-constraint queries that are jointly unsatisfiable", f"{_pct(two_unsat, n_two)} ({two_unsat} of {n_two})",
+         f"{100 * PAPER_TWO_UNSATISFIABLE:.2f}%"),
+        ("books per author (min / median / max)", bpa_text, "≥ 5"),
+        ("books with a human name in a title", f"{_pct(stats.books_with_human, stats.n_books)}", "–"),
+        ("books with a city name in a title", f"{_pct(stats.books_with_city, stats.n_books)}", "–"),
+    ], align="lrr")
+    kappa_labels = [f"{lo:.1f} ≤ κ < {hi:.1f}" for lo, hi in KAPPA_BINS] + ["κ = 1 (unsatisfiable)"]
+    kappa_table = _table(("constrainedness", "one-constraint", "two-constraint"),
+                         list(zip(kappa_labels, _kappa_bin_counts(stats.one_kappas),
+                                  _kappa_bin_counts(stats.two_kappas))))
+    popularity_table = _table(("author sitelinks", "authors", "one-constraint queries", "two-constraint queries"),
+                              _popularity(stats))
+    rejects_table = (_table(("stage", "reason", "record kind", "rows"), stats.rejects, align="lllr")
+                     if stats.rejects else "No record was rejected.")
+    n_rejects = sum(r[3] for r in stats.rejects)
+    return f"""## Quality
+
+Release `{stats.release}`: {stats.n_authors} authors with queries, {stats.n_books} books,
+{stats.n_constraints} candidate constraints, {n_one} one-constraint and {n_two} two-constraint queries.
+Every release passed kitab's data tests (`sql/tests/`) before it was committed.
+
+{headline}
+
+### Queries and constrainedness per constraint type (the paper's Table 2)
+
+Each cell is `queries / mean κ`; a two-constraint query counts under each of its types, the
+Summary row counts it once. The paper's columns are KITAB's full release (611 authors).
+
+```text
+{stats.table2_text}
+```
+
+### Constrainedness
+
+κ = 1 − S/N, where S is the number of the author's books that satisfy the query and N the
+number of the author's books.
+
+![Histograms of the constrainedness of one- and two-constraint queries](plots/kappa.png)
+
+{kappa_table}
+
+### Author popularity
+
+Popularity is the author's number of WikiData sitelinks (KITAB's `# of sitelinks`).
+
+![Authors and queries per bucket of WikiData sitelinks](plots/popularity.png)
+
+{popularity_table}
+
+### Rejects by reason
+
+Every record a stage dropped is kept in the `rejects` config with its evidence
+({n_rejects} rows in this release).
+
+{rejects_table}
+"""
+
+
+def quality_section(con: duckdb.DuckDBPyConnection, release: str, plots_dir: Path | None = None) -> str:
+    """The quality section (markdown) of ``release``; ``con`` is a connection scoped to it
+    (``Warehouse.connect(release=...)``). Writes ``kappa.png`` and ``popularity.png`` into
+    ``plots_dir`` when given. The text does not depend on ``plots_dir``."""
+    stats = _collect(con, release)
+    if plots_dir is not None:
+        _write_plots(stats, Path(plots_dir))
+    return _markdown(stats)
+
+
+def render_report(warehouse: Path, release: str, out_dir: Path | None = None) -> str:
+    """``kitab report --release R``: the quality section of ``release``, exactly as in its
+    dataset card. With ``out_dir``, also writes ``out_dir/report.md`` and the plots under
+    ``out_dir/plots/`` (the markdown's image links are relative to ``report.md``)."""
+    from kitab.warehouse import Warehouse
+
+    with Warehouse(Path(warehouse)).connect(release=release) as con:
+        text = quality_section(con, release, Path(out_dir) / "plots" if out_dir is not None else None)
+    if out_dir is not None:
+        write_atomic(Path(out_dir) / "report.md",
+                     f"# kitab release {release}: quality report\n\n{text}".encode())
+    return text

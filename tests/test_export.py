@@ -1,0 +1,347 @@
+"""Export of a release as a Hugging Face dataset folder, the release report, and the push to
+the Hub (against the loopback fake in tests/fake_hub.py: nothing leaves the machine).
+
+The warehouse is built once for the module by the real stage functions (the Prefect steps'
+``.fn``, as flows/refresh.py composes them) on the bundled snapshot through the dump source:
+two releases, so the card has an earlier release to list.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import secrets
+import shutil
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+from kitab.env import BUNDLED_SNAPSHOT
+from kitab.export import CONFIG_NAMES, ExportExists, card_configs, export_release
+from kitab.report import render_report
+from kitab.warehouse import Warehouse
+
+EARLIER, RELEASE = "2026.01.02-s3", "2026.03.04-s7"
+KITAB_QUERY_COLUMNS = ["Author", "Birth Year", "# of sitelinks", "constraint_id", "constraint_type", "constraints",
+                       "mapped_books", "all_books", "raw_books"]
+KITAB_AUTHOR_COLUMNS = ["Author", "Birth Year", "# of sitelinks", "WikiData ID", "OpenLibrary ID"]
+# config -> (columns, exactly; None: any) and the warehouse view or table it must match
+EXPECTED = {
+    "one-book-constraints": (KITAB_QUERY_COLUMNS + ["query_id"], "kitab_one_book_constraints"),
+    "two-book-constraints": (KITAB_QUERY_COLUMNS + ["query_id"], "kitab_two_book_constraints"),
+    "author-metadata": (KITAB_AUTHOR_COLUMNS, "kitab_author_metadata"),
+    "book-metadata": (["book_id", "author_qid", "author", "canonical_title", "first_year", "n_variants",
+                       "variant_titles", "work_keys", "has_human_name", "human_names", "has_city_name",
+                       "city_names"], "books"),
+    "constraints": (None, "constraints"),
+    "rejects": (None, "rejects"),
+}
+
+
+def _publish(root: Path, release: str, *, n: int, seed: int) -> None:
+    """One release through the real stages (dump source: the snapshot files, no HTTP)."""
+    from kitab.config import Settings
+    from kitab.snapshot.format import read_manifest
+    from kitab.sources import open_sources
+    from tasks import steps
+    from tasks.publish import other_releases, publish, released_authors_rows
+
+    settings = Settings(warehouse=root)
+    wh = Warehouse(root)
+    year = datetime.now(timezone.utc).year
+    sources = open_sources("dump", settings, snapshot=BUNDLED_SNAPSHOT)
+    key = "dump:bundled"
+    try:
+        ledger = other_releases(wh, release)
+        sampled = steps.sample_authors_step.fn(
+            sources, key, n=n, seed=seed, exclude_qids=sorted(ledger.qids), exclude_names=sorted(ledger.names),
+            first_year=settings.birth_year_min, last_year_exclusive=year + 1, window=settings.birth_year_window,
+            min_works=settings.min_works, max_works=settings.max_works)
+        collected = [steps.collect_author_step.fn(sources, key, w, released_ol_keys=sorted(ledger.ol_keys))
+                     for w in sampled.tables["sampled"]]
+        authors = [r for c in collected for r in c.tables["authors"]]
+        works = [r for c in collected for r in c.tables["works_raw"]]
+        cleaned = steps.clean_books_step.fn(sources, key, works, authors, today_year=year)
+        deduped = steps.dedup_titles_step.fn(cleaned.tables["works_clean"], authors)
+        books, variants = deduped.tables["books"], deduped.tables["title_variants"]
+        kept = {b["author_qid"] for b in books}
+        kept_authors = [a for a in authors if a["qid"] in kept]
+        tagged = steps.tag_entities_step.fn(books, variants)
+        constraints = steps.generate_constraints_step.fn(kept_authors, books, tagged.tables["title_entities"])
+        queries = steps.sample_queries_step.fn(constraints.tables["constraints"], kept_authors, books, seed=seed)
+        stages = [sampled, *collected, cleaned, deduped, tagged, constraints, queries]
+        tables = {"authors": authors, "works_raw": works, "books": books, "title_variants": variants,
+                  "title_entities": tagged.tables["title_entities"], "constraints": constraints.tables["constraints"],
+                  "queries": queries.tables["queries"], "rejects": [r for s in stages for r in s.rejects],
+                  "released_authors": released_authors_rows(release, authors, kept)}
+        publish(wh, release, tables, seed=seed, source="dump", snapshot_id=read_manifest(BUNDLED_SNAPSHOT)["snapshot_id"],
+                n_authors_requested=n, requests_made=sources.requests_sent())
+    finally:
+        sources.close()
+
+
+@pytest.fixture(scope="module")
+def warehouse(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("export") / "warehouse"
+    _publish(root, EARLIER, n=5, seed=3)
+    _publish(root, RELEASE, n=12, seed=7)
+    assert Warehouse(root).committed_releases() == [EARLIER, RELEASE]
+    return root
+
+
+@pytest.fixture(scope="module")
+def exported(warehouse, tmp_path_factory) -> tuple[Path, dict]:
+    out = tmp_path_factory.mktemp("hf") / RELEASE
+    return out, export_release(warehouse, RELEASE, out)
+
+
+@pytest.fixture
+def hub_env(monkeypatch, tmp_path_factory) -> str:
+    """A fresh token in HF_TOKEN, and hf_xet's logs (its session is created by the first push in
+    this process) in a temp folder instead of ~/.cache/huggingface/xet."""
+    token = "hf_kitabtest" + secrets.token_hex(16)
+    monkeypatch.setenv("HF_TOKEN", token)
+    monkeypatch.setenv("HF_XET_CACHE", str(tmp_path_factory.mktemp("xet")))
+    return token
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def tree(folder: Path) -> dict[str, str]:
+    return {p.relative_to(folder).as_posix(): sha256(p) for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def card_header(folder: Path) -> dict:
+    text = (folder / "README.md").read_text(encoding="utf-8")
+    assert text.startswith("---\n")
+    return yaml.safe_load(text[4:text.index("\n---\n", 4)])
+
+
+# -- the folder loads offline --------------------------------------------------------------
+def test_every_config_loads_offline_with_kitab_columns_and_the_views_rows(exported, warehouse, tmp_path):
+    import datasets
+
+    assert datasets.config.HF_HUB_OFFLINE  # tests run offline (conftest -> kitab.env)
+    out, summary = exported
+    assert datasets.get_dataset_config_names(str(out)) == list(CONFIG_NAMES)
+    with Warehouse(warehouse).connect(release=RELEASE) as con:
+        for config, (columns, source) in EXPECTED.items():
+            loaded = datasets.load_dataset(str(out), config, cache_dir=str(tmp_path / "hf-cache"))
+            assert list(loaded) == ["test"], config
+            test = loaded["test"]
+            expected_rows = con.execute(f"SELECT count(*) FROM {source}").fetchall()[0][0]
+            assert test.num_rows == expected_rows == summary["rows"][config] > 0, config
+            if columns is not None:
+                assert test.column_names == columns, config
+            else:  # our tables: the warehouse schema, without the hive partition column
+                assert test.column_names == [f.name for f in pq.read_schema(
+                    Warehouse(warehouse).partition(source, RELEASE) / "part-0.parquet")], config
+        # the rows are the view's, in the view's order, KITAB's types included
+        columns = ", ".join(f'"{c}"' for c in KITAB_QUERY_COLUMNS)
+        view = con.sql(f"SELECT {columns}, query_id FROM kitab_one_book_constraints").to_arrow_table().to_pylist()
+    one = datasets.load_dataset(str(out), "one-book-constraints", split="test", cache_dir=str(tmp_path / "hf-cache"))
+    assert one.to_list() == view
+    assert {one.features["Birth Year"].dtype, one.features["constraint_id"].dtype} == {"int64"}
+
+
+def test_card_configs_match_the_files_on_disk_exactly(exported):
+    out, summary = exported
+    header = card_header(out)
+    configs = {c["config_name"]: c["data_files"] for c in header["configs"]}
+    assert list(configs) == list(CONFIG_NAMES)
+    assert all([f["split"] for f in files] == ["test"] for files in configs.values())
+    named = sorted(f["path"] for files in configs.values() for f in files)
+    on_disk = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file() and p.suffix == ".parquet")
+    assert named == on_disk
+    assert card_configs((out / "README.md").read_text(encoding="utf-8")) == {
+        name: {"test": files[0]["path"]} for name, files in configs.items()}
+    assert sorted(summary["files"]) == sorted(tree(out)) == sorted(
+        [*on_disk, "README.md", "provenance.json", "plots/kappa.png", "plots/popularity.png"])
+
+
+def test_card_states_license_citation_version_provenance_and_earlier_releases(exported, warehouse):
+    out, _ = exported
+    text = (out / "README.md").read_text(encoding="utf-8")
+    header = card_header(out)
+    assert header["license"] == "mit"
+    assert "2310.15511" in text and "@misc{abdin2023kitab" in text
+    ledger = {r["release_id"]: r for r in Warehouse(warehouse).read_table("releases").to_pylist()}
+    assert f"release **`{RELEASE}`**" in text and f"`{EARLIER}`" in text  # earlier release listed
+    assert ledger[RELEASE]["code_version"] in text and ledger[RELEASE]["snapshot_id"] in text
+    for table, checksum in json.loads(ledger[RELEASE]["checksums"]).items():
+        assert checksum in text, table
+    provenance = json.loads((out / "provenance.json").read_text())
+    assert provenance["release_id"] == provenance["hub_tag"] == RELEASE
+    assert provenance["earlier_releases"] == [EARLIER]
+    for path, info in provenance["files"].items():
+        assert sha256(out / path) == info["sha256"], path
+        assert info["sha256"] in text, path
+
+
+def test_constraints_and_rejects_are_the_warehouse_partitions_byte_for_byte(exported, warehouse):
+    out, _ = exported
+    wh = Warehouse(warehouse)
+    checksums = json.loads(wh.read_table("releases", [RELEASE]).to_pylist()[0]["checksums"])
+    for table in ("constraints", "rejects"):
+        assert sha256(out / f"data/{table}/test-00000-of-00001.parquet") == checksums[table]
+
+
+def test_export_is_deterministic_atomic_and_refuses_to_overwrite(exported, warehouse, tmp_path):
+    out, _ = exported
+    before = tree(out)
+    again = export_release(warehouse, RELEASE, out)  # same release, same folder: nothing to do
+    assert again["written"] is False and tree(out) == before
+    elsewhere = tmp_path / "copy"
+    assert export_release(warehouse, RELEASE, elsewhere)["written"] is True
+    assert tree(elsewhere) == before  # byte-identical: Parquet, PNG, card, provenance
+
+    with pytest.raises(ExportExists):  # another release's export: refused before building
+        export_release(warehouse, EARLIER, elsewhere)
+    assert tree(elsewhere) == before
+    (elsewhere / "README.md").write_text("edited by hand")  # same release, other bytes: refused after building
+    with pytest.raises(ExportExists):
+        export_release(warehouse, RELEASE, elsewhere)
+    assert (elsewhere / "README.md").read_text() == "edited by hand"
+    replaced = export_release(warehouse, EARLIER, elsewhere, force=True)
+    assert replaced["written"] is True and json.loads((elsewhere / "provenance.json").read_text())["release_id"] == EARLIER
+
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "notes.txt").write_text("mine")
+    with pytest.raises(ExportExists):
+        export_release(warehouse, RELEASE, other)
+    assert [p.name for p in other.iterdir()] == ["notes.txt"]
+    (tmp_path / "empty").mkdir()
+    assert export_release(warehouse, RELEASE, tmp_path / "empty")["written"] is True
+    with pytest.raises(ValueError, match="no committed release"):
+        export_release(warehouse, "nope", tmp_path / "nope")
+    leftovers = [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]
+    assert leftovers == []  # temp folders beside --out are always cleaned up
+
+
+def test_report_renders_the_same_quality_section_as_the_card(exported, warehouse, tmp_path):
+    out, _ = exported
+    text = render_report(warehouse, RELEASE, tmp_path / "report")
+    card = (out / "README.md").read_text(encoding="utf-8")
+    assert text.startswith("## Quality\n") and text in card
+    for part in ("Table 2", "![", "plots/kappa.png", "plots/popularity.png", "Rejects by reason", "starts-with"):
+        assert part in text
+    for png in ("kappa.png", "popularity.png"):
+        data = (tmp_path / "report" / "plots" / png).read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and b"Software" not in data
+        assert data == (out / "plots" / png).read_bytes()
+    assert (tmp_path / "report" / "report.md").read_text(encoding="utf-8").endswith(text)
+    assert render_report(warehouse, RELEASE, None) == text  # no out_dir: same text, nothing written
+
+
+# -- push --------------------------------------------------------------------------------
+def test_push_uploads_the_folder_and_tags_the_commit_with_the_release(exported, warehouse, tmp_path, monkeypatch,
+                                                                      capfd, caplog, hub_env):
+    from huggingface_hub import constants
+
+    from kitab.hub import ReleaseAlreadyPushed, push_release
+    from tests.fake_hub import FakeHub
+
+    out, _ = exported
+    earlier = tmp_path / EARLIER
+    export_release(warehouse, EARLIER, earlier)
+    token = hub_env
+    caplog.set_level(logging.DEBUG)
+    caplog.set_level(logging.DEBUG, logger="huggingface_hub")  # its request log included
+    assert constants.HF_HUB_OFFLINE  # kitab's default; the push lifts it for itself only
+    repo_id = "kitab-org/kitab"
+    with FakeHub(token, max_seconds=60) as hub:
+        monkeypatch.setenv("HF_ENDPOINT", hub.url)  # the endpoint comes from the environment
+        with pytest.raises(ValueError, match="holds release"):
+            push_release(out, repo_id, release=EARLIER)
+        tampered = tmp_path / "tampered"
+        shutil.copytree(earlier, tampered)
+        with open(tampered / "data/rejects/test-00000-of-00001.parquet", "ab") as fh:
+            fh.write(b"\0")
+        with pytest.raises(ValueError, match="changed since the export"):
+            push_release(tampered, repo_id, release=EARLIER)
+        assert hub.requests == []  # both refused before any request
+
+        first = push_release(earlier, repo_id, release=EARLIER)
+        repo = hub.repos[repo_id]
+        repo.head.files["data/stale-config/test-00000-of-00001.parquet"] = b"left over"
+        result = push_release(out, repo_id, release=RELEASE)
+        assert constants.HF_HUB_OFFLINE  # restored
+
+        assert repo.repo_type == "dataset"
+        assert repo.tags == {EARLIER: first["commit"], RELEASE: result["commit"]}
+        assert result["tag"] == RELEASE and result["commit"] == repo.head.oid
+        assert result["commit_url"] == f"{hub.url}/datasets/{repo_id}/commit/{repo.head.oid}"
+        assert repo.tag_messages[RELEASE] == f"kitab release {RELEASE}"
+        assert repo.head.summary == f"kitab release {RELEASE}"
+        pushed = {path: hashlib.sha256(data).hexdigest() for path, data in repo.head.files.items()}
+        assert pushed == {**tree(out), ".gitattributes": pushed[".gitattributes"]}  # stale file deleted
+        tagged_earlier = repo.resolve(EARLIER).files
+        assert json.loads(tagged_earlier["provenance.json"])["release_id"] == EARLIER
+
+        n_commits = len(repo.commits)
+        with pytest.raises(ReleaseAlreadyPushed):
+            push_release(out, repo_id, release=RELEASE)
+        assert len(repo.commits) == n_commits  # nothing uploaded
+
+        # every request carried the token from the environment
+        assert hub.requests and all(r.authorization == f"Bearer {token}" for r in hub.requests)
+        paths = {r.path.split("?")[0] for r in hub.requests}
+        assert {"/api/repos/create", f"/api/datasets/{repo_id}/preupload/main", f"/api/datasets/{repo_id}/commit/main",
+                f"/api/datasets/{repo_id}/tag/{result['commit']}"} <= paths
+
+        # a wrong token fails loudly without echoing it
+        monkeypatch.setenv("HF_TOKEN", token + "x")
+        with pytest.raises(Exception) as failed:
+            push_release(tmp_path / EARLIER, "kitab-org/other", release=EARLIER)
+        assert token not in str(failed.value)
+        monkeypatch.setenv("HF_TOKEN", token)
+
+    captured = capfd.readouterr()
+    assert "/commit/main" in caplog.text  # the client's debug log was captured, and checked below
+    for where, text in (("stdout", captured.out), ("stderr", captured.err), ("logs", caplog.text),
+                        ("result", json.dumps([first, result]))):
+        assert token not in text, where
+    for folder in (out, earlier):
+        for path in folder.rglob("*"):
+            assert not path.is_file() or token.encode() not in path.read_bytes(), path
+    for commit in repo.commits:
+        assert all(token.encode() not in data for data in commit.files.values())
+
+
+def test_push_without_a_token_refuses_before_any_request(exported, tmp_path, monkeypatch):
+    from huggingface_hub import constants
+
+    from kitab.hub import push_release
+    from tests.fake_hub import FakeHub
+
+    out, _ = exported
+    for var in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_OIDC_RESOURCE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setattr(constants, "HF_TOKEN_PATH", str(tmp_path / "no-token"))  # ignore any real login
+    with FakeHub("unused", max_seconds=10) as hub:
+        with pytest.raises(PermissionError, match="HF_TOKEN"):
+            push_release(out, "kitab-org/kitab", release=RELEASE, endpoint=hub.url)
+        assert hub.requests == []
+
+
+def test_a_push_interrupted_before_the_tag_is_completed_by_pushing_again(exported, hub_env):
+    from kitab.hub import push_release
+    from tests.fake_hub import FakeHub
+
+    out, _ = exported
+    token = hub_env
+    with FakeHub(token, max_seconds=60) as hub:
+        hub.fail_next["tag"] = 1  # the commit lands, then the tag request fails
+        with pytest.raises(Exception):
+            push_release(out, "kitab-org/kitab", release=RELEASE, endpoint=hub.url)
+        repo = hub.repos["kitab-org/kitab"]
+        assert repo.tags == {} and len(repo.commits) == 2
+        result = push_release(out, "kitab-org/kitab", release=RELEASE, endpoint=hub.url)
+        assert len(repo.commits) == 2  # nothing changed: no second commit, the existing one is tagged
+        assert repo.tags == {RELEASE: repo.head.oid} == {RELEASE: result["commit"]}

@@ -7,13 +7,14 @@ the candidates seen as evidence, never a silent drop.
 from __future__ import annotations
 
 import re
-import unicodedata
 
 from kitab.sources.openlibrary import OpenLibrary, bare_key
 from tasks.base import StageResult, reject
+from tasks.text import fold
 
 STAGE = "match_openlibrary"
 _YEAR = re.compile(r"\b(\d{3,4})\b")
+_NON_WORD = re.compile(r"[\W_]+")
 
 
 def year_of(ol_date: str | None) -> int | None:
@@ -23,10 +24,9 @@ def year_of(ol_date: str | None) -> int | None:
 
 
 def name_key(name: str) -> str:
-    """Casefolded, accents stripped, punctuation dropped, whitespace collapsed."""
-    folded = unicodedata.normalize("NFKD", name.casefold())
-    letters = "".join(ch if ch.isalnum() else " " for ch in folded if not unicodedata.combining(ch))
-    return " ".join(letters.split())
+    """Folded like titles (tasks.text.fold: case, accents), punctuation dropped, spaces collapsed:
+    "García Márquez, Gabriel" and "garcia marquez gabriel" compare equal."""
+    return " ".join(_NON_WORD.sub(" ", fold(name)).split())
 
 
 def choose_by_name_and_birth_year(docs: list[dict], name: str, birth_year: int) -> tuple[dict | None, str, dict]:

@@ -172,3 +172,31 @@ def test_dump_and_mirror_give_identical_rows(via_mirror, settings, snapshot_dir)
     assert strip(works_dump) == strip(works_mirror)
     assert authors_dump.rejects == authors_mirror.rejects
     assert len(works_mirror) > 500
+
+
+def test_planted_match_cases_resolve_as_expected(via_mirror, settings, manifest):
+    """Each planted case of the snapshot: homonyms told apart by birth year, name search
+    without P648, a P648 that points nowhere (then name search), a P648 redirect followed,
+    and a writer nobody on Open Library matches."""
+    cases = manifest["cases"]
+    by_qid = {c["qid"]: c for c in candidates(via_mirror, settings)}
+    expected = {item["qid"]: item["expected_ol_author"] for case in ("homonym_ol_authors", "no_p648")
+                for item in cases[case]["items"]}
+    expected.update({item["qid"]: item["redirect_to"] for item in cases["p648_redirect"]["items"]})
+    matched = match_authors([by_qid[q] for q in sorted({*expected, *(i["qid"] for i in cases["no_ol_match"]["items"])})],
+                            via_mirror.openlibrary)
+    got = {a["qid"]: a for a in matched.tables["authors"]}
+    assert {q: got[q]["ol_author_key"] for q in expected} == expected
+    homonym = cases["homonym_ol_authors"]["items"][0]["qid"]
+    assert got[homonym]["match_method"] == "name_birth_year"
+    for item in cases["no_ol_match"]["items"]:
+        assert got[item["qid"]]["match_method"] == "unmatched"
+        assert [r["reason"] for r in matched.rejects if r["record_id"] == item["qid"]] == ["no_openlibrary_match"]
+
+
+def test_every_result_page_is_fetched(via_mirror, manifest):
+    item = manifest["cases"]["many_result_pages"]["items"][0]
+    result = fetch_author_works({"qid": item["qid"], "ol_author_key": item["ol_author"]}, via_mirror.openlibrary)
+    assert result.stats["pages"] == -(-item["work_count"] // 100)
+    assert len(result.tables["works_raw"]) == item["work_count"]
+    assert len({w["request_fingerprint"] for w in result.tables["works_raw"]}) == result.stats["pages"]

@@ -32,7 +32,7 @@ from rapidfuzz import fuzz, process
 from rapidfuzz.distance import OSA
 
 from tasks.base import StageResult, reject
-from tasks.text import main_title, match_key
+from tasks.text import main_title, match_key, split_title_year
 
 STAGE = "dedup_titles"
 FUZZY_MIN_RATIO = 80  # the paper's fuzzywuzzy threshold
@@ -274,22 +274,12 @@ def dedup_titles(works_clean: list[dict], authors: list[dict], *, min_books: int
     return StageResult(tables={"books": books, "title_variants": variants}, rejects=rejects, stats=stats)
 
 
-_YEAR_SUFFIX = re.compile(r"\s*\((\d{4})\)\s*$")
-
-
-def parse_probe_line(line: str) -> tuple[str, int | None]:
-    """``"Beloved (1987)"`` -> ``("Beloved", 1987)``; a line without a year suffix -> ``(title, None)``."""
-    line = line.strip()
-    m = _YEAR_SUFFIX.search(line)
-    return (line[: m.start()].strip(), int(m.group(1))) if m else (line, None)
-
-
 def dedup_probe(lines: Iterable[str]) -> Iterator[str]:
     """``kitab dedup``: one author's titles (one per line, optional ``(YYYY)``) -> clusters as JSON lines.
 
     Blank lines are skipped. Clusters come out chronologically (undated last), then by title.
     """
-    parsed = (parse_probe_line(line) for line in lines)
+    parsed = (split_title_year(line) for line in lines)
     variants = [Variant(f"line:{n}", title, year) for n, (title, year) in enumerate(parsed) if title]
     clusters = cluster_titles(variants)
     clusters.sort(key=lambda c: (c.first_year is None, c.first_year or 0, c.canonical.title))

@@ -22,7 +22,7 @@ import re
 import unicodedata
 from functools import lru_cache
 
-__all__ = ["ARTICLES", "fold", "main_title", "match_key"]
+__all__ = ["ARTICLES", "fold", "main_title", "match_key", "split_title_year"]
 
 ARTICLES = frozenset({"the", "a", "an"})
 
@@ -138,3 +138,17 @@ def match_key(title: str) -> str:
 def main_title(title: str) -> str:
     """The raw title up to its first subtitle separator (the whole title if it has none)."""
     return _SUBTITLE_SEPARATOR.split(title, maxsplit=1)[0].strip()
+
+
+# KITAB writes a book as "Title (YYYY)"; its evaluator strips a trailing (\d{3,4}).
+_YEAR_SUFFIX = re.compile(r"\s*\((\d{3,4})\)\s*$")
+
+
+def split_title_year(line: str) -> tuple[str, int | None]:
+    """``"Beloved (1987)"`` -> ``("Beloved", 1987)``; no ``(YYYY)`` suffix -> ``(title, None)``.
+    The one parser of KITAB's book format, for every probe that reads it."""
+    line = line.strip()
+    m = _YEAR_SUFFIX.search(line)
+    if m is None or not line[: m.start()].strip():  # "(1949)" alone is a title, not a year
+        return line, None
+    return line[: m.start()].strip(), int(m.group(1))

@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 from kitab.schemas import to_arrow
 from tasks.constraints import SPEC_VERSION, spec_from_json
 from tasks.constraints.counting import first_letter, last_letter, word_count
-from tasks.constraints.probe import constraints_probe, parse_book_line
+from tasks.constraints.probe import constraints_probe
+from tasks.text import split_title_year
 from tasks.generate_constraints import book_view, generate_constraints
 
 VOCAB = ["The", "A", "an", "Love", "War", "Émile", "1984", "Catch-22", "Zorro", "of", "&", "Night:", "Øre",
@@ -155,7 +156,7 @@ def test_books_of_unknown_authors_are_rejected_not_dropped():
     ("(1999)", ("(1999)", None)),
 ])
 def test_probe_line_format(line, parsed):
-    assert parse_book_line(line) == parsed
+    assert split_title_year(line) == parsed
 
 
 def test_probe_prints_every_candidate_as_json():
@@ -180,8 +181,8 @@ def test_probe_agrees_with_the_stage():
     rng = random.Random(3)
     lines = [f"{' '.join(rng.sample(VOCAB, 3))} ({rng.randint(1950, 1999)})" for _ in range(12)]
     probe = [json.loads(line) for line in constraints_probe(lines, human=None, city=None)]
-    books = [{"book_id": f"line:{n}", "author_qid": "Q1", "canonical_title": parse_book_line(line)[0],
-              "first_year": parse_book_line(line)[1], "n_variants": 1, "variant_titles": []}
+    books = [{"book_id": f"line:{n}", "author_qid": "Q1", "canonical_title": split_title_year(line)[0],
+              "first_year": split_title_year(line)[1], "n_variants": 1, "variant_titles": []}
              for n, line in enumerate(lines, start=1)]
     rows = generate_constraints([{"qid": "Q1"}], books, {}).tables["constraints"]
     assert [(o["spec"], sorted(o["mapped_titles"]), o["S"]) for o in probe] == [

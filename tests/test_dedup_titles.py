@@ -11,7 +11,8 @@ from rapidfuzz import fuzz
 
 import tasks.dedup_titles as dd
 from kitab.schemas import to_arrow
-from tasks.dedup_titles import Variant, cluster_titles, dedup_probe, dedup_titles, fuzzy_compatible, parse_probe_line
+from tasks.dedup_titles import Variant, cluster_titles, dedup_probe, dedup_titles, fuzzy_compatible
+from tasks.text import split_title_year
 from tasks.text import match_key
 
 
@@ -246,10 +247,10 @@ def test_dedup_titles_output_is_sorted_and_deterministic() -> None:
 
 # --- the probe -------------------------------------------------------------------------
 
-def test_parse_probe_line() -> None:
-    assert parse_probe_line("Beloved (1987)\n") == ("Beloved", 1987)
-    assert parse_probe_line("  1984  ") == ("1984", None)
-    assert parse_probe_line("Catch-22 (a novel)") == ("Catch-22 (a novel)", None)
+def test_split_title_year() -> None:
+    assert split_title_year("Beloved (1987)\n") == ("Beloved", 1987)
+    assert split_title_year("  1984  ") == ("1984", None)
+    assert split_title_year("Catch-22 (a novel)") == ("Catch-22 (a novel)", None)
 
 
 def test_dedup_probe_prints_clusters_as_json_lines() -> None:

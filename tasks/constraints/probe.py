@@ -2,24 +2,13 @@
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Iterable, Iterator
 
 from tasks.constraints.book import Book
 from tasks.constraints.candidates import author_candidates
-
-# KITAB's all_books format, "Title (YYYY)"; the year is optional here.
-_LINE = re.compile(r"^(?P<title>.*?)\s*\((?P<year>\d{3,4})\)\s*$")
+from tasks.text import split_title_year
 
 Tagger = Callable[[str], bool]
-
-
-def parse_book_line(line: str) -> tuple[str, int | None]:
-    """ "Beloved (1987)" -> ("Beloved", 1987); "Beloved" -> ("Beloved", None)."""
-    found = _LINE.match(line)
-    if found and found["title"]:
-        return found["title"].strip(), int(found["year"])
-    return line.strip(), None
 
 
 def constraints_probe(lines: Iterable[str], *, human: Tagger | None, city: Tagger | None) -> Iterator[str]:
@@ -32,7 +21,7 @@ def constraints_probe(lines: Iterable[str], *, human: Tagger | None, city: Tagge
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
-        title, year = parse_book_line(line)
+        title, year = split_title_year(line)
         books.append(Book(
             book_id=f"line:{number}",
             titles=(title,),

@@ -82,8 +82,11 @@ def refresh(source: str = "mirror", snapshot: str | None = None, authors: int = 
         merged = merge(collected)
         authors_rows = merged.tables.get("authors", [])
         works_raw = merged.tables.get("works_raw", [])
-        cleaned = clean_books_step(sources, source_key, works_raw, authors_rows, today_year=today.year)
-        deduped = dedup_titles_step(cleaned.tables["works_clean"], authors_rows)
+        # writers already rejected (no match, no works, released before) are not rejected again
+        rejected = {r["record_id"] for r in merged.rejects if r["record_kind"] == "author"}
+        collected_authors = [a for a in authors_rows if a["qid"] not in rejected]
+        cleaned = clean_books_step(sources, source_key, works_raw, collected_authors, today_year=today.year)
+        deduped = dedup_titles_step(cleaned.tables["works_clean"], collected_authors)
         books, variants = deduped.tables["books"], deduped.tables["title_variants"]
         kept = {b["author_qid"] for b in books}
         kept_authors = [a for a in authors_rows if a["qid"] in kept]

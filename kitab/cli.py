@@ -192,15 +192,20 @@ def constraints(human: bool = typer.Option(False, "--human", help="add human-nam
                 city: bool = typer.Option(False, "--city", help="add city-name constraints (tagger city_v1)")) -> None:
     """One author's books on stdin ("Title (YYYY)" per line) -> every candidate constraint as JSON lines."""
     from tasks.constraints import constraints_probe
+    from tasks.text import split_title_year
 
-    def has(kind: str):
-        from tasks.tag_entities import default_taggers
+    lines = _stdin_lines()
+    found: dict[str, dict[str, bool]] = {}
+    if human or city:  # tag every title in one batch (one parse per title), then look up
+        from tasks.tag_entities import default_taggers, tag_titles
 
-        tagger = next(t for t in default_taggers() if t.name == kind)
-        return lambda title: bool(tagger.tag_many([title])[0])
+        taggers = [t for t in default_taggers() if (t.name == "human" and human) or (t.name == "city" and city)]
+        titles = sorted({split_title_year(line)[0] for line in lines if line.strip()})
+        spans = tag_titles(titles, taggers)
+        found = {t.name: {title: bool(spans[t.name][i]) for i, title in enumerate(titles)} for t in taggers}
 
-    for line in constraints_probe(_stdin_lines(), human=has("human") if human else None,
-                                  city=has("city") if city else None):
+    for line in constraints_probe(lines, human=found["human"].get if human else None,
+                                  city=found["city"].get if city else None):
         print(line)
 
 

@@ -39,8 +39,16 @@ class _Stats:
     n_authors: int
     n_books: int
     n_constraints: int
-    one_kappas: list[float]
-    two_kappas: list[float]
+    one_sn: list[tuple[int, int]]  # (S, N) per one-constraint query
+    two_sn: list[tuple[int, int]]
+
+    @property
+    def one_kappas(self) -> list[float]:
+        return [(n - s) / n for s, n in self.one_sn]
+
+    @property
+    def two_kappas(self) -> list[float]:
+        return [(n - s) / n for s, n in self.two_sn]
     books_per_author: list[int]
     books_with_human: int
     books_with_city: int
@@ -59,7 +67,7 @@ def _dicts(con: duckdb.DuckDBPyConnection, sql: str) -> list[dict]:
 
 
 def _collect(con: duckdb.DuckDBPyConnection, release: str) -> _Stats:
-    kappas = _rows(con, "SELECT n_constraints, constrainedness FROM queries ORDER BY query_id")
+    sn = _rows(con, "SELECT n_constraints, n_mapped, n_books FROM queries ORDER BY query_id")
     flags = _rows(con, "SELECT count(*) FILTER (WHERE has_human_name), count(*) FILTER (WHERE has_city_name) "
                        "FROM book_entity_flags")[0]
     t2 = table2(_dicts(con, "SELECT constraint_id, spec FROM constraints ORDER BY constraint_id"),
@@ -69,8 +77,8 @@ def _collect(con: duckdb.DuckDBPyConnection, release: str) -> _Stats:
         n_authors=_rows(con, "SELECT count(*) FROM kitab_author_metadata")[0][0],
         n_books=_rows(con, "SELECT count(*) FROM books")[0][0],
         n_constraints=_rows(con, "SELECT count(*) FROM constraints")[0][0],
-        one_kappas=[k for n, k in kappas if n == 1],
-        two_kappas=[k for n, k in kappas if n == 2],
+        one_sn=[(s, n) for c, s, n in sn if c == 1],
+        two_sn=[(s, n) for c, s, n in sn if c == 2],
         books_per_author=[r[0] for r in _rows(con, "SELECT books FROM books_per_author ORDER BY qid")],
         books_with_human=flags[0] or 0,
         books_with_city=flags[1] or 0,
@@ -95,13 +103,16 @@ def _mean(values: list[float]) -> str:
     return f"{sum(values) / len(values):.2f}" if values else "–"
 
 
-def _kappa_bin_counts(kappas: list[float]) -> list[int]:
+def _bin_index(s: int, n: int, bins: int) -> int:
+    """Which of ``bins`` equal bins on [0, 1] holds κ = (N − S)/N, in integers: with floats,
+    κ = 0.6 lands in the bin below (0.6 / 0.2 = 2.999…)."""
+    return min(bins * (n - s) // n, bins - 1)
+
+
+def _kappa_bin_counts(sn: list[tuple[int, int]]) -> list[int]:
     counts = [0] * (len(KAPPA_BINS) + 1)
-    for k in kappas:
-        if k >= 1.0:
-            counts[-1] += 1  # S = 0: unsatisfiable
-        else:
-            counts[min(int(k / 0.2), len(KAPPA_BINS) - 1)] += 1
+    for s, n in sn:
+        counts[-1 if s == 0 else _bin_index(s, n, len(KAPPA_BINS))] += 1  # S = 0: unsatisfiable
     return counts
 
 
@@ -162,10 +173,15 @@ def _write_plots(stats: _Stats, plots_dir: Path) -> None:
         fig = _figure(9.0, 3.4)
         axes = fig.subplots(1, 2, sharey=False)
         bins = [i / HIST_BINS for i in range(HIST_BINS + 1)]
-        for ax, kappas, label, color in ((axes[0], stats.one_kappas, "one-constraint", "tab:blue"),
-                                         (axes[1], stats.two_kappas, "two-constraint", "tab:orange")):
-            ax.hist(kappas, bins=bins, color=color, edgecolor="white")
-            ax.set_title(f"{label} queries (n={len(kappas)}, mean κ {_mean(kappas)})", fontsize=10)
+        centers = [(lo + hi) / 2 for lo, hi in zip(bins, bins[1:])]
+        for ax, sn, kappas, label, color in (
+                (axes[0], stats.one_sn, stats.one_kappas, "one-constraint", "tab:blue"),
+                (axes[1], stats.two_sn, stats.two_kappas, "two-constraint", "tab:orange")):
+            counts = [0] * HIST_BINS
+            for s, n in sn:  # binned in integers, see _bin_index
+                counts[_bin_index(s, n, HIST_BINS)] += 1
+            ax.hist(centers, bins=bins, weights=counts, color=color, edgecolor="white")
+            ax.set_title(f"{label} queries (n={len(sn)}, mean κ {_mean(kappas)})", fontsize=10)
             ax.set_xlabel("constrainedness κ = 1 − S/N")
             ax.set_ylabel("queries")
             ax.set_xlim(0, 1)
@@ -203,9 +219,9 @@ def _table(header: tuple[str, ...], rows: list[tuple], align: str | None = None)
 
 
 def _markdown(stats: _Stats) -> str:
-    n_one, n_two = len(stats.one_kappas), len(stats.two_kappas)
-    one_unsat = sum(1 for k in stats.one_kappas if k >= 1.0)
-    two_unsat = sum(1 for k in stats.two_kappas if k >= 1.0)
+    n_one, n_two = len(stats.one_sn), len(stats.two_sn)
+    one_unsat = sum(1 for s, _ in stats.one_sn if s == 0)
+    two_unsat = sum(1 for s, _ in stats.two_sn if s == 0)
     bpa = sorted(stats.books_per_author)
     bpa_text = f"{bpa[0]} / {median(bpa):g} / {bpa[-1]}" if bpa else "–"
     headline = _table(("measure", "this release", "KITAB (paper)"), [
@@ -219,8 +235,8 @@ def _markdown(stats: _Stats) -> str:
     ], align="lrr")
     kappa_labels = [f"{lo:.1f} ≤ κ < {hi:.1f}" for lo, hi in KAPPA_BINS] + ["κ = 1 (unsatisfiable)"]
     kappa_table = _table(("constrainedness", "one-constraint", "two-constraint"),
-                         list(zip(kappa_labels, _kappa_bin_counts(stats.one_kappas),
-                                  _kappa_bin_counts(stats.two_kappas))))
+                         list(zip(kappa_labels, _kappa_bin_counts(stats.one_sn),
+                                  _kappa_bin_counts(stats.two_sn))))
     popularity_table = _table(("author sitelinks", "authors", "one-constraint queries", "two-constraint queries"),
                               _popularity(stats))
     rejects_table = (_table(("stage", "reason", "record kind", "rows"), stats.rejects, align="lllr")

@@ -63,7 +63,7 @@ def constraint_row(author_qid: str, index: int, candidate: Candidate) -> dict:
 def generate_constraints(
     authors: Iterable[Mapping],
     books: Iterable[Mapping],
-    entity_flags: Mapping[str, Mapping[str, bool]],
+    flags: Mapping[str, Mapping[str, bool]],
 ) -> StageResult:
     """All candidate constraints per author, ordered by author qid then candidate order.
 
@@ -80,7 +80,7 @@ def generate_constraints(
             rejects.append(reject(STAGE, "author_not_in_authors", "book", row["book_id"],
                                   author_qid=row["author_qid"], title=row["canonical_title"]))
             continue
-        by_author[row["author_qid"]].append(book_view(row, entity_flags.get(row["book_id"])))
+        by_author[row["author_qid"]].append(book_view(row, flags.get(row["book_id"])))
 
     rows: list[dict] = []
     for qid in qids:

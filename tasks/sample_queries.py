@@ -12,7 +12,8 @@ Follows the paper (App. C.2); every rate is a field of ``SamplingRates``:
 
 Every keep/drop draw is a hash of (seed, purpose, constraint ids), not a shared random
 stream: the sample is the same for a seed whatever the input order, and adding an author
-does not reshuffle the others.
+does not reshuffle the others' draws (only the unsatisfiable top-ups, which depend on
+totals, can change).
 """
 from __future__ import annotations
 
@@ -193,7 +194,7 @@ def query_row(members: Sequence[dict], stratum: str, author: Mapping, titles: Ma
         "mapped_titles": [titles[book_id] for book_id in mapped],
         "n_mapped": len(mapped),
         "n_books": n_books,
-        "constrainedness": 1.0 - len(mapped) / n_books,
+        "constrainedness": (n_books - len(mapped)) / n_books,  # as Candidate.constrainedness
         "satisfiable": bool(mapped),
         "sample_stratum": stratum,
         "seed": seed,

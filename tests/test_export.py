@@ -13,6 +13,7 @@ import logging
 import secrets
 import shutil
 from datetime import datetime, timezone
+from fractions import Fraction
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -345,3 +346,19 @@ def test_a_push_interrupted_before_the_tag_is_completed_by_pushing_again(exporte
         result = push_release(out, "kitab-org/kitab", release=RELEASE, endpoint=hub.url)
         assert len(repo.commits) == 2  # nothing changed: no second commit, the existing one is tagged
         assert repo.tags == {RELEASE: repo.head.oid} == {RELEASE: result["commit"]}
+
+
+def test_kappa_bins_are_exact_at_boundaries():
+    """κ = 0.6 (S=2, N=5) is in [0.6, 0.8), κ = 0.2 (S=4, N=5) in [0.2, 0.4): float division
+    would put both in the bin below."""
+    from kitab.report import _bin_index, _kappa_bin_counts
+
+    assert _bin_index(2, 5, 5) == 3 and _bin_index(4, 5, 5) == 1 and _bin_index(1, 1, 5) == 0
+    assert _kappa_bin_counts([(2, 5), (4, 5), (0, 7), (1, 100)]) == [0, 1, 0, 1, 1, 1]
+    for n in range(1, 60):
+        for s in range(1, n + 1):
+            lo, hi = KAPPA_EDGES[_bin_index(s, n, 5)]
+            assert lo <= Fraction(n - s, n) and (Fraction(n - s, n) < hi or hi == 1)
+
+
+KAPPA_EDGES = [(Fraction(i, 5), Fraction(i + 1, 5)) for i in range(5)]

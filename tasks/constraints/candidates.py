@@ -14,14 +14,19 @@ class Candidate:
     mapped: tuple[Book, ...]  # the author's books satisfying the spec, in the author's book order
     n_books: int  # N: all the author's books
 
+    def __post_init__(self) -> None:
+        if self.n_books <= 0:
+            raise ValueError("a constraint needs an author with at least one book (N > 0)")
+
     @property
     def n_mapped(self) -> int:
         return len(self.mapped)
 
     @property
     def constrainedness(self) -> float:
-        """κ = 1 − S/N (paper §2)."""
-        return 1.0 - self.n_mapped / self.n_books
+        """κ = 1 − S/N (paper §2), computed as (N − S)/N: the nearest float to the exact value
+        (1 − 4/5 gives 0.19999999999999996, not 0.2)."""
+        return (self.n_books - self.n_mapped) / self.n_books
 
     @property
     def satisfiable(self) -> bool:

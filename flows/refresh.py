@@ -19,7 +19,7 @@ from tasks.base import StageResult
 from tasks.publish import other_releases, publish, released_authors_rows
 from tasks.steps import (clean_books_step, collect_author_step, dedup_titles_step, generate_constraints_step,
                          sample_authors_step, sample_queries_step, tag_entities_step)
-from kitab.warehouse import Warehouse
+from kitab.warehouse import Warehouse, validate_release_id
 
 
 def default_seed(today: date) -> int:
@@ -54,7 +54,7 @@ def refresh(source: str = "mirror", snapshot: str | None = None, authors: int = 
     settings = Settings(**({"warehouse": warehouse} if warehouse else {}))
     today = datetime.now(timezone.utc).date()
     seed = default_seed(today) if seed is None else seed
-    release = release or default_release_id(seed, today)
+    release = validate_release_id(release or default_release_id(seed, today))
     wh = Warehouse(settings.warehouse)
     sources = open_sources(source, settings, snapshot=Path(snapshot) if snapshot else None, mirror_url=mirror_url)
     source_key = f"{source}:{snapshot_id or mirror_url or settings.wikidata_endpoint}"

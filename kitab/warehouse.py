@@ -12,12 +12,16 @@ tests are ``sql/tests/*.sql``, each a SELECT returning the offending rows.
 """
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import os
+import re
 import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 import duckdb
 import pyarrow as pa
@@ -34,6 +38,17 @@ _DUCK_TYPES = {"string": "VARCHAR", "int32": "INTEGER", "int64": "BIGINT", "floa
 
 class DataTestFailure(RuntimeError):
     """A data test in sql/tests found offending rows."""
+
+
+# A release id is a folder name, a hive partition value and a Hub tag: keep it plain.
+_RELEASE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+
+
+def validate_release_id(release: str) -> str:
+    if not _RELEASE_ID.match(release or ""):
+        raise ValueError(f"release id {release!r}: use letters, digits, '.', '_' and '-' "
+                         "(starting with a letter or digit), e.g. 2026.11.21-s42")
+    return release
 
 
 @dataclass(frozen=True)
@@ -75,7 +90,23 @@ class Warehouse:
 
     # -- writing -----------------------------------------------------------------------
     def partition(self, table: str, release: str) -> Path:
-        return self.tables_dir / table / f"release={release}"
+        return self.tables_dir / table / f"release={validate_release_id(release)}"
+
+    def staging(self, release: str) -> "Warehouse":
+        """A private warehouse where a release is written and tested before it replaces the
+        committed one: a failed rebuild leaves the old release as it was."""
+        return Warehouse(self.root / ".staging" / validate_release_id(release))
+
+    @contextlib.contextmanager
+    def lock(self) -> Iterator[None]:
+        """One writer at a time: the ledger check and the commit must not interleave."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        with open(self.root / ".lock", "w") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
 
     def write_table(self, table: str, release: str, rows: list[dict]) -> WrittenTable:
         """Rows in key order -> one Parquet file, atomically; same rows -> same bytes."""
@@ -97,6 +128,16 @@ class Warehouse:
         visible half-deleted)."""
         for table in ["releases", *known_tables()]:
             shutil.rmtree(self.partition(table, release), ignore_errors=True)
+
+    def adopt(self, staged: "Warehouse", release: str, tables: list[str]) -> None:
+        """Move a tested release from ``staged`` into place, uncommitting the old one first;
+        the caller writes the releases row afterwards (the commit)."""
+        shutil.rmtree(self.partition("releases", release), ignore_errors=True)
+        for table in tables:
+            target = self.partition(table, release)
+            shutil.rmtree(target, ignore_errors=True)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(staged.partition(table, release), target)
 
     # -- reading -----------------------------------------------------------------------
     def committed_releases(self) -> list[str]:
@@ -126,11 +167,11 @@ class Warehouse:
             cols = ", ".join(f"CAST(NULL AS {_duck_type(c['type'])}) AS \"{c['name']}\""
                              for c in table_spec(table)["columns"])
             return f'CREATE OR REPLACE VIEW "{table}" AS SELECT {cols}, CAST(NULL AS VARCHAR) AS release WHERE false'
-        glob = (self.tables_dir / table / "release=*" / "*.parquet").as_posix()
-        committed = (self.tables_dir / "releases" / "release=*" / "*.parquet").as_posix()
+        glob = _literal((self.tables_dir / table / "release=*" / "*.parquet").as_posix())
+        committed = _literal((self.tables_dir / "releases" / "release=*" / "*.parquet").as_posix())
         where = []
         if table != "releases":
-            visible = (f"release IN (SELECT release_id FROM read_parquet('{committed}'))"
+            visible = (f"release IN (SELECT release_id FROM read_parquet({committed}))"
                        if self.committed_releases() else "false")
             if pending is not None:
                 visible = f"({visible} OR release = {_literal(pending)})"
@@ -138,7 +179,7 @@ class Warehouse:
         if release is not None:
             where.append(f"release = {_literal(release)}")
         clause = f" WHERE {' AND '.join(where)}" if where else ""
-        return (f"CREATE OR REPLACE VIEW \"{table}\" AS SELECT * FROM read_parquet('{glob}', "
+        return (f"CREATE OR REPLACE VIEW \"{table}\" AS SELECT * FROM read_parquet({glob}, "
                 f"hive_partitioning = true, union_by_name = true, hive_types = {{'release': 'VARCHAR'}}){clause}")
 
     def create_views(self, con: duckdb.DuckDBPyConnection, release: str | None = None,
@@ -155,17 +196,31 @@ class Warehouse:
                     raise RuntimeError(f"sql/{layer}/{path.name}: {exc}") from exc
 
     def build_catalog(self) -> Path:
-        """(Re)create kitab.duckdb with every view, atomically."""
+        """(Re)create kitab.duckdb with every view, atomically. Views hold absolute paths,
+        so the catalog records its root and is rebuilt if the warehouse was moved."""
         self.root.mkdir(parents=True, exist_ok=True)
-        tmp = self.root / f".{CATALOG}.tmp"
-        tmp.unlink(missing_ok=True)
-        con = duckdb.connect(str(tmp))
+        fd, tmp = tempfile.mkstemp(dir=self.root, prefix=f".{CATALOG}.", suffix=".tmp")
+        os.close(fd)
+        os.unlink(tmp)  # DuckDB wants to create the file itself
         try:
-            self.create_views(con)
+            con = duckdb.connect(tmp)
+            try:
+                self.create_views(con)
+                con.execute("CREATE TABLE kitab_catalog AS SELECT ? AS root", [self.root.as_posix()])
+            finally:
+                con.close()
+            os.replace(tmp, self.catalog_path)
         finally:
-            con.close()
-        os.replace(tmp, self.catalog_path)
+            if os.path.exists(tmp):
+                os.unlink(tmp)
         return self.catalog_path
+
+    def _catalog_root(self) -> str | None:
+        with duckdb.connect(str(self.catalog_path), read_only=True) as con:
+            try:
+                return con.execute("SELECT root FROM kitab_catalog").fetchall()[0][0]
+            except duckdb.Error:
+                return None
 
     def connect(self, release: str | None = None) -> duckdb.DuckDBPyConnection:
         """The catalog, read-only; scoped to one release: views built in memory."""
@@ -178,6 +233,8 @@ class Warehouse:
             return con
         if not self.catalog_path.exists():
             raise FileNotFoundError(f"no catalog at {self.catalog_path}: run `kitab refresh` or `kitab demo` first")
+        if self._catalog_root() != self.root.as_posix():  # copied or moved warehouse
+            self.build_catalog()
         return duckdb.connect(str(self.catalog_path), read_only=True)
 
     def run_data_tests(self, con: duckdb.DuckDBPyConnection) -> dict[str, int]:

@@ -4,6 +4,7 @@ uncommitted (invisible in every view); rebuilding a release id replaces it whole
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -12,15 +13,16 @@ import duckdb
 
 from kitab import __version__
 from kitab.env import PROJECT_ROOT
-from kitab.warehouse import Warehouse
+from kitab.warehouse import Warehouse, validate_release_id
 from tasks.match_openlibrary import name_key
 
 
 def code_version() -> str:
+    """kitab's version, the git commit and "-dirty" when the work tree has changes."""
     try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=PROJECT_ROOT, capture_output=True,
-                                text=True, timeout=5, check=True).stdout.strip()
-        return f"{__version__}+g{commit}"
+        described = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=PROJECT_ROOT,
+                                   capture_output=True, text=True, timeout=5, check=True).stdout.strip()
+        return f"{__version__}+g{described}"
     except (OSError, subprocess.SubprocessError):
         return __version__
 
@@ -54,22 +56,36 @@ def other_releases(warehouse: Warehouse, release: str) -> Ledger:
 
 def publish(warehouse: Warehouse, release: str, tables: dict[str, list[dict]], *, seed: int, source: str,
             snapshot_id: str | None, n_authors_requested: int, requests_made: int | None) -> dict:
-    overlap = other_releases(warehouse, release).overlap(tables.get("released_authors", []))
-    if overlap:
-        raise RuntimeError(f"release {release}: authors already released elsewhere: {overlap}")
-    warehouse.drop_release(release)  # un-commit first: the ledger row goes before any table
-    written = {name: warehouse.write_table(name, release, rows) for name, rows in sorted(tables.items())}
-    with duckdb.connect() as con:
-        warehouse.create_views(con, release=release, pending=release)
-        checked = warehouse.run_data_tests(con)  # raises: the release stays uncommitted
-    row = {
-        "release_id": release, "seed": seed, "source": source, "snapshot_id": snapshot_id,
-        "n_authors_requested": n_authors_requested, "created_at": datetime.now(timezone.utc).replace(microsecond=0),
-        "code_version": code_version(),
-        "counts": json.dumps({n: w.rows for n, w in written.items()}, sort_keys=True),
-        "checksums": json.dumps({n: w.sha256 for n, w in written.items()}, sort_keys=True),
-        "requests_made": requests_made,
-    }
-    warehouse.write_table("releases", release, [row])
-    warehouse.build_catalog()
+    """Write ``tables`` as release ``release`` in a staging area, test them there, then move
+    them into place and write the releases row last. A failure before that row leaves the
+    committed warehouse as it was (a rebuilt release keeps its old version until the new
+    one has passed its tests); a crash while moving leaves the release uncommitted, and
+    publishing again completes it."""
+    validate_release_id(release)
+    with warehouse.lock():
+        overlap = other_releases(warehouse, release).overlap(tables.get("released_authors", []))
+        if overlap:
+            raise RuntimeError(f"release {release}: authors already released elsewhere: {overlap}")
+        staged = warehouse.staging(release)
+        shutil.rmtree(staged.root, ignore_errors=True)
+        written = {name: staged.write_table(name, release, rows) for name, rows in sorted(tables.items())}
+        with duckdb.connect() as con:
+            staged.create_views(con, release=release, pending=release)
+            for name, w in written.items():  # the views see every row written, so no test passes vacuously
+                seen = con.execute(f'SELECT count(*) FROM "{name}"').fetchall()[0][0]
+                if seen != w.rows:
+                    raise RuntimeError(f"release {release}: view {name} shows {seen} of {w.rows} rows written")
+            checked = staged.run_data_tests(con)  # raises: nothing committed was touched
+        row = {
+            "release_id": release, "seed": seed, "source": source, "snapshot_id": snapshot_id,
+            "n_authors_requested": n_authors_requested,
+            "created_at": datetime.now(timezone.utc).replace(microsecond=0), "code_version": code_version(),
+            "counts": json.dumps({n: w.rows for n, w in written.items()}, sort_keys=True),
+            "checksums": json.dumps({n: w.sha256 for n, w in written.items()}, sort_keys=True),
+            "requests_made": requests_made,
+        }
+        warehouse.adopt(staged, release, sorted(written))
+        warehouse.write_table("releases", release, [row])  # the commit
+        shutil.rmtree(staged.root, ignore_errors=True)
+        warehouse.build_catalog()
     return {**row, "data_tests": checked}

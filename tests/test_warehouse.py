@@ -116,9 +116,54 @@ def test_crash_while_writing_tables_leaves_no_release_and_rerun_completes(tmp_pa
     with pytest.raises(KeyboardInterrupt):
         publish(wh, "r", tables(["Q1"]), seed=1, source="dump", snapshot_id="s", n_authors_requested=1,
                 requests_made=0)
-    assert (wh.partition("authors", "r") / "part-0.parquet").exists()  # half written ...
-    assert wh.committed_releases() == []  # ... but not committed
-    assert wh.read_table("authors").num_rows == 0
+    assert (wh.staging("r").partition("authors", "r") / "part-0.parquet").exists()  # half written ...
+    assert wh.committed_releases() == [] and not wh.partition("authors", "r").exists()  # ... elsewhere
     monkeypatch.setattr(Warehouse, "write_table", real_write)
     publish(wh, "r", tables(["Q1"]), seed=1, source="dump", snapshot_id="s", n_authors_requested=1, requests_made=0)
+    assert wh.committed_releases() == ["r"] and not wh.staging("r").root.exists()
+
+
+def test_crash_while_moving_a_release_into_place_leaves_it_uncommitted(tmp_path, monkeypatch):
+    wh = Warehouse(tmp_path)
+    publish(wh, "r", tables(["Q1"]), seed=1, source="dump", snapshot_id="s", n_authors_requested=1, requests_made=0)
+
+    def crash(self, staged, release, names):
+        raise KeyboardInterrupt("killed while moving")
+
+    monkeypatch.setattr(Warehouse, "adopt", crash)
+    with pytest.raises(KeyboardInterrupt):
+        publish(wh, "r", tables(["Q1", "Q2"]), seed=1, source="dump", snapshot_id="s", n_authors_requested=2,
+                requests_made=0)
+    monkeypatch.undo()
+    publish(wh, "r", tables(["Q1", "Q2"]), seed=1, source="dump", snapshot_id="s", n_authors_requested=2,
+            requests_made=0)
+    with wh.connect() as con:
+        assert con.execute("select count(*) from authors").fetchall() == [(2,)]
+
+
+def test_failed_rebuild_keeps_the_committed_release(tmp_path):
+    wh = Warehouse(tmp_path)
+    publish(wh, "r", tables(["Q1"]), seed=1, source="dump", snapshot_id="s", n_authors_requested=1, requests_made=0)
+    broken = tables(["Q1", "Q2"])
+    broken["rejects"] = []
+    with pytest.raises(DataTestFailure):
+        publish(wh, "r", broken, seed=1, source="dump", snapshot_id="s", n_authors_requested=2, requests_made=0)
     assert wh.committed_releases() == ["r"]
+    with wh.connect() as con:
+        assert con.execute("select count(*) from authors").fetchall() == [(1,)]
+
+
+@pytest.mark.parametrize("bad", ["x/../../victim", "a%41b", "x=y", "", "-lead", "white space"])
+def test_release_ids_are_plain_names(tmp_path, bad):
+    with pytest.raises(ValueError, match="release id"):
+        publish(Warehouse(tmp_path), bad, tables(["Q1"]), seed=1, source="dump", snapshot_id="s",
+                n_authors_requested=1, requests_made=0)
+    assert not list(tmp_path.rglob("*.parquet"))
+
+
+def test_a_moved_warehouse_rebuilds_its_catalog(tmp_path):
+    wh = Warehouse(tmp_path / "a")
+    publish(wh, "r", tables(["Q1"]), seed=1, source="dump", snapshot_id="s", n_authors_requested=1, requests_made=0)
+    (tmp_path / "a").rename(tmp_path / "b o'clock")
+    with Warehouse(tmp_path / "b o'clock").connect() as con:
+        assert con.execute("select count(*) from authors").fetchall() == [(1,)]

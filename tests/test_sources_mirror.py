@@ -22,6 +22,7 @@ WRITER_OCCUPATIONS = {"Q36180", "Q6625963", "Q49757", "Q482980", "Q214917", "Q11
                       "Q4853732", "Q18844224", "Q15980158"}
 TRIPLE = re.compile(r'^<([^>]+)> <([^>]+)> (.+) \.$')
 PROVENANCE = {"source", "request_fingerprint", "fetched_at"}
+IN_FLIGHT = 0.25  # seconds: how late a request sent before a 429 was received may still arrive
 
 
 def writers_passing_filters(snapshot_dir) -> set[str]:
@@ -200,3 +201,21 @@ def test_every_result_page_is_fetched(via_mirror, manifest):
     assert result.stats["pages"] == -(-item["work_count"] // 100)
     assert len(result.tables["works_raw"]) == item["work_count"]
     assert len({w["request_fingerprint"] for w in result.tables["works_raw"]}) == result.stats["pages"]
+
+
+def test_retry_after_holds_every_thread_of_the_client(mirror, via_mirror):
+    """Prefect runs collect_author in a thread pool: after one thread's 429 with
+    Retry-After, no thread of the same client may send before it has passed."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    mark = len(mirror.log())
+    mirror.faults.add(Fault("status", path_prefix="/search/authors.json", status=429, retry_after=2))
+    names = ["Toni Morrison", "Isabel Allende", "Arundhati Roy", "Nadine Gordimer", "James Herbert", "Roger Grenier"]
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(via_mirror.openlibrary.search_authors, names))
+    entries = log_since(mirror, mark, "/search/authors.json")
+    refused = next(e for e in entries if e.status == 429)
+    # requests already in flight when the 429 was sent may still arrive just after it
+    late = [round(e.t - refused.t, 3) for e in entries if refused.t + IN_FLIGHT < e.t < refused.t + 2.0]
+    assert late == []
+    assert sum(e.status == 200 for e in entries) == len(names)

@@ -3,7 +3,9 @@ live (real endpoints), mirror (the same HTTP clients pointed at the local mirror
 (the snapshot files read directly)."""
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 
 from kitab.config import DEFAULT_CONTACT, LIVE_OPENLIBRARY, LIVE_WIKIDATA, Settings
@@ -28,7 +30,11 @@ class Sources:
 
 
 def open_sources(kind: str, settings: Settings, *, snapshot: Path | None = None,
-                 mirror_url: str | None = None) -> Sources:
+                 mirror_url: str | None = None, cache_scope: str | None = None) -> Sources:
+    """The clients for ``kind``. ``cache_scope`` names the HTTP cache: the same scope replays
+    earlier answers with no request. Callers pass the snapshot id (mirror) or the release id
+    (live, so each new release sees today's services); the defaults are the mirror's URL and
+    the UTC date."""
     if kind == "live":
         if settings.contact == DEFAULT_CONTACT:
             raise ValueError("--source live needs a real contact for the User-Agent: set KITAB_CONTACT "
@@ -37,12 +43,14 @@ def open_sources(kind: str, settings: Settings, *, snapshot: Path | None = None,
             raise ValueError(f"ol_rate {settings.ol_rate}/s exceeds Open Library's ~3 req/s")
         live = settings.model_copy(update={"wikidata_endpoint": settings.wikidata_endpoint or LIVE_WIKIDATA,
                                            "openlibrary_base": settings.openlibrary_base or LIVE_OPENLIBRARY})
-        return Sources(kind, HttpWikidata(live, "live"), HttpOpenLibrary(live, "live"))
+        scope = cache_scope or f"{datetime.now(timezone.utc):%Y.%m.%d}"
+        return Sources(kind, HttpWikidata(live, "live", scope), HttpOpenLibrary(live, "live", scope))
     if kind == "mirror":
         if not mirror_url:
             raise ValueError("--source mirror needs the mirror's base URL")
         mirrored = settings.for_mirror(mirror_url)
-        return Sources(kind, HttpWikidata(mirrored, "mirror"), HttpOpenLibrary(mirrored, "mirror"))
+        scope = cache_scope or "url-" + hashlib.sha256(mirror_url.encode()).hexdigest()[:12]
+        return Sources(kind, HttpWikidata(mirrored, "mirror", scope), HttpOpenLibrary(mirrored, "mirror", scope))
     if kind == "dump":
         if snapshot is None:
             raise ValueError("--source dump needs --snapshot DIR")

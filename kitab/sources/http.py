@@ -12,12 +12,14 @@ from __future__ import annotations
 import email.utils
 import hashlib
 import threading
+import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Callable
 from urllib.parse import parse_qsl, urlsplit
 
 import requests
+from requests.adapters import HTTPAdapter
 from requests_cache import CacheMixin
 from requests_ratelimiter import LimiterMixin
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
@@ -108,9 +110,45 @@ def retrying(settings: Settings, retry_on: tuple[type[BaseException], ...] = ())
                     retry=retry_if_exception(is_retryable), reraise=True)
 
 
+class Gate:
+    """Holds every request of one client, in every thread, until the server's Retry-After
+    has passed (tenacity only sleeps the thread that got the 429), and spaces requests by
+    ``min_interval`` seconds."""
+
+    def __init__(self, min_interval: float = 0.0):
+        self.min_interval = min_interval
+        self._lock = threading.Lock()
+        self._not_before = 0.0
+
+    def wait(self) -> None:
+        with self._lock:
+            now = time.monotonic()
+            start = max(now, self._not_before)
+            self._not_before = start + self.min_interval
+        if start > now:
+            time.sleep(start - now)
+
+    def block(self, seconds: float) -> None:
+        with self._lock:
+            self._not_before = max(self._not_before, time.monotonic() + seconds)
+
+
 class CachedLimiterSession(CacheMixin, LimiterMixin, requests.Session):
     """requests.Session with a persistent cache in front of a per-host rate limiter:
     cache hits never wait for, nor spend, the rate budget."""
+
+
+class GatedAdapter(HTTPAdapter):
+    """The last step before the network (after the cache and the rate limiter, which may
+    have made a thread wait): nothing leaves while the client's gate is closed."""
+
+    def __init__(self, gate: Gate, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.gate = gate
+
+    def send(self, request: requests.PreparedRequest, **kwargs: Any) -> requests.Response:
+        self.gate.wait()
+        return super().send(request, **kwargs)
 
 
 def _cache_key(request: requests.PreparedRequest, **_: Any) -> str:
@@ -118,7 +156,7 @@ def _cache_key(request: requests.PreparedRequest, **_: Any) -> str:
     return fingerprint(request.method or "GET", request.url or "", body=body)
 
 
-def make_session(settings: Settings, *, cache_name: str, per_second: float) -> CachedLimiterSession:
+def make_session(settings: Settings, *, cache_name: str, per_second: float, gate: Gate) -> CachedLimiterSession:
     settings.cache_dir.mkdir(parents=True, exist_ok=True)
     session = CachedLimiterSession(
         cache_name=str(settings.cache_dir / cache_name),
@@ -131,6 +169,8 @@ def make_session(settings: Settings, *, cache_name: str, per_second: float) -> C
         per_host=True,
     )
     session.headers.update({"User-Agent": settings.user_agent, "Accept": "application/json"})
+    for scheme in ("http://", "https://"):
+        session.mount(scheme, GatedAdapter(gate))
     return session
 
 
@@ -151,9 +191,10 @@ class RequestCounter:
 
 
 def get_json(session: requests.Session, url: str, params: dict, settings: Settings,
-             counter: RequestCounter, *, allow_404: bool = False,
+             counter: RequestCounter, gate: Gate, *, allow_404: bool = False,
              decode: Callable[[requests.Response], Any] = lambda r: r.json()) -> Fetched:
-    """GET with the retry policy; a cut or undecodable body is retried, never cached."""
+    """GET with the retry policy; a cut or undecodable body is retried, never cached, and a
+    404 is an answer (cached) only where ``allow_404`` says so."""
     fp = fingerprint("GET", url, params)
 
     def attempt() -> Fetched:
@@ -162,7 +203,14 @@ def get_json(session: requests.Session, url: str, params: dict, settings: Settin
         counter.record(from_cache)
         if response.status_code == 404 and allow_404:
             return Fetched(None, fp, parse_http_date(response.headers.get("Date")), from_cache)
-        classify_status(response.status_code, response.headers, response.url)
+        if response.status_code != 200:
+            session.cache.delete(requests=[response.request])  # e.g. a 404 where none is an answer
+        try:
+            classify_status(response.status_code, response.headers, response.url)
+        except RetryableError as exc:
+            if exc.retry_after is not None:
+                gate.block(exc.retry_after)  # every thread of this client waits, not just this one
+            raise
         try:
             data = decode(response)
         except ValueError as exc:  # truncated JSON: drop it from the cache and try again

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Iterator, Protocol
 
 from kitab.config import Settings
-from kitab.sources.http import Fetched, RequestCounter, ServiceError, fingerprint, get_json, make_session
+from kitab.sources.http import Fetched, Gate, RequestCounter, ServiceError, fingerprint, get_json, make_session
 
 # Only what the pipeline reads: the original fetched whole documents, one page of 500.
 WORK_FIELDS = ("key", "title", "subtitle", "first_publish_year", "language", "author_key",
@@ -65,16 +65,19 @@ class _Shared:
 
 
 class HttpOpenLibrary(_Shared):
-    def __init__(self, settings: Settings, source: str):
+    def __init__(self, settings: Settings, source: str, cache_scope: str):
         self.source = source
         self.base = settings.openlibrary_base.rstrip("/")
         self.settings = settings
         self.page_size = settings.ol_page_size
         self.counter = RequestCounter()
-        self.session = make_session(settings, cache_name=f"openlibrary-{source}", per_second=settings.ol_rate)
+        self.gate = Gate()
+        self.session = make_session(settings, cache_name=f"openlibrary-{source}-{cache_scope}",
+                                    per_second=settings.ol_rate, gate=self.gate)
 
     def _get(self, path: str, params: dict, allow_404: bool = False) -> Fetched:
-        return get_json(self.session, self.base + path, params, self.settings, self.counter, allow_404=allow_404)
+        return get_json(self.session, self.base + path, params, self.settings, self.counter, self.gate,
+                        allow_404=allow_404)
 
     def _author(self, key: str) -> Fetched:
         return self._get(f"/authors/{key}.json", {}, allow_404=True)

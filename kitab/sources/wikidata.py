@@ -10,7 +10,6 @@ from __future__ import annotations
 import http.client
 import json
 import threading
-import time
 import urllib.error
 from datetime import datetime
 from pathlib import Path
@@ -18,10 +17,10 @@ from typing import Protocol
 
 from requests_cache.backends.sqlite import SQLiteDict
 from SPARQLWrapper import JSON, POST, SELECT, URLENCODED, SPARQLWrapper
-from SPARQLWrapper.SPARQLExceptions import EndPointInternalError, QueryBadFormed
+from SPARQLWrapper.SPARQLExceptions import EndPointInternalError, SPARQLWrapperException
 
 from kitab.config import Settings
-from kitab.sources.http import (Fetched, RequestCounter, RetryableError, ServiceError, fingerprint,
+from kitab.sources.http import (Fetched, Gate, RequestCounter, RetryableError, ServiceError, fingerprint,
                                 parse_http_date, parse_retry_after, retrying)
 
 
@@ -39,16 +38,18 @@ def bindings(fetched: Fetched) -> list[dict[str, str]]:
 
 
 class HttpWikidata:
-    def __init__(self, settings: Settings, source: str):
+    def __init__(self, settings: Settings, source: str, cache_scope: str):
         self.source = source
         self.settings = settings
         self.endpoint = settings.wikidata_endpoint
         self.counter = RequestCounter()
-        # WDQS: one query at a time per client, and a pause between queries.
+        # WDQS: one query at a time per client, a pause between queries, and after a 429
+        # nothing until its Retry-After has passed.
         self._lock = threading.Lock()
-        self._last_sent = 0.0
+        self._gate = Gate(settings.wdqs_min_interval)
         settings.cache_dir.mkdir(parents=True, exist_ok=True)
-        self._cache = SQLiteDict(settings.cache_dir / f"wikidata-{source}.sqlite", table_name="sparql", serializer=None)
+        self._cache = SQLiteDict(settings.cache_dir / f"wikidata-{source}-{cache_scope}.sqlite", table_name="sparql",
+                                 serializer=None)
 
     def _wrapper(self, query: str) -> SPARQLWrapper:
         sparql = SPARQLWrapper(self.endpoint, agent=self.settings.user_agent)
@@ -64,10 +65,7 @@ class HttpWikidata:
 
     def _send(self, query: str) -> tuple[dict, datetime | None]:
         with self._lock:
-            pause = self._last_sent + self.settings.wdqs_min_interval - time.monotonic()
-            if pause > 0:
-                time.sleep(pause)
-            self._last_sent = time.monotonic()
+            self._gate.wait()
             self.counter.record(from_cache=False)
             try:
                 result = self._wrapper(query).query()
@@ -75,13 +73,17 @@ class HttpWikidata:
                 date = parse_http_date(result.response.headers.get("Date"))
             except urllib.error.HTTPError as exc:  # 429, 502, 503, 504 arrive here
                 if exc.code == 429 or exc.code >= 500:
-                    raise RetryableError(f"HTTP {exc.code} from {self.endpoint}",
-                                         parse_retry_after(exc.headers.get("Retry-After"))) from exc
+                    retry_after = parse_retry_after(exc.headers.get("Retry-After"))
+                    if retry_after is not None:
+                        self._gate.block(retry_after)
+                    raise RetryableError(f"HTTP {exc.code} from {self.endpoint}", retry_after) from exc
                 raise ServiceError(f"HTTP {exc.code} from {self.endpoint}") from exc
             except EndPointInternalError as exc:
+                if "TimeoutException" in str(exc):  # WDQS's 60 s limit: the same query times out again
+                    raise ServiceError(f"WDQS query timed out; use a narrower birth-year window: {exc}") from exc
                 raise RetryableError(f"HTTP 500 from {self.endpoint}") from exc
-            except QueryBadFormed as exc:
-                raise ServiceError(f"malformed SPARQL query: {exc}") from exc
+            except SPARQLWrapperException as exc:  # malformed query, 401, 404, 414: retrying cannot help
+                raise ServiceError(f"SPARQL request failed: {exc}") from exc
             except (http.client.IncompleteRead, ConnectionError, TimeoutError, urllib.error.URLError) as exc:
                 raise RetryableError(f"cut or failed response from {self.endpoint}: {exc!r}") from exc
             try:

@@ -1,20 +1,21 @@
-"""city_v1: does a title contain the name of a city, and where.
+"""city_v2: does a title contain the name of a city, and where.
 
 Candidates are the longest capitalised token runs that are GeoNames city names (canonical, or
 an English/historical name from city_exonyms.tsv such as "Peking"). A candidate counts only if
 - it is not a country, US state or region ("Texas", "Poland"; city states such as Singapore
   and very big namesakes such as New York excepted), nor part of another place's name ("Big
   Sur", "Madison County"),
-- it is not inside a person's name ("Florence Nightingale", "Jack London"),
+- it is not inside a person's name ("Florence Nightingale", "Jack London"), nor the region of
+  a "City, Region" title ("Albany, New York", "Victoria, British Columbia"),
 - and something besides the gazetteer supports it: spaCy NER tags exactly this name GPE/LOC;
-  a locative preposition before it ("Death in Venice"); a "City, State" pattern; or a
+  a locative preposition before it ("Death in Venice"); a "City, Region" pattern ("Lincoln,
+  Nebraska": `TitleView.region_after`, which the human tagger reads too); or a
   population of at least BARE_CITY_MIN_POPULATION. A name that is a common word ("Nice Work",
   "Reading Lolita", "Paradise") needs NER and a big city.
 "A Tale of Two Cities" has no candidate at all: "Cities" is not a city's name.
 """
 from __future__ import annotations
 
-from tasks.taggers.gazetteers import norm
 from tasks.taggers.human import find_people
 from tasks.taggers.pipeline import PipelineTagger
 from tasks.taggers.spans import Span, evidence_string
@@ -30,7 +31,7 @@ _PLACE_PREFIXES = frozenset("big little great new old upper lower".split())
 
 class CityTagger(PipelineTagger):
     name = "city"
-    version = "city_v1"
+    version = "city_v2"
 
     def spans(self, view: TitleView) -> list[Span]:
         return find_cities(view, find_people(view))
@@ -42,6 +43,8 @@ def find_cities(v: TitleView, people: list[Span]) -> list[Span]:
     for m in v.cities:
         start, end = v.toks[m.i].start, v.toks[m.j].end
         if any(p.start < end and start < p.end for p in people) or v.lex.region_blocks_city(m.key):
+            continue
+        if m.i in v.region_tokens:  # "Albany, New York": the state, not the city
             continue
         context = _support(v, m)
         # "Paris and London": a city listed right after a supported one shares its context
@@ -75,19 +78,9 @@ def _support(v: TitleView, m: CityMatch) -> set[str]:
         found.add("ner")
     if v.prev_text(m.i) in LOCATIVES:
         found.add("locative_rule")
-    if _followed_by_region(v, m.j):
+    if v.region_after(m.j):
         found.add("region_context_rule")
     if big:
         found.add("population_rule")
     return found
 
-
-def _followed_by_region(v: TitleView, j: int) -> bool:
-    """ "Winesburg, Ohio": a comma, then a state or country name of up to three tokens."""
-    if j + 2 >= len(v.toks) or v.toks[j + 1].text != ",":
-        return False
-    first = v.toks[j + 2]
-    return any(
-        v.lex.is_region(norm(v.title[first.start : v.toks[k].end]))
-        for k in range(j + 2, min(j + 5, len(v.toks)))
-    )

@@ -1,4 +1,4 @@
-"""human_v1: does a title contain a person's name, and where.
+"""human_v2: does a title contain a person's name, and where.
 
 A name needs an anchor, then grows over neighbouring name-like tokens ("Harry" -> "Harry
 Potter", "McCulley" -> "Johnston McCulley"). Anchors:
@@ -15,8 +15,9 @@ Potter", "McCulley" -> "Johnston McCulley"). Anchors:
 Names take no article: "The Hunter" and "The Cherry Orchard" name no person.
 A listed name followed by a place noun names the place ("Peyton Place", "Brighton Rock"). A name
 that is also a city stays a name unless `TitleView.city_reading` finds the place reading
-("Lincoln in the Bardo" vs "Paris Spleen"). Multi-word city names beat names inside them
-("Saint Paul", "Hong Kong").
+("Lincoln in the Bardo" vs "Paris Spleen", "Lincoln, Nebraska"). Multi-word city names beat
+names inside them ("Saint Paul", "Hong Kong"), and the region of a "City, Region" title is no
+name ("Charlotte, North Carolina").
 """
 from __future__ import annotations
 
@@ -24,9 +25,9 @@ from tasks.taggers.patterns import biography_anchor, pattern_anchor, proper_titl
 from tasks.taggers.pipeline import PipelineTagger
 from tasks.taggers.spans import Span, evidence_string
 from tasks.taggers.view import BARE_CITY_MIN_POPULATION, LOCATIVES, PARTICLES, TitleView
+from tasks.text import ARTICLES
 
 KIND = "human"
-ARTICLES = frozenset({"the", "a", "an"})
 
 # "<Name> Place" is a place named after someone.
 PLACE_NOUNS = frozenset(
@@ -36,7 +37,7 @@ PLACE_NOUNS = frozenset(
 )
 class HumanTagger(PipelineTagger):
     name = "human"
-    version = "human_v1"
+    version = "human_v2"
 
     def spans(self, view: TitleView) -> list[Span]:
         return find_people(view)
@@ -70,9 +71,11 @@ def _find_people(v: TitleView) -> list[Span]:
 
 
 def _city_blocked(v: TitleView) -> set[int]:
-    """Tokens of multi-word city names that beat a name inside them: "Saint Paul", "Hong Kong",
-    but not "John Day" (Oregon, 1,700 people) when it starts with a given name."""
-    blocked: set[int] = set()
+    """Tokens no name may use: multi-word city names that beat a name inside them ("Saint
+    Paul", "Hong Kong", but not "John Day", Oregon, 1,700 people, which starts with a given
+    name), and every token of the region in "City, Region" ("Charlotte, North Carolina": not
+    "Carolina"; the city itself is left to `city_reading`, as for one-word cities)."""
+    blocked = set(v.region_tokens)
     for m in v.cities:
         if m.j > m.i and not v.lex.region_blocks_city(m.key):
             if m.entry.population >= BARE_CITY_MIN_POPULATION or not v.toks[m.i].first:

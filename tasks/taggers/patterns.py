@@ -1,4 +1,4 @@
-"""Naming patterns that make an unknown capitalised token a person's name (human_v1).
+"""Naming patterns that make an unknown capitalised token a person's name (human_v2).
 
 No list knows "Gimpel", "Karamazov" or "Pnin"; the words around them do: epithets ("Gimpel the
 Fool", "The Great Gatsby", "I, Claudius"), families ("The Makioka Sisters", "The Brothers
@@ -24,10 +24,9 @@ LIFE_NOUNS = frozenset(
     passion temptation case mark wife daughter son widow ghost secret education travels voyage
     voyages testament sorrows triumph tomb assassination funeral portrait picture""".split()
 )
-# "Washington: A Life": <name> : <determiner> <life subtitle>
+# "Washington: A Life": <name> <subtitle separator> <determiner> <life subtitle>
 _LIFE_DETERMINERS = frozenset({"a", "his", "her", "the", "an"})
 _LIFE_SUBTITLES = frozenset({"life", "biography", "memoir", "portrait"})
-_SUBTITLE_MARKS = frozenset({":", "(", ";", "\u2014", "--"})
 _PROPER_TITLE_MAX_TOKENS = 3
 
 
@@ -61,9 +60,12 @@ def biography_anchor(v: TitleView, i: int) -> tuple[int, int, set[str]] | None:
     life subtitle is the subject's name, even a region's ("Washington") but not a city that is
     no listed name ("Jerusalem: The Biography") nor a metropolis ("London: The Biography")."""
     toks = v.toks
-    if i != 0 or len(toks) < 4 or toks[1].text != ":" or toks[2].key not in _LIFE_DETERMINERS:
+    if i != 0 or v.main_end != 1:  # the main title (`tasks.text.main_title`) is this one token
         return None
-    if toks[3].key not in _LIFE_SUBTITLES or not toks[0].cap or toks[0].stop or (toks[0].word and not toks[0].first):
+    subtitle = [t.key for t in toks[1:] if any(c.isalpha() for c in t.text)][:2]
+    if len(subtitle) < 2 or subtitle[0] not in _LIFE_DETERMINERS or subtitle[1] not in _LIFE_SUBTITLES:
+        return None
+    if not toks[0].cap or toks[0].stop or (toks[0].word and not toks[0].first):
         return None
     t = toks[0]
     city = v.lex.cities.get(t.key)
@@ -101,11 +103,10 @@ def proper_title_anchors(v: TitleView) -> list[tuple[int, int, set[str]]]:
     digits ("Catch-22"), is two words run together ("Middlemarch") or, unlisted, looks more
     like a word than a name by its letters ("Neuromancer", "Outliers")."""
     toks = v.toks
-    end = next((k for k, t in enumerate(toks) if t.text in _SUBTITLE_MARKS), len(toks))
-    main = range(end)
+    end = v.main_end  # the tokens of `tasks.text.main_title`
     if not 0 < end <= _PROPER_TITLE_MAX_TOKENS:
         return []
-    parts = [k for k in main if toks[k].key not in ("and", "")]  # "" = punctuation
+    parts = [k for k in range(end) if toks[k].key not in ("and", "")]  # "" = punctuation
     if not parts or not all(_proper_title_part(v, k) for k in parts):
         return []
     return [(k, k, {"proper_title_rule"}) for k in parts]

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from typing import NamedTuple
 
 from tasks.taggers.gazetteers import CityEntry, Lexicon, norm
+from tasks.text import main_title
 
 # A bare city name (no NER agreement, no "in"/"to" before it) must be this big to count: most
 # towns of a few thousand people share their name with a word, a person or a myth ("Eden").
@@ -17,6 +19,7 @@ BARE_CITY_MIN_POPULATION = 50_000
 # ... and this big to beat a given name of the same spelling ("Paris", "Sydney" vs "Lincoln").
 METROPOLIS_POPULATION = 1_000_000
 MAX_CITY_TOKENS = 6  # "Stratford - upon - Avon"
+MAX_REGION_TOKENS = 3  # "City, Region": "Charlotte, North Carolina", "Port Moresby, Papua New Guinea"
 
 # Titles before a name; they are evidence, not part of the name.
 HONORIFICS = frozenset(
@@ -101,6 +104,40 @@ class TitleView:
     def prev_text(self, i: int) -> str:
         return self.toks[i - 1].text.lower() if i > 0 else ""
 
+    @cached_property
+    def main_end(self) -> int:
+        """How many tokens the main title has: those before the first subtitle separator, as
+        `tasks.text.main_title` finds it ("Pnin" in "Pnin: A Novel"; all tokens if none)."""
+        lead = len(self.title) - len(self.title.lstrip())
+        end = lead + len(main_title(self.title))
+        return sum(1 for t in self.toks if t.end <= end)
+
+    def region_after(self, j: int) -> tuple[int, int] | None:
+        """ "Lincoln, Nebraska", "Charlotte, North Carolina": the tokens (first, last inclusive) of
+        the country or region, of up to MAX_REGION_TOKENS tokens (the longest that matches), that
+        follows a comma after token j; None if there is none."""
+        toks = self.toks
+        if j + 2 >= len(toks) or toks[j + 1].text != "," or not toks[j + 2].cap:
+            return None
+        start = toks[j + 2].start
+        for k in range(min(j + 1 + MAX_REGION_TOKENS, len(toks) - 1), j + 1, -1):
+            if self.lex.is_region(norm(self.title[start : toks[k].end])):
+                return (j + 2, k)
+        return None
+
+    @cached_property
+    def region_tokens(self) -> frozenset[int]:
+        """Every token of a region that follows a gazetteer city and a comma: "North Carolina"
+        in "Charlotte, North Carolina", "New York" in "Albany, New York". They name the region,
+        so neither tagger takes them for a person ("Carolina") or a city ("Carolina", Puerto
+        Rico; "Columbia" in "Victoria, British Columbia")."""
+        found: set[int] = set()
+        for m in self.cities:
+            region = self.region_after(m.j)
+            if region:
+                found.update(range(region[0], region[1] + 1))
+        return frozenset(found)
+
     # --- names that are also cities ---------------------------------------------------------
     def place_ner(self, i: int, j: int) -> bool:
         """spaCy tags exactly tokens i..j (maybe after "the") as GPE/LOC: partial overlaps such
@@ -112,7 +149,8 @@ class TitleView:
 
     def city_reading(self, i: int, j: int) -> str:
         """Why tokens i..j, a name that is also a city, read as the city, or "" if they don't:
-        NER says place, a locative precedes ("of" for big cities), or the city is a metropolis."""
+        NER says place, a locative precedes ("of" for big cities), a ", Region" follows
+        ("Lincoln, Nebraska"), or the city is a metropolis."""
         if self.place_ner(i, j):
             return "ner"
         entry = self.lex.cities.get(norm(self.title[self.toks[i].start : self.toks[j].end]))
@@ -120,6 +158,8 @@ class TitleView:
         prev = self.prev_text(i)
         if prev in LOCATIVES or (prev == OF and population >= BARE_CITY_MIN_POPULATION):
             return "locative_rule"
+        if self.region_after(j):
+            return "region_context_rule"
         if population >= METROPOLIS_POPULATION:
             return "metropolis_rule"
         return ""

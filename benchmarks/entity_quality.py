@@ -1,4 +1,4 @@
-"""Precision and recall of human_v1 / city_v1 on the labelled titles in benchmarks/data/.
+"""Precision and recall of the human and city taggers on the labelled titles in benchmarks/data/.
 
     .venv/bin/python benchmarks/entity_quality.py [--split dev|holdout|all] [--errors N] [--min 0.9]
 

@@ -1,4 +1,4 @@
-"""Throughput and peak memory of the title_entities stage (human_v1 + city_v1, one shared parse).
+"""Throughput and peak memory of the title_entities stage (human + city taggers, one shared parse).
 
     .venv/bin/python benchmarks/entity_speed.py [--titles 50000] [--seed 7]
 

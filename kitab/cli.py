@@ -180,7 +180,7 @@ def dedup() -> None:
 
 @app.command()
 def tag(titles: Optional[list[str]] = typer.Argument(None, help="titles; none: one per line on stdin")) -> None:
-    """Titles -> JSON lines {"title", "human_names", "city_names"} from human_v1 and city_v1."""
+    """Titles -> JSON lines {"title", "human_names", "city_names"} from the human and city taggers."""
     from tasks.tag_entities import tag_probe
 
     for line in tag_probe(titles or _stdin_lines()):
@@ -188,8 +188,8 @@ def tag(titles: Optional[list[str]] = typer.Argument(None, help="titles; none: o
 
 
 @app.command()
-def constraints(human: bool = typer.Option(False, "--human", help="add human-name constraints (tagger human_v1)"),
-                city: bool = typer.Option(False, "--city", help="add city-name constraints (tagger city_v1)")) -> None:
+def constraints(human: bool = typer.Option(False, "--human", help="add human-name constraints (the human tagger)"),
+                city: bool = typer.Option(False, "--city", help="add city-name constraints (the city tagger)")) -> None:
     """One author's books on stdin ("Title (YYYY)" per line) -> every candidate constraint as JSON lines."""
     from tasks.constraints import constraints_probe
     from tasks.text import split_title_year

@@ -29,7 +29,7 @@ class Tagger(Protocol):
 
 
 def default_taggers(model: str = DEFAULT_MODEL) -> list[Tagger]:
-    """human_v1 and city_v1 on one shared pipeline (model and gazetteers load once per process)."""
+    """The human and city taggers on one shared pipeline (model and gazetteers load once per process)."""
     return [HumanTagger(model), CityTagger(model)]
 
 

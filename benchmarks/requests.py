@@ -40,7 +40,7 @@ def main() -> None:
         pool, _ = fetch_candidates(sources.wikidata, first_year=settings.birth_year_min, last_year_exclusive=2027,
                                    window=settings.birth_year_window, min_works=settings.min_works,
                                    max_works=settings.max_works)
-        sampled = sample_writers(pool, n=args.authors, seed=args.seed, exclude_qids=set(), min_birth_year=1850)
+        sampled = sample_writers(pool, n=args.authors, seed=args.seed, exclude_qids=set())
         matched = match_authors(sampled.tables["sampled"], sources.openlibrary)
         for author in matched.tables["authors"]:
             if author["ol_author_key"]:

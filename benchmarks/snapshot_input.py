@@ -59,8 +59,7 @@ def works_for(snapshot_dir: Path, seed: int) -> tuple[list[dict], list[dict]]:
                                              last_year_exclusive=_as_of_year(snapshot_dir) + 1,
                                              window=settings.birth_year_window, min_works=settings.min_works,
                                              max_works=settings.max_works)
-            sampled = sample_writers(candidates, n=len(candidates), seed=seed, exclude_qids=set(),
-                                     min_birth_year=settings.birth_year_min)
+            sampled = sample_writers(candidates, n=len(candidates), seed=seed, exclude_qids=set())
             authors = match_authors(sampled.tables["sampled"], sources.openlibrary).tables["authors"]
             works = [w for a in authors if a["ol_author_key"]
                      for w in fetch_author_works(a, sources.openlibrary).tables["works_raw"]]

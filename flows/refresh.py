@@ -14,7 +14,8 @@ from prefect.futures import as_completed
 from prefect.utilities.annotations import unmapped
 
 from kitab.config import Settings
-from kitab.sources import open_sources
+from kitab.env import BUNDLED_SNAPSHOT
+from kitab.sources import connect
 from tasks.base import StageResult
 from tasks.publish import other_releases, publish, released_authors_rows
 from tasks.steps import (clean_books_step, collect_author_step, dedup_titles_step, generate_constraints_step,
@@ -43,8 +44,7 @@ def merge(results: list[StageResult]) -> StageResult:
 
 @flow(name="refresh", log_prints=True)
 def refresh(source: str = "mirror", snapshot: str | None = None, authors: int = 40, seed: int | None = None,
-            release: str | None = None, warehouse: str | None = None, mirror_url: str | None = None,
-            snapshot_id: str | None = None) -> dict:
+            release: str | None = None, warehouse: str | None = None, mirror_url: str | None = None) -> dict:
     """Sample ``authors`` writers not released before, collect their Open Library works and
     publish the tables as release ``release``. Defaults for scheduled runs: the seed is the
     UTC date (YYYYMMDD) and the release id ``YYYY.MM.DD-s<seed>``, so each day's run is a
@@ -56,9 +56,10 @@ def refresh(source: str = "mirror", snapshot: str | None = None, authors: int = 
     seed = default_seed(today) if seed is None else seed
     release = validate_release_id(release or default_release_id(seed, today))
     wh = Warehouse(settings.warehouse)
-    sources = open_sources(source, settings, snapshot=Path(snapshot) if snapshot else None, mirror_url=mirror_url)
-    source_key = f"{source}:{snapshot_id or mirror_url or settings.wikidata_endpoint}"
-    try:
+    with connect(source, settings, snapshot=Path(snapshot) if snapshot else BUNDLED_SNAPSHOT,
+                 mirror_url=mirror_url, release=release) as (sources, origin):
+        snapshot_id = origin.snapshot_id
+        source_key = f"{source}:{snapshot_id or mirror_url or settings.wikidata_endpoint}"
         ledger = other_releases(wh, release)
         sampled = sample_authors_step(sources, source_key, n=authors, seed=seed, exclude_qids=sorted(ledger.qids),
                                       exclude_names=sorted(ledger.names),
@@ -73,13 +74,12 @@ def refresh(source: str = "mirror", snapshot: str | None = None, authors: int = 
         progress = create_progress_artifact(0.0, description="authors collected")
         futures = collect_author_step.map(unmapped(sources), unmapped(source_key), writers,
                                           released_ol_keys=unmapped(sorted(ledger.ol_keys)))
-        collected = []
-        for done, future in enumerate(as_completed(futures), start=1):
-            collected.append(future.result())
+        for done, _ in enumerate(as_completed(futures), start=1):  # progress only
             update_progress_artifact(progress, 100.0 * done / max(1, len(writers)))
             if done % 10 == 0 or done == len(writers):
                 logger.info("authors done %d / %d", done, len(writers))
-        merged = merge(collected)
+        # in sample order, not completion order: the next steps' cache keys hash their inputs
+        merged = merge([future.result() for future in futures])
         authors_rows = merged.tables.get("authors", [])
         works_raw = merged.tables.get("works_raw", [])
         # writers already rejected (no match, no works, released before) are not rejected again
@@ -107,11 +107,9 @@ def refresh(source: str = "mirror", snapshot: str | None = None, authors: int = 
             "rejects": [r for stage in stages.values() for r in stage.rejects],
             "released_authors": released_authors_rows(release, authors_rows, kept),
         }
-        requests_made = sources.requests_sent()
+        requests_made = origin.requests_made(sources)
         ledger = publish(wh, release, tables, seed=seed, source=source, snapshot_id=snapshot_id,
                          n_authors_requested=authors, requests_made=requests_made)
-    finally:
-        sources.close()
     return {
         "release": release, "seed": seed, "source": source, "snapshot_id": snapshot_id, "warehouse": str(wh.root),
         "stage_counts": {"candidate writers": sampled.stats["candidates"], "sampled": len(writers),
@@ -124,7 +122,7 @@ def refresh(source: str = "mirror", snapshot: str | None = None, authors: int = 
                           for m in ("p648", "name_birth_year", "unmatched")},
         "rejects": len(tables["rejects"]),
         "stage_stats": {name: stage.stats for name, stage in stages.items()},
-        "requests_made_by_clients": requests_made,
+        "requests_made": requests_made,
         "checksums": ledger["checksums"], "data_tests": ledger["data_tests"],
         "wall_seconds": round(time.monotonic() - started, 2),
     }

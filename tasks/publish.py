@@ -5,26 +5,14 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
 import duckdb
 
-from kitab import __version__
-from kitab.env import PROJECT_ROOT
+from kitab.version import code_version
 from kitab.warehouse import Warehouse, validate_release_id
 from tasks.match_openlibrary import name_key
-
-
-def code_version() -> str:
-    """kitab's version, the git commit and "-dirty" when the work tree has changes."""
-    try:
-        described = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=PROJECT_ROOT,
-                                   capture_output=True, text=True, timeout=5, check=True).stdout.strip()
-        return f"{__version__}+g{described}"
-    except (OSError, subprocess.SubprocessError):
-        return __version__
 
 
 @dataclass(frozen=True)

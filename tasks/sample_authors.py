@@ -53,7 +53,7 @@ def fetch_candidates(wikidata: Wikidata, *, first_year: int, last_year_exclusive
 
 
 def sample_writers(candidates: Iterable[dict], *, n: int, seed: int, exclude_qids: set[str],
-                   min_birth_year: int, exclude_names: frozenset[str] = frozenset()) -> StageResult:
+                   exclude_names: frozenset[str] = frozenset()) -> StageResult:
     """Seeded uniform sample of ``n`` writers, never one in ``exclude_qids`` nor one whose
     normalised name was released before (a duplicate WikiData item of a released writer;
     the price is that a namesake is not sampled either).
@@ -65,12 +65,8 @@ def sample_writers(candidates: Iterable[dict], *, n: int, seed: int, exclude_qid
     for c in sorted(candidates, key=lambda c: qid_number(c["qid"])):
         if c["qid"] in exclude_qids or (c.get("name") and name_key(c["name"]) in exclude_names):
             excluded += 1  # released before: not a reject, just not eligible again
-            continue
-        if not c.get("name"):
+        elif not c.get("name"):
             rejects.append(reject(STAGE, "no_english_label", "author", c["qid"], author_qid=c["qid"]))
-        elif c["birth_year"] < min_birth_year:  # several P569 values, one before the bound
-            rejects.append(reject(STAGE, "born_before_min_year", "author", c["qid"], author_qid=c["qid"],
-                                  evidence={"birth_year": c["birth_year"]}))
         else:
             pool.append(c)
     chosen = random.Random(seed).sample(pool, min(n, len(pool)))

@@ -1,16 +1,18 @@
 """Thin Prefect task wrappers around the pure stage functions.
 
-Caching: a task's cache key is its inputs plus its source code, so a rerun with the same
-inputs and code reuses the persisted result (under the warehouse's Prefect home), and a
+Caching: a task's cache key is its inputs plus a digest of all stage code, data files and
+result-relevant package versions (kitab.version.code_digest), so a rerun with the same
+inputs and code reuses the persisted result (under the warehouse's Prefect home), and any
 code change recomputes. Live client objects (``sources``) are excluded from the key: they
 carry no data, only connections. ``source_key`` names where the data comes from instead.
 """
 from __future__ import annotations
 
 from prefect import task
-from prefect.cache_policies import INPUTS, TASK_SOURCE
+from prefect.cache_policies import INPUTS, CacheKeyFnPolicy
 
 from kitab.sources import Sources
+from kitab.version import code_digest
 from kitab.sources.wikidata import works_with_labels
 from tasks.base import StageResult, reject
 from tasks.clean_books import clean_books
@@ -22,7 +24,8 @@ from tasks.tag_entities import tag_entities
 from tasks.match_openlibrary import match_author
 from tasks.sample_authors import fetch_candidates, sample_writers
 
-CACHED = (INPUTS + TASK_SOURCE) - "sources"
+CODE = CacheKeyFnPolicy(cache_key_fn=lambda context, parameters: code_digest())
+CACHED = (INPUTS + CODE) - "sources"
 RETRIES = dict(retries=2, retry_delay_seconds=5)
 
 
@@ -34,7 +37,7 @@ def sample_authors_step(sources: Sources, source_key: str, *, n: int, seed: int,
                                                 last_year_exclusive=last_year_exclusive, window=window,
                                                 min_works=min_works, max_works=max_works)
     result = sample_writers(candidates, n=n, seed=seed, exclude_qids=set(exclude_qids),
-                            exclude_names=frozenset(exclude_names), min_birth_year=first_year)
+                            exclude_names=frozenset(exclude_names))
     result.stats["sparql_fingerprints"] = fingerprints
     return result
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import json
 import re
 from collections import defaultdict
 
@@ -54,7 +55,7 @@ def candidates(sources, settings):
 
 
 def collect(sources, settings, n=40, seed=42):
-    sampled = sample_writers(candidates(sources, settings), n=n, seed=seed, exclude_qids=set(), min_birth_year=1850)
+    sampled = sample_writers(candidates(sources, settings), n=n, seed=seed, exclude_qids=set())
     matched = match_authors(sampled.tables["sampled"], sources.openlibrary)
     works = []
     for author in matched.tables["authors"]:
@@ -82,11 +83,11 @@ def test_sampling_query_returns_exactly_the_writers_that_pass_the_filters(via_mi
 
 def test_sample_is_seeded_and_excludes_released(via_mirror, settings):
     pool = candidates(via_mirror, settings)
-    first = sample_writers(pool, n=30, seed=7, exclude_qids=set(), min_birth_year=1850).tables["sampled"]
-    again = sample_writers(list(reversed(pool)), n=30, seed=7, exclude_qids=set(), min_birth_year=1850).tables["sampled"]
+    first = sample_writers(pool, n=30, seed=7, exclude_qids=set()).tables["sampled"]
+    again = sample_writers(list(reversed(pool)), n=30, seed=7, exclude_qids=set()).tables["sampled"]
     assert first == again
     released = {a["qid"] for a in first}
-    later = sample_writers(pool, n=30, seed=8, exclude_qids=released, min_birth_year=1850)
+    later = sample_writers(pool, n=30, seed=8, exclude_qids=released)
     assert not released & {a["qid"] for a in later.tables["sampled"]}
     assert later.stats["excluded_released"] == 30
 
@@ -219,3 +220,36 @@ def test_retry_after_holds_every_thread_of_the_client(mirror, via_mirror):
     late = [round(e.t - refused.t, 3) for e in entries if refused.t + IN_FLIGHT < e.t < refused.t + 2.0]
     assert late == []
     assert sum(e.status == 200 for e in entries) == len(names)
+
+
+def test_writers_with_several_birth_dates_land_once_with_the_earliest(tmp_path):
+    """The sampling query over a tiny store: a writer born '1849 or 1851' is out (born before
+    1850 by its earliest date); one born '1874 or 1876' is in one window only, as 1874."""
+    import pyoxigraph
+
+    from kitab.queries import sparql
+    from kitab.snapshot.rdfstore import query_json
+
+    wd, wdt = "http://www.wikidata.org/entity/", "http://www.wikidata.org/prop/direct/"
+    store = pyoxigraph.Store()
+    date = lambda y: pyoxigraph.Literal(f"{y}-01-01T00:00:00Z", datatype=pyoxigraph.NamedNode(  # noqa: E731
+        "http://www.w3.org/2001/XMLSchema#dateTime"))
+    for writer, years in (("Q1", (1849, 1851)), ("Q2", (1874, 1876))):
+        w = pyoxigraph.NamedNode(wd + writer)
+        store.add(pyoxigraph.Quad(w, pyoxigraph.NamedNode(wdt + "P31"), pyoxigraph.NamedNode(wd + "Q5")))
+        store.add(pyoxigraph.Quad(w, pyoxigraph.NamedNode(wdt + "P106"), pyoxigraph.NamedNode(wd + "Q36180")))
+        store.add(pyoxigraph.Quad(w, pyoxigraph.NamedNode("http://wikiba.se/ontology#sitelinks"),
+                                  pyoxigraph.Literal("3", datatype=pyoxigraph.NamedNode(
+                                      "http://www.w3.org/2001/XMLSchema#integer"))))
+        for y in years:
+            store.add(pyoxigraph.Quad(w, pyoxigraph.NamedNode(wdt + "P569"), date(y)))
+        for i in range(12):
+            store.add(pyoxigraph.Quad(pyoxigraph.NamedNode(f"{wd}{writer}W{i}"), pyoxigraph.NamedNode(wdt + "P50"), w))
+    found = {}
+    for start, end in ((1825, 1850), (1850, 1875), (1875, 1900)):
+        rows = json.loads(query_json(store, sparql("sample_writers", from_year=start, to_year=end, min_works=10,
+                                                   max_works=300)))["results"]["bindings"]
+        for row in rows:
+            found.setdefault(row["writer"]["value"].removeprefix(wd), []).append(
+                ((start, end), int(row["birth_year"]["value"])))
+    assert found == {"Q1": [((1825, 1850), 1849)], "Q2": [((1850, 1875), 1874)]}

@@ -3,10 +3,12 @@ live (real endpoints), mirror (the same HTTP clients pointed at the local mirror
 (the snapshot files read directly)."""
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Iterator
 
 from kitab.config import DEFAULT_CONTACT, LIVE_OPENLIBRARY, LIVE_WIKIDATA, Settings
 from kitab.sources.openlibrary import DumpOpenLibrary, HttpOpenLibrary, OpenLibrary
@@ -56,3 +58,38 @@ def open_sources(kind: str, settings: Settings, *, snapshot: Path | None = None,
             raise ValueError("--source dump needs --snapshot DIR")
         return Sources(kind, DumpWikidata(snapshot), DumpOpenLibrary(snapshot, settings))
     raise ValueError(f"unknown source {kind!r}; expected one of {SOURCES}")
+
+
+@dataclass
+class Origin:
+    """Where a refresh's data comes from: the snapshot's id (none for live or for someone
+    else's mirror, whose contents we cannot vouch for) and the in-process mirror, if any."""
+
+    snapshot_id: str | None
+    mirror: object | None = None
+
+    def requests_made(self, sources: Sources) -> int:
+        """Requests that reached a service: the mirror's own log when we run it."""
+        return self.mirror.request_count() if self.mirror is not None else sources.requests_sent()
+
+
+@contextlib.contextmanager
+def connect(kind: str, settings: Settings, *, snapshot: Path, mirror_url: str | None,
+            release: str) -> Iterator[tuple[Sources, Origin]]:
+    """Open the clients for a refresh: with ``kind == "mirror"`` and no ``mirror_url``, serve
+    ``snapshot`` from an in-process mirror for the duration. HTTP caches are scoped to the
+    snapshot (mirror) or to the release (live: each new release sees today's services)."""
+    from kitab.snapshot.format import read_manifest
+
+    known = kind == "dump" or (kind == "mirror" and not mirror_url)
+    origin = Origin(read_manifest(snapshot)["snapshot_id"] if known else None)
+    with contextlib.ExitStack() as stack:
+        if kind == "mirror" and not mirror_url:
+            from kitab.mirror.server import Mirror
+
+            origin.mirror = stack.enter_context(Mirror(snapshot))
+            mirror_url = origin.mirror.url
+        scope = origin.snapshot_id if kind == "mirror" and origin.snapshot_id else (release if kind == "live" else None)
+        sources = open_sources(kind, settings, snapshot=snapshot, mirror_url=mirror_url, cache_scope=scope)
+        stack.callback(sources.close)
+        yield sources, origin

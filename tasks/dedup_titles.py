@@ -5,18 +5,25 @@ when (union-find takes the transitive closure, so the result does not depend on 
 
 - **exact_key**: they share a ``match_key`` (tasks/text.py);
 - **fuzzy**: ``fuzz.ratio`` of the keys is >= 80 (the paper's threshold), the keys carry the
-  same numbers (digits and Roman numerals), and the words that differ are a misspelling of
-  each other: one edit (insert, delete, substitute, swap two adjacent letters) per 8 letters,
-  at least one. "colour"/"color", "centre"/"center" link; "It Ends with Us"/"It Starts with
-  Us", "Twisted Love"/"Twisted Lies", "Little Women"/"Little Men", "Richard II"/"Richard III"
-  do not;
+  same numbers (digits, and Roman numerals as ``_numbers`` defines them: ii-xxxix spelled
+  with i/v/x, a lone i/v/x only as the last word or after part/book/volume/chapter/episode),
+  and the words that differ are a misspelling of each other: one edit (insert, delete,
+  substitute, swap two adjacent letters) per 8 letters, at least one. "colour"/"color",
+  "centre"/"center" link; "It Ends with Us"/"It Starts with Us", "Twisted Love"/"Twisted
+  Lies", "Little Women"/"Little Men", "Richard II"/"Richard III" do not;
 - **subset**: the shorter title is the longer one's main title (the part before a subtitle
   separator: "Gödel, Escher, Bach" / "Gödel, Escher, Bach: An Eternal Golden Braid"), or, with
   no separator, a prefix with at least three content words. One or two content words followed
   by more words ("Jazz" / "Jazz Age Stories", "Dune" / "Dune Messiah", "The Cat in the Hat" /
   "The Cat in the Hat Comes Back") are not a shorter form. A shorter form that would join two
   longer titles that are not otherwise the same book ("Dune" / "Dune: House Atreides" /
-  "Dune: House Harkonnen") is ambiguous and links to none.
+  "Dune: House Harkonnen") is ambiguous and links to none. This is decided per exact+fuzzy
+  component of shorter forms: "Harry Potter" and its misspelling "Harry Poter" are one shorter
+  form, so with "Harry Potter: Chamber of Secrets" and "Harry Poter: Prisoner of Azkaban" none
+  of the three links to the other books.
+
+Canonical title of a cluster: most editions, then the most frequent spelling (the matching key
+shared by the most members), then the shortest raw title, then the earliest year.
 """
 from __future__ import annotations
 
@@ -42,7 +49,13 @@ _CDIST_BLOCK = 1024  # rows per cdist call: bounds the score matrix at 1024 x n 
 # Function words: adding or dropping one never makes another book, and they do not make a
 # prefix more specific.
 _FUNCTION_WORDS = frozenset({"a", "an", "the", "and", "of", "or", "in", "on", "to", "for", "by", "at"})
-_ROMAN = re.compile(r"(?=[ivxlcdm]+$)m{0,3}(cm|cd|d?c{0,3})(xc|xl|l?x{0,3})(ix|iv|v?i{0,3})$")
+# Roman numerals that mark a sequel, part or regnal number (see _numbers): 1-39 in standard
+# form, spelled with i, v and x only. With l, c, d, m the "numerals" are mostly words or
+# abbreviations (mix, liv, dix, civ, mid, cd, dc, mc), and numbers >= 40 are written in digits.
+_ROMAN = re.compile(r"(?=[ivx]+$)x{0,3}(ix|iv|v?i{0,3})$")
+# A lone i, v or x is a numeral only in a numeral's position: the last word ("Rocky V", "Henry
+# V", "Part I") or after one of these; elsewhere it is the pronoun I, "v" for versus, a letter.
+_NUMERAL_MARKERS = frozenset({"part", "book", "volume", "chapter", "episode"})
 LINKS = ("self", "exact_key", "fuzzy", "subset")  # strongest first
 
 
@@ -94,7 +107,17 @@ def _residue(tokens: list[str], other: list[str]) -> list[str]:
 
 
 def _numbers(tokens: list[str]) -> list[str]:
-    return sorted(t for t in tokens if t.isdigit() or _ROMAN.match(t))
+    """The numbers in a key's tokens, sorted: digits, and Roman numerals where they are numbers.
+
+    "ii".."xxxix" count anywhere; a lone "i", "v" or "x" only as the last token or right after
+    part/book/volume/chapter/episode (the numeral's places); Roman numerals with l, c, d, m never.
+    """
+    last = len(tokens) - 1
+    return sorted(
+        t for n, t in enumerate(tokens)
+        if t.isdigit() or (_ROMAN.match(t) and (
+            len(t) > 1 or n == last or (n > 0 and tokens[n - 1] in _NUMERAL_MARKERS)))
+    )
 
 
 def fuzzy_compatible(key_a: str, key_b: str) -> bool:
@@ -143,10 +166,12 @@ def _longer_forms(keys: list[str], raw_titles: list[set[str]]) -> dict[int, set[
     return longer
 
 
-def _canonical_rank(v: Variant) -> tuple:
+def _canonical_rank(v: Variant, spelling_count: int) -> tuple:
     """Canonical title: the form with the most editions (what readers and models know), then the
-    shortest (least subtitle/edition clutter), then the earliest; the rest only break ties."""
-    return (-v.editions, len(v.title), v.year is None, v.year or 0, v.title, v.work_key)
+    most frequent spelling (``spelling_count``: members sharing its matching key; a one-off typo
+    loses to the spelling most works use), then the shortest (least subtitle/edition clutter),
+    then the earliest; the rest only break ties."""
+    return (-v.editions, -spelling_count, len(v.title), v.year is None, v.year or 0, v.title, v.work_key)
 
 
 def cluster_titles(variants: Sequence[Variant]) -> list[Cluster]:
@@ -168,18 +193,24 @@ def cluster_titles(variants: Sequence[Variant]) -> list[Cluster]:
         key_links[j].add("fuzzy")
 
     # Subset links are all decided against the exact+fuzzy clusters before any is applied,
-    # so the decisions (and the result) do not depend on the order of the titles.
+    # so the decisions (and the result) do not depend on the order of the titles. Shorter
+    # forms in one exact+fuzzy component are one title (spellings of it), so the ambiguity
+    # guard looks at the longer forms of the whole component, and accepts or rejects them all.
     longer = _longer_forms(keys, raw_titles)
+    by_component: dict[int, list[int]] = defaultdict(list)
+    for s in sorted(longer):
+        by_component[uf.find(s)].append(s)
     accepted = [
-        (s, ls) for s, ls in sorted(longer.items())
+        shorter for shorter in by_component.values()
         if all(uf.find(a) == uf.find(b) or b in longer.get(a, ()) or a in longer.get(b, ())
-               for a, b in combinations(sorted(ls), 2))
+               for a, b in combinations(sorted(set().union(*(longer[s] for s in shorter))), 2))
     ]
-    for s, ls in accepted:
-        for li in ls:
-            uf.union(s, li)
-            key_links[li].add("subset")
-        key_links[s].add("subset")
+    for shorter in accepted:
+        for s in shorter:
+            for li in longer[s]:
+                uf.union(s, li)
+                key_links[li].add("subset")
+            key_links[s].add("subset")
 
     groups: dict[int, list[int]] = defaultdict(list)
     for pos, ki in enumerate(key_of):
@@ -190,7 +221,7 @@ def cluster_titles(variants: Sequence[Variant]) -> list[Cluster]:
             v = variants[positions[0]]
             clusters.append(Cluster(v, v.year, ((v, "self"),)))
             continue
-        canonical = min(positions, key=lambda p: _canonical_rank(variants[p]))
+        canonical = min(positions, key=lambda p: _canonical_rank(variants[p], key_size[key_of[p]]))
         years = [variants[p].year for p in positions if variants[p].year is not None]
         linked = []
         for p in sorted(positions, key=lambda p: (variants[p].work_key, variants[p].title)):
@@ -277,10 +308,15 @@ def dedup_titles(works_clean: list[dict], authors: list[dict], *, min_books: int
 def dedup_probe(lines: Iterable[str]) -> Iterator[str]:
     """``kitab dedup``: one author's titles (one per line, optional ``(YYYY)``) -> clusters as JSON lines.
 
-    Blank lines are skipped. Clusters come out chronologically (undated last), then by title.
+    Blank lines, and lines whose title has an empty matching key (only punctuation: "!!!",
+    "???"), are skipped: clean_books rejects such titles (``empty_title``) before the pipeline
+    clusters them, and clustered together they would make one junk book. Without edition
+    counts the canonical title is the most frequent spelling, then the shortest. Clusters come
+    out chronologically (undated last), then by title.
     """
     parsed = (split_title_year(line) for line in lines)
-    variants = [Variant(f"line:{n}", title, year) for n, (title, year) in enumerate(parsed) if title]
+    variants = [Variant(f"line:{n}", title, year) for n, (title, year) in enumerate(parsed)
+                if title and match_key(title)]
     clusters = cluster_titles(variants)
     clusters.sort(key=lambda c: (c.first_year is None, c.first_year or 0, c.canonical.title))
     for c in clusters:

@@ -68,6 +68,22 @@ def test_ambiguous_shorter_form_links_to_none() -> None:
     assert same("Dune", "Dune: Deluxe Edition", "Dune - Deluxe Edition")
 
 
+def test_ambiguity_is_decided_per_component_of_shorter_forms() -> None:
+    # "Harry Potter" and "Harry Poter" are one title (a fuzzy link): each alone has one longer
+    # form, but together they would join two different books, so neither links to them.
+    titles = ["Harry Potter", "Harry Potter: Chamber of Secrets", "Harry Poter", "Harry Poter: Prisoner of Azkaban"]
+    expected = [{"Harry Potter", "Harry Poter"}, {"Harry Poter: Prisoner of Azkaban"}, {"Harry Potter: Chamber of Secrets"}]
+    assert clusters_of(*titles) == expected
+    assert clusters_of(*reversed(titles)) == expected
+    # The same with an exact link (two raw spellings of one key) instead of a fuzzy one.
+    assert clusters_of("Harry Potter", "HARRY POTTER!", "Harry Potter: Chamber of Secrets",
+                       "HARRY POTTER!: Prisoner of Azkaban") == [
+        {"Harry Potter", "HARRY POTTER!"}, {"HARRY POTTER!: Prisoner of Azkaban"}, {"Harry Potter: Chamber of Secrets"}]
+    # A component whose longer forms are one book still links to them all.
+    assert same("The Colour of Magic", "The Color of Magic",
+                "The Colour of Magic: A Discworld Novel", "The Color of Magic: A Discworld Novel")
+
+
 # --- fuzzy rule --------------------------------------------------------------------------
 
 @pytest.mark.parametrize(
@@ -97,12 +113,39 @@ def test_fuzzy_links_spelling_variants(a: str, b: str) -> None:
         ("Henry IV, Part 1", "Henry IV, Part 2"),
         ("Goodnight Moon", "Goodnight Moon 123"),
         ("Chicken Soup for the Soul", "Chicken Soup for the Teenage Soul"),  # a word only added
+        ("Henry VI", "Henry VIII"),
+        ("Louis XIV", "Louis XV"),
+        ("Collected Works, Volume I: Poems", "Collected Works, Volume V: Poems"),  # lone numeral after "volume"
     ],
 )
 def test_fuzzy_guard_keeps_similar_different_books_apart(a: str, b: str) -> None:
     assert fuzz.ratio(match_key(a), match_key(b)) >= dd.FUZZY_MIN_RATIO  # the paper's rule would merge them
     assert not fuzzy_compatible(match_key(a), match_key(b))
     assert not same(a, b)
+
+
+def test_roman_numerals_are_only_sequel_and_part_numbers() -> None:
+    # l, c, d, m spell words, and a lone i/v/x mid-title is the pronoun, "versus" or a letter.
+    assert dd._numbers("mix liv dix civ mid cd dc i v love".split()) == []
+    assert dd._numbers(["i", "robot"]) == [] and dd._numbers(["kramer", "v", "kramer"]) == []
+    # ii..xxxix anywhere; a lone i/v/x as the last word or after part/book/volume/chapter/episode.
+    assert dd._numbers(["henry", "viii"]) == ["viii"] and dd._numbers(["louis", "xiv", "letters"]) == ["xiv"]
+    assert dd._numbers(["henry", "v"]) == ["v"] and dd._numbers(["part", "i", "fellowship"]) == ["i"]
+    assert dd._numbers(["star", "wars", "episode", "iv", "2"]) == ["2", "iv"]
+    assert not same("Rocky II", "Rocky") and not same("Psycho", "Psycho II")
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("Mix Tape", "Mixtape"),  # "mix" is not 1009
+        ("Civ Guide", "Civguide"),  # nor "civ" 104
+        ("I Am Malala", "Iam Malala"),  # nor the pronoun 1
+    ],
+)
+def test_words_that_spell_roman_numerals_do_not_block_fuzzy_links(a: str, b: str) -> None:
+    assert fuzzy_compatible(match_key(a), match_key(b))
+    assert same(a, b)
 
 
 def test_a_substituted_word_is_another_book() -> None:
@@ -139,6 +182,18 @@ def test_cluster_canonical_year_and_links() -> None:
     }
 
 
+def test_canonical_prefers_the_most_frequent_spelling() -> None:
+    variants = [Variant("/works/OL1W", "Harry Poter"), Variant("/works/OL2W", "Harry Potter"),
+                Variant("/works/OL3W", "Harry Potter.")]
+    [cluster] = cluster_titles(variants)
+    assert cluster.canonical.title == "Harry Potter"  # two works spell it so; the typo is shorter
+    assert dict((v.work_key, link) for v, link in cluster.members) == {
+        "/works/OL1W": "fuzzy", "/works/OL2W": "self", "/works/OL3W": "exact_key"}
+    # Edition counts still come first.
+    [cluster] = cluster_titles([*variants[1:], Variant("/works/OL1W", "Harry Poter", editions=5)])
+    assert cluster.canonical.title == "Harry Poter"
+
+
 def test_canonical_ties_go_to_the_shortest_title() -> None:
     [cluster] = cluster_titles([Variant("/works/OL1W", "Beloved: A Novel"), Variant("/works/OL2W", "Beloved")])
     assert cluster.canonical.title == "Beloved"
@@ -152,6 +207,8 @@ TITLE_POOL = [
     "Jazz", "Jazz Age Stories", "Beloved", "Beloved: A Novel", "BELOVED.", "The Colour of Magic",
     "The Color of Magic", "Nineteen Eighty-Four", "1984", "It Ends With Us", "It Starts with Us",
     "Little Women", "Little Men", "Twisted Love", "Twisted Lies", "Harry Potter", "",
+    "Harry Poter", "Harry Potter: Chamber of Secrets", "Harry Poter: Prisoner of Azkaban", "HARRY POTTER!",
+    "Richard II", "Richard III", "Mix Tape", "Mixtape",
 ]
 
 
@@ -266,3 +323,10 @@ def test_dedup_probe_prints_clusters_as_json_lines() -> None:
     ]
     assert list(dedup_probe(reversed(lines))) == list(dedup_probe(lines))
     assert list(dedup_probe([])) == []
+
+
+def test_dedup_probe_skips_titles_with_an_empty_matching_key() -> None:
+    # clean_books rejects these (empty_title); the probe must not make them one junk book.
+    out = [json.loads(line) for line in dedup_probe(["!!!", "???", "Beloved (1987)", " ... (1990)", "Beloved!"])]
+    assert out == [{"canonical": "Beloved", "first_year": 1987, "variants": ["Beloved", "Beloved!"]}]
+    assert list(dedup_probe(["!!!", "???"])) == []

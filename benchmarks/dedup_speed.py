@@ -67,12 +67,16 @@ def naive_cluster(variants: list[Variant]) -> set[frozenset[str]]:
                       and sum(t not in dd._FUNCTION_WORDS for t in ta) >= dd.SUBSET_MIN_CONTENT_WORDS)
             if a and (prefix or a in mains[b]):
                 longer[i].add(j)
-    accepted = [(s, ls) for s, ls in longer.items()
+    by_component = defaultdict(list)  # spellings of one shorter title share one decision
+    for s in sorted(longer):
+        by_component[find(s)].append(s)
+    accepted = [shorter for shorter in by_component.values()  # every decision before any link
                 if all(find(x) == find(y) or y in longer.get(x, ()) or x in longer.get(y, ())
-                       for x, y in combinations(ls, 2))]
-    for s, ls in accepted:
-        for li in ls:
-            parent[find(li)] = find(s)
+                       for x, y in combinations(sorted(set().union(*(longer[s] for s in shorter))), 2))]
+    for shorter in accepted:
+        for s in shorter:
+            for li in longer[s]:
+                parent[find(li)] = find(s)
     groups = defaultdict(set)
     for v in variants:
         groups[find(index[match_key(v.title)])].add(v.work_key)

@@ -9,14 +9,14 @@ export UV_PYTHON_DOWNLOADS := never
 export UV_COMPILE_BYTECODE := 1
 export UV_LINK_MODE := copy
 
-.PHONY: demo test venv lock clean-warehouse
+.PHONY: demo test venv lock
 
 venv: $(STAMP)
 
 $(STAMP): requirements.lock pyproject.toml
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install --quiet "uv==$(UV_VERSION)"
-	$(VENV)/bin/uv pip install --quiet --python $(VENV)/bin/python -r requirements.lock
+	$(VENV)/bin/uv pip sync --quiet --python $(VENV)/bin/python requirements.lock
 	$(VENV)/bin/uv pip install --quiet --python $(VENV)/bin/python --no-deps -e .
 	touch $(STAMP)
 

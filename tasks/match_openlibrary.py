@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from kitab.sources.openlibrary import OpenLibrary, bare_key
+from kitab.sources.openlibrary import OpenLibrary, bare_key, is_author_key
 from tasks.base import StageResult, reject
 from tasks.text import fold
 
@@ -59,6 +59,9 @@ def match_author(author: dict, ol: OpenLibrary) -> tuple[dict, dict | None]:
            "request_fingerprint": None, "fetched_at": None}
     tried = []
     for ol_id in author.get("wd_ol_ids", []):
+        if not is_author_key(ol_id):  # e.g. a work id (OL..W) entered as P648
+            tried.append({"p648": ol_id, "valid": False})
+            continue
         fetched = ol.author(ol_id)
         tried.append({"p648": ol_id, "found": fetched.data is not None})
         if fetched.data:

@@ -253,3 +253,12 @@ def test_writers_with_several_birth_dates_land_once_with_the_earliest(tmp_path):
             found.setdefault(row["writer"]["value"].removeprefix(wd), []).append(
                 ((start, end), int(row["birth_year"]["value"])))
     assert found == {"Q1": [((1825, 1850), 1849)], "Q2": [((1850, 1875), 1874)]}
+
+
+def test_a_p648_that_is_not_an_author_key_is_skipped(via_mirror):
+    from tasks.match_openlibrary import match_author
+
+    writer = {"qid": "Q72334", "name": "Toni Morrison", "birth_year": 1931, "sitelinks": 1, "wd_work_count": 12,
+              "wd_ol_ids": ["../works/OL1W", "OL31120A"]}
+    row, rejected = match_author(writer, via_mirror.openlibrary)
+    assert rejected is None and row["ol_author_key"] == "OL31120A" and row["match_method"] == "p648"

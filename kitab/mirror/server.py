@@ -142,8 +142,12 @@ def _handler_for(mirror: Mirror) -> type[BaseHTTPRequestHandler]:
             self._handle("GET", b"")
 
         def do_POST(self) -> None:
-            length = int(self.headers.get("Content-Length") or 0)
-            self._handle("POST", self.rfile.read(length) if length else b"")
+            try:
+                length = int(self.headers.get("Content-Length") or 0)
+            except ValueError:
+                self.send_error(400, "bad Content-Length")
+                return
+            self._handle("POST", self.rfile.read(length) if length > 0 else b"")
 
         def _handle(self, method: str, body: bytes) -> None:
             arrived = time.monotonic()

@@ -2,6 +2,7 @@
 the same code, another base URL) and a dump implementation that answers from snapshot files."""
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from pathlib import Path
 from typing import Iterator, Protocol
@@ -34,6 +35,13 @@ def bare_key(key: str) -> str:
     return key.rstrip("/").rsplit("/", 1)[-1]
 
 
+_AUTHOR_KEY = re.compile(r"^OL\d+A$")
+
+
+def is_author_key(key: str) -> bool:
+    return bool(_AUTHOR_KEY.match(bare_key(key)))
+
+
 class _Shared:
     page_size: int
 
@@ -55,6 +63,8 @@ class _Shared:
 
     def author(self, key: str) -> Fetched:
         key = bare_key(key)
+        if not is_author_key(key):  # P648 is free text on WikiData; it goes into a URL path
+            raise ServiceError(f"not an Open Library author key: {key!r}")
         for _ in range(MAX_REDIRECTS + 1):
             fetched = self._author(key)
             record = fetched.data

@@ -20,8 +20,7 @@ from kitab.config import Settings
 from kitab.env import BUNDLED_SNAPSHOT
 from kitab.mirror.server import Mirror
 from kitab.sources import open_sources
-from tasks.fetch_works import fetch_author_works
-from tasks.match_openlibrary import match_authors
+from tasks.fetch_works import collect_author
 from tasks.sample_authors import fetch_candidates, sample_writers
 
 
@@ -41,10 +40,8 @@ def main() -> None:
                                    window=settings.birth_year_window, min_works=settings.min_works,
                                    max_works=settings.max_works)
         sampled = sample_writers(pool, n=args.authors, seed=args.seed, exclude_qids=set())
-        matched = match_authors(sampled.tables["sampled"], sources.openlibrary)
-        for author in matched.tables["authors"]:
-            if author["ol_author_key"]:
-                fetch_author_works(author, sources.openlibrary)
+        for author in sampled.tables["sampled"]:
+            collect_author(author, sources.openlibrary)
         wall = time.monotonic() - started
         sources.close()
         ol = mirror.log("openlibrary")

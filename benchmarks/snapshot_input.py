@@ -24,8 +24,7 @@ from kitab.sources import open_sources
 from kitab.sources.wikidata import DumpWikidata, works_with_labels
 from tasks.base import StageResult
 from tasks.clean_books import clean_books
-from tasks.fetch_works import fetch_author_works
-from tasks.match_openlibrary import match_authors
+from tasks.fetch_works import collect_author
 from tasks.sample_authors import fetch_candidates, sample_writers
 
 BENCH_OUT = Path(__file__).resolve().parents[1] / "bench_out"  # gitignored
@@ -60,9 +59,8 @@ def works_for(snapshot_dir: Path, seed: int) -> tuple[list[dict], list[dict]]:
                                              window=settings.birth_year_window, min_works=settings.min_works,
                                              max_works=settings.max_works)
             sampled = sample_writers(candidates, n=len(candidates), seed=seed, exclude_qids=set())
-            authors = match_authors(sampled.tables["sampled"], sources.openlibrary).tables["authors"]
-            works = [w for a in authors if a["ol_author_key"]
-                     for w in fetch_author_works(a, sources.openlibrary).tables["works_raw"]]
+            collected = StageResult.merge([collect_author(a, sources.openlibrary) for a in sampled.tables["sampled"]])
+            authors, works = collected.tables["authors"], collected.tables["works_raw"]
         finally:
             sources.close()
     return authors, works

@@ -16,11 +16,11 @@ from prefect.utilities.annotations import unmapped
 from kitab.config import Settings
 from kitab.env import BUNDLED_SNAPSHOT
 from kitab.sources import connect
+from kitab.warehouse import Warehouse, validate_release_id
 from tasks.base import StageResult
 from tasks.publish import other_releases, publish, released_authors_rows
 from tasks.steps import (clean_books_step, collect_author_step, dedup_titles_step, generate_constraints_step,
                          sample_authors_step, sample_queries_step, tag_entities_step)
-from kitab.warehouse import Warehouse, validate_release_id
 
 
 def default_seed(today: date) -> int:
@@ -31,15 +31,6 @@ def default_release_id(seed: int, today: date) -> str:
     """Release ids are <UTC date>-s<seed>, e.g. 2026.11.21-s42: the version scheme of the
     warehouse and of the Hugging Face dataset (its tag). See README, Releases."""
     return f"{today:%Y.%m.%d}-s{seed}"
-
-
-def merge(results: list[StageResult]) -> StageResult:
-    merged = StageResult()
-    for r in results:
-        for name, rows in r.tables.items():
-            merged.tables.setdefault(name, []).extend(rows)
-        merged.rejects += r.rejects
-    return merged
 
 
 @flow(name="refresh", log_prints=True)
@@ -79,7 +70,7 @@ def refresh(source: str = "mirror", snapshot: str | None = None, authors: int = 
             if done % 10 == 0 or done == len(writers):
                 logger.info("authors done %d / %d", done, len(writers))
         # in sample order, not completion order: the next steps' cache keys hash their inputs
-        merged = merge([future.result() for future in futures])
+        merged = StageResult.merge([future.result() for future in futures])
         authors_rows = merged.tables.get("authors", [])
         works_raw = merged.tables.get("works_raw", [])
         # writers already rejected (no match, no works, released before) are not rejected again

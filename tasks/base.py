@@ -14,6 +14,17 @@ class StageResult:
     rejects: list[dict] = field(default_factory=list)
     stats: dict[str, Any] = field(default_factory=dict)
 
+    @classmethod
+    def merge(cls, results: list["StageResult"]) -> "StageResult":
+        """Results of one stage run per item (e.g. per author), as one: tables and rejects
+        concatenated in the given order; per-item stats are not summed."""
+        merged = cls()
+        for r in results:
+            for name, rows in r.tables.items():
+                merged.tables.setdefault(name, []).extend(rows)
+            merged.rejects += r.rejects
+        return merged
+
 
 def reject(
     stage: str,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from kitab.sources.http import Fetched
 from kitab.sources.openlibrary import OpenLibrary
 from tasks.base import StageResult, reject
+from tasks.match_openlibrary import match_author
 
 STAGE = "fetch_works"
 
@@ -45,3 +46,20 @@ def fetch_author_works(author: dict, ol: OpenLibrary) -> StageResult:
                               author_qid=author["qid"], evidence={"ol_author_key": author["ol_author_key"]}))
     return StageResult(tables={"works_raw": sorted(rows.values(), key=lambda r: r["work_key"])},
                        rejects=rejects, stats={"pages": pages, "works": len(rows)})
+
+
+def collect_author(author: dict, ol: OpenLibrary, released_ol_keys: frozenset[str] = frozenset()) -> StageResult:
+    """One sampled writer: its Open Library match, then all its works (none when unmatched,
+    or when that Open Library author was released before under another WikiData item)."""
+    row, rejected = match_author(author, ol)
+    if row["ol_author_key"] in released_ol_keys:
+        rejected = reject("match_openlibrary", "openlibrary_author_released_before", "author", row["qid"],
+                          author_qid=row["qid"], evidence={"ol_author_key": row["ol_author_key"]})
+    result = StageResult(tables={"authors": [row], "works_raw": []}, rejects=[rejected] if rejected else [],
+                         stats={"match_method": row["match_method"]})
+    if row["ol_author_key"] and not rejected:
+        works = fetch_author_works(row, ol)
+        result.tables["works_raw"] = works.tables["works_raw"]
+        result.rejects += works.rejects
+        result.stats.update(works.stats)
+    return result

@@ -12,17 +12,16 @@ from prefect import task
 from prefect.cache_policies import INPUTS, CacheKeyFnPolicy
 
 from kitab.sources import Sources
-from kitab.version import code_digest
 from kitab.sources.wikidata import works_with_labels
-from tasks.base import StageResult, reject
+from kitab.version import code_digest
+from tasks.base import StageResult
 from tasks.clean_books import clean_books
 from tasks.dedup_titles import dedup_titles
-from tasks.fetch_works import fetch_author_works
+from tasks.fetch_works import collect_author
 from tasks.generate_constraints import entity_flags, generate_constraints
+from tasks.sample_authors import fetch_candidates, sample_writers
 from tasks.sample_queries import sample_queries
 from tasks.tag_entities import tag_entities
-from tasks.match_openlibrary import match_author
-from tasks.sample_authors import fetch_candidates, sample_writers
 
 CODE = CacheKeyFnPolicy(cache_key_fn=lambda context, parameters: code_digest())
 CACHED = (INPUTS + CODE) - "sources"
@@ -45,20 +44,7 @@ def sample_authors_step(sources: Sources, source_key: str, *, n: int, seed: int,
 @task(name="collect_author", cache_policy=CACHED, persist_result=True, **RETRIES,
       task_run_name="collect_author-{author[qid]}")
 def collect_author_step(sources: Sources, source_key: str, author: dict, released_ol_keys: list[str]) -> StageResult:
-    """Match one writer on Open Library and fetch all its works (unless that Open Library
-    author was released before, under another WikiData item)."""
-    row, rejected = match_author(author, sources.openlibrary)
-    if row["ol_author_key"] in released_ol_keys:
-        rejected = reject("match_openlibrary", "openlibrary_author_released_before", "author", row["qid"],
-                          author_qid=row["qid"], evidence={"ol_author_key": row["ol_author_key"]})
-    result = StageResult(tables={"authors": [row], "works_raw": []}, rejects=[rejected] if rejected else [],
-                         stats={"match_method": row["match_method"]})
-    if row["ol_author_key"] and not rejected:
-        works = fetch_author_works(row, sources.openlibrary)
-        result.tables["works_raw"] = works.tables["works_raw"]
-        result.rejects += works.rejects
-        result.stats.update(works.stats)
-    return result
+    return collect_author(author, sources.openlibrary, frozenset(released_ol_keys))
 
 
 @task(name="clean_books", cache_policy=CACHED, persist_result=True, **RETRIES)

@@ -12,7 +12,8 @@ import pytest
 from kitab.mirror.faults import Fault
 from kitab.sources import open_sources
 from kitab.sources.http import RetryableError
-from tasks.fetch_works import fetch_author_works
+from tasks.base import StageResult
+from tasks.fetch_works import collect_author, fetch_author_works
 from tasks.match_openlibrary import match_authors
 from tasks.sample_authors import fetch_candidates, sample_writers
 
@@ -55,13 +56,10 @@ def candidates(sources, settings):
 
 
 def collect(sources, settings, n=40, seed=42):
+    """sample -> match -> fetch with the flow's stage functions, no Prefect."""
     sampled = sample_writers(candidates(sources, settings), n=n, seed=seed, exclude_qids=set())
-    matched = match_authors(sampled.tables["sampled"], sources.openlibrary)
-    works = []
-    for author in matched.tables["authors"]:
-        if author["ol_author_key"]:
-            works += fetch_author_works(author, sources.openlibrary).tables["works_raw"]
-    return matched, works
+    collected = StageResult.merge([collect_author(a, sources.openlibrary) for a in sampled.tables["sampled"]])
+    return collected, collected.tables["works_raw"]
 
 
 @pytest.fixture

@@ -123,12 +123,6 @@ class Warehouse:
                 os.unlink(tmp)
         return WrittenTable(table, target, arrow.num_rows, sha256_file(target))
 
-    def drop_release(self, release: str) -> None:
-        """Remove every partition of ``release`` (the ledger row first, so it is never
-        visible half-deleted)."""
-        for table in ["releases", *known_tables()]:
-            shutil.rmtree(self.partition(table, release), ignore_errors=True)
-
     def adopt(self, staged: "Warehouse", release: str, tables: list[str]) -> None:
         """Move a tested release from ``staged`` into place, uncommitting the old one first;
         the caller writes the releases row afterwards (the commit)."""

@@ -123,6 +123,30 @@ class Warehouse:
                 os.unlink(tmp)
         return WrittenTable(table, target, arrow.num_rows, sha256_file(target))
 
+    def write_parts(self, table: str, release: str, parts: list) -> WrittenTable:
+        """Parquet parts of one table (kitab.refs.TableRef, from the pipeline's batches) ->
+        its file in this warehouse, in key order: DuckDB sorts (spilling to disk, so memory
+        stays bounded) and the result streams to the writer. Ties on the key keep the parts'
+        order, so the bytes are those of :meth:`write_table` over the concatenated rows."""
+        from kitab.refs import write_query
+
+        if not parts:
+            return self.write_table(table, release, [])
+        keys = table_spec(table).get("key", [])
+        names = arrow_schema(table).names
+        union = " UNION ALL ".join(
+            f"SELECT *, {n} AS _part, file_row_number AS _row FROM read_parquet({_literal(str(p.path))}, "
+            "file_row_number = true)" for n, p in enumerate(parts))
+        columns = ", ".join(f'"{c}"' for c in names)
+        order = ", ".join([*(f'"{k}" ASC NULLS LAST' for k in keys), "_part", "_row"])
+        target = self.partition(table, release) / "part-0.parquet"
+        tmp_dir = self.root / ".duckdb_tmp"
+        with duckdb.connect() as con:
+            con.execute(f"SET temp_directory = {_literal(tmp_dir.as_posix())}")
+            con.execute("SET memory_limit = '1GB'")
+            ref = write_query(con, f"SELECT {columns} FROM ({union}) ORDER BY {order}", None, table, target)
+        return WrittenTable(table, target, ref.rows, ref.sha256)
+
     def adopt(self, staged: "Warehouse", release: str, tables: list[str]) -> None:
         """Move a tested release from ``staged`` into place, uncommitting the old one first;
         the caller writes the releases row afterwards (the commit)."""

@@ -10,6 +10,7 @@ from datetime import datetime, timezone
 
 import duckdb
 
+from kitab.refs import TableRef, read_rows
 from kitab.version import code_version
 from kitab.warehouse import Warehouse, validate_release_id
 from tasks.match_openlibrary import name_key
@@ -42,21 +43,23 @@ def other_releases(warehouse: Warehouse, release: str) -> Ledger:
                   frozenset(r["name_norm"] for r in rows))
 
 
-def publish(warehouse: Warehouse, release: str, tables: dict[str, list[dict]], *, seed: int, source: str,
+def publish(warehouse: Warehouse, release: str, tables: dict[str, list], *, seed: int, source: str,
             snapshot_id: str | None, n_authors_requested: int, requests_made: int | None) -> dict:
-    """Write ``tables`` as release ``release`` in a staging area, test them there, then move
+    """Write ``tables`` (per table: rows, or the Parquet parts the pipeline's batches wrote)
+    as release ``release`` in a staging area, test them there, then move
     them into place and write the releases row last. A failure before that row leaves the
     committed warehouse as it was (a rebuilt release keeps its old version until the new
     one has passed its tests); a crash while moving leaves the release uncommitted, and
     publishing again completes it."""
     validate_release_id(release)
     with warehouse.lock():
-        overlap = other_releases(warehouse, release).overlap(tables.get("released_authors", []))
+        overlap = other_releases(warehouse, release).overlap(_rows(tables.get("released_authors", [])))
         if overlap:
             raise RuntimeError(f"release {release}: authors already released elsewhere: {overlap}")
         staged = warehouse.staging(release)
         shutil.rmtree(staged.root, ignore_errors=True)
-        written = {name: staged.write_table(name, release, rows) for name, rows in sorted(tables.items())}
+        written = {name: staged.write_parts(name, release, parts) if parts and isinstance(parts[0], TableRef)
+                   else staged.write_table(name, release, parts) for name, parts in sorted(tables.items())}
         with duckdb.connect() as con:
             staged.create_views(con, release=release, pending=release)
             for name, w in written.items():  # the views see every row written, so no test passes vacuously
@@ -76,4 +79,8 @@ def publish(warehouse: Warehouse, release: str, tables: dict[str, list[dict]], *
         warehouse.write_table("releases", release, [row])  # the commit
         shutil.rmtree(staged.root, ignore_errors=True)
         warehouse.build_catalog()
-    return {**row, "data_tests": checked}
+    return {**row, "data_tests": checked, "row_counts": {n: w.rows for n, w in written.items()}}
+
+
+def _rows(parts: list) -> list[dict]:
+    return read_rows(parts) if parts and isinstance(parts[0], TableRef) else parts

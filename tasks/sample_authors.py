@@ -5,7 +5,6 @@ from __future__ import annotations
 import random
 from typing import Iterable
 
-from kitab.queries import sparql
 from kitab.sources.wikidata import Wikidata, bindings
 from tasks.base import StageResult, reject
 from tasks.match_openlibrary import name_key
@@ -43,8 +42,7 @@ def fetch_candidates(wikidata: Wikidata, *, first_year: int, last_year_exclusive
     candidates: dict[str, dict] = {}
     fingerprints = []
     for start, end in birth_windows(first_year, last_year_exclusive, window):
-        fetched = wikidata.select(sparql("sample_writers", from_year=start, to_year=end,
-                                         min_works=min_works, max_works=max_works))
+        fetched = wikidata.sample_writers(from_year=start, to_year=end, min_works=min_works, max_works=max_works)
         fingerprints.append(fetched.fingerprint)
         for row in bindings(fetched):
             candidate = parse_candidate(row)

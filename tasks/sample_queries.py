@@ -101,26 +101,6 @@ def fill_count(n_queries: int, n_unsatisfiable: int, share: float) -> int:
 Sampled = tuple[list[dict], str]
 
 
-def sample_one(by_author: Mapping[str, Sequence[dict]], seed: int, rates: SamplingRates) -> list[Sampled]:
-    """One-constraint queries."""
-    kept: list[Sampled] = []
-    unsatisfiable: dict[str, list[dict]] = defaultdict(list)
-    for rows in by_author.values():
-        for row in rows:
-            kind = row["constraint_type"]
-            if kind in rates.always_asked:
-                kept.append(([row], ONE_ALWAYS))
-            elif not row["satisfiable"]:
-                unsatisfiable[kind].append(row)
-            elif uniform(seed, "one", row["constraint_id"]) < rates.one_rate(kind):
-                kept.append(([row], ONE_SATISFIABLE))
-    already = sum(1 for (row,), _ in kept if not row["satisfiable"])
-    wanted = fill_count(len(kept), already, rates.one_unsatisfiable_share)
-    appended = round_robin(unsatisfiable, lambda row: uniform(seed, "one-unsatisfiable", row["constraint_id"]))
-    kept.extend(([row], ONE_UNSATISFIABLE) for row in islice(appended, wanted))
-    return kept
-
-
 def round_robin(pools: Mapping[str, list[dict]], draw: Callable[[dict], float]) -> Iterator[dict]:
     """Each type's pool in draw order, interleaved type by type: the paper appends
     unsatisfiable constraints "of each type", so no type crowds out the others."""
@@ -133,35 +113,6 @@ def two_stratum(first: dict, second: dict, n_mapped: int, rates: SamplingRates) 
     if n_mapped > 1 and {first["constraint_type"], second["constraint_type"]} == set(rates.two_easy_types):
         return TWO_EASY
     return {1: TWO_ONE_BOOK, 2: TWO_TWO_BOOKS}.get(n_mapped, TWO_MORE_BOOKS)
-
-
-def sample_two(by_author: Mapping[str, Sequence[dict]], seed: int, rates: SamplingRates) -> list[Sampled]:
-    """Two-constraint queries, criteria in type order."""
-    kept: list[Sampled] = []
-    unsatisfiable: list[tuple[dict, dict]] = []
-    for rows in by_author.values():
-        satisfiable = [row for row in rows if row["satisfiable"]]
-        # mapped books as bit masks: S of a pair is one AND and a popcount, and an author
-        # with k satisfiable constraints has ~k²/2 pairs
-        bit: dict[str, int] = {}
-        masks = [sum(1 << bit.setdefault(book_id, len(bit)) for book_id in row["mapped_book_ids"])
-                 for row in satisfiable]
-        for i, first in enumerate(satisfiable):
-            for j in range(i + 1, len(satisfiable)):
-                second = satisfiable[j]
-                if first["constraint_type"] == second["constraint_type"]:
-                    continue
-                n_mapped = (masks[i] & masks[j]).bit_count()
-                if n_mapped == 0:
-                    unsatisfiable.append((first, second))
-                    continue
-                stratum = two_stratum(first, second, n_mapped, rates)
-                if uniform(seed, "two", first["constraint_id"], second["constraint_id"]) < rates.two_rate(stratum):
-                    kept.append(([first, second], stratum))
-    wanted = fill_count(len(kept), 0, rates.two_unsatisfiable_share)
-    unsatisfiable.sort(key=lambda pair: uniform(seed, "two-unsatisfiable", *(row["constraint_id"] for row in pair)))
-    kept.extend(([first, second], TWO_UNSATISFIABLE) for first, second in unsatisfiable[:wanted])
-    return kept
 
 
 def render_query(author: Mapping, specs: Sequence[Spec]) -> str:
@@ -202,20 +153,78 @@ def query_row(members: Sequence[dict], stratum: str, author: Mapping, titles: Ma
     }
 
 
-def sample_queries(
-    constraints: Iterable[Mapping],
-    authors: Iterable[Mapping],
-    books: Iterable[Mapping],
-    *,
-    seed: int,
-    rates: SamplingRates = SamplingRates(),
-) -> StageResult:
-    """Seeded one- and two-constraint queries from the ``constraints`` table.
+@dataclass
+class AuthorQueries:
+    """The per-author part of sampling, for any group of authors (a pipeline batch): the
+    queries kept by their own draws, and the unsatisfiable candidates the top-ups choose
+    from once the totals of every author are known (choose_top_ups)."""
 
-    ``books`` gives the canonical titles of mapped books and a consistency check: every
-    author's N in ``constraints`` must equal their books here (else the constraints are stale).
-    Rows are ordered by author, then one- before two-constraint, then candidate order.
-    """
+    kept: list[Sampled] = field(default_factory=list)
+    one_unsatisfiable: list[dict] = field(default_factory=list)  # constraint rows, with "draw"
+    two_unsatisfiable: list[tuple[dict, dict, float]] = field(default_factory=list)  # (first, second, draw)
+
+
+def sample_authors_queries(by_author: Mapping[str, Sequence[dict]], seed: int, rates: SamplingRates) -> AuthorQueries:
+    """One- and two-constraint queries of these authors by their own draws (paper App. C.2)."""
+    out = AuthorQueries()
+    for rows in by_author.values():
+        for row in rows:  # one constraint
+            kind = row["constraint_type"]
+            if kind in rates.always_asked:
+                out.kept.append(([row], ONE_ALWAYS))
+            elif not row["satisfiable"]:
+                out.one_unsatisfiable.append({**row, "draw": uniform(seed, "one-unsatisfiable", row["constraint_id"])})
+            elif uniform(seed, "one", row["constraint_id"]) < rates.one_rate(kind):
+                out.kept.append(([row], ONE_SATISFIABLE))
+        satisfiable = [row for row in rows if row["satisfiable"]]
+        # mapped books as bit masks: S of a pair is one AND and a popcount, and an author
+        # with k satisfiable constraints has ~k²/2 pairs
+        bit: dict[str, int] = {}
+        masks = [sum(1 << bit.setdefault(book_id, len(bit)) for book_id in row["mapped_book_ids"])
+                 for row in satisfiable]
+        for i, first in enumerate(satisfiable):
+            for j in range(i + 1, len(satisfiable)):
+                second = satisfiable[j]
+                if first["constraint_type"] == second["constraint_type"]:
+                    continue
+                n_mapped = (masks[i] & masks[j]).bit_count()
+                if n_mapped == 0:
+                    draw = uniform(seed, "two-unsatisfiable", first["constraint_id"], second["constraint_id"])
+                    out.two_unsatisfiable.append((first, second, draw))
+                    continue
+                stratum = two_stratum(first, second, n_mapped, rates)
+                if uniform(seed, "two", first["constraint_id"], second["constraint_id"]) < rates.two_rate(stratum):
+                    out.kept.append(([first, second], stratum))
+    return out
+
+
+def top_up_counts(kept: Sequence[Sampled], rates: SamplingRates) -> tuple[int, int]:
+    """How many unsatisfiable one- and two-constraint queries to append, given every kept query."""
+    one = [members for members, _ in kept if len(members) == 1]
+    already = sum(1 for (row,) in one if not row["satisfiable"])
+    return (fill_count(len(one), already, rates.one_unsatisfiable_share),
+            fill_count(len(kept) - len(one), 0, rates.two_unsatisfiable_share))
+
+
+def choose_top_ups(one_unsatisfiable: Sequence[dict], two_unsatisfiable: Sequence[tuple[dict, dict, float]],
+                   n_one: int, n_two: int) -> list[Sampled]:
+    """The unsatisfiable queries appended: one-constraint ones round-robin over types, each
+    type's pool in draw order; two-constraint pairs in draw order. (The pipeline runs the
+    same rule in SQL over every batch's candidates: flows/pipeline.py, TOP_UPS_SQL.)"""
+    pools: dict[str, list[dict]] = defaultdict(list)
+    for row in one_unsatisfiable:
+        pools[row["constraint_type"]].append(row)
+    chosen: list[Sampled] = [([row], ONE_UNSATISFIABLE)
+                             for row in islice(round_robin(pools, lambda row: row["draw"]), n_one)]
+    pairs = sorted(two_unsatisfiable, key=lambda pair: pair[2])[:n_two]
+    chosen += [([first, second], TWO_UNSATISFIABLE) for first, second, _ in pairs]
+    return chosen
+
+
+def group_constraints(constraints: Iterable[Mapping], authors: Iterable[Mapping],
+                      books: Iterable[Mapping]) -> tuple[dict[str, list[dict]], dict[str, Mapping], dict[str, str]]:
+    """Constraints by author in candidate order, authors by QID, canonical titles by book id;
+    raises if the constraints are stale (another spec version, or N differs from ``books``)."""
     by_author: dict[str, list[dict]] = defaultdict(list)
     for row in constraints:
         if row["spec_version"] != SPEC_VERSION:
@@ -236,23 +245,56 @@ def sample_queries(
         if rows[0]["n_books"] != n_books[qid]:
             raise ValueError(f"author {qid}: constraints say N = {rows[0]['n_books']}, books has "
                              f"{n_books[qid]}: the constraints are stale, regenerate them")
+    return by_author, authors_by_qid, titles
 
-    sampled = sample_one(by_author, seed, rates) + sample_two(by_author, seed, rates)
-    rows_out = sorted(
-        ((query_row(members, stratum, authors_by_qid[members[0]["author_qid"]], titles, seed),
-          [m["constraint_index"] for m in members]) for members, stratum in sampled),
-        key=lambda pair: (pair[0]["author_qid"], pair[0]["n_constraints"], pair[1]),
-    )
-    queries = [row for row, _ in rows_out]
-    # KITAB's integer constraint_id: the candidate's per-author index for one constraint
-    # (as in KITAB's files); the query's per-author position for two.
+
+def query_rows(sampled: Iterable[Sampled], authors_by_qid: Mapping[str, Mapping], titles: Mapping[str, str],
+               seed: int) -> list[dict]:
+    """``queries`` rows of sampled queries, each with ``order`` (its constraints' per-author
+    indices), which orders an author's queries and numbers them (number_queries)."""
+    return [{**query_row(members, stratum, authors_by_qid[members[0]["author_qid"]], titles, seed),
+             "order": [m["constraint_index"] for m in members]} for members, stratum in sampled]
+
+
+def number_queries(rows: list[dict]) -> list[dict]:
+    """Order by author, one- before two-constraint, then candidate order, and fill in KITAB's
+    integer constraint_id: the candidate's per-author index for one constraint (as in KITAB's
+    files), the query's per-author position for two. Drops the ``order`` helper."""
+    rows = sorted(rows, key=lambda row: (row["author_qid"], row["n_constraints"], row["order"]))
     next_two: Counter[str] = Counter()
-    for row, indices in rows_out:
+    out = []
+    for row in rows:
+        order = row.pop("order")
         if row["n_constraints"] == 1:
-            row["kitab_constraint_id"] = indices[0]
+            row["kitab_constraint_id"] = order[0]
         else:
             row["kitab_constraint_id"] = next_two[row["author_qid"]]
             next_two[row["author_qid"]] += 1
+        out.append(row)
+    return out
+
+
+def sample_queries(
+    constraints: Iterable[Mapping],
+    authors: Iterable[Mapping],
+    books: Iterable[Mapping],
+    *,
+    seed: int,
+    rates: SamplingRates = SamplingRates(),
+) -> StageResult:
+    """Seeded one- and two-constraint queries from the ``constraints`` table, all in memory
+    (the pipeline runs the same three parts batch by batch: sample_authors_queries per batch,
+    then the top-ups and numbering over every batch).
+
+    ``books`` gives the canonical titles of mapped books and a consistency check: every
+    author's N in ``constraints`` must equal their books here (else the constraints are stale).
+    Rows are ordered by author, then one- before two-constraint, then candidate order.
+    """
+    by_author, authors_by_qid, titles = group_constraints(constraints, authors, books)
+    part = sample_authors_queries(by_author, seed, rates)
+    n_one, n_two = top_up_counts(part.kept, rates)
+    sampled = part.kept + choose_top_ups(part.one_unsatisfiable, part.two_unsatisfiable, n_one, n_two)
+    queries = number_queries(query_rows(sampled, authors_by_qid, titles, seed))
     return StageResult(tables={"queries": queries}, stats=sampling_stats(by_author, queries, seed, rates))
 
 

@@ -1,74 +1,228 @@
-"""Thin Prefect task wrappers around the pure stage functions.
+"""The pipeline's steps: thin wrappers that read Parquet refs, call the pure stage functions
+and write Parquet refs. A step takes and returns only small picklable values (a
+``RunContext``, refs, numbers), so a runner can send it to a thread, a process or a Dask
+worker; each opens its own sources from ``ctx.sources`` and checkpoints in ``ctx.work``.
 
-Caching: a task's cache key is its inputs plus a digest of all stage code, data files and
-result-relevant package versions (kitab.version.code_digest), so a rerun with the same
-inputs and code reuses the persisted result (under the warehouse's Prefect home), and any
-code change recomputes. Live client objects (``sources``) are excluded from the key: they
-carry no data, only connections. ``source_key`` names where the data comes from instead.
+=================  =========================================  ====================
+step               stage functions                            runs
+=================  =========================================  ====================
+sample_step        sample_authors                             once
+collect_step       match_openlibrary, fetch_works,            per batch of writers
+                   clean_books, dedup_titles
+tag_step           tag_entities.title_tags                    per chunk of titles
+constrain_step     tag_entities.entity_rows,                  per batch of writers
+                   generate_constraints, sample_queries
+                   (the per-author draws)
+=================  =========================================  ====================
+
+The global parts (distinct titles, query top-ups, publishing) are DuckDB over the refs, in
+flows/pipeline.py.
 """
 from __future__ import annotations
 
-from prefect import task
-from prefect.cache_policies import INPUTS, CacheKeyFnPolicy
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
 
-from kitab.sources import Sources
+import duckdb
+
+from kitab.refs import TableRef, read_rows, write_rows
+from kitab.sources import SourceSpec, sources_for
 from kitab.sources.wikidata import works_with_labels
-from kitab.version import code_digest
+from kitab.workdir import StepResult, WorkDir
 from tasks.base import StageResult
 from tasks.clean_books import clean_books
 from tasks.dedup_titles import dedup_titles
 from tasks.fetch_works import collect_author
 from tasks.generate_constraints import entity_flags, generate_constraints
 from tasks.sample_authors import fetch_candidates, sample_writers
-from tasks.sample_queries import sample_queries
-from tasks.tag_entities import tag_entities
-
-CODE = CacheKeyFnPolicy(cache_key_fn=lambda context, parameters: code_digest())
-CACHED = (INPUTS + CODE) - "sources"
-RETRIES = dict(retries=2, retry_delay_seconds=5)
+from tasks.sample_queries import SamplingRates, group_constraints, query_rows, sample_authors_queries
+from tasks.tag_entities import default_taggers, entity_rows, title_tags
 
 
-@task(name="sample_authors", cache_policy=CACHED, persist_result=True, **RETRIES)
-def sample_authors_step(sources: Sources, source_key: str, *, n: int, seed: int, exclude_qids: list[str],
-                        exclude_names: list[str], first_year: int, last_year_exclusive: int, window: int,
-                        min_works: int, max_works: int) -> StageResult:
-    candidates, fingerprints = fetch_candidates(sources.wikidata, first_year=first_year,
-                                                last_year_exclusive=last_year_exclusive, window=window,
-                                                min_works=min_works, max_works=max_works)
-    result = sample_writers(candidates, n=n, seed=seed, exclude_qids=set(exclude_qids),
-                            exclude_names=frozenset(exclude_names))
-    result.stats["sparql_fingerprints"] = fingerprints
-    return result
+@dataclass(frozen=True)
+class RunContext:
+    """What every step of one refresh shares."""
+
+    release: str
+    seed: int
+    today_year: int
+    work: WorkDir
+    sources: SourceSpec
+    released_ol_keys: tuple[str, ...] = ()
 
 
-@task(name="collect_author", cache_policy=CACHED, persist_result=True, **RETRIES,
-      task_run_name="collect_author-{author[qid]}")
-def collect_author_step(sources: Sources, source_key: str, author: dict, released_ol_keys: list[str]) -> StageResult:
-    return collect_author(author, sources.openlibrary, frozenset(released_ol_keys))
+@dataclass(frozen=True)
+class Batch:
+    """Writers ``start:stop`` of the sampled writers (in sample order)."""
+
+    index: int
+    start: int
+    stop: int
+
+    @property
+    def part(self) -> str:
+        return f"{self.index:05d}"
 
 
-@task(name="clean_books", cache_policy=CACHED, persist_result=True, **RETRIES)
-def clean_books_step(sources: Sources, source_key: str, works_raw: list[dict], authors: list[dict],
-                     today_year: int) -> StageResult:
-    return clean_books(works_raw, authors, lambda titles: works_with_labels(sources.wikidata, titles),
-                       today_year=today_year)
+def _write(ctx: RunContext, step: str, part: str, tables: dict[str, list[dict]]) -> dict[str, TableRef]:
+    return {name: write_rows(_table_of(name), rows, ctx.work.path(step, part, name)) for name, rows in tables.items()}
 
 
-@task(name="dedup_titles", cache_policy=CACHED, persist_result=True)
-def dedup_titles_step(works_clean: list[dict], authors: list[dict]) -> StageResult:
-    return dedup_titles(works_clean, authors)
+def _table_of(name: str) -> str:
+    """Output name -> table name: ``rejects.clean_books`` is a part of ``rejects``."""
+    return name.split(".", 1)[0]
 
 
-@task(name="tag_entities", cache_policy=CACHED, persist_result=True)
-def tag_entities_step(books: list[dict], title_variants: list[dict]) -> StageResult:
-    return tag_entities(books, title_variants)
+def merge_stats(stats: list[dict]) -> dict:
+    """Per-batch stats as one: numbers and counters add up, anything else keeps the first value."""
+    out: dict[str, Any] = {}
+    for part in stats:
+        for key, value in part.items():
+            if isinstance(value, bool) or not isinstance(value, (int, float, dict)):
+                out.setdefault(key, value)
+            elif isinstance(value, dict):
+                out[key] = merge_stats([out.get(key, {}), value]) if all(
+                    isinstance(v, (int, float, dict)) and not isinstance(v, bool) for v in value.values()) \
+                    else out.get(key, value)
+            else:
+                out[key] = round(out.get(key, 0) + value, 6)
+    return out
 
 
-@task(name="generate_constraints", cache_policy=CACHED, persist_result=True)
-def generate_constraints_step(authors: list[dict], books: list[dict], title_entities: list[dict]) -> StageResult:
-    return generate_constraints(authors, books, entity_flags(books, title_entities))
+# -- sample -------------------------------------------------------------------------------
+
+def sample_step(ctx: RunContext, n: int, exclude_qids: tuple[str, ...], exclude_names: tuple[str, ...],
+                first_year: int, last_year_exclusive: int, window: int, min_works: int, max_works: int) -> StepResult:
+    params = dict(n=n, seed=ctx.seed, exclude_qids=exclude_qids, exclude_names=exclude_names, first_year=first_year,
+                  last_year_exclusive=last_year_exclusive, window=window, min_works=min_works, max_works=max_works)
+
+    def compute() -> StepResult:
+        sources = sources_for(ctx.sources)
+        before = sources.requests_sent_by_this_thread()
+        candidates, fingerprints = fetch_candidates(sources.wikidata, first_year=first_year,
+                                                    last_year_exclusive=last_year_exclusive, window=window,
+                                                    min_works=min_works, max_works=max_works)
+        result = sample_writers(candidates, n=n, seed=ctx.seed, exclude_qids=set(exclude_qids),
+                                exclude_names=frozenset(exclude_names))
+        outputs = _write(ctx, "sample", "all", {"sampled": result.tables["sampled"],
+                                                "rejects.sample_authors": result.rejects})
+        return StepResult(outputs, {**result.stats, "sparql_fingerprints": fingerprints,
+                                    "requests_sent": sources.requests_sent_by_this_thread() - before})
+
+    return ctx.work.run("sample", "all", compute, source=ctx.sources.kind, cache_scope=ctx.sources.cache_scope,
+                        snapshot=ctx.sources.snapshot, **params)
 
 
-@task(name="sample_queries", cache_policy=CACHED, persist_result=True)
-def sample_queries_step(constraints: list[dict], authors: list[dict], books: list[dict], seed: int) -> StageResult:
-    return sample_queries(constraints, authors, books, seed=seed)
+# -- collect: match, fetch, clean, dedup --------------------------------------------------
+
+COLLECT_OUTPUTS = ("authors", "works_raw", "books", "title_variants", "rejects.collect_authors",
+                   "rejects.clean_books", "rejects.dedup_titles")
+
+
+def collect_step(ctx: RunContext, batch: Batch, sampled: TableRef) -> StepResult:
+    """Writers of one batch: their Open Library match and works, cleaned and deduplicated."""
+
+    def compute() -> StepResult:
+        sources = sources_for(ctx.sources)
+        before = sources.requests_sent_by_this_thread()
+        writers = read_rows(sampled)[batch.start:batch.stop]
+        released = frozenset(ctx.released_ol_keys)
+        prefetch = getattr(sources.openlibrary, "prefetch_authors", None)
+        if prefetch is not None:  # the dump source: one set-based lookup per batch, not per writer
+            prefetch([k for w in writers for k in w.get("wd_ol_ids") or []], [w["name"] for w in writers])
+        collected = StageResult.merge([collect_author(w, sources.openlibrary, released) for w in writers])
+        if hasattr(sources.openlibrary, "clear"):
+            sources.openlibrary.clear()
+        authors = collected.tables.get("authors", [])
+        works_raw = collected.tables.get("works_raw", [])
+        # writers already rejected (no match, no works, released before) are not rejected again
+        rejected = {r["record_id"] for r in collected.rejects if r["record_kind"] == "author"}
+        kept = [a for a in authors if a["qid"] not in rejected]
+        cleaned = clean_books(works_raw, kept, lambda titles: works_with_labels(sources.wikidata, titles),
+                              today_year=ctx.today_year)
+        deduped = dedup_titles(cleaned.tables["works_clean"], kept)
+        outputs = _write(ctx, "collect", batch.part, {
+            "authors": authors, "works_raw": works_raw, "books": deduped.tables["books"],
+            "title_variants": deduped.tables["title_variants"], "rejects.collect_authors": collected.rejects,
+            "rejects.clean_books": cleaned.rejects, "rejects.dedup_titles": deduped.rejects})
+        methods = Counter(a["match_method"] for a in authors)
+        return StepResult(outputs, {
+            "writers": len(writers),
+            "collect_authors": {"match_method": dict(methods), "works_raw": len(works_raw)},
+            "clean_books": cleaned.stats, "dedup_titles": deduped.stats,
+            "requests_sent": sources.requests_sent_by_this_thread() - before})
+
+    return ctx.work.run("collect", batch.part, compute, sampled=sampled, batch=batch, source=ctx.sources.kind,
+                        cache_scope=ctx.sources.cache_scope, snapshot=ctx.sources.snapshot,
+                        released_ol_keys=ctx.released_ol_keys, today_year=ctx.today_year)
+
+
+# -- tag ----------------------------------------------------------------------------------
+
+def tag_step(ctx: RunContext, chunk: Batch, titles: TableRef) -> StepResult:
+    """Titles ``start:stop`` of the release's distinct titles -> their spans (title_tags)."""
+
+    def compute() -> StepResult:
+        with duckdb.connect() as con:  # only this chunk's titles, not the whole list
+            chunk_titles = [t for (t,) in con.execute(
+                "SELECT title FROM read_parquet(?) ORDER BY title LIMIT ? OFFSET ?",
+                [titles.path, chunk.stop - chunk.start, chunk.start]).fetchall()]
+        taggers = default_taggers()
+        tags = title_tags(chunk_titles, taggers)
+        outputs = _write(ctx, "tag", chunk.part, {"title_tags": tags})
+        return StepResult(outputs, {"titles_tagged": len(chunk_titles),
+                                    "taggers": {t.name: t.version for t in taggers}})
+
+    return ctx.work.run("tag", chunk.part, compute, titles=titles, chunk=chunk)
+
+
+# -- constrain: entities, constraints, per-author query draws ------------------------------
+
+def constrain_step(ctx: RunContext, batch: Batch, collected: StepResult, tags: tuple[TableRef, ...],
+                   rates: SamplingRates = SamplingRates()) -> StepResult:
+    """One batch's ``title_entities``, ``constraints`` and the queries its authors' own
+    draws keep, with the unsatisfiable candidates the global top-ups choose from."""
+    inputs = {k: collected.outputs[k] for k in ("authors", "books", "title_variants")}
+
+    def compute() -> StepResult:
+        books, variants = read_rows(inputs["books"]), read_rows(inputs["title_variants"])
+        titles = sorted({v["title"] for v in variants} | {b["canonical_title"] for b in books})
+        tag_rows = _tags_for(titles, tags)
+        entities, entity_stats = entity_rows(books, variants, tag_rows)
+        kept_qids = {b["author_qid"] for b in books}
+        authors = [a for a in read_rows(inputs["authors"]) if a["qid"] in kept_qids]
+        constraints = generate_constraints(authors, books, entity_flags(books, entities))
+        by_author, authors_by_qid, canonical = group_constraints(constraints.tables["constraints"], authors, books)
+        part = sample_authors_queries(by_author, ctx.seed, rates)
+        one_unsat = [{"author_qid": r["author_qid"], "constraint_id": r["constraint_id"],
+                      "constraint_type": r["constraint_type"], "draw": r["draw"]} for r in part.one_unsatisfiable]
+        two_unsat = [{"author_qid": a["author_qid"], "first_id": a["constraint_id"], "second_id": b["constraint_id"],
+                      "draw": draw} for a, b, draw in part.two_unsatisfiable]
+        kept = query_rows(part.kept, authors_by_qid, canonical, ctx.seed)
+        outputs = _write(ctx, "constrain", batch.part, {
+            "title_entities": entities, "constraints": constraints.tables["constraints"],
+            "rejects.generate_constraints": constraints.rejects, "queries_kept": kept,
+            "one_unsatisfiable": one_unsat, "two_unsatisfiable": two_unsat})
+        candidates = constraints.tables["constraints"]
+        return StepResult(outputs, {
+            "tag_entities": entity_stats, "generate_constraints": constraints.stats,
+            "sample_queries": {"authors": len(by_author), "candidates": len(candidates),
+                               "candidates_satisfiable": sum(r["satisfiable"] for r in candidates),
+                               "kept_one": sum(1 for m, _ in part.kept if len(m) == 1),
+                               "kept_one_unsatisfiable": sum(1 for m, _ in part.kept
+                                                             if len(m) == 1 and not m[0]["satisfiable"]),
+                               "kept_two": sum(1 for m, _ in part.kept if len(m) == 2)}})
+
+    return ctx.work.run("constrain", batch.part, compute, tags=tags, rates=rates.as_dict(), seed=ctx.seed, **inputs)
+
+
+def _tags_for(titles: list[str], tags: tuple[TableRef, ...]) -> list[dict]:
+    """The title_tags rows of ``titles`` from every tag chunk (a semi-join in DuckDB)."""
+    files = [ref.path for ref in tags if ref.rows]
+    if not files or not titles:
+        return []
+    with duckdb.connect() as con:
+        con.execute("CREATE TEMP TABLE wanted AS SELECT unnest(?::VARCHAR[]) AS title", [titles])
+        return con.execute("SELECT t.* FROM read_parquet(?) t SEMI JOIN wanted USING (title) "
+                           "ORDER BY title, tagger, start", [files]).to_arrow_table().to_pylist()

@@ -49,64 +49,77 @@ def tag_titles(titles: list[str], taggers: Sequence[Tagger]) -> dict[str, list[l
     return out
 
 
+def title_tags(titles: Sequence[str], taggers: Sequence[Tagger]) -> list[dict]:
+    """Distinct titles -> one row per span found: title, tagger, version, kind, text, start,
+    end, evidence. A title with no span has no row. What the pipeline tags once per distinct
+    title (in chunks, on every core) and then joins to books and variants (entity_rows)."""
+    titles = sorted({t for t in titles if t})
+    tagged = tag_titles(titles, taggers)
+    return [{"title": title, "tagger": tagger.name, "version": tagger.version, "kind": span.kind,
+             "text": span.text, "start": span.start, "end": span.end, "evidence": span.evidence}
+            for n, title in enumerate(titles) for tagger in taggers for span in tagged[tagger.name][n]]
+
+
+def entity_rows(books: list[dict], title_variants: list[dict], tags: Iterable[dict]) -> tuple[list[dict], dict]:
+    """Rows of `title_entities` for each book's canonical title and each title variant, from
+    ``title_tags`` rows (which must cover every distinct title of ``books`` and
+    ``title_variants``), and their counts for the run report."""
+    spans_of: dict[str, list[dict]] = {}
+    for tag in tags:
+        spans_of.setdefault(tag["title"], []).append(tag)
+    targets = [("book", b["book_id"], b["book_id"], b["author_qid"], b["canonical_title"]) for b in books]
+    targets += [("variant", v["variant_id"], v["book_id"], v["author_qid"], v["title"]) for v in title_variants]
+    rows = []
+    with_kind: Counter = Counter()
+    for target_kind, target_id, book_id, author_qid, title in targets:
+        kinds_here = set()
+        for tag in spans_of.get(title, []):
+            kinds_here.add(tag["kind"])
+            rows.append(_row(target_kind, target_id, book_id, author_qid, tag))
+        with_kind.update(kinds_here)
+    rows.sort(key=lambda r: (r["target_kind"], r["target_id"], r["start"], r["kind"]))
+    stats = {"targets": len(targets), "empty_titles": sum(1 for t in targets if not t[4]),
+             "spans_per_kind": dict(sorted(Counter(r["kind"] for r in rows).items())),
+             "targets_with_kind": dict(sorted(with_kind.items()))}
+    return rows, stats
+
+
 def tag_entities(books: list[dict], title_variants: list[dict], *, taggers: Sequence[Tagger] | None = None) -> StageResult:
-    """Rows of `title_entities` for each book's canonical title and each title variant.
+    """Rows of `title_entities` for each book's canonical title and each title variant:
+    every distinct title tagged once (title_tags), then joined to its targets (entity_rows).
 
     books: book_id, author_qid, canonical_title (variant_titles is not read: each variant is
     tagged from its own title_variants row, which carries its id).
     title_variants: variant_id, book_id, author_qid, title.
     """
     taggers = list(taggers) if taggers is not None else default_taggers()
-    targets = [("book", b["book_id"], b["book_id"], b["author_qid"], b["canonical_title"]) for b in books]
-    targets += [("variant", v["variant_id"], v["book_id"], v["author_qid"], v["title"]) for v in title_variants]
-    distinct = sorted({t[4] for t in targets if t[4]})
-
+    distinct = sorted(({b["canonical_title"] for b in books} | {v["title"] for v in title_variants}) - {"", None})
     started = perf_counter()
-    tagged = tag_titles(distinct, taggers)
+    tags = title_tags(distinct, taggers)
     seconds = perf_counter() - started
-    spans_of = {title: [(tagger, tagged[tagger.name][n]) for tagger in taggers] for n, title in enumerate(distinct)}
-
-    rows = []
-    with_kind: Counter = Counter()
-    for target_kind, target_id, book_id, author_qid, title in targets:
-        kinds_here = set()
-        for tagger, spans in spans_of.get(title, []):
-            for span in spans:
-                kinds_here.add(span.kind)
-                rows.append(_row(target_kind, target_id, book_id, author_qid, tagger, span))
-        with_kind.update(kinds_here)
-    rows.sort(key=lambda r: (r["target_kind"], r["target_id"], r["start"], r["kind"]))
-
-    span_counts = Counter(r["kind"] for r in rows)
+    rows, stats = entity_rows(books, title_variants, tags)
     return StageResult(
         tables={TABLE: rows},
-        stats={
-            "targets": len(targets),
-            "titles_tagged": len(distinct),
-            "empty_titles": sum(1 for t in targets if not t[4]),
-            "seconds": round(seconds, 3),
-            "titles_per_s": round(len(distinct) / seconds, 1) if seconds > 0 else None,
-            "spans_per_kind": dict(sorted(span_counts.items())),
-            "targets_with_kind": dict(sorted(with_kind.items())),
-            "taggers": {t.name: t.version for t in taggers},
-        },
+        stats={**stats, "titles_tagged": len(distinct), "seconds": round(seconds, 3),
+               "titles_per_s": round(len(distinct) / seconds, 1) if seconds > 0 else None,
+               "taggers": {t.name: t.version for t in taggers}},
     )
 
 
-def _row(target_kind: str, target_id: str, book_id: str, author_qid: str, tagger: Tagger, span: Span) -> dict:
+def _row(target_kind: str, target_id: str, book_id: str, author_qid: str, tag: dict) -> dict:
     return {
-        "entity_id": f"{target_kind}:{target_id}:{span.kind}:{span.start}",
+        "entity_id": f"{target_kind}:{target_id}:{tag['kind']}:{tag['start']}",
         "target_kind": target_kind,
         "target_id": target_id,
         "book_id": book_id,
         "author_qid": author_qid,
-        "kind": span.kind,
-        "text": span.text,
-        "start": span.start,
-        "end": span.end,
-        "tagger": tagger.name,
-        "version": tagger.version,
-        "evidence": span.evidence,
+        "kind": tag["kind"],
+        "text": tag["text"],
+        "start": tag["start"],
+        "end": tag["end"],
+        "tagger": tag["tagger"],
+        "version": tag["version"],
+        "evidence": tag["evidence"],
     }
 
 

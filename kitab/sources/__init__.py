@@ -3,8 +3,10 @@ live (real endpoints), mirror (the same HTTP clients pointed at the local mirror
 (the snapshot files read directly)."""
 from __future__ import annotations
 
+import atexit
 import contextlib
 import hashlib
+import threading
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -25,6 +27,9 @@ class Sources:
 
     def requests_sent(self) -> int:
         return self.wikidata.counter.sent + self.openlibrary.counter.sent
+
+    def requests_sent_by_this_thread(self) -> int:
+        return self.wikidata.counter.sent_by_this_thread() + self.openlibrary.counter.sent_by_this_thread()
 
     def close(self) -> None:
         self.wikidata.close()
@@ -58,6 +63,51 @@ def open_sources(kind: str, settings: Settings, *, snapshot: Path | None = None,
             raise ValueError("--source dump needs --snapshot DIR")
         return Sources(kind, DumpWikidata(snapshot), DumpOpenLibrary(snapshot, settings))
     raise ValueError(f"unknown source {kind!r}; expected one of {SOURCES}")
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    """How to open a refresh's sources in any process (a step on a Dask worker opens its own):
+    plain, picklable values only."""
+
+    kind: str
+    settings_json: str
+    snapshot: str | None = None
+    mirror_url: str | None = None
+    cache_scope: str | None = None
+
+    @classmethod
+    def of(cls, kind: str, settings: Settings, *, snapshot: Path | None, mirror_url: str | None,
+           cache_scope: str | None) -> "SourceSpec":
+        return cls(kind, settings.model_dump_json(), str(snapshot) if snapshot else None, mirror_url, cache_scope)
+
+    def open(self) -> Sources:
+        settings = Settings.model_validate_json(self.settings_json)
+        return open_sources(self.kind, settings, snapshot=Path(self.snapshot) if self.snapshot else None,
+                            mirror_url=self.mirror_url, cache_scope=self.cache_scope)
+
+
+_OPENED: dict[SourceSpec, Sources] = {}
+_OPENED_LOCK = threading.Lock()
+
+
+def sources_for(spec: SourceSpec) -> Sources:
+    """The process's clients for ``spec``, opened once (their rate limits, gates and HTTP
+    caches are shared by every step the process runs), closed at exit."""
+    with _OPENED_LOCK:
+        if spec not in _OPENED:
+            _OPENED[spec] = spec.open()
+        return _OPENED[spec]
+
+
+def close_sources() -> None:
+    with _OPENED_LOCK:
+        for sources in _OPENED.values():
+            sources.close()
+        _OPENED.clear()
+
+
+atexit.register(close_sources)
 
 
 @dataclass

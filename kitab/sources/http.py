@@ -175,10 +175,12 @@ def make_session(settings: Settings, *, cache_name: str, per_second: float, gate
 
 
 class RequestCounter:
-    """Counts requests that really went out (cache hits excluded), thread-safe."""
+    """Counts requests that really went out (cache hits excluded), thread-safe; also per
+    thread, so a step can report the requests it sent while other steps share the client."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        self._mine = threading.local()
         self.sent = 0
         self.cached = 0
 
@@ -188,6 +190,10 @@ class RequestCounter:
                 self.cached += 1
             else:
                 self.sent += 1
+                self._mine.sent = self.sent_by_this_thread() + 1
+
+    def sent_by_this_thread(self) -> int:
+        return getattr(self._mine, "sent", 0)
 
 
 def get_json(session: requests.Session, url: str, params: dict, settings: Settings,

@@ -25,11 +25,38 @@ from kitab.sources.http import (Fetched, Gate, RequestCounter, RetryableError, S
 
 
 class Wikidata(Protocol):
+    """The two questions the pipeline asks WikiData, named after their SPARQL files in
+    sql/sparql/ (the contract for live WDQS and the mirror); ``data`` is a SPARQL 1.1 JSON
+    results object either way, so a dump implementation answers them without SPARQL."""
+
     source: str
     counter: RequestCounter
 
+    def sample_writers(self, *, from_year: int, to_year: int, min_works: int, max_works: int) -> Fetched:
+        """Candidate writers whose earliest birth year is in [from_year, to_year)."""
+
+    def works_by_titles(self, titles: list[str]) -> Fetched:
+        """Works whose English label is one of ``titles``, with their authors (P50)."""
+
+    def close(self) -> None: ...
+
+
+class SparqlQueries:
+    """The questions as SPARQL text, for implementations that run SPARQL (``select``)."""
+
     def select(self, query: str) -> Fetched:
-        """Run a SELECT query; ``data`` is the SPARQL JSON results object."""
+        raise NotImplementedError
+
+    def sample_writers(self, *, from_year: int, to_year: int, min_works: int, max_works: int) -> Fetched:
+        from kitab.queries import sparql
+
+        return self.select(sparql("sample_writers", from_year=from_year, to_year=to_year, min_works=min_works,
+                                  max_works=max_works))
+
+    def works_by_titles(self, titles: list[str]) -> Fetched:
+        from kitab.queries import sparql, sparql_string
+
+        return self.select(sparql("works_by_titles", titles=" ".join(sparql_string(t) for t in sorted(set(titles)))))
 
 
 def bindings(fetched: Fetched) -> list[dict[str, str]]:
@@ -37,7 +64,7 @@ def bindings(fetched: Fetched) -> list[dict[str, str]]:
     return [{k: v["value"] for k, v in b.items()} for b in fetched.data["results"]["bindings"]]
 
 
-class HttpWikidata:
+class HttpWikidata(SparqlQueries):
     def __init__(self, settings: Settings, source: str, cache_scope: str):
         self.source = source
         self.settings = settings
@@ -106,7 +133,7 @@ class HttpWikidata:
         self._cache.close()
 
 
-class DumpWikidata:
+class DumpWikidata(SparqlQueries):
     """The same SPARQL over the snapshot's N-Triples, in process (no HTTP)."""
 
     source = "dump"
@@ -133,12 +160,9 @@ class DumpWikidata:
 def works_with_labels(wikidata: Wikidata, titles: list[str]) -> list[dict]:
     """WikiData works whose English label is one of ``titles``, with their authors: ONE query
     (sql/sparql/works_by_titles.rq) for the whole list. Rows: work_qid, title, author_qid."""
-    from kitab.queries import sparql, sparql_string
-
     if not titles:
         return []
-    values = " ".join(sparql_string(t) for t in sorted(set(titles)))
     prefix = "http://www.wikidata.org/entity/"
     return [{"work_qid": r["work"].removeprefix(prefix), "title": r["title"],
              "author_qid": r["author"].removeprefix(prefix)}
-            for r in bindings(wikidata.select(sparql("works_by_titles", titles=values)))]
+            for r in bindings(wikidata.works_by_titles(titles))]

@@ -1,0 +1,323 @@
+"""The refresh, composed once: the Prefect flow (flows/refresh.py), the demo, the tests and
+the benchmarks all call :func:`run_pipeline`, with a runner (flows/runners.py) that decides
+where each step runs.
+
+    sample ─► collect (per batch) ─► distinct titles ─► tag (per chunk) ─► constrain (per batch)
+           ─► query top-ups ─► publish
+
+Between steps travel Parquet refs (kitab/refs.py) in the release's work folder, never rows;
+the global parts (distinct titles, query top-ups, publishing) are DuckDB over those files,
+so memory is bounded by a batch, not by the release.
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from dataclasses import dataclass, field
+from datetime import date, datetime, timezone
+from pathlib import Path
+from typing import Callable, Iterator
+
+import duckdb
+
+from kitab.config import Settings
+from kitab.env import BUNDLED_SNAPSHOT
+from kitab.refs import TableRef, read_rows, write_query, write_rows
+from kitab.sources import Origin, SourceSpec, close_sources
+from kitab.warehouse import Warehouse, validate_release_id
+from kitab.workdir import StepResult, WorkDir
+from tasks.constraints import spec_type
+from tasks.publish import other_releases, publish, released_authors_rows
+from tasks.sample_queries import ONE_UNSATISFIABLE, TWO_UNSATISFIABLE, SamplingRates, fill_count, query_rows
+from tasks.steps import Batch, RunContext, collect_step, constrain_step, merge_stats, sample_step, tag_step
+
+log = logging.getLogger("kitab.refresh")
+DEFAULT_BATCH_SIZE = 250  # writers per batch: tens of task runs for 10,000 writers
+TAG_CHUNK = 5000  # distinct titles per tagging task
+
+
+def default_seed(today: date) -> int:
+    return int(f"{today:%Y%m%d}")
+
+
+def default_release_id(seed: int, today: date) -> str:
+    """Release ids are <UTC date>-s<seed>, e.g. 2026.11.21-s42: the version scheme of the
+    warehouse and of the Hugging Face dataset (its tag). See README, Releases."""
+    return f"{today:%Y.%m.%d}-s{seed}"
+
+
+@dataclass(frozen=True)
+class RefreshParams:
+    """One refresh, as the CLI, the flow and the deployment give it."""
+
+    source: str = "mirror"
+    snapshot: str | None = None
+    authors: int = 40
+    seed: int | None = None
+    release: str | None = None
+    warehouse: str | None = None
+    mirror_url: str | None = None
+    batch_size: int = DEFAULT_BATCH_SIZE
+
+    def __post_init__(self) -> None:
+        if self.batch_size < 1:
+            raise ValueError(f"batch size must be >= 1, got {self.batch_size}")
+        if self.authors < 1:
+            raise ValueError(f"authors must be >= 1, got {self.authors}")
+
+
+@dataclass
+class Progress:
+    """Writers done / total, for the log and Prefect's progress artifact."""
+
+    total: int = 0
+    done: int = 0
+    report: Callable[["Progress"], None] | None = None
+    started: float = field(default_factory=time.monotonic)
+
+    def add(self, writers: int) -> None:
+        self.done += writers
+        log.info("writers done %d / %d", self.done, self.total)
+        if self.report is not None:
+            self.report(self)
+
+
+@contextlib.contextmanager
+def open_origin(source: str, settings: Settings, *, snapshot: Path, mirror_url: str | None,
+                release: str) -> Iterator[tuple[SourceSpec, Origin]]:
+    """Where the data comes from: the snapshot's id, an in-process mirror when ``source`` is
+    mirror without a URL, and the spec every step opens its clients from. HTTP caches are
+    scoped to the snapshot (mirror) or to the release (live: each release sees today's services)."""
+    from kitab.snapshot.format import read_manifest
+
+    known = source == "dump" or (source == "mirror" and not mirror_url)
+    origin = Origin(read_manifest(snapshot)["snapshot_id"] if known else None)
+    with contextlib.ExitStack() as stack:
+        if source == "mirror" and not mirror_url:
+            from kitab.mirror.server import Mirror
+
+            origin.mirror = stack.enter_context(Mirror(snapshot))
+            mirror_url = origin.mirror.url
+        scope = origin.snapshot_id if source == "mirror" and origin.snapshot_id else (
+            release if source == "live" else None)
+        if source == "mirror" and scope is None:
+            import hashlib
+
+            scope = "url-" + hashlib.sha256(mirror_url.encode()).hexdigest()[:12]
+        spec = SourceSpec.of(source, settings, snapshot=snapshot if source == "dump" else None,
+                             mirror_url=mirror_url, cache_scope=scope)
+        spec.open().close()  # fail here, clearly, on a bad source (no contact, no snapshot ...)
+        stack.callback(close_sources)
+        yield spec, origin
+
+
+def run_pipeline(params: RefreshParams, runner, *, progress: Progress | None = None) -> dict:
+    """Sample ``params.authors`` writers not released before, collect their Open Library
+    works and publish the tables as one release. Returns the run summary."""
+    started = time.monotonic()
+    settings = Settings(**({"warehouse": params.warehouse} if params.warehouse else {}))
+    today = datetime.now(timezone.utc).date()
+    seed = default_seed(today) if params.seed is None else params.seed
+    release = validate_release_id(params.release or default_release_id(seed, today))
+    wh = Warehouse(settings.warehouse)
+    snapshot = Path(params.snapshot) if params.snapshot else BUNDLED_SNAPSHOT
+    progress = progress or Progress()
+    timings: dict[str, float] = {}
+
+    def timed(name: str, since: float) -> float:
+        now = time.monotonic()
+        timings[name] = round(now - since, 2)
+        return now
+
+    with open_origin(params.source, settings, snapshot=snapshot, mirror_url=params.mirror_url,
+                     release=release) as (spec, origin):
+        ledger = other_releases(wh, release)
+        ctx = RunContext(release=release, seed=seed, today_year=today.year,
+                         work=WorkDir(str(wh.root / ".work" / release)), sources=spec,
+                         released_ol_keys=tuple(sorted(ledger.ol_keys)))
+        t = time.monotonic()
+        sampled = runner.run(sample_step, ctx, params.authors, tuple(sorted(ledger.qids)), tuple(sorted(ledger.names)),
+                             settings.birth_year_min, today.year + 1, settings.birth_year_window, settings.min_works,
+                             settings.max_works, name="sample")
+        writers = sampled.outputs["sampled"]
+        log.info("sampled %d writers (%d eligible, %d excluded as released)", writers.rows,
+                 sampled.stats["eligible"], sampled.stats["excluded_released"])
+        t = timed("sample", t)
+
+        batches = [Batch(n, start, min(start + params.batch_size, writers.rows))
+                   for n, start in enumerate(range(0, writers.rows, params.batch_size))]
+        progress.total = writers.rows
+        collected = runner.map(collect_step, [(ctx, b, writers) for b in batches],
+                               names=[f"collect-{b.part}" for b in batches],
+                               on_done=lambda n, _: progress.add(batches[n].stop - batches[n].start))
+        t = timed("collect", t)
+
+        titles = distinct_titles(ctx, [c.outputs["title_variants"] for c in collected])
+        chunks = [Batch(n, start, min(start + TAG_CHUNK, titles.rows))
+                  for n, start in enumerate(range(0, titles.rows, TAG_CHUNK))]
+        tagged = runner.map(tag_step, [(ctx, c, titles) for c in chunks], cpu=True,
+                            names=[f"tag-{c.part}" for c in chunks])
+        tags = tuple(r.outputs["title_tags"] for r in tagged)
+        t = timed("tag", t)
+
+        constrained = runner.map(constrain_step, [(ctx, b, c, tags) for b, c in zip(batches, collected)],
+                                 cpu=True, names=[f"constrain-{b.part}" for b in batches])
+        t = timed("constrain", t)
+        queries, query_stats = finish_queries(ctx, collected, constrained)
+        t = timed("sample_queries", t)
+
+        def parts(step_results: list[StepResult], name: str) -> list[TableRef]:
+            return [r.outputs[name] for r in step_results]
+
+        authors = read_rows(parts(collected, "authors"))
+        kept = {row["author_qid"] for row in _column(parts(collected, "books"), "author_qid")}
+        released = write_rows("released_authors", released_authors_rows(release, authors, kept),
+                              ctx.work.path("publish", "all", "released_authors"))
+        tables = {
+            "authors": parts(collected, "authors"),
+            "works_raw": parts(collected, "works_raw"),
+            "books": parts(collected, "books"),
+            "title_variants": parts(collected, "title_variants"),
+            "title_entities": parts(constrained, "title_entities"),
+            "constraints": parts(constrained, "constraints"),
+            "queries": [queries],
+            # stage by stage, as the stages ran; the key order decides, this only breaks ties
+            "rejects": [sampled.outputs["rejects.sample_authors"],
+                        *parts(collected, "rejects.collect_authors"), *parts(collected, "rejects.clean_books"),
+                        *parts(collected, "rejects.dedup_titles"), *parts(constrained, "rejects.generate_constraints")],
+            "released_authors": [released],
+        }
+        requests_made = (origin.mirror.request_count() if origin.mirror is not None else
+                         sampled.stats["requests_sent"] + sum(c.stats["requests_sent"] for c in collected))
+        committed = publish(wh, release, tables, seed=seed, source=params.source, snapshot_id=origin.snapshot_id,
+                            n_authors_requested=params.authors, requests_made=requests_made)
+        timed("publish", t)
+    ctx.work.remove()
+
+    collect_stats = merge_stats([c.stats for c in collected])
+    constrain_stats = merge_stats([c.stats for c in constrained])
+    counts = committed["row_counts"]
+    methods = collect_stats["collect_authors"]["match_method"]
+    return {
+        "release": release, "seed": seed, "source": params.source, "snapshot_id": origin.snapshot_id,
+        "warehouse": str(wh.root),
+        "stage_counts": {"candidate writers": sampled.stats["candidates"], "sampled": writers.rows,
+                         "matched on Open Library": writers.rows - methods.get("unmatched", 0),
+                         "works_raw": counts["works_raw"],
+                         "works kept by clean_books": collect_stats["clean_books"]["works_clean"],
+                         "title_variants": counts["title_variants"], "books": counts["books"],
+                         "authors with >= 5 books": len(kept), "title_entities": counts["title_entities"],
+                         "constraints": counts["constraints"], "queries": counts["queries"]},
+        "match_methods": {m: methods.get(m, 0) for m in ("p648", "name_birth_year", "unmatched")},
+        "rejects": counts["rejects"],
+        "stage_stats": {"sample_authors": sampled.stats, "collect_authors": collect_stats["collect_authors"],
+                        "clean_books": collect_stats["clean_books"], "dedup_titles": collect_stats["dedup_titles"],
+                        "tag_entities": {**constrain_stats["tag_entities"], "titles_tagged": titles.rows},
+                        "generate_constraints": constrain_stats["generate_constraints"],
+                        "sample_queries": query_stats},
+        "batches": {"writers_per_batch": params.batch_size, "collect": len(batches), "tag": len(chunks),
+                    "constrain": len(batches)},
+        "stage_seconds": timings,
+        "requests_made": requests_made,
+        "checksums": committed["checksums"], "data_tests": committed["data_tests"],
+        "wall_seconds": round(time.monotonic() - started, 2),
+    }
+
+
+def _column(refs: list[TableRef], column: str) -> list[dict]:
+    files = [r.path for r in refs if r.rows]
+    if not files:
+        return []
+    with duckdb.connect() as con:
+        return con.sql(f"SELECT DISTINCT {column} FROM read_parquet(?)", params=[files]).to_arrow_table().to_pylist()
+
+
+def distinct_titles(ctx: RunContext, variants: list[TableRef]) -> TableRef:
+    """Every distinct title of the release's title variants (a book's canonical title is one
+    of its variants), sorted: each is tagged once, whichever batches share it."""
+    import pyarrow as pa
+
+    files = [r.path for r in variants if r.rows]
+    target = ctx.work.path("titles", "all", "titles")
+    with duckdb.connect() as con:
+        if not files:
+            return write_query(con, "SELECT NULL::VARCHAR AS title WHERE false", None, "titles", target,
+                               schema=pa.schema([("title", pa.string())]))
+        return write_query(con, "SELECT DISTINCT title FROM read_parquet(?) WHERE title <> '' ORDER BY title",
+                           [files], "titles", target, schema=pa.schema([("title", pa.string())]))
+
+
+def finish_queries(ctx: RunContext, collected: list[StepResult], constrained: list[StepResult],
+                   rates: SamplingRates = SamplingRates()) -> tuple[TableRef, dict]:
+    """The global part of query sampling (tasks/sample_queries.py): the unsatisfiable top-ups,
+    chosen over every batch's candidates in SQL by the rule of ``choose_top_ups``, then every
+    author's queries numbered as ``number_queries`` does."""
+    from kitab.schemas import arrow_schema
+
+    counts = merge_stats([c.stats["sample_queries"] for c in constrained])
+    n_one = fill_count(counts.get("kept_one", 0), counts.get("kept_one_unsatisfiable", 0),
+                       rates.one_unsatisfiable_share)
+    n_two = fill_count(counts.get("kept_two", 0), 0, rates.two_unsatisfiable_share)
+
+    def files(name: str) -> list[str]:
+        return [c.outputs[name].path for c in constrained if c.outputs[name].rows]
+
+    with duckdb.connect() as con:
+        one_ids: list[str] = []
+        if files("one_unsatisfiable") and n_one:
+            orders = [(t, spec_type(t).ORDER) for (t,) in con.sql(
+                "SELECT DISTINCT constraint_type FROM read_parquet(?)", params=[files("one_unsatisfiable")]).fetchall()]
+            con.execute("CREATE TEMP TABLE type_order (constraint_type VARCHAR, type_order INTEGER)")
+            con.executemany("INSERT INTO type_order VALUES (?, ?)", orders)
+            # round robin over types: each type's k-th draw, types in their ORDER, k = 1, 2, ...
+            one_ids = [i for (i,) in con.sql(
+                "SELECT constraint_id FROM (SELECT u.*, o.type_order, row_number() OVER "
+                "(PARTITION BY u.constraint_type ORDER BY draw, constraint_id) AS k FROM read_parquet(?) u "
+                "JOIN type_order o USING (constraint_type)) ORDER BY k, type_order LIMIT ?",
+                params=[files("one_unsatisfiable"), n_one]).fetchall()]
+        pairs: list[tuple[str, str]] = []
+        if files("two_unsatisfiable") and n_two:
+            pairs = con.sql("SELECT first_id, second_id FROM read_parquet(?) ORDER BY draw, first_id, second_id "
+                            "LIMIT ?", params=[files("two_unsatisfiable"), n_two]).fetchall()
+        wanted = sorted(set(one_ids) | {i for pair in pairs for i in pair})
+        rows: dict[str, dict] = {}
+        if wanted:
+            rows = {r["constraint_id"]: r for r in con.sql(
+                "SELECT * FROM read_parquet(?) WHERE constraint_id IN (SELECT unnest(?::VARCHAR[]))",
+                params=[files("constraints"), wanted]).to_arrow_table().to_pylist()}
+        qids = sorted({r["author_qid"] for r in rows.values()})
+        authors = {a["qid"]: a for a in read_rows([c.outputs["authors"] for c in collected]) if a["qid"] in set(qids)}
+        sampled = [([rows[i]], ONE_UNSATISFIABLE) for i in one_ids]
+        sampled += [([rows[a], rows[b]], TWO_UNSATISFIABLE) for a, b in pairs]
+        top_ups = write_rows("queries_kept", query_rows(sampled, authors, {}, ctx.seed),
+                             ctx.work.path("queries", "all", "top_ups"))
+        schema = arrow_schema("queries")
+        parts = [*files("queries_kept"), *([top_ups.path] if top_ups.rows else [])]
+        columns = ", ".join(f'"{c}"' if c != "kitab_constraint_id" else
+                            'CASE WHEN n_constraints = 1 THEN "order"[1] ELSE row_number() OVER '
+                            '(PARTITION BY author_qid, n_constraints ORDER BY "order") - 1 END AS kitab_constraint_id'
+                            for c in schema.names)
+        if parts:
+            ref = write_query(con, f"SELECT {columns} FROM read_parquet(?, union_by_name = true)", [parts],
+                              "queries", ctx.work.path("queries", "all", "queries"))
+        else:
+            ref = write_rows("queries", [], ctx.work.path("queries", "all", "queries"))
+        summary = _sampling_summary(con, ref.path, counts, ctx.seed, rates)
+    return ref, summary
+
+
+def _sampling_summary(con: duckdb.DuckDBPyConnection, queries: str, counts: dict, seed: int,
+                      rates: SamplingRates) -> dict:
+    """The stats of tasks/sample_queries.py::sampling_stats, over the release's queries file."""
+    (one, two, one_unsat, two_unsat), = con.sql(
+        "SELECT count(*) FILTER (n_constraints = 1), count(*) FILTER (n_constraints = 2), "
+        "count(*) FILTER (n_constraints = 1 AND NOT satisfiable), count(*) FILTER (n_constraints = 2 AND NOT satisfiable) "
+        "FROM read_parquet(?)", params=[queries]).fetchall()
+    strata = dict(con.sql("SELECT sample_stratum, count(*) FROM read_parquet(?) GROUP BY ALL ORDER BY 1",
+                          params=[queries]).fetchall())
+    return {"seed": seed, "rates": rates.as_dict(), "authors": counts.get("authors", 0),
+            "candidates": counts.get("candidates", 0), "candidates_satisfiable": counts.get("candidates_satisfiable", 0),
+            "queries_one": one, "queries_two": two, "kept_by_stratum": strata,
+            "one_unsatisfiable_share": one_unsat / one if one else None,
+            "two_unsatisfiable_share": two_unsat / two if two else None}

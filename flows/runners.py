@@ -1,0 +1,173 @@
+"""Where the pipeline's steps run: the one composition (flows/pipeline.py) asks a runner to
+``run`` a step or ``map`` it over batches, and does not know which runner it has.
+
+- ``LocalRunner``: plain Python, no Prefect: I/O steps on threads, CPU steps (tagging,
+  constraints) on a pool of worker processes, one per core. What the tests, the demo's
+  direct mode and the benchmarks' "direct" column use.
+- ``PrefectRunner``: one Prefect task run per step call, submitted to the flow's task
+  runner. With the default thread pool, CPU steps still go to the same process pool as
+  ``LocalRunner``; with ``DaskTaskRunner`` every step runs on the Dask workers.
+
+``task_runner(kind, address)`` builds the flow's task runner: ``threads`` (default, nothing
+else to start) or ``dask`` (prefect-dask: a ``LocalCluster`` with one worker process per core,
+or the running scheduler at ``address``, which is how a refresh goes past one machine).
+"""
+from __future__ import annotations
+
+import multiprocessing
+import os
+import threading
+from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor, as_completed
+from typing import Any, Callable, Protocol, Sequence
+
+from kitab.workdir import StepResult
+
+Step = Callable[..., StepResult]
+OnDone = Callable[[int, StepResult], None]
+TASK_RUNNERS = ("threads", "dask")
+IO_THREADS = 4  # concurrent I/O steps: enough to overlap requests, few enough for the rate limits
+
+
+def cpu_workers() -> int:
+    """Processes for CPU steps: $KITAB_WORKERS, else one per core."""
+    return max(1, int(os.environ.get("KITAB_WORKERS") or os.cpu_count() or 1))
+
+
+class Runner(Protocol):
+    def run(self, step: Step, *args: Any, cpu: bool = False, name: str) -> StepResult: ...
+
+    def map(self, step: Step, calls: Sequence[tuple], *, cpu: bool = False, names: Sequence[str],
+            on_done: OnDone | None = None) -> list[StepResult]: ...
+
+    def close(self) -> None: ...
+
+
+_POOL: Executor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def cpu_pool() -> Executor | None:
+    """The process pool for CPU steps in this process (None: run them in the caller's thread).
+
+    Worker processes are spawned, not forked (the parent has threads: DuckDB, HTTP, Prefect)
+    and kept for the whole refresh, so each loads the spaCy model once."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None and cpu_workers() > 1 and not _in_dask_worker():
+            _POOL = ProcessPoolExecutor(cpu_workers(), mp_context=multiprocessing.get_context("spawn"))
+        return _POOL
+
+
+def shutdown_cpu_pool() -> None:
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is not None:
+            _POOL.shutdown(wait=True, cancel_futures=True)
+            _POOL = None
+
+
+def _in_dask_worker() -> bool:
+    try:
+        from distributed import get_worker
+
+        get_worker()
+        return True
+    except (ImportError, ValueError):
+        return False
+
+
+def call_step(step: Step, args: tuple, cpu: bool) -> StepResult:
+    """Run a step here, or in the process pool when it is a CPU step and there is one."""
+    pool = cpu_pool() if cpu else None
+    if pool is None:
+        return step(*args)
+    return pool.submit(step, *args).result()
+
+
+class LocalRunner:
+    """Plain Python: I/O steps on threads, CPU steps on worker processes."""
+
+    def __init__(self, io_threads: int = IO_THREADS):
+        self.io = ThreadPoolExecutor(io_threads, thread_name_prefix="kitab-io")
+
+    def run(self, step: Step, *args: Any, cpu: bool = False, name: str = "") -> StepResult:
+        return call_step(step, args, cpu)
+
+    def map(self, step: Step, calls: Sequence[tuple], *, cpu: bool = False, names: Sequence[str] = (),
+            on_done: OnDone | None = None) -> list[StepResult]:
+        futures: dict[Future, int] = {self.io.submit(call_step, step, args, cpu): n for n, args in enumerate(calls)}
+        return _collect(futures, len(calls), on_done)
+
+    def close(self) -> None:
+        self.io.shutdown(wait=True, cancel_futures=True)
+        shutdown_cpu_pool()
+
+
+def _collect(futures: dict, n: int, on_done: OnDone | None) -> list[StepResult]:
+    """Results in call order; ``on_done`` as each finishes (progress)."""
+    results: list[StepResult | None] = [None] * n
+    for future in as_completed(futures):
+        index = futures[future]
+        results[index] = future.result()
+        if on_done is not None:
+            on_done(index, results[index])
+    return results  # type: ignore[return-value]
+
+
+class PrefectRunner:
+    """Each step call is a Prefect task run on the flow's task runner (threads or Dask)."""
+
+    def __init__(self) -> None:
+        self._tasks: dict[tuple[str, bool], Any] = {}
+
+    def _task(self, step: Step, cpu: bool):
+        from prefect import task
+        from prefect.cache_policies import NO_CACHE
+
+        key = (step.__name__, cpu)
+        if key not in self._tasks:
+            # No Prefect result cache and no persisted results: a result is a few refs, and the
+            # work folder's checkpoints are the cache (kitab/workdir.py).
+            self._tasks[key] = task(call_step, name=step.__name__.removesuffix("_step"), cache_policy=NO_CACHE,
+                                    persist_result=False, retries=2, retry_delay_seconds=5)
+        return self._tasks[key]
+
+    def run(self, step: Step, *args: Any, cpu: bool = False, name: str = "") -> StepResult:
+        return self.map(step, [args], cpu=cpu, names=[name or step.__name__])[0]
+
+    def map(self, step: Step, calls: Sequence[tuple], *, cpu: bool = False, names: Sequence[str] = (),
+            on_done: OnDone | None = None) -> list[StepResult]:
+        from prefect.futures import as_completed as prefect_completed
+
+        task = self._task(step, cpu)
+        futures = {}
+        for n, args in enumerate(calls):
+            named = task.with_options(task_run_name=names[n]) if names else task
+            futures[named.submit(step, args, cpu)] = n
+        results: list[StepResult | None] = [None] * len(calls)
+        for future in prefect_completed(list(futures)):
+            index = futures[future]
+            results[index] = future.result()
+            if on_done is not None:
+                on_done(index, results[index])
+        return results  # type: ignore[return-value]
+
+    def close(self) -> None:
+        shutdown_cpu_pool()
+
+
+def task_runner(kind: str = "threads", address: str | None = None, workers: int | None = None):
+    """The Prefect task runner for ``--task-runner``."""
+    if kind == "threads":
+        from prefect.task_runners import ThreadPoolTaskRunner
+
+        return ThreadPoolTaskRunner(max_workers=IO_THREADS)
+    if kind == "dask":
+        from prefect_dask import DaskTaskRunner
+
+        if address:
+            return DaskTaskRunner(address=address)
+        n = workers or cpu_workers()
+        return DaskTaskRunner(cluster_kwargs={"n_workers": n, "threads_per_worker": 1, "processes": True,
+                                              "dashboard_address": None})
+    raise ValueError(f"unknown task runner {kind!r}; expected one of {TASK_RUNNERS}")

@@ -1,0 +1,148 @@
+"""The columnar handoff between pipeline steps: Parquet files and small references to them.
+
+A step writes each of its output tables to one Parquet file (temp path, then rename) and
+returns a :class:`TableRef` (path, rows, sha256): that is what travels between steps, through
+Prefect or Dask, never the rows themselves. A warehouse table (one with a file in
+``schemas/``) is written in its schema; a step's intermediate table (``works_clean``,
+``sampled``, ...) keeps the types Arrow infers.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from kitab.schemas import known_tables, to_arrow
+
+# Rows per Parquet row group. Small enough that a 100,000-writer table is written slice by
+# slice; a table below it (every table of the bundled demo) is one row group, as before.
+ROW_GROUP = 131_072
+
+
+@dataclass(frozen=True)
+class TableRef:
+    """One Parquet file of one table: what a step returns instead of rows."""
+
+    table: str
+    path: str
+    rows: int
+    sha256: str
+
+    def exists(self) -> bool:
+        return Path(self.path).exists()
+
+
+def sha256_file(path: str | os.PathLike) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _atomic_parquet(path: Path, write) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def write_arrow(table_name: str, data: pa.Table, path: str | os.PathLike) -> TableRef:
+    """An Arrow table -> one Parquet file (zstd), atomically, row groups of ROW_GROUP rows."""
+    path = Path(path)
+    data = data.combine_chunks()
+
+    def write(tmp: str) -> None:
+        with pq.ParquetWriter(tmp, data.schema, compression="zstd") as writer:
+            for start in range(0, max(data.num_rows, 1), ROW_GROUP):
+                writer.write_table(data.slice(start, ROW_GROUP))
+
+    _atomic_parquet(path, write)
+    return TableRef(table_name, str(path), data.num_rows, sha256_file(path))
+
+
+def arrow_of(table_name: str, rows: list[dict]) -> pa.Table:
+    """Rows -> Arrow: in the table's schema for warehouse tables, inferred for intermediates."""
+    if table_name in _warehouse_tables():
+        return to_arrow(table_name, rows)
+    return pa.Table.from_pylist(rows) if rows else pa.table({})
+
+
+def write_rows(table_name: str, rows: list[dict], path: str | os.PathLike) -> TableRef:
+    return write_arrow(table_name, arrow_of(table_name, rows), path)
+
+
+def read_arrow(refs: TableRef | Iterable[TableRef]) -> pa.Table:
+    refs = [refs] if isinstance(refs, TableRef) else list(refs)
+    parts = [pq.read_table(ref.path) for ref in refs if ref.rows]
+    if not parts:
+        return pa.table({})
+    return pa.concat_tables(parts, promote_options="default")
+
+
+def read_rows(refs: TableRef | Iterable[TableRef]) -> list[dict]:
+    """The rows of one or more refs, in file order (empty refs give nothing)."""
+    return read_arrow(refs).to_pylist()
+
+
+_WAREHOUSE_TABLES: frozenset[str] | None = None
+
+
+def _warehouse_tables() -> frozenset[str]:
+    global _WAREHOUSE_TABLES
+    if _WAREHOUSE_TABLES is None:
+        _WAREHOUSE_TABLES = frozenset(known_tables())
+    return _WAREHOUSE_TABLES
+
+
+def write_query(con, sql: str, params: list | None, table_name: str, path: str | os.PathLike,
+                schema: pa.Schema | None = None) -> TableRef:
+    """The result of a DuckDB query -> one Parquet file, streamed in record batches (memory
+    stays at about one row group), cast to ``schema`` (default: the warehouse table's), in
+    row groups of ROW_GROUP rows: the same bytes as :func:`write_arrow` of the whole result."""
+    from kitab.schemas import arrow_schema
+
+    schema = schema or arrow_schema(table_name)
+    path = Path(path)
+    rows = 0
+
+    def write(tmp: str) -> None:
+        nonlocal rows
+        reader = con.sql(sql, params=params or None).to_arrow_reader(ROW_GROUP)
+        pending: list[pa.RecordBatch] = []
+        buffered = 0
+        with pq.ParquetWriter(tmp, schema, compression="zstd") as writer:
+            def flush(final: bool) -> None:
+                nonlocal pending, buffered
+                table = pa.Table.from_batches(pending, schema=schema).combine_chunks()
+                full = table.num_rows if final else table.num_rows - table.num_rows % ROW_GROUP
+                for start in range(0, full, ROW_GROUP):
+                    writer.write_table(table.slice(start, min(ROW_GROUP, full - start)))
+                if final and rows == 0:
+                    writer.write_table(table)  # an empty result still writes its schema, as write_arrow
+                rest = table.slice(full)
+                pending, buffered = rest.to_batches(), rest.num_rows
+
+            for batch in reader:
+                batch = pa.RecordBatch.from_arrays(
+                    [batch.column(name).cast(field.type) for name, field in zip(schema.names, schema)], schema=schema)
+                rows += batch.num_rows
+                pending.append(batch)
+                buffered += batch.num_rows
+                if buffered >= ROW_GROUP:
+                    flush(final=False)
+            flush(final=True)
+
+    _atomic_parquet(path, write)
+    return TableRef(table_name, str(path), rows, sha256_file(path))

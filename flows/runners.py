@@ -2,7 +2,8 @@
 ``run`` a step or ``map`` it over batches, and does not know which runner it has.
 
 - ``LocalRunner``: plain Python, no Prefect: I/O steps on threads, CPU steps (tagging,
-  constraints) on a pool of worker processes, one per core. What the tests, the demo's
+  constraints) on a pool of worker processes, one per core, when there are several calls
+  to spread (one call runs in place: a pool would only add its start-up). What the tests, the demo's
   direct mode and the benchmarks' "direct" column use.
 - ``PrefectRunner``: one Prefect task run per step call, submitted to the flow's task
   runner. With the default thread pool, CPU steps still go to the same process pool as
@@ -95,6 +96,7 @@ class LocalRunner:
 
     def map(self, step: Step, calls: Sequence[tuple], *, cpu: bool = False, names: Sequence[str] = (),
             on_done: OnDone | None = None) -> list[StepResult]:
+        cpu = cpu and len(calls) > 1  # a pool gains nothing for one call, and costs its start-up
         futures: dict[Future, int] = {self.io.submit(call_step, step, args, cpu): n for n, args in enumerate(calls)}
         return _collect(futures, len(calls), on_done)
 
@@ -139,6 +141,7 @@ class PrefectRunner:
             on_done: OnDone | None = None) -> list[StepResult]:
         from prefect.futures import as_completed as prefect_completed
 
+        cpu = cpu and len(calls) > 1  # a pool gains nothing for one call, and costs its start-up
         task = self._task(step, cpu)
         futures = {}
         for n, args in enumerate(calls):

@@ -72,12 +72,22 @@ def refresh(source: str = typer.Option("mirror", help="live | mirror | dump"),
             seed: Optional[int] = typer.Option(None, help="sampling seed (default: the UTC date, YYYYMMDD)"),
             release: Optional[str] = typer.Option(None, help="release id (default YYYY.MM.DD-s<seed>)"),
             mirror_url: Optional[str] = typer.Option(None, help="use a running mirror instead of starting one"),
+            batch_size: int = typer.Option(250, min=1, help="writers per batch (one task run per batch and step)"),
+            task_runner: str = typer.Option("threads", help="threads (this machine, nothing to start) | dask "
+                                            "(a LocalCluster, one worker per core, or --dask-address)"),
+            dask_address: Optional[str] = typer.Option(None, help="a running Dask scheduler, e.g. tcp://host:8786"),
             warehouse: Optional[Path] = WarehouseOpt) -> None:
     """Run the refresh flow once and publish a release."""
+    from flows.runners import TASK_RUNNERS
     from kitab.runs import run_refresh
 
+    if task_runner not in TASK_RUNNERS:
+        raise typer.BadParameter(f"expected one of {', '.join(TASK_RUNNERS)}", param_hint="--task-runner")
+    if dask_address and task_runner != "dask":
+        raise typer.BadParameter("--dask-address needs --task-runner dask", param_hint="--dask-address")
     summary = run_refresh(source=source, snapshot=snapshot, authors=authors, seed=seed, release=release,
-                          warehouse=_warehouse(warehouse), mirror_url=mirror_url)
+                          warehouse=_warehouse(warehouse), mirror_url=mirror_url, batch_size=batch_size,
+                          task_runner=task_runner, dask_address=dask_address)
     console.print_json(json.dumps(summary, default=str))
 
 
@@ -161,6 +171,17 @@ def snapshot_generate(seed: int = typer.Option(42), authors: int = typer.Option(
     from kitab.snapshot.generate import main
 
     main(seed, authors, out)
+
+
+@snapshot_app.command("manifest")
+def snapshot_manifest(folder: Path = typer.Argument(..., help="a folder holding the four dump files"),
+                      as_of: Optional[str] = typer.Option(None, help="the dumps' date (default: newest file's mtime)")) -> None:
+    """Write MANIFEST.json (checksums, snapshot id) for a folder of dump files, e.g. built
+    from the real public dumps (docs/snapshot.md)."""
+    from kitab.snapshot.manifest import write_manifest
+
+    manifest = write_manifest(folder, as_of)
+    console.print(f"snapshot {manifest['snapshot_id']} ({manifest['created_at']}) -> {folder / 'MANIFEST.json'}")
 
 
 def _stdin_lines() -> list[str]:

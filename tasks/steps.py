@@ -224,5 +224,5 @@ def _tags_for(titles: list[str], tags: tuple[TableRef, ...]) -> list[dict]:
         return []
     with duckdb.connect() as con:
         con.execute("CREATE TEMP TABLE wanted AS SELECT unnest(?::VARCHAR[]) AS title", [titles])
-        return con.execute("SELECT t.* FROM read_parquet(?) t SEMI JOIN wanted USING (title) "
-                           "ORDER BY title, tagger, start", [files]).to_arrow_table().to_pylist()
+        return con.sql("SELECT t.* FROM read_parquet(?) t SEMI JOIN wanted USING (title) ORDER BY title, tagger, start",
+                       params=[files]).to_arrow_table().to_pylist()

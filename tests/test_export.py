@@ -1,9 +1,9 @@
 """Export of a release as a Hugging Face dataset folder, the release report, and the push to
 the Hub (against the loopback fake in tests/fake_hub.py: nothing leaves the machine).
 
-The warehouse is built once for the module by the real stage functions (the Prefect steps'
-``.fn``, as flows/refresh.py composes them) on the bundled snapshot through the dump source:
-two releases, so the card has an earlier release to list.
+The warehouse is built once for the module by the pipeline the refresh flow runs
+(flows/pipeline.py, called directly) on the bundled snapshot through the dump source: two
+releases, so the card has an earlier release to list.
 """
 from __future__ import annotations
 
@@ -43,45 +43,12 @@ EXPECTED = {
 
 
 def _publish(root: Path, release: str, *, n: int, seed: int) -> None:
-    """One release through the real stages (dump source: the snapshot files, no HTTP)."""
-    from kitab.config import Settings
-    from kitab.snapshot.format import read_manifest
-    from kitab.sources import open_sources
-    from tasks import steps
-    from tasks.publish import other_releases, publish, released_authors_rows
+    """One release through the pipeline the flow runs, called directly (dump source: the
+    snapshot files, no HTTP, no Prefect)."""
+    from kitab.runs import run_refresh
 
-    settings = Settings(warehouse=root)
-    wh = Warehouse(root)
-    year = datetime.now(timezone.utc).year
-    sources = open_sources("dump", settings, snapshot=BUNDLED_SNAPSHOT)
-    key = "dump:bundled"
-    try:
-        ledger = other_releases(wh, release)
-        sampled = steps.sample_authors_step.fn(
-            sources, key, n=n, seed=seed, exclude_qids=sorted(ledger.qids), exclude_names=sorted(ledger.names),
-            first_year=settings.birth_year_min, last_year_exclusive=year + 1, window=settings.birth_year_window,
-            min_works=settings.min_works, max_works=settings.max_works)
-        collected = [steps.collect_author_step.fn(sources, key, w, released_ol_keys=sorted(ledger.ol_keys))
-                     for w in sampled.tables["sampled"]]
-        authors = [r for c in collected for r in c.tables["authors"]]
-        works = [r for c in collected for r in c.tables["works_raw"]]
-        cleaned = steps.clean_books_step.fn(sources, key, works, authors, today_year=year)
-        deduped = steps.dedup_titles_step.fn(cleaned.tables["works_clean"], authors)
-        books, variants = deduped.tables["books"], deduped.tables["title_variants"]
-        kept = {b["author_qid"] for b in books}
-        kept_authors = [a for a in authors if a["qid"] in kept]
-        tagged = steps.tag_entities_step.fn(books, variants)
-        constraints = steps.generate_constraints_step.fn(kept_authors, books, tagged.tables["title_entities"])
-        queries = steps.sample_queries_step.fn(constraints.tables["constraints"], kept_authors, books, seed=seed)
-        stages = [sampled, *collected, cleaned, deduped, tagged, constraints, queries]
-        tables = {"authors": authors, "works_raw": works, "books": books, "title_variants": variants,
-                  "title_entities": tagged.tables["title_entities"], "constraints": constraints.tables["constraints"],
-                  "queries": queries.tables["queries"], "rejects": [r for s in stages for r in s.rejects],
-                  "released_authors": released_authors_rows(release, authors, kept)}
-        publish(wh, release, tables, seed=seed, source="dump", snapshot_id=read_manifest(BUNDLED_SNAPSHOT)["snapshot_id"],
-                n_authors_requested=n, requests_made=sources.requests_sent())
-    finally:
-        sources.close()
+    run_refresh(source="dump", snapshot=BUNDLED_SNAPSHOT, authors=n, seed=seed, release=release, warehouse=root,
+                direct=True)
 
 
 @pytest.fixture(scope="module")

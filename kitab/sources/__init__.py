@@ -121,25 +121,3 @@ class Origin:
     def requests_made(self, sources: Sources) -> int:
         """Requests that reached a service: the mirror's own log when we run it."""
         return self.mirror.request_count() if self.mirror is not None else sources.requests_sent()
-
-
-@contextlib.contextmanager
-def connect(kind: str, settings: Settings, *, snapshot: Path, mirror_url: str | None,
-            release: str) -> Iterator[tuple[Sources, Origin]]:
-    """Open the clients for a refresh: with ``kind == "mirror"`` and no ``mirror_url``, serve
-    ``snapshot`` from an in-process mirror for the duration. HTTP caches are scoped to the
-    snapshot (mirror) or to the release (live: each new release sees today's services)."""
-    from kitab.snapshot.format import read_manifest
-
-    known = kind == "dump" or (kind == "mirror" and not mirror_url)
-    origin = Origin(read_manifest(snapshot)["snapshot_id"] if known else None)
-    with contextlib.ExitStack() as stack:
-        if kind == "mirror" and not mirror_url:
-            from kitab.mirror.server import Mirror
-
-            origin.mirror = stack.enter_context(Mirror(snapshot))
-            mirror_url = origin.mirror.url
-        scope = origin.snapshot_id if kind == "mirror" and origin.snapshot_id else (release if kind == "live" else None)
-        sources = open_sources(kind, settings, snapshot=snapshot, mirror_url=mirror_url, cache_scope=scope)
-        stack.callback(sources.close)
-        yield sources, origin

@@ -1,0 +1,78 @@
+"""The one composition (flows/pipeline.py): the release does not depend on where or in what
+batches the steps run, and a rerun resumes from the work folder's checkpoints."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kitab.refs import read_rows, write_rows
+from kitab.workdir import StepResult, WorkDir
+from tasks.steps import merge_stats
+
+AUTHORS, SEED = 14, 5
+
+
+def _refresh(tmp_path, name: str, **kwargs) -> dict:
+    from kitab.env import BUNDLED_SNAPSHOT
+    from kitab.runs import run_refresh
+
+    return run_refresh(source="dump", snapshot=BUNDLED_SNAPSHOT, authors=AUTHORS, seed=SEED, release="same",
+                       warehouse=tmp_path / name, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory) -> dict:
+    """Direct (no Prefect), threads and a process per core, one batch of every writer."""
+    return _refresh(tmp_path_factory.mktemp("pipeline"), "reference", direct=True, batch_size=500)
+
+
+def test_batch_size_one_gives_the_same_bytes(reference, tmp_path):
+    single = _refresh(tmp_path, "single", direct=True, batch_size=1)
+    assert single["batches"]["collect"] == AUTHORS
+    assert json.loads(single["checksums"]) == json.loads(reference["checksums"])
+
+
+@pytest.mark.flow
+def test_dask_local_cluster_gives_the_same_bytes(reference, tmp_path):
+    """The Prefect flow on a 2-worker Dask LocalCluster, batches of 4 writers."""
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=120):
+        on_dask = _refresh(tmp_path, "dask", task_runner="dask", batch_size=4)
+    assert on_dask["batches"]["collect"] == 4
+    assert json.loads(on_dask["checksums"]) == json.loads(reference["checksums"])
+    assert on_dask["stage_counts"] == reference["stage_counts"]
+
+
+def test_work_folder_resumes_only_unchanged_steps(tmp_path):
+    work = WorkDir(str(tmp_path / "work"))
+    calls = []
+
+    def compute(rows):
+        def run() -> StepResult:
+            calls.append(rows)
+            return StepResult({"t": write_rows("t", rows, work.path("s", "00000", "t"))}, {"n": len(rows)})
+        return run
+
+    first = work.run("s", "00000", compute([{"a": 1}]), inputs=1)
+    again = work.run("s", "00000", compute([{"a": 1}]), inputs=1)
+    assert len(calls) == 1 and again.outputs == first.outputs and again.stats["resumed"]
+    work.run("s", "00000", compute([{"a": 2}]), inputs=2)  # other inputs: runs again
+    assert len(calls) == 2 and read_rows(work.cached("s", "00000", _key(work, 2)).outputs["t"]) == [{"a": 2}]
+    # a damaged output is not trusted: the step runs again
+    path = work.path("s", "00000", "t")
+    path.write_bytes(path.read_bytes()[:-3])
+    work.run("s", "00000", compute([{"a": 2}]), inputs=2)
+    assert len(calls) == 3
+
+
+def _key(work: WorkDir, inputs: int) -> str:
+    from kitab.workdir import step_key
+
+    return step_key("s", part="00000", inputs=inputs)
+
+
+def test_merge_stats_adds_numbers_and_counters():
+    merged = merge_stats([{"n": 1, "by": {"a": 1}, "name": "x", "ok": True}, {"n": 2, "by": {"a": 2, "b": 1}}])
+    assert merged == {"n": 3, "by": {"a": 3, "b": 1}, "name": "x", "ok": True}

@@ -30,11 +30,18 @@ from kitab.workdir import StepResult, WorkDir
 from tasks.constraints import spec_type
 from tasks.publish import other_releases, publish, released_authors_rows
 from tasks.sample_queries import ONE_UNSATISFIABLE, TWO_UNSATISFIABLE, SamplingRates, fill_count, query_rows
+from flows.runners import cpu_workers
 from tasks.steps import Batch, RunContext, collect_step, constrain_step, merge_stats, sample_step, tag_step
 
 log = logging.getLogger("kitab.refresh")
 DEFAULT_BATCH_SIZE = 250  # writers per batch: tens of task runs for 10,000 writers
-TAG_CHUNK = 5000  # distinct titles per tagging task
+TAG_CHUNK_MIN, TAG_CHUNK_MAX = 2_000, 20_000  # distinct titles per tagging task
+
+
+def tag_chunk_size(titles: int, workers: int) -> int:
+    """Enough chunks to keep every core busy, few enough that each pays off its start-up
+    and the constrain steps look up their tags in tens of files, not thousands."""
+    return max(TAG_CHUNK_MIN, min(TAG_CHUNK_MAX, -(-titles // (2 * workers))))
 
 
 def default_seed(today: date) -> int:
@@ -107,7 +114,8 @@ def open_origin(source: str, settings: Settings, *, snapshot: Path, mirror_url: 
             scope = "url-" + hashlib.sha256(mirror_url.encode()).hexdigest()[:12]
         spec = SourceSpec.of(source, settings, snapshot=snapshot if source == "dump" else None,
                              mirror_url=mirror_url, cache_scope=scope)
-        spec.open().close()  # fail here, clearly, on a bad source (no contact, no snapshot ...)
+        if source != "dump":  # fail here, clearly, on a bad source (no contact for live, ...)
+            spec.open().close()
         stack.callback(close_sources)
         yield spec, origin
 
@@ -154,8 +162,8 @@ def run_pipeline(params: RefreshParams, runner, *, progress: Progress | None = N
         t = timed("collect", t)
 
         titles = distinct_titles(ctx, [c.outputs["title_variants"] for c in collected])
-        chunks = [Batch(n, start, min(start + TAG_CHUNK, titles.rows))
-                  for n, start in enumerate(range(0, titles.rows, TAG_CHUNK))]
+        size = tag_chunk_size(titles.rows, cpu_workers())
+        chunks = [Batch(n, start, min(start + size, titles.rows)) for n, start in enumerate(range(0, titles.rows, size))]
         tagged = runner.map(tag_step, [(ctx, c, titles) for c in chunks], cpu=True,
                             names=[f"tag-{c.part}" for c in chunks])
         tags = tuple(r.outputs["title_tags"] for r in tagged)

@@ -164,10 +164,11 @@ def tag_step(ctx: RunContext, chunk: Batch, titles: TableRef) -> StepResult:
     """Titles ``start:stop`` of the release's distinct titles -> their spans (title_tags)."""
 
     def compute() -> StepResult:
-        with duckdb.connect() as con:  # only this chunk's titles, not the whole list
-            chunk_titles = [t for (t,) in con.execute(
-                "SELECT title FROM read_parquet(?) ORDER BY title LIMIT ? OFFSET ?",
-                [titles.path, chunk.stop - chunk.start, chunk.start]).fetchall()]
+        with duckdb.connect() as con:  # only this chunk's titles (the file is sorted), not the whole list
+            chunk_titles = [t for (t,) in con.sql(
+                "SELECT title FROM read_parquet(?, file_row_number = true) "
+                "WHERE file_row_number >= ? AND file_row_number < ? ORDER BY file_row_number",
+                params=[titles.path, chunk.start, chunk.stop]).fetchall()]
         taggers = default_taggers()
         tags = title_tags(chunk_titles, taggers)
         outputs = _write(ctx, "tag", chunk.part, {"title_tags": tags})

@@ -12,7 +12,6 @@ same rows.
 """
 from __future__ import annotations
 
-import tempfile
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -21,10 +20,10 @@ from kitab.config import Settings
 from kitab.snapshot.format import MANIFEST_FILE, read_manifest
 from kitab.snapshot.generate import GENERATOR_VERSION, generate_snapshot
 from kitab.sources import open_sources
-from kitab.sources.wikidata import DumpWikidata, works_with_labels
+from kitab.sources.wikidata import works_with_labels
 from tasks.base import StageResult
 from tasks.clean_books import clean_books
-from tasks.fetch_works import collect_author
+from tasks.fetch_works import collect_authors
 from tasks.sample_authors import fetch_candidates, sample_writers
 
 BENCH_OUT = Path(__file__).resolve().parents[1] / "bench_out"  # gitignored
@@ -47,23 +46,29 @@ def _as_of_year(snapshot_dir: Path) -> int:
     return datetime.fromisoformat(read_manifest(snapshot_dir)["created_at"].replace("Z", "+00:00")).year
 
 
-def works_for(snapshot_dir: Path, seed: int) -> tuple[list[dict], list[dict]]:
+def _dump_sources(snapshot_dir: Path):
+    # The dump scan is cached per snapshot id under bench_out/warehouse/.cache/dumps; a
+    # benchmark never touches the real warehouse.
+    return open_sources("dump", Settings(warehouse=BENCH_OUT / "warehouse"), snapshot=snapshot_dir)
+
+
+def works_for(snapshot_dir: Path, seed: int, sources=None) -> tuple[list[dict], list[dict]]:
     """(``authors`` rows, ``works_raw`` rows) for every candidate writer of the snapshot: the
-    composition of ``collect`` in tests/test_sources_mirror.py, sampling all candidates."""
-    with tempfile.TemporaryDirectory() as tmp:  # a throwaway warehouse: a benchmark never touches the real one
-        settings = Settings(warehouse=Path(tmp))
-        sources = open_sources("dump", settings, snapshot=snapshot_dir)  # Open Library index: ~50 s at 5,000
-        try:
-            candidates, _ = fetch_candidates(sources.wikidata, first_year=settings.birth_year_min,
-                                             last_year_exclusive=_as_of_year(snapshot_dir) + 1,
-                                             window=settings.birth_year_window, min_works=settings.min_works,
-                                             max_works=settings.max_works)
-            sampled = sample_writers(candidates, n=len(candidates), seed=seed, exclude_qids=set())
-            collected = StageResult.merge([collect_author(a, sources.openlibrary) for a in sampled.tables["sampled"]])
-            authors, works = collected.tables["authors"], collected.tables["works_raw"]
-        finally:
+    pipeline's sample and collect stages (tasks/steps.py), sampling all candidates."""
+    own = sources is None
+    sources = sources or _dump_sources(snapshot_dir)
+    try:
+        settings = Settings(warehouse=BENCH_OUT / "warehouse")
+        candidates, _ = fetch_candidates(sources.wikidata, first_year=settings.birth_year_min,
+                                         last_year_exclusive=_as_of_year(snapshot_dir) + 1,
+                                         window=settings.birth_year_window, min_works=settings.min_works,
+                                         max_works=settings.max_works)
+        sampled = sample_writers(candidates, n=len(candidates), seed=seed, exclude_qids=set())
+        collected = collect_authors(sampled.tables["sampled"], sources.openlibrary)
+        return collected.tables["authors"], collected.tables["works_raw"]
+    finally:
+        if own:
             sources.close()
-    return authors, works
 
 
 @dataclass
@@ -82,9 +87,11 @@ class CleanedInput:
 def cleaned_input(n_authors: int, seed: int, cache_root: Path = BENCH_OUT) -> CleanedInput:
     """snapshot_for -> works_for -> clean_books, with the WikiData cross-check on the same snapshot."""
     snapshot = snapshot_for(n_authors, seed, cache_root)
-    authors, works_raw = works_for(snapshot, seed)
-    # Only the WikiData store is needed here (~5 s at 5,000 authors), not the Open Library index.
-    wikidata = DumpWikidata(snapshot)
-    cleaned = clean_books(works_raw, authors, lambda titles: works_with_labels(wikidata, titles),
-                          today_year=_as_of_year(snapshot))
+    sources = _dump_sources(snapshot)
+    try:
+        authors, works_raw = works_for(snapshot, seed, sources)
+        cleaned = clean_books(works_raw, authors, lambda titles: works_with_labels(sources.wikidata, titles),
+                              today_year=_as_of_year(snapshot))
+    finally:
+        sources.close()
     return CleanedInput(read_manifest(snapshot)["snapshot_id"], authors, works_raw, cleaned)

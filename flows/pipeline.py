@@ -85,9 +85,10 @@ class Progress:
 
     def add(self, writers: int) -> None:
         self.done += writers
-        log.info("writers done %d / %d", self.done, self.total)
         if self.report is not None:
             self.report(self)
+        else:
+            log.info("writers done %d / %d", self.done, self.total)
 
 
 @contextlib.contextmanager

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from prefect import flow
+from prefect import flow, get_run_logger
 from prefect.artifacts import create_progress_artifact, update_progress_artifact
 
 from flows.pipeline import DEFAULT_BATCH_SIZE, Progress, RefreshParams, default_release_id, default_seed, run_pipeline
@@ -38,7 +38,13 @@ def refresh(source: str = "mirror", snapshot: str | None = None, authors: int = 
     params = RefreshParams(source=source, snapshot=snapshot, authors=authors, seed=seed, release=release,
                            warehouse=warehouse, mirror_url=mirror_url, batch_size=batch_size)
     artifact = create_progress_artifact(0.0, description="writers collected")
-    progress = Progress(report=lambda p: update_progress_artifact(artifact, 100.0 * p.done / max(1, p.total)))
+    logger = get_run_logger()
+
+    def report(p: Progress) -> None:
+        update_progress_artifact(artifact, 100.0 * p.done / max(1, p.total))
+        logger.info("writers done %d / %d", p.done, p.total)
+
+    progress = Progress(report=report)
     runner = PrefectRunner()
     try:
         return run_pipeline(params, runner, progress=progress)

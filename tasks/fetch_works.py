@@ -48,13 +48,15 @@ def fetch_author_works(author: dict, ol: OpenLibrary) -> StageResult:
                        rejects=rejects, stats={"pages": pages, "works": len(rows)})
 
 
-def collect_author(author: dict, ol: OpenLibrary, released_ol_keys: frozenset[str] = frozenset()) -> StageResult:
-    """One sampled writer: its Open Library match, then all its works (none when unmatched,
-    or when that Open Library author was released before under another WikiData item)."""
+def _matched(author: dict, ol: OpenLibrary, released_ol_keys: frozenset[str]) -> tuple[dict, dict | None]:
     row, rejected = match_author(author, ol)
     if row["ol_author_key"] in released_ol_keys:
         rejected = reject("match_openlibrary", "openlibrary_author_released_before", "author", row["qid"],
                           author_qid=row["qid"], evidence={"ol_author_key": row["ol_author_key"]})
+    return row, rejected
+
+
+def _with_works(row: dict, rejected: dict | None, ol: OpenLibrary) -> StageResult:
     result = StageResult(tables={"authors": [row], "works_raw": []}, rejects=[rejected] if rejected else [],
                          stats={"match_method": row["match_method"]})
     if row["ol_author_key"] and not rejected:
@@ -63,3 +65,26 @@ def collect_author(author: dict, ol: OpenLibrary, released_ol_keys: frozenset[st
         result.rejects += works.rejects
         result.stats.update(works.stats)
     return result
+
+
+def collect_author(author: dict, ol: OpenLibrary, released_ol_keys: frozenset[str] = frozenset()) -> StageResult:
+    """One sampled writer: its Open Library match, then all its works (none when unmatched,
+    or when that Open Library author was released before under another WikiData item)."""
+    return _with_works(*_matched(author, ol, released_ol_keys), ol)
+
+
+def collect_authors(writers: list[dict], ol: OpenLibrary, released_ol_keys: frozenset[str] = frozenset()) -> StageResult:
+    """:func:`collect_author` for a batch of writers, in their order. A source that can look
+    things up in bulk (the dump: ``prefetch_authors``, ``prefetch_works``) is asked once per
+    batch for every author record, name search and works list, instead of once per writer."""
+    bulk = hasattr(ol, "prefetch_authors")
+    if bulk:
+        ol.prefetch_authors([k for w in writers for k in w.get("wd_ol_ids") or []], [w["name"] for w in writers])
+    matched = [_matched(w, ol, released_ol_keys) for w in writers]
+    if bulk:
+        ol.prefetch_works([row["ol_author_key"] for row, rejected in matched if row["ol_author_key"] and not rejected])
+    try:
+        return StageResult.merge([_with_works(row, rejected, ol) for row, rejected in matched])
+    finally:
+        if bulk:
+            ol.clear()

@@ -30,10 +30,9 @@ from kitab.refs import TableRef, read_rows, write_rows
 from kitab.sources import SourceSpec, sources_for
 from kitab.sources.wikidata import works_with_labels
 from kitab.workdir import StepResult, WorkDir
-from tasks.base import StageResult
 from tasks.clean_books import clean_books
 from tasks.dedup_titles import dedup_titles
-from tasks.fetch_works import collect_author
+from tasks.fetch_works import collect_authors
 from tasks.generate_constraints import entity_flags, generate_constraints
 from tasks.sample_authors import fetch_candidates, sample_writers
 from tasks.sample_queries import SamplingRates, group_constraints, query_rows, sample_authors_queries
@@ -127,13 +126,7 @@ def collect_step(ctx: RunContext, batch: Batch, sampled: TableRef) -> StepResult
         sources = sources_for(ctx.sources)
         before = sources.requests_sent_by_this_thread()
         writers = read_rows(sampled)[batch.start:batch.stop]
-        released = frozenset(ctx.released_ol_keys)
-        prefetch = getattr(sources.openlibrary, "prefetch_authors", None)
-        if prefetch is not None:  # the dump source: one set-based lookup per batch, not per writer
-            prefetch([k for w in writers for k in w.get("wd_ol_ids") or []], [w["name"] for w in writers])
-        collected = StageResult.merge([collect_author(w, sources.openlibrary, released) for w in writers])
-        if hasattr(sources.openlibrary, "clear"):
-            sources.openlibrary.clear()
+        collected = collect_authors(writers, sources.openlibrary, frozenset(ctx.released_ol_keys))
         authors = collected.tables.get("authors", [])
         works_raw = collected.tables.get("works_raw", [])
         # writers already rejected (no match, no works, released before) are not rejected again

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Iterator
 
 from kitab.config import DEFAULT_CONTACT, LIVE_OPENLIBRARY, LIVE_WIKIDATA, Settings
-from kitab.sources.openlibrary import DumpOpenLibrary, HttpOpenLibrary, OpenLibrary
-from kitab.sources.wikidata import DumpWikidata, HttpWikidata, Wikidata
+from kitab.sources.openlibrary import HttpOpenLibrary, OpenLibrary
+from kitab.sources.wikidata import HttpWikidata, Wikidata
 
 SOURCES = ("live", "mirror", "dump")
 
@@ -61,7 +61,9 @@ def open_sources(kind: str, settings: Settings, *, snapshot: Path | None = None,
     if kind == "dump":
         if snapshot is None:
             raise ValueError("--source dump needs --snapshot DIR")
-        return Sources(kind, DumpWikidata(snapshot), DumpOpenLibrary(snapshot, settings))
+        from kitab.sources.dump import DumpOpenLibrary, DumpWikidata
+
+        return Sources(kind, DumpWikidata(snapshot, settings), DumpOpenLibrary(snapshot, settings))
     raise ValueError(f"unknown source {kind!r}; expected one of {SOURCES}")
 
 

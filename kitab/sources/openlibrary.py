@@ -1,5 +1,6 @@
 """Open Library behind one small interface, with an HTTP implementation (live or mirror:
-the same code, another base URL) and a dump implementation that answers from snapshot files."""
+the same code, another base URL); the dump implementation, which answers from the snapshot's
+dump files through DuckDB, is kitab/sources/dump.py."""
 from __future__ import annotations
 
 import re
@@ -100,37 +101,3 @@ class HttpOpenLibrary(_Shared):
 
     def close(self) -> None:
         self.session.close()
-
-
-class DumpOpenLibrary(_Shared):
-    """Reads the snapshot's dump files directly (the path to internet scale via OL's
-    monthly dumps); answers have the API's shapes, so every stage downstream is shared."""
-
-    source = "dump"
-
-    def __init__(self, snapshot: Path, settings: Settings):
-        from kitab.snapshot.format import read_manifest
-        from kitab.snapshot.olindex import OLIndex
-
-        self.index = OLIndex.from_snapshot(snapshot)
-        self.page_size = settings.ol_page_size
-        self.counter = RequestCounter()
-        self.fetched_at = datetime.fromisoformat(read_manifest(snapshot)["created_at"].replace("Z", "+00:00"))
-
-    def _fetched(self, path: str, params: dict, data) -> Fetched:
-        self.counter.record(from_cache=True)  # no request leaves the process
-        return Fetched(data, fingerprint("GET", path, params), self.fetched_at, True)
-
-    def _author(self, key: str) -> Fetched:
-        return self._fetched(f"/authors/{key}.json", {}, self.index.author(key))
-
-    def search_authors(self, name: str) -> Fetched:
-        return self._fetched("/search/authors.json", {"q": name}, self.index.search_authors(name))
-
-    def _search(self, params: dict) -> Fetched:
-        data = self.index.search_works(author_key=params["author_key"], fields=params["fields"],
-                                       limit=params["limit"], page=params["page"])
-        return self._fetched("/search.json", params, data)
-
-    def close(self) -> None:
-        pass

@@ -3,7 +3,8 @@
 The HTTP implementation (live WDQS or the local mirror: same code) uses SPARQLWrapper,
 runs one query at a time with a minimum interval (WDQS etiquette), retries 429/5xx and
 cut bodies with the shared policy, and keeps a persistent result cache so a rerun sends
-nothing. The dump implementation runs the same query text in-process over the snapshot.
+nothing. The dump implementation answers the same two questions with DuckDB over the
+snapshot's triples (kitab/sources/dump.py; docs/snapshot.md maps the SPARQL to its SQL).
 """
 from __future__ import annotations
 
@@ -131,30 +132,6 @@ class HttpWikidata(SparqlQueries):
 
     def close(self) -> None:
         self._cache.close()
-
-
-class DumpWikidata(SparqlQueries):
-    """The same SPARQL over the snapshot's N-Triples, in process (no HTTP)."""
-
-    source = "dump"
-
-    def __init__(self, snapshot: Path):
-        from kitab.snapshot.format import read_manifest
-        from kitab.snapshot.rdfstore import load_store
-
-        self.store = load_store(snapshot)
-        self.counter = RequestCounter()
-        self.fetched_at = datetime.fromisoformat(read_manifest(snapshot)["created_at"].replace("Z", "+00:00"))
-
-    def select(self, query: str) -> Fetched:
-        from kitab.snapshot.rdfstore import query_json
-
-        self.counter.record(from_cache=True)
-        return Fetched(json.loads(query_json(self.store, query)), fingerprint("POST", "/sparql", body=query),
-                       self.fetched_at, True)
-
-    def close(self) -> None:
-        pass
 
 
 def works_with_labels(wikidata: Wikidata, titles: list[str]) -> list[dict]:

@@ -54,7 +54,13 @@ def measured(cmd: list[str], env: dict) -> tuple[float, float, str, str]:
     started = time.monotonic()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
     peak = 0
+    roles: dict[str, int] = {}  # peak RSS per kind of process: refresh, worker, prefect server
     done = threading.Event()
+
+    def role(p: psutil.Process) -> str:
+        cmd = " ".join(p.cmdline())
+        return "prefect server" if "uvicorn" in cmd else "worker" if ("spawn_main" in cmd or "dask" in cmd) \
+            else "refresh" if p.pid == proc.pid else "other"
 
     def sample() -> None:
         nonlocal peak
@@ -65,7 +71,10 @@ def measured(cmd: list[str], env: dict) -> tuple[float, float, str, str]:
                 total = 0
                 for p in tree:
                     try:
-                        total += p.memory_info().rss
+                        rss = p.memory_info().rss
+                        total += rss
+                        name = role(p)
+                        roles[name] = max(roles.get(name, 0), rss)
                     except psutil.Error:
                         pass
                 peak = max(peak, total)
@@ -81,6 +90,7 @@ def measured(cmd: list[str], env: dict) -> tuple[float, float, str, str]:
     wall = time.monotonic() - started
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{err[-3000:]}")
+    measured.roles = {k: round(v / 2**30, 2) for k, v in roles.items()}  # type: ignore[attr-defined]
     return wall, peak / 2**30, out, err
 
 
@@ -105,6 +115,7 @@ def run(writers: int, mode: str, batch_size: int | None) -> dict:
     return {"writers": writers, "mode": mode, "wall_s": round(wall, 1), "peak_rss_gib": round(rss, 2),
             "rows": json.loads(summary["counts"]) if "counts" in summary else _rows(summary),
             "stage_seconds": summary.get("stage_seconds"), "dropped_event_warnings": len(DROPPED.findall(err)),
+            "peak_rss_gib_by_process": measured.roles,  # type: ignore[attr-defined]
             "warehouse": str(warehouse)}
 
 

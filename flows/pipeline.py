@@ -157,7 +157,9 @@ def run_pipeline(params: RefreshParams, runner, *, progress: Progress | None = N
         batches = [Batch(n, start, min(start + params.batch_size, writers.rows))
                    for n, start in enumerate(range(0, writers.rows, params.batch_size))]
         progress.total = writers.rows
-        collected = runner.map(collect_step, [(ctx, b, writers) for b in batches],
+        # From the dump, collecting is CPU work (DuckDB lookups, cleaning, dedup): one process
+        # per core. Over HTTP it stays on threads: one client per process keeps the rate limits.
+        collected = runner.map(collect_step, [(ctx, b, writers) for b in batches], cpu=params.source == "dump",
                                names=[f"collect-{b.part}" for b in batches],
                                on_done=lambda n, _: progress.add(batches[n].stop - batches[n].start))
         t = timed("collect", t)

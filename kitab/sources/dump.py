@@ -634,8 +634,10 @@ class DumpStore:
     def _connect(self) -> None:
         # An in-memory database holding only views over the immutable Parquet files: nothing
         # is ever written; each thread queries through its own cursor of this one database.
+        # Lookups are small: a low limit keeps DuckDB's buffer cache from growing with the
+        # dump (the scan has its own, higher limit).
         self._db = duckdb.connect(":memory:")
-        self._db.execute(f"SET memory_limit = {sql_string(self.memory_limit)}")
+        self._db.execute(f"SET memory_limit = {sql_string(QUERY_MEMORY_LIMIT)}")
         self._db.execute("SET parquet_metadata_cache = true")  # footers are read once, not per query
         for table in TABLES:
             path = sql_string(str(self.folder / f"{table}.parquet"))
@@ -661,7 +663,16 @@ class DumpStore:
     def query(self, sql: str, params: list | None = None) -> list[tuple]:
         return self.cursor().execute(sql, params or []).fetchall()
 
+    users: int = 0
+    closed: bool = False
+
     def close(self) -> None:
+        """Close when the last source using this store closes."""
+        with _STORES_LOCK:
+            self.users = max(0, self.users - 1)
+            if self.users:
+                return
+            self.closed = True
         with self._cursor_lock:
             for cursor in self._cursors:
                 cursor.close()
@@ -669,8 +680,20 @@ class DumpStore:
         self._db.close()
 
 
+QUERY_MEMORY_LIMIT = "256MB"
+_STORES: dict[tuple[Path, Path], DumpStore] = {}
+_STORES_LOCK = threading.Lock()
+
+
 def _open_store(snapshot_dir: Path, settings: Settings) -> DumpStore:
-    return DumpStore.open(Path(snapshot_dir), settings.cache_dir / "dumps")
+    """One store per snapshot and process, shared by the WikiData and Open Library sources."""
+    key = (Path(snapshot_dir).resolve(), (settings.cache_dir / "dumps").resolve())
+    with _STORES_LOCK:
+        store = _STORES.get(key)
+        if store is None or store.closed:
+            store = _STORES[key] = DumpStore.open(*key)
+        store.users += 1
+        return store
 
 
 # --- WikiData -----------------------------------------------------------------------------

@@ -163,6 +163,7 @@ def run_pipeline(params: RefreshParams, runner, *, progress: Progress | None = N
                                names=[f"collect-{b.part}" for b in batches],
                                on_done=lambda n, _: progress.add(batches[n].stop - batches[n].start))
         t = timed("collect", t)
+        runner.release_workers()  # fresh workers for tagging: the dump lookups' memory goes with these
 
         titles = distinct_titles(ctx, [c.outputs["title_variants"] for c in collected])
         size = tag_chunk_size(titles.rows, cpu_workers())
@@ -175,6 +176,7 @@ def run_pipeline(params: RefreshParams, runner, *, progress: Progress | None = N
         constrained = runner.map(constrain_step, [(ctx, b, c, tags) for b, c in zip(batches, collected)],
                                  cpu=True, names=[f"constrain-{b.part}" for b in batches])
         t = timed("constrain", t)
+        runner.release_workers()  # the rest is DuckDB in this process: free the workers' memory first
         queries, query_stats = finish_queries(ctx, collected, constrained)
         t = timed("sample_queries", t)
 

@@ -37,6 +37,9 @@ def cpu_workers() -> int:
 class Runner(Protocol):
     def run(self, step: Step, *args: Any, cpu: bool = False, name: str) -> StepResult: ...
 
+    def release_workers(self) -> None:
+        """No more CPU steps: free the worker processes (their memory) before publishing."""
+
     def map(self, step: Step, calls: Sequence[tuple], *, cpu: bool = False, names: Sequence[str],
             on_done: OnDone | None = None) -> list[StepResult]: ...
 
@@ -100,6 +103,9 @@ class LocalRunner:
         futures: dict[Future, int] = {self.io.submit(call_step, step, args, cpu): n for n, args in enumerate(calls)}
         return _collect(futures, len(calls), on_done)
 
+    def release_workers(self) -> None:
+        shutdown_cpu_pool()
+
     def close(self) -> None:
         self.io.shutdown(wait=True, cancel_futures=True)
         shutdown_cpu_pool()
@@ -154,6 +160,9 @@ class PrefectRunner:
             if on_done is not None:
                 on_done(index, results[index])
         return results  # type: ignore[return-value]
+
+    def release_workers(self) -> None:
+        shutdown_cpu_pool()  # a Dask cluster's workers are the task runner's to keep
 
     def close(self) -> None:
         shutdown_cpu_pool()

@@ -36,6 +36,10 @@ _DUCK_TYPES = {"string": "VARCHAR", "int32": "INTEGER", "int64": "BIGINT", "floa
                "bool": "BOOLEAN", "timestamp": "TIMESTAMPTZ"}
 
 
+# DuckDB's memory for sorting a table into place; beyond it, it spills to disk.
+SORT_MEMORY = "512MB"
+
+
 class DataTestFailure(RuntimeError):
     """A data test in sql/tests found offending rows."""
 
@@ -143,7 +147,7 @@ class Warehouse:
         tmp_dir = self.root / ".duckdb_tmp"
         with duckdb.connect() as con:
             con.execute(f"SET temp_directory = {_literal(tmp_dir.as_posix())}")
-            con.execute("SET memory_limit = '1GB'")
+            con.execute(f"SET memory_limit = {_literal(SORT_MEMORY)}")
             ref = write_query(con, f"SELECT {columns} FROM ({union}) ORDER BY {order}", None, table, target)
         return WrittenTable(table, target, ref.rows, ref.sha256)
 

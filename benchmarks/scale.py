@@ -55,6 +55,7 @@ def measured(cmd: list[str], env: dict) -> tuple[float, float, str, str]:
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
     peak = 0
     roles: dict[str, int] = {}  # peak RSS per kind of process: refresh, worker, prefect server
+    cpu: dict[int, tuple[str, float]] = {}  # pid -> (kind, CPU seconds so far)
     done = threading.Event()
 
     def role(p: psutil.Process) -> str:
@@ -75,6 +76,8 @@ def measured(cmd: list[str], env: dict) -> tuple[float, float, str, str]:
                         total += rss
                         name = role(p)
                         roles[name] = max(roles.get(name, 0), rss)
+                        times = p.cpu_times()
+                        cpu[p.pid] = (name, times.user + times.system)
                     except psutil.Error:
                         pass
                 peak = max(peak, total)
@@ -91,6 +94,10 @@ def measured(cmd: list[str], env: dict) -> tuple[float, float, str, str]:
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{err[-3000:]}")
     measured.roles = {k: round(v / 2**30, 2) for k, v in roles.items()}  # type: ignore[attr-defined]
+    by_role: dict[str, float] = {}
+    for name, seconds in cpu.values():
+        by_role[name] = round(by_role.get(name, 0) + seconds, 1)
+    measured.cpu = by_role  # type: ignore[attr-defined]
     return wall, peak / 2**30, out, err
 
 
@@ -108,7 +115,7 @@ def run(writers: int, mode: str, batch_size: int | None) -> dict:
     else:
         code = ("import json, sys; from kitab.env import quiet_prefect_env; quiet_prefect_env(); "
                 "from kitab.runs import run_refresh; "
-                f"s = run_refresh(**json.loads(sys.argv[1]), direct=True); print(json.dumps(s, default=str))")
+                "s = run_refresh(**json.loads(sys.argv[1]), direct=True); print(json.dumps(s, default=str))")
         cmd = [sys.executable, "-c", code, json.dumps(args)]
     wall, rss, out, err = measured(cmd, env)
     summary = json.loads(out[out.index("{"):])
@@ -116,6 +123,7 @@ def run(writers: int, mode: str, batch_size: int | None) -> dict:
             "rows": json.loads(summary["counts"]) if "counts" in summary else _rows(summary),
             "stage_seconds": summary.get("stage_seconds"), "dropped_event_warnings": len(DROPPED.findall(err)),
             "peak_rss_gib_by_process": measured.roles,  # type: ignore[attr-defined]
+            "cpu_seconds_by_process": measured.cpu,  # type: ignore[attr-defined]
             "warehouse": str(warehouse)}
 
 

@@ -23,7 +23,7 @@ import duckdb
 
 from kitab.config import Settings
 from kitab.env import BUNDLED_SNAPSHOT
-from kitab.refs import TableRef, read_rows, write_query, write_rows
+from kitab.refs import TableRef, duck, read_rows, write_query, write_rows
 from kitab.sources import Origin, SourceSpec, close_sources
 from kitab.warehouse import Warehouse, validate_release_id
 from kitab.workdir import StepResult, WorkDir
@@ -242,7 +242,7 @@ def _column(refs: list[TableRef], column: str) -> list[dict]:
     files = [r.path for r in refs if r.rows]
     if not files:
         return []
-    with duckdb.connect() as con:
+    with duck() as con:
         return con.sql(f"SELECT DISTINCT {column} FROM read_parquet(?)", params=[files]).to_arrow_table().to_pylist()
 
 
@@ -253,7 +253,7 @@ def distinct_titles(ctx: RunContext, variants: list[TableRef]) -> TableRef:
 
     files = [r.path for r in variants if r.rows]
     target = ctx.work.path("titles", "all", "titles")
-    with duckdb.connect() as con:
+    with duck(ctx.work.root) as con:
         if not files:
             return write_query(con, "SELECT NULL::VARCHAR AS title WHERE false", None, "titles", target,
                                schema=pa.schema([("title", pa.string())]))
@@ -276,7 +276,7 @@ def finish_queries(ctx: RunContext, collected: list[StepResult], constrained: li
     def files(name: str) -> list[str]:
         return [c.outputs[name].path for c in constrained if c.outputs[name].rows]
 
-    with duckdb.connect() as con:
+    with duck(ctx.work.root) as con:
         one_ids: list[str] = []
         if files("one_unsatisfiable") and n_one:
             orders = [(t, spec_type(t).ORDER) for (t,) in con.sql(

@@ -146,3 +146,20 @@ def write_query(con, sql: str, params: list | None, table_name: str, path: str |
 
     _atomic_parquet(path, write)
     return TableRef(table_name, str(path), rows, sha256_file(path))
+
+
+# DuckDB's memory for one step's query over refs; beyond it, DuckDB spills to disk. Without a
+# limit DuckDB takes up to 80% of the machine, for its buffer cache as much as for the work.
+DUCKDB_MEMORY = "512MB"
+
+
+def duck(spill_dir: str | os.PathLike | None = None, memory_limit: str = DUCKDB_MEMORY):
+    """An in-memory DuckDB connection with a memory limit (and a spill folder, if given)."""
+    import duckdb
+
+    con = duckdb.connect()
+    con.execute(f"SET memory_limit = '{memory_limit}'")
+    if spill_dir is not None:
+        Path(spill_dir).mkdir(parents=True, exist_ok=True)
+        con.execute("SET temp_directory = '" + str(spill_dir).replace("'", "''") + "'")
+    return con

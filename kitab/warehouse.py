@@ -36,10 +36,6 @@ _DUCK_TYPES = {"string": "VARCHAR", "int32": "INTEGER", "int64": "BIGINT", "floa
                "bool": "BOOLEAN", "timestamp": "TIMESTAMPTZ"}
 
 
-# DuckDB's memory for sorting a table into place; beyond it, it spills to disk.
-SORT_MEMORY = "512MB"
-
-
 class DataTestFailure(RuntimeError):
     """A data test in sql/tests found offending rows."""
 
@@ -132,7 +128,7 @@ class Warehouse:
         its file in this warehouse, in key order: DuckDB sorts (spilling to disk, so memory
         stays bounded) and the result streams to the writer. Ties on the key keep the parts'
         order, so the bytes are those of :meth:`write_table` over the concatenated rows."""
-        from kitab.refs import write_query
+        from kitab.refs import duck, write_query
 
         if not parts:
             return self.write_table(table, release, [])
@@ -145,9 +141,7 @@ class Warehouse:
         order = ", ".join([*(f'"{k}" ASC NULLS LAST' for k in keys), "_part", "_row"])
         target = self.partition(table, release) / "part-0.parquet"
         tmp_dir = self.root / ".duckdb_tmp"
-        with duckdb.connect() as con:
-            con.execute(f"SET temp_directory = {_literal(tmp_dir.as_posix())}")
-            con.execute(f"SET memory_limit = {_literal(SORT_MEMORY)}")
+        with duck(tmp_dir) as con:
             ref = write_query(con, f"SELECT {columns} FROM ({union}) ORDER BY {order}", None, table, target)
         return WrittenTable(table, target, ref.rows, ref.sha256)
 

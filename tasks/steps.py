@@ -24,9 +24,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-import duckdb
-
-from kitab.refs import TableRef, read_rows, write_rows
+from kitab.refs import TableRef, duck, read_rows, write_rows
 from kitab.sources import SourceSpec, sources_for
 from kitab.sources.wikidata import works_with_labels
 from kitab.workdir import StepResult, WorkDir
@@ -157,7 +155,7 @@ def tag_step(ctx: RunContext, chunk: Batch, titles: TableRef) -> StepResult:
     """Titles ``start:stop`` of the release's distinct titles -> their spans (title_tags)."""
 
     def compute() -> StepResult:
-        with duckdb.connect() as con:  # only this chunk's titles (the file is sorted), not the whole list
+        with duck() as con:  # only this chunk's titles (the file is sorted), not the whole list
             chunk_titles = [t for (t,) in con.sql(
                 "SELECT title FROM read_parquet(?, file_row_number = true) "
                 "WHERE file_row_number >= ? AND file_row_number < ? ORDER BY file_row_number",
@@ -216,7 +214,7 @@ def _tags_for(titles: list[str], tags: tuple[TableRef, ...]) -> list[dict]:
     files = [ref.path for ref in tags if ref.rows]
     if not files or not titles:
         return []
-    with duckdb.connect() as con:
+    with duck() as con:
         con.execute("CREATE TEMP TABLE wanted AS SELECT unnest(?::VARCHAR[]) AS title", [titles])
         return con.sql("SELECT t.* FROM read_parquet(?) t SEMI JOIN wanted USING (title) ORDER BY title, tagger, start",
                        params=[files]).to_arrow_table().to_pylist()

@@ -19,6 +19,7 @@ from tasks.taggers.pipeline import PipelineTagger
 
 TABLE = "title_entities"
 PROBE_BATCH = 256
+PARSE_BATCH = 2000  # titles parsed together: a title's spans do not depend on its neighbours
 
 
 class Tagger(Protocol):
@@ -54,10 +55,14 @@ def title_tags(titles: Sequence[str], taggers: Sequence[Tagger]) -> list[dict]:
     end, evidence. A title with no span has no row. What the pipeline tags once per distinct
     title (in chunks, on every core) and then joins to books and variants (entity_rows)."""
     titles = sorted({t for t in titles if t})
-    tagged = tag_titles(titles, taggers)
-    return [{"title": title, "tagger": tagger.name, "version": tagger.version, "kind": span.kind,
-             "text": span.text, "start": span.start, "end": span.end, "evidence": span.evidence}
-            for n, title in enumerate(titles) for tagger in taggers for span in tagged[tagger.name][n]]
+    rows = []
+    for start in range(0, len(titles), PARSE_BATCH):  # parsed docs of one slice at a time: bounded memory
+        part = titles[start:start + PARSE_BATCH]
+        tagged = tag_titles(part, taggers)
+        rows += [{"title": title, "tagger": tagger.name, "version": tagger.version, "kind": span.kind,
+                  "text": span.text, "start": span.start, "end": span.end, "evidence": span.evidence}
+                 for n, title in enumerate(part) for tagger in taggers for span in tagged[tagger.name][n]]
+    return rows
 
 
 def entity_rows(books: list[dict], title_variants: list[dict], tags: Iterable[dict]) -> tuple[list[dict], dict]:

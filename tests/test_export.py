@@ -12,7 +12,6 @@ import json
 import logging
 import secrets
 import shutil
-from datetime import datetime, timezone
 from fractions import Fraction
 from pathlib import Path
 

@@ -4,13 +4,11 @@ live (real endpoints), mirror (the same HTTP clients pointed at the local mirror
 from __future__ import annotations
 
 import atexit
-import contextlib
 import hashlib
 import threading
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterator
 
 from kitab.config import DEFAULT_CONTACT, LIVE_OPENLIBRARY, LIVE_WIKIDATA, Settings
 from kitab.sources.openlibrary import HttpOpenLibrary, OpenLibrary

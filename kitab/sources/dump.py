@@ -475,7 +475,7 @@ def _scan_works(con: duckdb.DuckDBPyConnection, path: Path, out: Path) -> None:
     """)
     con.execute("DROP TABLE ol_works; DROP TABLE edition_facts; DROP TABLE resolved")
     # work_count counts every reference (OLIndex's works_by_author lists a work once per reference).
-    con.execute(f"""
+    con.execute("""
         CREATE TABLE author_stats AS
         SELECT author_key, count(*) AS work_count,
                first(title ORDER BY edition_count DESC, key_num, key) AS top_work
@@ -491,7 +491,7 @@ def _scan_works(con: duckdb.DuckDBPyConnection, path: Path, out: Path) -> None:
 
 
 def _write_authors(con: duckdb.DuckDBPyConnection, out: Path) -> None:
-    _copy(con, f"""
+    _copy(con, """
         SELECT a.key, a.key_num, a.type, a.name, a.alternate_names, a.birth_date, a.death_date, a.location,
                a.record, coalesce(s.work_count, 0) AS work_count, s.top_work
         FROM ol_authors a LEFT JOIN author_stats s ON s.author_key = a.bare

@@ -4,12 +4,10 @@ dump files through DuckDB, is kitab/sources/dump.py."""
 from __future__ import annotations
 
 import re
-from datetime import datetime
-from pathlib import Path
 from typing import Iterator, Protocol
 
 from kitab.config import Settings
-from kitab.sources.http import Fetched, Gate, RequestCounter, ServiceError, fingerprint, get_json, make_session
+from kitab.sources.http import Fetched, Gate, RequestCounter, ServiceError, get_json, make_session
 
 # Only what the pipeline reads: the original fetched whole documents, one page of 500.
 WORK_FIELDS = ("key", "title", "subtitle", "first_publish_year", "language", "author_key",

@@ -13,7 +13,6 @@ import json
 import threading
 import urllib.error
 from datetime import datetime
-from pathlib import Path
 from typing import Protocol
 
 from requests_cache.backends.sqlite import SQLiteDict

@@ -23,6 +23,8 @@ def quiet_prefect_env(prefect_home: Path | None = None) -> None:
         "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "90",
         "PREFECT_LOGGING_LEVEL": "WARNING",
         "PREFECT_RESULTS_PERSIST_BY_DEFAULT": "true",
+        # --task-runner dask: the cluster's own INFO lines (scheduler, nannies) are noise here
+        "DASK_LOGGING__DISTRIBUTED": "warning",
         # Hugging Face libraries never reach the Hub unless an export is pushed explicitly.
         "HF_HUB_OFFLINE": "1",
         "HF_DATASETS_OFFLINE": "1",

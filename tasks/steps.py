@@ -131,7 +131,8 @@ def collect_step(ctx: RunContext, batch: Batch, sampled: TableRef) -> StepResult
         rejected = {r["record_id"] for r in collected.rejects if r["record_kind"] == "author"}
         kept = [a for a in authors if a["qid"] not in rejected]
         cleaned = clean_books(works_raw, kept, lambda titles: works_with_labels(sources.wikidata, titles),
-                              today_year=ctx.today_year)
+                              today_year=ctx.today_year,
+                              batch_size=sources.wikidata.authors_per_query or max(1, len(kept)))
         deduped = dedup_titles(cleaned.tables["works_clean"], kept)
         outputs = _write(ctx, "collect", batch.part, {
             "authors": authors, "works_raw": works_raw, "books": deduped.tables["books"],

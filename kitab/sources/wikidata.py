@@ -31,6 +31,8 @@ class Wikidata(Protocol):
 
     source: str
     counter: RequestCounter
+    # works_by_titles takes the titles of at most this many authors per call (None: any number)
+    authors_per_query: int | None
 
     def sample_writers(self, *, from_year: int, to_year: int, min_works: int, max_works: int) -> Fetched:
         """Candidate writers whose earliest birth year is in [from_year, to_year)."""
@@ -43,6 +45,9 @@ class Wikidata(Protocol):
 
 class SparqlQueries:
     """The questions as SPARQL text, for implementations that run SPARQL (``select``)."""
+
+    # 50 authors' titles (~1,500) per VALUES block: a POST WDQS answers well inside its 60 s
+    authors_per_query: int | None = 50
 
     def select(self, query: str) -> Fetched:
         raise NotImplementedError

@@ -21,6 +21,7 @@ from typing import Callable, Iterator
 
 import duckdb
 
+from flows.runners import cpu_workers
 from kitab.config import Settings
 from kitab.env import BUNDLED_SNAPSHOT
 from kitab.refs import TableRef, duck, read_rows, write_query, write_rows
@@ -30,7 +31,6 @@ from kitab.workdir import StepResult, WorkDir
 from tasks.constraints import spec_type
 from tasks.publish import other_releases, publish, released_authors_rows
 from tasks.sample_queries import ONE_UNSATISFIABLE, TWO_UNSATISFIABLE, SamplingRates, fill_count, query_rows
-from flows.runners import cpu_workers
 from tasks.steps import Batch, RunContext, collect_step, constrain_step, merge_stats, sample_step, tag_step
 
 log = logging.getLogger("kitab.refresh")
@@ -107,7 +107,8 @@ def open_origin(source: str, settings: Settings, *, snapshot: Path, mirror_url: 
 
             origin.mirror = stack.enter_context(Mirror(snapshot))
             mirror_url = origin.mirror.url
-        scope = origin.snapshot_id if source == "mirror" and origin.snapshot_id else (
+        # the snapshot id also names a dump's content in the work folder's step keys
+        scope = origin.snapshot_id if source in ("mirror", "dump") and origin.snapshot_id else (
             release if source == "live" else None)
         if source == "mirror" and scope is None:
             import hashlib

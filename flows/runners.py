@@ -1,10 +1,10 @@
 """Where the pipeline's steps run: the one composition (flows/pipeline.py) asks a runner to
 ``run`` a step or ``map`` it over batches, and does not know which runner it has.
 
-- ``LocalRunner``: plain Python, no Prefect: I/O steps on threads, CPU steps (tagging,
-  constraints) on a pool of worker processes, one per core, when there are several calls
-  to spread (one call runs in place: a pool would only add its start-up). What the tests, the demo's
-  direct mode and the benchmarks' "direct" column use.
+- ``LocalRunner``: plain Python, no Prefect: I/O steps on threads, CPU steps (collecting from
+  a dump, tagging, constraints) on a pool of worker processes, one per core, when there are
+  several calls to spread (one call runs in place: a pool would only add its start-up). What
+  the tests, the export fixtures and the benchmarks' "direct" column use.
 - ``PrefectRunner``: one Prefect task run per step call, submitted to the flow's task
   runner. With the default thread pool, CPU steps still go to the same process pool as
   ``LocalRunner``; with ``DaskTaskRunner`` every step runs on the Dask workers.
@@ -53,8 +53,9 @@ _POOL_LOCK = threading.Lock()
 def cpu_pool() -> Executor | None:
     """The process pool for CPU steps in this process (None: run them in the caller's thread).
 
-    Worker processes are spawned, not forked (the parent has threads: DuckDB, HTTP, Prefect)
-    and kept for the whole refresh, so each loads the spaCy model once."""
+    Worker processes are spawned, not forked (the parent has threads: DuckDB, HTTP, Prefect),
+    and kept until the pipeline releases them (after collecting, and before publishing), so
+    each loads the spaCy model once for every tag and constrain step."""
     global _POOL
     with _POOL_LOCK:
         if _POOL is None and cpu_workers() > 1 and not _in_dask_worker():

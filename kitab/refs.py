@@ -8,7 +8,6 @@ Prefect or Dask, never the rows themselves. A warehouse table (one with a file i
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import tempfile
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from kitab.schemas import known_tables, to_arrow
+from kitab.snapshot.format import sha256_file
 
 # Rows per Parquet row group. Small enough that a 100,000-writer table is written slice by
 # slice; a table below it (every table of the bundled demo) is one row group, as before.
@@ -36,14 +36,6 @@ class TableRef:
 
     def exists(self) -> bool:
         return Path(self.path).exists()
-
-
-def sha256_file(path: str | os.PathLike) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _atomic_parquet(path: Path, write) -> None:
@@ -151,14 +143,20 @@ def write_query(con, sql: str, params: list | None, table_name: str, path: str |
 # DuckDB's memory for one step's query over refs; beyond it, DuckDB spills to disk. Without a
 # limit DuckDB takes up to 80% of the machine, for its buffer cache as much as for the work.
 DUCKDB_MEMORY = "512MB"
+# Publishing sorts whole tables (6 million constraints at 100,000 writers) and tests them; it
+# runs after the worker processes are gone, so it may take more, on one thread (less to hold).
+PUBLISH_MEMORY = "2GB"
 
 
-def duck(spill_dir: str | os.PathLike | None = None, memory_limit: str = DUCKDB_MEMORY):
+def duck(spill_dir: str | os.PathLike | None = None, memory_limit: str = DUCKDB_MEMORY, threads: int | None = None):
     """An in-memory DuckDB connection with a memory limit (and a spill folder, if given)."""
     import duckdb
 
     con = duckdb.connect()
     con.execute(f"SET memory_limit = '{memory_limit}'")
+    con.execute("SET preserve_insertion_order = false")  # every query that needs an order says so
+    if threads is not None:
+        con.execute(f"SET threads = {int(threads)}")
     if spill_dir is not None:
         Path(spill_dir).mkdir(parents=True, exist_ok=True)
         con.execute("SET temp_directory = '" + str(spill_dir).replace("'", "''") + "'")

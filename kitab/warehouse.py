@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import os
 import re
 import shutil
@@ -29,6 +28,7 @@ import pyarrow.parquet as pq
 
 from kitab.env import PROJECT_ROOT
 from kitab.schemas import arrow_schema, known_tables, table_spec, to_arrow
+from kitab.snapshot.format import sha256_file  # noqa: F401  (kitab.warehouse.sha256_file, as before)
 
 SQL_DIR = PROJECT_ROOT / "sql"
 CATALOG = "kitab.duckdb"
@@ -57,14 +57,6 @@ class WrittenTable:
     path: Path
     rows: int
     sha256: str
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _sort_key(table: str):
@@ -128,7 +120,7 @@ class Warehouse:
         its file in this warehouse, in key order: DuckDB sorts (spilling to disk, so memory
         stays bounded) and the result streams to the writer. Ties on the key keep the parts'
         order, so the bytes are those of :meth:`write_table` over the concatenated rows."""
-        from kitab.refs import duck, write_query
+        from kitab.refs import PUBLISH_MEMORY, duck, write_query
 
         if not parts:
             return self.write_table(table, release, [])
@@ -141,7 +133,7 @@ class Warehouse:
         order = ", ".join([*(f'"{k}" ASC NULLS LAST' for k in keys), "_part", "_row"])
         target = self.partition(table, release) / "part-0.parquet"
         tmp_dir = self.root / ".duckdb_tmp"
-        with duck(tmp_dir) as con:
+        with duck(tmp_dir, PUBLISH_MEMORY, threads=1) as con:
             ref = write_query(con, f"SELECT {columns} FROM ({union}) ORDER BY {order}", None, table, target)
         return WrittenTable(table, target, ref.rows, ref.sha256)
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 
-from kitab.refs import TableRef, duck, read_rows
+from kitab.refs import PUBLISH_MEMORY, TableRef, duck, read_rows
 from kitab.version import code_version
 from kitab.warehouse import Warehouse, validate_release_id
 from tasks.match_openlibrary import name_key
@@ -59,7 +59,7 @@ def publish(warehouse: Warehouse, release: str, tables: dict[str, list], *, seed
         shutil.rmtree(staged.root, ignore_errors=True)
         written = {name: staged.write_parts(name, release, parts) if parts and isinstance(parts[0], TableRef)
                    else staged.write_table(name, release, parts) for name, parts in sorted(tables.items())}
-        with duck(warehouse.root / ".duckdb_tmp") as con:
+        with duck(warehouse.root / ".duckdb_tmp", PUBLISH_MEMORY) as con:
             staged.create_views(con, release=release, pending=release)
             for name, w in written.items():  # the views see every row written, so no test passes vacuously
                 seen = con.execute(f'SELECT count(*) FROM "{name}"').fetchall()[0][0]

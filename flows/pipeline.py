@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterator
@@ -81,7 +81,6 @@ class Progress:
     total: int = 0
     done: int = 0
     report: Callable[["Progress"], None] | None = None
-    started: float = field(default_factory=time.monotonic)
 
     def add(self, writers: int) -> None:
         self.done += writers
@@ -202,8 +201,8 @@ def run_pipeline(params: RefreshParams, runner, *, progress: Progress | None = N
                         *parts(collected, "rejects.dedup_titles"), *parts(constrained, "rejects.generate_constraints")],
             "released_authors": [released],
         }
-        requests_made = (origin.mirror.request_count() if origin.mirror is not None else
-                         sampled.stats["requests_sent"] + sum(c.stats["requests_sent"] for c in collected))
+        requests_made = origin.requests_made(sampled.stats["requests_sent"]
+                                             + sum(c.stats["requests_sent"] for c in collected))
         committed = publish(wh, release, tables, seed=seed, source=params.source, snapshot_id=origin.snapshot_id,
                             n_authors_requested=params.authors, requests_made=requests_made)
         timed("publish", t)

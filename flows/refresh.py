@@ -19,15 +19,18 @@ from flows.runners import PrefectRunner, task_runner
 __all__ = ["refresh", "default_release_id", "default_seed", "with_task_runner"]
 
 
+def configured_task_runner(kind: str | None = None, address: str | None = None):
+    """The task runner ``kind`` at ``address``; unset: $KITAB_TASK_RUNNER (threads) and $KITAB_DASK_ADDRESS."""
+    return task_runner(kind or os.environ.get("KITAB_TASK_RUNNER") or "threads",
+                       address or os.environ.get("KITAB_DASK_ADDRESS") or None)
+
+
 def with_task_runner(kind: str | None = None, address: str | None = None):
     """The refresh flow on the task runner ``kind`` (default: $KITAB_TASK_RUNNER or threads)."""
-    kind = kind or os.environ.get("KITAB_TASK_RUNNER") or "threads"
-    address = address or os.environ.get("KITAB_DASK_ADDRESS") or None
-    return refresh.with_options(task_runner=task_runner(kind, address))
+    return refresh.with_options(task_runner=configured_task_runner(kind, address))
 
 
-@flow(name="refresh", log_prints=True, task_runner=task_runner(os.environ.get("KITAB_TASK_RUNNER") or "threads",
-                                                                  os.environ.get("KITAB_DASK_ADDRESS") or None))
+@flow(name="refresh", log_prints=True, task_runner=configured_task_runner())
 def refresh(source: str = "mirror", snapshot: str | None = None, authors: int = 40, seed: int | None = None,
             release: str | None = None, warehouse: str | None = None, mirror_url: str | None = None,
             batch_size: int = DEFAULT_BATCH_SIZE) -> dict:

@@ -118,6 +118,7 @@ class Origin:
     snapshot_id: str | None
     mirror: object | None = None
 
-    def requests_made(self, sources: Sources) -> int:
-        """Requests that reached a service: the mirror's own log when we run it."""
-        return self.mirror.request_count() if self.mirror is not None else sources.requests_sent()
+    def requests_made(self, sent_by_clients: int) -> int:
+        """Requests that reached a service: the mirror's own log when we run it, else what the
+        clients counted (``sent_by_clients``, summed over the steps that sent them)."""
+        return self.mirror.request_count() if self.mirror is not None else sent_by_clients

@@ -98,6 +98,56 @@ def _warehouse_tables() -> frozenset[str]:
     return _WAREHOUSE_TABLES
 
 
+class RowGroupWriter:
+    """Appends Arrow tables to a Parquet file in row groups of exactly ROW_GROUP rows (the
+    last one shorter): the same bytes as writing the concatenation at once."""
+
+    def __init__(self, writer: pq.ParquetWriter, schema: pa.Schema):
+        self.writer, self.schema = writer, schema
+        self.pending: list[pa.Table] = []
+        self.buffered = self.rows = 0
+
+    def append(self, table: pa.Table) -> None:
+        self.pending.append(table)
+        self.buffered += table.num_rows
+        self.rows += table.num_rows
+        if self.buffered >= ROW_GROUP:
+            self._flush(final=False)
+
+    def _flush(self, final: bool) -> None:
+        table = pa.concat_tables(self.pending).combine_chunks() if self.pending else self.schema.empty_table()
+        full = table.num_rows if final else table.num_rows - table.num_rows % ROW_GROUP
+        for start in range(0, full, ROW_GROUP):
+            self.writer.write_table(table.slice(start, min(ROW_GROUP, full - start)))
+        if final and self.rows == 0:
+            self.writer.write_table(table)  # an empty table still writes its schema
+        rest = table.slice(full)
+        self.pending, self.buffered = [rest], rest.num_rows
+
+    def close(self) -> None:
+        self._flush(final=True)
+
+
+def write_batches(batches: Iterable[pa.Table | pa.RecordBatch], table_name: str, path: str | os.PathLike,
+                  schema: pa.Schema) -> TableRef:
+    """Arrow tables or batches, in order -> one Parquet file (zstd) in ``schema``, atomically."""
+    path = Path(path)
+    rows = 0
+
+    def write(tmp: str) -> None:
+        nonlocal rows
+        with pq.ParquetWriter(tmp, schema, compression="zstd") as writer:
+            out = RowGroupWriter(writer, schema)
+            for batch in batches:
+                table = pa.Table.from_batches([batch]) if isinstance(batch, pa.RecordBatch) else batch
+                out.append(table.select(schema.names).cast(schema))
+            out.close()
+            rows = out.rows
+
+    _atomic_parquet(path, write)
+    return TableRef(table_name, str(path), rows, sha256_file(path))
+
+
 def write_query(con, sql: str, params: list | None, table_name: str, path: str | os.PathLike,
                 schema: pa.Schema | None = None) -> TableRef:
     """The result of a DuckDB query -> one Parquet file, streamed in record batches (memory
@@ -105,46 +155,15 @@ def write_query(con, sql: str, params: list | None, table_name: str, path: str |
     row groups of ROW_GROUP rows: the same bytes as :func:`write_arrow` of the whole result."""
     from kitab.schemas import arrow_schema
 
-    schema = schema or arrow_schema(table_name)
-    path = Path(path)
-    rows = 0
-
-    def write(tmp: str) -> None:
-        nonlocal rows
-        reader = con.sql(sql, params=params or None).to_arrow_reader(ROW_GROUP)
-        pending: list[pa.RecordBatch] = []
-        buffered = 0
-        with pq.ParquetWriter(tmp, schema, compression="zstd") as writer:
-            def flush(final: bool) -> None:
-                nonlocal pending, buffered
-                table = pa.Table.from_batches(pending, schema=schema).combine_chunks()
-                full = table.num_rows if final else table.num_rows - table.num_rows % ROW_GROUP
-                for start in range(0, full, ROW_GROUP):
-                    writer.write_table(table.slice(start, min(ROW_GROUP, full - start)))
-                if final and rows == 0:
-                    writer.write_table(table)  # an empty result still writes its schema, as write_arrow
-                rest = table.slice(full)
-                pending, buffered = rest.to_batches(), rest.num_rows
-
-            for batch in reader:
-                batch = pa.RecordBatch.from_arrays(
-                    [batch.column(name).cast(field.type) for name, field in zip(schema.names, schema)], schema=schema)
-                rows += batch.num_rows
-                pending.append(batch)
-                buffered += batch.num_rows
-                if buffered >= ROW_GROUP:
-                    flush(final=False)
-            flush(final=True)
-
-    _atomic_parquet(path, write)
-    return TableRef(table_name, str(path), rows, sha256_file(path))
+    reader = con.sql(sql, params=params or None).to_arrow_reader(ROW_GROUP)
+    return write_batches(reader, table_name, path, schema or arrow_schema(table_name))
 
 
 # DuckDB's memory for one step's query over refs; beyond it, DuckDB spills to disk. Without a
 # limit DuckDB takes up to 80% of the machine, for its buffer cache as much as for the work.
 DUCKDB_MEMORY = "512MB"
-# Publishing sorts whole tables (6 million constraints at 100,000 writers) and tests them; it
-# runs after the worker processes are gone, so it may take more, on one thread (less to hold).
+# Publishing's data tests join whole tables (6 million constraints at 100,000 writers); they
+# run after the worker processes are gone, so they may take more.
 PUBLISH_MEMORY = "2GB"
 
 

@@ -117,24 +117,14 @@ class Warehouse:
 
     def write_parts(self, table: str, release: str, parts: list) -> WrittenTable:
         """Parquet parts of one table (kitab.refs.TableRef, from the pipeline's batches) ->
-        its file in this warehouse, in key order: DuckDB sorts (spilling to disk, so memory
-        stays bounded) and the result streams to the writer. Ties on the key keep the parts'
-        order, so the bytes are those of :meth:`write_table` over the concatenated rows."""
-        from kitab.refs import PUBLISH_MEMORY, duck, write_query
+        its file in this warehouse, in key order, in bounded memory (kitab.external_sort).
+        Ties on the key keep the parts' order, so the bytes are those of :meth:`write_table`
+        over the concatenated rows."""
+        from kitab.external_sort import write_sorted
 
-        if not parts:
-            return self.write_table(table, release, [])
-        keys = table_spec(table).get("key", [])
-        names = arrow_schema(table).names
-        union = " UNION ALL ".join(
-            f"SELECT *, {n} AS _part, file_row_number AS _row FROM read_parquet({_literal(str(p.path))}, "
-            "file_row_number = true)" for n, p in enumerate(parts))
-        columns = ", ".join(f'"{c}"' for c in names)
-        order = ", ".join([*(f'"{k}" ASC NULLS LAST' for k in keys), "_part", "_row"])
         target = self.partition(table, release) / "part-0.parquet"
-        tmp_dir = self.root / ".duckdb_tmp"
-        with duck(tmp_dir, PUBLISH_MEMORY, threads=1) as con:
-            ref = write_query(con, f"SELECT {columns} FROM ({union}) ORDER BY {order}", None, table, target)
+        ref = write_sorted(parts, table_spec(table).get("key", []), table, target, arrow_schema(table),
+                           spill_dir=self.root / ".sort_tmp")
         return WrittenTable(table, target, ref.rows, ref.sha256)
 
     def adopt(self, staged: "Warehouse", release: str, tables: list[str]) -> None:

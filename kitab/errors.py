@@ -1,0 +1,10 @@
+"""Errors meant for a person, not a traceback."""
+from __future__ import annotations
+
+
+class KitabError(Exception):
+    """A failure the user can act on (bad input, a source that is down, a busy warehouse).
+
+    The CLI prints its message as one or two lines on stderr and exits non-zero; the
+    traceback is shown only with ``--debug`` or ``KITAB_DEBUG=1``. Keep the message short and
+    say what to do or which file/value is wrong."""

@@ -224,7 +224,7 @@ def _build(wh: Warehouse, release: str, folder: Path) -> dict:
             target = folder / config.path
             target.parent.mkdir(parents=True)
             if config.table is not None:
-                source = wh.partition(config.table, release) / "part-0.parquet"
+                source = wh.committed_files(release)[config.table]
                 shutil.copyfile(source, target)
                 rows[config.name] = pq.ParquetFile(target).metadata.num_rows
             else:

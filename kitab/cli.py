@@ -37,14 +37,18 @@ def sql(query: str = typer.Argument(..., help="any DuckDB SQL over the warehouse
         release: Optional[str] = typer.Option(None, help="scope every view to one release"),
         warehouse: Optional[Path] = WarehouseOpt,
         output: str = typer.Option("table", help="table | json | csv")) -> None:
-    """Run SQL against the warehouse catalog and print the result."""
-    from kitab.warehouse import Warehouse
+    """Run read-only SQL over the warehouse views and print the result (anything that would
+    write a file, attach a database or change a setting is refused)."""
+    from kitab.errors import KitabError
+    from kitab.warehouse import Warehouse, read_only_query
 
     wh = Warehouse(_warehouse(warehouse))
-    with wh.connect(release=release) as con:
-        cursor = con.execute(query)
-        columns = [d[0] for d in cursor.description or []]
-        rows = cursor.fetchall()
+    try:
+        with wh.connect(release=release) as con:
+            columns, rows = read_only_query(con, query)
+    except KitabError as exc:  # one line, no traceback
+        print(f"kitab sql: {exc}", file=sys.stderr)
+        raise typer.Exit(1) from None
     if output == "json":
         for row in rows:
             print(json.dumps(dict(zip(columns, row)), default=str, ensure_ascii=False))
@@ -63,6 +67,30 @@ def releases(warehouse: Optional[Path] = WarehouseOpt) -> None:
     """List committed releases with their counts."""
     sql("SELECT release_id, seed, source, snapshot_id, created_at, n_authors_requested, counts "
         "FROM releases ORDER BY created_at", release=None, warehouse=warehouse, output="table")
+
+
+@app.command()
+def verify(release: Optional[str] = typer.Option(None, help="check only this release"),
+           warehouse: Optional[Path] = WarehouseOpt) -> None:
+    """Recompute the sha256 of every committed table file and compare it with the ledger
+    (releases.checksums, releases.counts); exit 1 if any file differs or is missing."""
+    from kitab.warehouse import Warehouse
+
+    wh = Warehouse(_warehouse(warehouse))
+    committed = wh.committed_releases()
+    if release is not None and release not in committed:
+        print(f"kitab verify: no committed release {release!r} in {wh.root} (have: {', '.join(committed) or 'none'})",
+              file=sys.stderr)
+        raise typer.Exit(1)
+    checks = wh.check_files(None if release is None else [release])
+    bad = [c for c in checks if c.problem]
+    if bad:  # plain lines, not a table: each names its file in full, whatever the terminal width
+        for c in bad:
+            print(f"{c.release}\t{c.table}\t{c.path.relative_to(wh.root)}\t{c.problem}")
+        print(f"kitab verify: {len(bad)} of {len(checks)} committed files do not match the ledger", file=sys.stderr)
+        raise typer.Exit(1)
+    releases = len({c.release for c in checks})
+    console.print(f"{len(checks)} committed files of {releases} release(s) match the ledger")
 
 
 @app.command()

@@ -113,6 +113,10 @@ def refresh(source: str = typer.Option("mirror", help="live | mirror | dump"),
                                              "publish those (the summary says the shortfall) instead of failing"),
             warehouse: Optional[Path] = WarehouseOpt) -> None:
     """Run the refresh flow once and publish a release."""
+    from kitab.locking import refuse_if_busy
+
+    root = _warehouse(warehouse, create=False)
+    refuse_if_busy(root)  # before the slow imports: a second refresh is told at once
     from flows.runners import TASK_RUNNERS
     from kitab.runs import run_refresh
 
@@ -122,7 +126,7 @@ def refresh(source: str = typer.Option("mirror", help="live | mirror | dump"),
         raise typer.BadParameter("--dask-address needs --task-runner dask", param_hint="--dask-address")
     # run_refresh checks the inputs and takes the warehouse's lock before it creates anything
     summary = run_refresh(source=source, snapshot=snapshot, authors=authors, seed=seed, release=release,
-                          warehouse=_warehouse(warehouse, create=False), mirror_url=mirror_url, batch_size=batch_size,
+                          warehouse=root, mirror_url=mirror_url, batch_size=batch_size,
                           task_runner=task_runner, dask_address=dask_address, allow_fewer=allow_fewer)
     console.print_json(json.dumps(summary, default=str))
     wanted = summary["authors"]

@@ -93,11 +93,9 @@ def _acquire(root: Path, release: str) -> _Held:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        holder = LockHolder.parse(_read(fd))
+        busy = _busy(root, fd)
         os.close(fd)
-        running = holder.describe() if holder else "details not written yet"
-        raise WarehouseBusy(f"warehouse {root} is busy: another refresh is running ({running}); "
-                            "wait for it to finish, or stop it") from None
+        raise busy from None
     except BaseException:
         os.close(fd)
         raise
@@ -109,6 +107,32 @@ def _acquire(root: Path, release: str) -> _Held:
     os.ftruncate(fd, 0)
     os.pwrite(fd, json.dumps(asdict(holder)).encode(), 0)
     return _Held(fd, holder)
+
+
+def refuse_if_busy(root: Path) -> None:
+    """Raise :class:`WarehouseBusy` if a refresh holds the lock of ``root`` right now: a cheap
+    check the CLI makes before its slow imports, so a second refresh is refused in about a
+    second. :func:`refresh_lock` is the real lock; this takes nothing and creates nothing."""
+    root = Path(root).resolve()
+    if root in _HELD:
+        return
+    try:
+        fd = os.open(lock_path(root), os.O_RDONLY | os.O_CLOEXEC)
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)  # conflicts only with a holder's LOCK_EX
+    except BlockingIOError:
+        raise _busy(root, fd) from None
+    finally:
+        os.close(fd)  # (closing also drops the shared lock at once)
+
+
+def _busy(root: Path, fd: int) -> WarehouseBusy:
+    holder = LockHolder.parse(_read(fd))
+    running = holder.describe() if holder else "details not written yet"
+    return WarehouseBusy(f"warehouse {root} is busy: another refresh is running ({running}); "
+                         "wait for it to finish, or stop it")
 
 
 @contextlib.contextmanager

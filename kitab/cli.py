@@ -172,7 +172,8 @@ def report(release: str = typer.Option(..., help="release id"),
     """The release's quality section (the same as the dataset card's), as markdown."""
     from kitab.report import render_report
 
-    print(render_report(_existing_warehouse(warehouse, release), release, out))  # plain print: rich would eat [..] as markup
+    root = _existing_warehouse(warehouse, release)
+    print(render_report(root, release, out))  # plain print: rich would eat [..] as markup
 
 
 @app.command()
@@ -242,13 +243,13 @@ def _stdin_lines(with_year: bool) -> list[str]:
     return _short_titles(lines, with_year)
 
 
-def _short_titles(lines: list[str], with_year: bool) -> list[str]:
+def _short_titles(lines: list[str], with_year: bool, noun: str = "line") -> list[str]:
     from kitab.probe_input import line_list, without_long_titles
     from tasks.text import MAX_TITLE_CHARS, split_title_year
 
     kept, skipped = without_long_titles(lines, (lambda line: split_title_year(line)[0]) if with_year else str.strip)
     if skipped:
-        _warn(f"skipped {line_list(skipped)}: a title longer than {MAX_TITLE_CHARS:,} characters is not a title")
+        _warn(f"skipped {line_list(skipped, noun)}: a title longer than {MAX_TITLE_CHARS:,} characters is not a title")
     return kept
 
 
@@ -269,11 +270,14 @@ def tag(titles: Optional[list[str]] = typer.Argument(None, help="titles; none: o
 
     if titles:
         checked = [valid_text(t) for t in titles]
-        if any(bad for _, bad in checked):
-            _warn(f"{sum(bad for _, bad in checked)} argument(s) had invalid UTF-8, read with U+FFFD in place "
+        invalid = sum(bad for _, bad in checked)
+        if invalid:
+            _warn(f"{invalid} argument{'s' if invalid > 1 else ''} had invalid UTF-8, read with U+FFFD in place "
                   "of the bad bytes")
-        titles = _short_titles([t for t, _ in checked], with_year=False)
-    for line in tag_probe(titles or _stdin_lines(with_year=False)):
+        lines = _short_titles([t for t, _ in checked], with_year=False, noun="argument")
+    else:
+        lines = _stdin_lines(with_year=False)
+    for line in tag_probe(lines):
         print(line)
 
 

@@ -88,9 +88,20 @@ def watch(parent: int, server: int, poll: float = POLL_SECONDS) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     while running(server):
         if os.getppid() != parent:  # re-parented: the refresh is gone
-            stop(server)
+            if _is_uvicorn(server):  # (not a process that took the number of a server gone meanwhile)
+                stop(server)
             return
         time.sleep(poll)
+
+
+def _is_uvicorn(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            return b"uvicorn" in handle.read().split(b"\0")
+    except FileNotFoundError:
+        return False
+    except OSError:  # no /proc: trust the number
+        return True
 
 
 class _UserErrorFilter(logging.Filter):

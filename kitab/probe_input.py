@@ -50,8 +50,8 @@ def without_long_titles(lines: list[str], title_of: Callable[[str], str] = lambd
     return kept, skipped
 
 
-def line_list(numbers: list[int], shown: int = 5) -> str:
+def line_list(numbers: list[int], noun: str = "line", shown: int = 5) -> str:
     """``"line 3"``, ``"lines 1, 4, 9"``, ``"lines 1, 2, 3, 4, 5 and 7 more"``."""
     head = ", ".join(map(str, numbers[:shown]))
     more = f" and {len(numbers) - shown} more" if len(numbers) > shown else ""
-    return f"line{'s' if len(numbers) > 1 else ''} {head}{more}"
+    return f"{noun}{'s' if len(numbers) > 1 else ''} {head}{more}"

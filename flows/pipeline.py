@@ -12,6 +12,7 @@ so memory is bounded by a batch, not by the release.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import time
 from dataclasses import dataclass
@@ -24,8 +25,10 @@ import duckdb
 from flows.runners import cpu_workers
 from kitab.config import Settings
 from kitab.env import BUNDLED_SNAPSHOT
+from kitab.errors import BadValue
+from kitab.locking import refresh_lock
 from kitab.refs import TableRef, duck, read_rows, write_query, write_rows
-from kitab.sources import Origin, SourceSpec, close_sources
+from kitab.sources import SOURCES, Origin, SourceSpec, close_sources
 from kitab.warehouse import Warehouse, validate_release_id
 from kitab.workdir import StepResult, WorkDir
 from tasks.constraints import spec_type
@@ -66,12 +69,42 @@ class RefreshParams:
     warehouse: str | None = None
     mirror_url: str | None = None
     batch_size: int = DEFAULT_BATCH_SIZE
+    # More writers asked for than are eligible: publish the fewer (the summary says how many
+    # short) instead of failing.
+    allow_fewer: bool = False
 
     def __post_init__(self) -> None:
+        """Every value checked here, before a flow starts (a BadValue is one line for the user)."""
+        if self.source not in SOURCES:
+            raise BadValue(f"source {self.source!r}: expected one of {', '.join(SOURCES)}")
         if self.batch_size < 1:
-            raise ValueError(f"batch size must be >= 1, got {self.batch_size}")
+            raise BadValue(f"batch size must be >= 1, got {self.batch_size}")
         if self.authors < 1:
-            raise ValueError(f"authors must be >= 1, got {self.authors}")
+            raise BadValue(f"authors must be >= 1, got {self.authors}")
+        if self.release is not None:  # "" too: an empty id is an error, not the default
+            try:
+                validate_release_id(self.release)
+            except ValueError as exc:
+                raise BadValue(str(exc)) from None
+
+    def resolved(self, today: date) -> "RefreshParams":
+        """These parameters with the defaults of ``today`` filled in: the seed is the date
+        (YYYYMMDD), the release id ``YYYY.MM.DD-s<seed>``."""
+        seed = default_seed(today) if self.seed is None else self.seed
+        release = default_release_id(seed, today) if self.release is None else self.release
+        return dataclasses.replace(self, seed=seed, release=release)
+
+    def snapshot_dir(self) -> Path:
+        return Path(self.snapshot) if self.snapshot else BUNDLED_SNAPSHOT
+
+
+def check_inputs(params: RefreshParams) -> None:
+    """What can be checked before a refresh starts, cheaply and without writing anything:
+    the snapshot it reads (a mirror it starts, or the dump), file by file."""
+    from kitab.snapshot.format import check_snapshot
+
+    if params.source == "dump" or (params.source == "mirror" and not params.mirror_url):
+        check_snapshot(params.snapshot_dir())
 
 
 @dataclass
@@ -127,11 +160,18 @@ def run_pipeline(params: RefreshParams, runner, *, progress: Progress | None = N
     started = time.monotonic()
     settings = Settings(**({"warehouse": params.warehouse} if params.warehouse else {}))
     today = datetime.now(timezone.utc).date()
-    seed = default_seed(today) if params.seed is None else params.seed
-    release = validate_release_id(params.release or default_release_id(seed, today))
+    params = params.resolved(today)
+    seed, release = params.seed, params.release
+    # Held already when kitab.runs started this (re-entrant); taken here for a deployment's run.
+    with refresh_lock(settings.warehouse, release):
+        return _run_pipeline(params, runner, settings, today, started, progress or Progress())
+
+
+def _run_pipeline(params: RefreshParams, runner, settings: Settings, today: date, started: float,
+                  progress: Progress) -> dict:
+    seed, release = params.seed, params.release
     wh = Warehouse(settings.warehouse)
-    snapshot = Path(params.snapshot) if params.snapshot else BUNDLED_SNAPSHOT
-    progress = progress or Progress()
+    snapshot = params.snapshot_dir()
     timings: dict[str, float] = {}
 
     def timed(name: str, since: float) -> float:
@@ -152,6 +192,12 @@ def run_pipeline(params: RefreshParams, runner, *, progress: Progress | None = N
         writers = sampled.outputs["sampled"]
         log.info("sampled %d writers (%d eligible, %d excluded as released)", writers.rows,
                  sampled.stats["eligible"], sampled.stats["excluded_released"])
+        shortfall = author_shortfall(params.authors, sampled.stats)
+        if shortfall["shortfall"] and not params.allow_fewer:
+            released = sampled.stats["excluded_released"]
+            raise BadValue(f"--authors {params.authors}: only {shortfall['eligible']} writers are eligible"
+                           + (f" ({released} more were released before)" if released else "")
+                           + "; ask for fewer, or pass --allow-fewer to publish them")
         t = timed("sample", t)
 
         batches = [Batch(n, start, min(start + params.batch_size, writers.rows))
@@ -215,6 +261,7 @@ def run_pipeline(params: RefreshParams, runner, *, progress: Progress | None = N
     return {
         "release": release, "seed": seed, "source": params.source, "snapshot_id": origin.snapshot_id,
         "warehouse": str(wh.root),
+        "authors": shortfall,
         "stage_counts": {"candidate writers": sampled.stats["candidates"], "sampled": writers.rows,
                          "matched on Open Library": writers.rows - methods.get("unmatched", 0),
                          "works_raw": counts["works_raw"],
@@ -236,6 +283,14 @@ def run_pipeline(params: RefreshParams, runner, *, progress: Progress | None = N
         "checksums": committed["checksums"], "data_tests": committed["data_tests"],
         "wall_seconds": round(time.monotonic() - started, 2),
     }
+
+
+def author_shortfall(requested: int, sample_stats: dict) -> dict:
+    """Writers requested, eligible (not released before, with a label) and sampled, and how
+    many short of the request the sample is."""
+    sampled = sample_stats["sampled"]
+    return {"requested": requested, "eligible": sample_stats["eligible"], "sampled": sampled,
+            "shortfall": max(0, requested - sampled)}
 
 
 def _column(refs: list[TableRef], column: str) -> list[dict]:

@@ -33,13 +33,15 @@ def with_task_runner(kind: str | None = None, address: str | None = None):
 @flow(name="refresh", log_prints=True, task_runner=configured_task_runner())
 def refresh(source: str = "mirror", snapshot: str | None = None, authors: int = 40, seed: int | None = None,
             release: str | None = None, warehouse: str | None = None, mirror_url: str | None = None,
-            batch_size: int = DEFAULT_BATCH_SIZE) -> dict:
+            batch_size: int = DEFAULT_BATCH_SIZE, allow_fewer: bool = False) -> dict:
     """Sample ``authors`` writers not released before, collect their Open Library works and
     publish the tables as release ``release``. Defaults for scheduled runs: the seed is the
     UTC date (YYYYMMDD) and the release id ``YYYY.MM.DD-s<seed>``, so each day's run is a
-    new release and a rerun the same day rebuilds it."""
+    new release and a rerun the same day rebuilds it. Fewer eligible writers than ``authors``
+    fail the run unless ``allow_fewer``."""
     params = RefreshParams(source=source, snapshot=snapshot, authors=authors, seed=seed, release=release,
-                           warehouse=warehouse, mirror_url=mirror_url, batch_size=batch_size)
+                           warehouse=warehouse, mirror_url=mirror_url, batch_size=batch_size,
+                           allow_fewer=allow_fewer)
     artifact = create_progress_artifact(0.0, description="writers collected")
     logger = get_run_logger()
 

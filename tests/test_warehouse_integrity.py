@@ -86,7 +86,7 @@ def test_sql_refuses_every_write_and_setting_change_and_touches_nothing(wh, tmp_
         result = runner.invoke(app, ["sql", "--warehouse", str(wh.root), statement])
         assert result.exit_code != 0, statement
         lines = result.stderr.strip().splitlines()
-        assert len(lines) == 1 and lines[0].startswith("kitab sql: "), (statement, result.stderr)
+        assert len(lines) == 1 and lines[0].startswith("kitab: error: "), (statement, result.stderr)
         assert "Traceback" not in result.output + result.stderr, statement
         assert tree(wh.root) == before, statement  # every warehouse file untouched, nothing added
     assert list(outside.iterdir()) == []

@@ -142,10 +142,20 @@ class TitleView:
     def place_ner(self, i: int, j: int) -> bool:
         """spaCy tags exactly tokens i..j (maybe after "the") as GPE/LOC: partial overlaps such
         as "Green Hills" or "Hanging Rock" do not vouch for "Green" or "Rock"."""
-        for label, a, b in self.ents:
-            if label in CITY_NER_LABELS and b == j and (a == i or (a == i - 1 and self.toks[a].key == "the")):
+        for a in self.place_ents_ending.get(j, ()):
+            if a == i or (a == i - 1 and self.toks[a].key == "the"):
                 return True
         return False
+
+    @cached_property
+    def place_ents_ending(self) -> dict[int, list[int]]:
+        """Last token -> first tokens of the GPE/LOC entities ending there (place_ner looks
+        up, instead of scanning every entity for every candidate)."""
+        found: dict[int, list[int]] = {}
+        for label, a, b in self.ents:
+            if label in CITY_NER_LABELS:
+                found.setdefault(b, []).append(a)
+        return found
 
     def city_reading(self, i: int, j: int) -> str:
         """Why tokens i..j, a name that is also a city, read as the city, or "" if they don't:
@@ -169,10 +179,11 @@ def build_view(title: str, doc, lex: Lexicon) -> TitleView:
     """`doc` is the spaCy parse of `title` (maybe re-cased, same length)."""
     toks: list[Tok] = []
     index_of: dict[int, int] = {}
+    doc_text = doc.text  # spaCy joins every token on each access: once, not per token
     for t in doc:
         if t.is_space:
             continue
-        text = doc.text[t.idx : t.idx + len(t.text)]
+        text = doc_text[t.idx : t.idx + len(t.text)]
         key = norm(text)
         low = text.lower()
         stop = t.is_stop or low in FOREIGN_ARTICLES

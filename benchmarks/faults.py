@@ -114,9 +114,9 @@ def checkpoints(warehouse: Path) -> str:
     return "+".join(steps) or "none"
 
 
-def kill_tree(proc: subprocess.Popen) -> int:
-    """SIGKILL the refresh (only its own pid, as a crash would); a second later, count what it
-    left running in its session (its Prefect server, pool workers), kill those too."""
+def kill_tree(proc: subprocess.Popen) -> list[str]:
+    """SIGKILL the refresh (only its own pid, as a crash would); a second later, name what it
+    left running in its session (its Prefect server, pool workers) and kill those too."""
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     time.sleep(1.0)
@@ -127,12 +127,16 @@ def kill_tree(proc: subprocess.Popen) -> int:
                 left.append(p)
         except (psutil.Error, ProcessLookupError, PermissionError):
             pass
+    names = []
     for p in left:
         try:
+            cmd = " ".join(p.cmdline())
+            names.append("Prefect server" if "uvicorn" in cmd or "prefect" in cmd and "server" in cmd
+                         else "pool worker" if "spawn_main" in cmd or "multiprocessing" in cmd else p.name())
             p.kill()
         except psutil.Error:
             pass
-    return len(left)
+    return names
 
 
 def run_cli(cmd: list[str], timeout: float | None = None) -> tuple[float, int]:
@@ -201,7 +205,7 @@ def main() -> None:
                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
             try:
                 proc.wait(timeout=delay)
-                left, at_kill = 0, "finished before the kill"
+                left, at_kill = [], "finished before the kill"
             except subprocess.TimeoutExpired:
                 left = kill_tree(proc)
                 at_kill = checkpoints(warehouse)
@@ -234,7 +238,7 @@ def main() -> None:
         if c.get("checkpoints_at_kill"):
             notes.append(f"checkpointed at kill: {c['checkpoints_at_kill']}; rerun {c['rerun_s']} s")
         if c.get("processes_left"):
-            notes.append(f"{c['processes_left']} processes of the killed refresh left running")
+            notes.append(f"left running: {', '.join(c['processes_left'])}")
         if c.get("source_unavailable"):
             notes.append(f"{c['source_unavailable']} source_unavailable rejects")
         if c.get("differing"):

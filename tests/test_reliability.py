@@ -265,3 +265,28 @@ def test_mirror_serve_rejects_a_bad_fault_spec():
                                 env={"COLUMNS": "400"})  # one line: rich wraps at the terminal width
     assert result.exit_code == 2
     assert "unknown fault kind 'teapot'" in result.output
+
+
+@pytest.mark.flow
+def test_max_failed_share_from_the_command_line_through_the_flow(mirror, faults, sampled, tmp_path, quick_env,
+                                                                 monkeypatch):
+    """The one flow-level test: `kitab refresh --max-failed-share` is the refresh flow's parameter.
+    One writer of twelve lost (8.3%): under the default 10% it would publish; 5% refuses."""
+    from prefect.testing.utilities import prefect_test_harness
+    from typer.testing import CliRunner
+
+    from kitab.cli import app
+
+    monkeypatch.setenv("KITAB_WAREHOUSE", str(tmp_path))  # the CLI sets it; restored after the test
+    writer = next(w for w in sampled if w["ol_author_key"])
+    faults.add(Fault("status", path_prefix="/search.json", query=f"author_key={writer['ol_author_key']}",
+                     status=503, times=None))
+    args = ["refresh", "--mirror-url", mirror.url, "--authors", str(AUTHORS), "--seed", str(SEED), "--release", "r",
+            "--warehouse", str(tmp_path)]
+    with prefect_test_harness(server_startup_timeout=120):
+        refused = CliRunner().invoke(app, [*args, "--max-failed-share", "0.05"])
+    assert refused.exit_code != 0
+    assert isinstance(refused.exception, KitabError), refused.output
+    assert str(refused.exception) == (f"1 of {AUTHORS} writers (8.33%) failed: source unavailable (max 5%); "
+                                      "nothing published")
+    assert Warehouse(tmp_path).committed_releases() == []

@@ -25,7 +25,7 @@ import duckdb
 from flows.runners import cpu_workers
 from kitab.config import Settings
 from kitab.env import BUNDLED_SNAPSHOT
-from kitab.errors import BadValue
+from kitab.errors import BadValue, KitabError
 from kitab.locking import refresh_lock
 from kitab.refs import TableRef, duck, read_rows, write_query, write_rows
 from kitab.sources import SOURCES, Origin, SourceSpec, close_sources
@@ -34,10 +34,12 @@ from kitab.workdir import StepResult, WorkDir
 from tasks.constraints import spec_type
 from tasks.publish import other_releases, publish, released_authors_rows
 from tasks.sample_queries import ONE_UNSATISFIABLE, TWO_UNSATISFIABLE, SamplingRates, fill_count, query_rows
-from tasks.steps import Batch, RunContext, collect_step, constrain_step, merge_stats, sample_step, tag_step
+from tasks.steps import (Batch, RunContext, collect_step, constrain_step, merge_stats, sample_step, tag_step,
+                         unavailable_writers)
 
 log = logging.getLogger("kitab.refresh")
 DEFAULT_BATCH_SIZE = 250  # writers per batch: tens of task runs for 10,000 writers
+DEFAULT_MAX_FAILED_SHARE = 0.10  # of the sampled writers, lost to an unavailable source
 TAG_CHUNK_MIN, TAG_CHUNK_MAX = 2_000, 20_000  # distinct titles per tagging task
 
 
@@ -45,6 +47,18 @@ def tag_chunk_size(titles: int, workers: int) -> int:
     """Enough chunks to keep every core busy, few enough that each pays off its start-up
     and the constrain steps look up their tags in tens of files, not thousands."""
     return max(TAG_CHUNK_MIN, min(TAG_CHUNK_MAX, -(-titles // (2 * workers))))
+
+
+def check_failed_share(failed: int, sampled: int, max_share: float) -> None:
+    """A release may do without a few writers a source did not answer for (each is a
+    ``source_unavailable`` reject), not without more than ``max_share`` of them."""
+    if sampled and failed / sampled > max_share:
+        raise KitabError(f"{failed} of {sampled} writers ({_percent(failed / sampled)}) failed: source unavailable "
+                         f"(max {_percent(max_share)}); nothing published")
+
+
+def _percent(share: float) -> str:
+    return f"{100 * share:.3g}%"
 
 
 def default_seed(today: date) -> int:
@@ -72,11 +86,16 @@ class RefreshParams:
     # More writers asked for than are eligible: publish the fewer (the summary says how many
     # short) instead of failing.
     allow_fewer: bool = False
+    # Writers lost to a source that did not answer (rejected as source_unavailable) may be at
+    # most this share of the sampled writers; above it the refresh fails and publishes nothing.
+    max_failed_share: float = DEFAULT_MAX_FAILED_SHARE
 
     def __post_init__(self) -> None:
         """Every value checked here, before a flow starts (a BadValue is one line for the user)."""
         if self.source not in SOURCES:
             raise BadValue(f"source {self.source!r}: expected one of {', '.join(SOURCES)}")
+        if not 0.0 <= self.max_failed_share <= 1.0:
+            raise BadValue(f"max failed share must be between 0 and 1, got {self.max_failed_share}")
         if self.batch_size < 1:
             raise BadValue(f"batch size must be >= 1, got {self.batch_size}")
         if self.authors < 1:
@@ -161,9 +180,8 @@ def run_pipeline(params: RefreshParams, runner, *, progress: Progress | None = N
     settings = Settings(**({"warehouse": params.warehouse} if params.warehouse else {}))
     today = datetime.now(timezone.utc).date()
     params = params.resolved(today)
-    seed, release = params.seed, params.release
     # Held already when kitab.runs started this (re-entrant); taken here for a deployment's run.
-    with refresh_lock(settings.warehouse, release):
+    with refresh_lock(settings.warehouse, params.release):
         return _run_pipeline(params, runner, settings, today, started, progress or Progress())
 
 
@@ -208,6 +226,10 @@ def _run_pipeline(params: RefreshParams, runner, settings: Settings, today: date
         collected = runner.map(collect_step, [(ctx, b, writers) for b in batches], cpu=params.source == "dump",
                                names=[f"collect-{b.part}" for b in batches],
                                on_done=lambda n, _: progress.add(batches[n].stop - batches[n].start))
+        failed = sum(unavailable_writers(c) for c in collected)
+        if failed:
+            log.warning("%d of %d writers rejected: source unavailable", failed, writers.rows)
+        check_failed_share(failed, writers.rows, params.max_failed_share)
         t = timed("collect", t)
         runner.release_workers()  # fresh workers for tagging: the dump lookups' memory goes with these
 
@@ -263,7 +285,8 @@ def _run_pipeline(params: RefreshParams, runner, settings: Settings, today: date
         "warehouse": str(wh.root),
         "authors": shortfall,
         "stage_counts": {"candidate writers": sampled.stats["candidates"], "sampled": writers.rows,
-                         "matched on Open Library": writers.rows - methods.get("unmatched", 0),
+                         "source unavailable": failed,
+                         "matched on Open Library": methods.get("p648", 0) + methods.get("name_birth_year", 0),
                          "works_raw": counts["works_raw"],
                          "works kept by clean_books": collect_stats["clean_books"]["works_clean"],
                          "title_variants": counts["title_variants"], "books": counts["books"],

@@ -133,6 +133,9 @@ def refresh(source: str = typer.Option("mirror", help="live | mirror | dump"),
             dask_address: Optional[str] = typer.Option(None, help="a running Dask scheduler, e.g. tcp://host:8786"),
             allow_fewer: bool = typer.Option(False, "--allow-fewer", help="fewer eligible writers than --authors: "
                                              "publish those (the summary says the shortfall) instead of failing"),
+            max_failed_share: float = typer.Option(0.10, min=0.0, max=1.0, help="fail, publishing nothing, if more "
+                                                   "than this share of the writers is lost to a source that does "
+                                                   "not answer (each is a source_unavailable reject)"),
             warehouse: Optional[Path] = WarehouseOpt) -> None:
     """Run the refresh flow once and publish a release."""
     from kitab.locking import refuse_if_busy
@@ -149,7 +152,8 @@ def refresh(source: str = typer.Option("mirror", help="live | mirror | dump"),
     # run_refresh checks the inputs and takes the warehouse's lock before it creates anything
     summary = run_refresh(source=source, snapshot=snapshot, authors=authors, seed=seed, release=release,
                           warehouse=root, mirror_url=mirror_url, batch_size=batch_size,
-                          task_runner=task_runner, dask_address=dask_address, allow_fewer=allow_fewer)
+                          task_runner=task_runner, dask_address=dask_address, allow_fewer=allow_fewer,
+                          max_failed_share=max_failed_share)
     console.print_json(json.dumps(summary, default=str))
     wanted = summary["authors"]
     if wanted["shortfall"]:
@@ -219,12 +223,26 @@ def serve(cron: str = typer.Option("0 3 * * 1", help="cron schedule (UTC)"),
 def mirror_serve(snapshot: Path = typer.Option(BUNDLED_SNAPSHOT), port: int = typer.Option(8089),
                  host: str = typer.Option("127.0.0.1", help="bind address (0.0.0.0 only inside a container network)"),
                  ol_rate: float = typer.Option(25.0, help="Open Library requests/s per client before 429"),
-                 wdqs_rate: Optional[float] = typer.Option(None, help="SPARQL queries/s per client before 429")) -> None:
+                 wdqs_rate: Optional[float] = typer.Option(None, help="SPARQL queries/s per client before 429"),
+                 faults: Optional[str] = typer.Option(None, help="seeded random faults, e.g. "
+                                                      "'rate=0.2,seed=7,kinds=429+503+cut+slow' (docs/reliability.md)"),
+                 wdqs_timeout_rows: Optional[int] = typer.Option(None, min=0, help="answer a SPARQL query with more "
+                                                                 "result rows than this as WDQS answers a timeout")) -> None:
     """Serve a snapshot on 127.0.0.1 with the real APIs' shapes (Ctrl-C to stop)."""
+    from kitab.mirror.faults import RandomFaults
     from kitab.mirror.server import Mirror
 
-    mirror = Mirror(snapshot, host=host, port=port, ol_rate=ol_rate, wdqs_rate=wdqs_rate)
+    try:
+        plan = RandomFaults.parse(faults) if faults is not None else None
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--faults") from None
+    mirror = Mirror(snapshot, host=host, port=port, ol_rate=ol_rate, wdqs_rate=wdqs_rate, faults=plan,
+                    wdqs_timeout_rows=wdqs_timeout_rows)
     console.print(f"kitab mirror of {snapshot} on {mirror.url} (SPARQL: {mirror.url}/sparql)")
+    if plan is not None:
+        console.print(f"faults: {plan.spec}", markup=False)
+    if wdqs_timeout_rows is not None:
+        console.print(f"SPARQL results over {wdqs_timeout_rows} rows answer as a WDQS timeout")
     try:
         mirror.serve_forever()
     except KeyboardInterrupt:

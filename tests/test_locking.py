@@ -3,7 +3,6 @@ lock taken over; and (one Prefect flow) the same through the real CLI, with Pref
 temporary server gone once the refresh holding the lock is killed."""
 from __future__ import annotations
 
-import json
 import logging
 import os
 import signal

@@ -23,7 +23,7 @@ def test_labelled_set_is_large_well_formed_and_has_the_hard_cases(quality):
     items = quality.load()
     titles = [x.title for x in items]
     assert len(items) >= 250 and len(set(titles)) == len(titles)
-    assert {x.split for x in items} == {"dev", "holdout", "holdout2"}
+    assert {x.split for x in items} == {"dev", "holdout", "holdout2", "dev2"}
     assert sum(x.split == "holdout2" for x in items) >= 300
     for x in items:
         for spans in x.gold.values():

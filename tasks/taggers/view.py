@@ -45,6 +45,8 @@ OF = "of"
 # Articles of the languages whose titles keep them in English ("Les Misérables", "El Aleph").
 FOREIGN_ARTICLES = frozenset("le la les l' el los las il lo gli un une des der die das ein eine".split())
 POSSESSIVE = frozenset({"'s", "\u2019s", "'", "\u2019"})
+# "Won't" is parsed "Wo" + "n't": a token before one of these is part of a contraction, a word.
+CONTRACTIONS = frozenset({"n't", "n\u2019t", "'ll", "\u2019ll", "'re", "\u2019re", "'ve", "\u2019ve", "'m", "\u2019m", "'d", "\u2019d"})
 CITY_NER_LABELS = frozenset({"GPE", "LOC"})
 _INITIAL = re.compile(r"^[A-Z]\.$")
 
@@ -57,6 +59,8 @@ class Tok(NamedTuple):
     cap: bool  # starts with an upper-case letter
     stop: bool  # a spaCy stop word (or a foreign article)
     word: bool  # a common English word, stop word or demonym; for a listed name, a frequent word
+    rare: bool  # no listed name, but a rarer English word or two words run together ("Shogun", "Middlemarch")
+    dictionary: bool  # in the common-word list, listed name or not ("Destiny", "Sandy", "Grace")
     first: bool  # in the first-name list
     surname: bool
     calendar: bool
@@ -190,6 +194,8 @@ def build_view(title: str, doc, lex: Lexicon) -> TitleView:
         first, surname = key in lex.first_names, key in lex.surnames
         # "Peter", "Harry", "Carol" are words too, but rare ones: as capitalised tokens, names
         common = key in (lex.frequent_words if first or surname else lex.words)
+        nxt = doc[t.i + 1] if t.i + 1 < len(doc) else None
+        contracted = nxt is not None and nxt.idx == t.idx + len(t.text) and nxt.text.lower() in CONTRACTIONS
         index_of[t.i] = len(toks)
         toks.append(
             Tok(
@@ -199,7 +205,9 @@ def build_view(title: str, doc, lex: Lexicon) -> TitleView:
                 key=key,
                 cap=text[:1].isupper(),
                 stop=stop,
-                word=stop or common or key in lex.demonyms,
+                word=stop or common or contracted or key in lex.demonyms,
+                rare=not (first or surname or common) and (key in lex.rare_words or lex.is_compound(key)),
+                dictionary=key in lex.words,
                 first=first,
                 surname=surname,
                 calendar=low in CALENDAR,

@@ -230,6 +230,50 @@ def constraints(human: bool = typer.Option(False, "--human", help="add human-nam
         print(line)
 
 
+def _user_error(exc: Exception) -> typer.Exit:
+    """A bad input or state the user can fix: one line on stderr, exit status 2."""
+    print(f"kitab: error: {exc}", file=sys.stderr)
+    return typer.Exit(2)
+
+
+@app.command()
+def evaluate(release: str = typer.Option(..., help="release id whose queries were answered"),
+             answers: Path = typer.Option(..., help="JSON lines {query_id, response}, or a CSV with KITAB's "
+                                          "columns and the model's text"),
+             model: Optional[str] = typer.Option(None, help="the model's name (default: the answers file's name)"),
+             response_column: Optional[str] = typer.Option(None, help="CSV: the column with the model's text "
+                                                           "(default: the one column that is not KITAB's)"),
+             warehouse: Optional[Path] = WarehouseOpt) -> None:
+    """Score a model's answers with KITAB's metrics; store them in the table `evaluations`."""
+    from kitab.errors import KitabError
+    from kitab.evaluation.run import evaluate_release, format_aggregates
+
+    try:
+        result = evaluate_release(_warehouse(warehouse), release, answers, model=model,
+                                  response_column=response_column)
+    except KitabError as exc:
+        raise _user_error(exc) from None
+    print(f"{result['model']} on release {result['release']}: {result['answered']} of {result['queries']} queries "
+          f"answered (answers sha256 {result['answers_sha256'][:16]}…), scores in table evaluations\n")
+    print(format_aggregates(result["aggregates"]))
+
+
+@app.command()
+def prompts(release: str = typer.Option(..., help="release id"),
+            template: str = typer.Option("no-context", help="no-context | with-context | self-context | cot "
+                                         "(the paper's Templates 2a, 2b, 3; cot = 2a)"),
+            warehouse: Optional[Path] = WarehouseOpt) -> None:
+    """The paper's prompt for every query of a release, as JSON lines {query_id, template, prompt}."""
+    from kitab.errors import KitabError
+    from kitab.prompts import release_prompts
+
+    try:
+        for line in release_prompts(_warehouse(warehouse), release, template):
+            print(line)
+    except KitabError as exc:
+        raise _user_error(exc) from None
+
+
 def main() -> None:
     app()
 

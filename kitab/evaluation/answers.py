@@ -29,10 +29,14 @@ from tasks.text import split_title_year
 KITAB_COLUMNS = ("Author", "Birth Year", "# of sitelinks", "constraint_id", "constraint_type", "constraints",
                  "mapped_books", "all_books", "raw_books", "query_id", "release", "WikiData ID", "OpenLibrary ID")
 # KITAB's Template 2a/2b end with "Output:", Template 3 with "Final Output:"; the list follows
-# the last marker (the model may think aloud before it)
-_OUTPUT_MARKER = re.compile(r"output\s*:", re.IGNORECASE)
-# "N. Reason: <reason>. Title: <title>" or "N. Title: <title>": the title is after the last "Title:"
-_TITLE = re.compile(r".*title\s*:\s*(.*)$", re.IGNORECASE)
+# the last line that starts with the marker (the model may think aloud before it; a title such
+# as "Input/Output: A Novel" is not a marker)
+_OUTPUT_MARKER = re.compile(r"^[^\w\n]*(?:final\s+)?output\s*:", re.IGNORECASE | re.MULTILINE)
+# "N. Reason: <reason>. Title: <title>": the title follows the first "Title:" after the end of
+# a sentence of the reason (as KITAB's own parser reads it), so both may say "title:";
+# "N. Title: <title>": the first "Title:"
+_REASON_TITLE = re.compile(r"\breason\s*:.*?[.!?][\s*]*title\s*:\s*(.*)$", re.IGNORECASE)
+_TITLE = re.compile(r"\btitle\s*:\s*(.*)$", re.IGNORECASE)
 # a plain list item, read only when no line has "Title:" (a model that dropped the format)
 _LIST_ITEM = re.compile(r"^\s*(?:\d+\s*[.)]|[-*•])\s+(.+)$")
 _WRAPPING = "\"'“”‘’«»*_`"
@@ -59,7 +63,7 @@ def parse_answer(text: str | None) -> list[str]:
     markers = list(_OUTPUT_MARKER.finditer(text))
     body = text[markers[-1].end():] if markers else text
     lines = body.splitlines()
-    found = [m.group(1) for line in lines if (m := _TITLE.match(line))]
+    found = [m.group(1) for line in lines if (m := _REASON_TITLE.search(line) or _TITLE.search(line))]
     if not found:
         found = [m.group(1) for line in lines if (m := _LIST_ITEM.match(line))]
     titles = []

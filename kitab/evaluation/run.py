@@ -47,7 +47,7 @@ class QueryInfo:
 
 def load_truths(con) -> dict[str, QueryInfo]:
     """Every query of the release ``con`` is scoped to, from its KITAB rows and book metadata."""
-    books: dict[str, list[Book]] = defaultdict(list)
+    books: dict[str, list[Book]] = defaultdict(list)  # per author, shared by the author's queries
     for qid, book_id, title, year, human, city in con.execute(
             "SELECT b.author_qid, b.book_id, b.canonical_title, b.first_year, f.has_human_name, f.has_city_name "
             "FROM books b LEFT JOIN book_entity_flags f ON f.book_id = b.book_id "
@@ -58,10 +58,11 @@ def load_truths(con) -> dict[str, QueryInfo]:
         "k.raw_books, q.n_constraints, q.n_mapped, q.n_books, q.constrainedness, a.sitelinks "
         "FROM kitab_book_constraints k JOIN queries q ON q.query_id = k.query_id "
         "JOIN authors a ON a.qid = q.author_qid ORDER BY k.query_id").fetchall()
+    shared = {qid: tuple(author_books) for qid, author_books in books.items()}
     out = {}
     for (query_id, qid, author, ctype, constraints, mapped, all_books, raw, n_constraints, n_mapped, n_books,
          kappa, sitelinks) in rows:
-        author_books = tuple(books[qid])
+        author_books = shared.get(qid, ())
         listed = ast.literal_eval(all_books)
         if len(listed) != len(author_books) or not all(
                 entry.startswith(book.title) for entry, book in zip(listed, author_books)):
@@ -129,10 +130,14 @@ def write_evaluation(wh: Warehouse, release: str, rows: list[dict]) -> None:
     the same (model, answers file); atomic, under the warehouse's writer lock."""
     key = {(r["model"], r["answers_sha256"]) for r in rows}
     with wh.lock():
-        path = wh.partition(TABLE, release) / "part-0.parquet"
-        kept = [r for r in (pq.read_table(path).to_pylist() if path.exists() else [])
+        folder = wh.partition(TABLE, release)
+        before = sorted(folder.glob("part-*.parquet")) if folder.exists() else []
+        kept = [r for path in before for r in pq.read_table(path).to_pylist()
                 if (r["model"], r["answers_sha256"]) not in key]
-        wh.write_table(TABLE, release, kept + rows)
+        written = wh.write_table(TABLE, release, kept + rows)
+        for path in before:  # whatever the file is named, the release keeps one evaluations file
+            if path != written.path:
+                path.unlink()
         wh.build_catalog()  # the raw view of a table with no file yet is an empty stand-in
 
 

@@ -8,12 +8,14 @@ two tests and fixes what they leave open, in this order:
 1. **exact**: the normalised titles are equal. A model naming "The Old Clock" means that
    book, even when the author also wrote "Clock" (KITAB's port takes the first book with a
    substring relation in list order, so it would answer "Clock").
-2. otherwise every book passing either test is a candidate: **subset**, one title's words
-   are a contiguous run of the other's ("Gödel, Escher, Bach" / "Gödel, Escher, Bach: An
-   Eternal Golden Braid"; whole words, not characters: "It" is not a subset of "Spirit",
-   "Sula" not of "Consular"), or **fuzzy**, ``fuzz.ratio`` >= 80. The most similar
-   candidate (``fuzz.ratio``) wins, then the first in list order: "Clock in Buenos Aries"
-   names "Clock in Buenos Aires" (fuzzy), not "Clock" (a subset of it).
+2. **subset**: one title's words are a contiguous run of the other's ("Gödel, Escher,
+   Bach" / "Gödel, Escher, Bach: An Eternal Golden Braid"). Whole words, not characters:
+   "It" is not a subset of "Spirit", "Sula" not of "Consular". Several candidates: the
+   most similar (``fuzz.ratio``) wins, then the first in list order.
+3. **fuzzy**, only when no title is a subset (KITAB's port tries the substring test first
+   too): ``fuzz.ratio`` >= 80, the most similar wins, then the first in list order. So
+   "Saving the Wind" names "Saving the Wind: A Novel", not "Saving the Rain" (87% alike);
+   the price is that a misspelt "Clock in Buenos Aries" names "Clock", nested in it.
 
 The same function decides, at generation, which variant titles a KITAB evaluator would
 credit to their own book (``answer_titles``), and, at evaluation, which book an answer
@@ -60,12 +62,14 @@ def match_title(title: str, candidates: Sequence[str]) -> tuple[int, str] | None
     for i, candidate in enumerate(candidates):
         if candidate and candidate == title:
             return i, "exact"
-    found = [i for i, candidate in enumerate(candidates)
-             if candidate and (is_subset(title, candidate) or fuzz.ratio(title, candidate) >= FUZZY_MIN_RATIO)]
-    if not found:
-        return None
-    best = _most_similar(title, candidates, found)
-    return best, "subset" if is_subset(title, candidates[best]) else "fuzzy"
+    subsets = [i for i, candidate in enumerate(candidates) if candidate and is_subset(title, candidate)]
+    if subsets:
+        return _most_similar(title, candidates, subsets), "subset"
+    close = [i for i, candidate in enumerate(candidates)
+             if candidate and fuzz.ratio(title, candidate) >= FUZZY_MIN_RATIO]
+    if close:
+        return _most_similar(title, candidates, close), "fuzzy"
+    return None
 
 
 def answer_titles(books: Sequence[Sequence[str]]) -> list[tuple[str, ...]]:

@@ -381,7 +381,7 @@ def finish_queries(ctx: RunContext, collected: list[StepResult], constrained: li
         authors = {a["qid"]: a for a in read_rows([c.outputs["authors"] for c in collected]) if a["qid"] in set(qids)}
         sampled = [([rows[i]], ONE_UNSATISFIABLE) for i in one_ids]
         sampled += [([rows[a], rows[b]], TWO_UNSATISFIABLE) for a, b in pairs]
-        top_ups = write_rows("queries_kept", query_rows(sampled, authors, {}, ctx.seed),
+        top_ups = write_rows("queries_kept", query_rows(sampled, authors, ctx.seed),
                              ctx.work.path("queries", "all", "top_ups"))
         schema = arrow_schema("queries")
         parts = [*files("queries_kept"), *([top_ups.path] if top_ups.rows else [])]

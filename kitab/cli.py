@@ -2,6 +2,7 @@
 ``--warehouse DIR``; heavy imports (prefect, spaCy) happen inside the commands that need them."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -63,6 +64,17 @@ def _warn(message: str) -> None:
     print(f"kitab: warning: {message}", file=sys.stderr)
 
 
+@contextlib.contextmanager
+def user_errors():
+    """A KitabError inside: printed as main() prints it, exit 1, also where the app runs
+    without main() (typer's CliRunner, `kitab releases` calling sql)."""
+    try:
+        yield
+    except KitabError as exc:
+        _print_error(exc)
+        raise typer.Exit(1) from None
+
+
 @app.command()
 def sql(query: str = typer.Argument(..., help="any DuckDB SQL over the warehouse views"),
         release: Optional[str] = typer.Option(None, help="scope every view to one release"),
@@ -75,12 +87,9 @@ def sql(query: str = typer.Argument(..., help="any DuckDB SQL over the warehouse
     if output not in OUTPUTS:
         raise KitabError(f"--output {output!r}: expected one of {', '.join(OUTPUTS)}")
     wh = Warehouse(_existing_warehouse(warehouse, release))
-    try:
+    with user_errors():
         with wh.connect(release=release) as con:
             columns, rows = read_only_query(con, query)
-    except KitabError as exc:  # one line and exit 1 also where the app runs without main() (CliRunner)
-        _print_error(exc)
-        raise typer.Exit(1) from None
     if output == "json":
         for row in rows:
             print(json.dumps(dict(zip(columns, row)), default=str, ensure_ascii=False))
@@ -341,6 +350,38 @@ def constraints(human: bool = typer.Option(False, "--human", help="add human-nam
     for line in constraints_probe(lines, human=found["human"].get if human else None,
                                   city=found["city"].get if city else None):
         print(line)
+
+
+@app.command()
+def evaluate(release: str = typer.Option(..., help="release id whose queries were answered"),
+             answers: Path = typer.Option(..., help="JSON lines {query_id, response}, or a CSV with KITAB's "
+                                          "columns and the model's text"),
+             model: Optional[str] = typer.Option(None, help="the model's name (default: the answers file's name)"),
+             response_column: Optional[str] = typer.Option(None, help="CSV: the column with the model's text "
+                                                           "(default: the one column that is not KITAB's)"),
+             warehouse: Optional[Path] = WarehouseOpt) -> None:
+    """Score a model's answers with KITAB's metrics; store them in the table `evaluations`."""
+    from kitab.evaluation.run import evaluate_release, format_aggregates
+
+    with user_errors():
+        result = evaluate_release(_existing_warehouse(warehouse, release), release, answers, model=model,
+                                  response_column=response_column)
+    print(f"{result['model']} on release {result['release']}: {result['answered']} of {result['queries']} queries "
+          f"answered (answers sha256 {result['answers_sha256'][:16]}…), scores in table evaluations\n")
+    print(format_aggregates(result["aggregates"]))
+
+
+@app.command()
+def prompts(release: str = typer.Option(..., help="release id"),
+            template: str = typer.Option("no-context", help="no-context | with-context | self-context | cot "
+                                         "(the paper's Templates 2a, 2b, 3; cot = 2a)"),
+            warehouse: Optional[Path] = WarehouseOpt) -> None:
+    """The paper's prompt for every query of a release, as JSON lines {query_id, template, prompt}."""
+    from kitab.prompts import release_prompts
+
+    with user_errors():
+        for line in release_prompts(_existing_warehouse(warehouse, release), release, template):
+            print(line)
 
 
 def _debug() -> bool:

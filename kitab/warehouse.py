@@ -46,6 +46,11 @@ CATALOG = "kitab.duckdb"
 # Warehouse.committed_file).
 LEDGER_FILE = "part-0.parquet"
 STAMPS = ".stamps"
+# Tables kept beside a release but not part of it: written after its commit by their own
+# command (`kitab evaluate`), so its ledger row does not name them. The views read their file
+# in every committed release, and a rebuild of the release keeps it (each evaluation row
+# records the sha256 of the queries it scored).
+ANNEX_TABLES = ("evaluations",)
 _DUCK_TYPES = {"string": "VARCHAR", "int32": "INTEGER", "int64": "BIGINT", "float64": "DOUBLE",
                "bool": "BOOLEAN", "timestamp": "TIMESTAMPTZ"}
 
@@ -211,6 +216,8 @@ class Warehouse:
         keep.add(self.partition("releases", release) / LEDGER_FILE)
         removed = []
         for folder in sorted(self.tables_dir.glob(f"*/release={validate_release_id(release)}")):
+            if folder.parent.name in ANNEX_TABLES:
+                continue
             for path in sorted(folder.iterdir()):
                 if path.is_file() and path not in keep:
                     path.unlink()
@@ -259,9 +266,18 @@ class Warehouse:
         checksums = json.loads(self.ledger_row(release)["checksums"])
         return {table: self.committed_file(table, release, sha) for table, sha in sorted(checksums.items())}
 
+    def annex_file(self, table: str, release: str) -> Path | None:
+        """The current file of an annex table (ANNEX_TABLES) in ``release``: the newest, if a
+        crash between writing a new one and removing the old left two."""
+        folder = self.partition(table, release)
+        files = [p for p in folder.glob("part-*.parquet")] if folder.exists() else []
+        return max(files, key=lambda p: (p.stat().st_mtime_ns, p.name)) if files else None
+
     def _files(self, table: str, release: str) -> Path | None:
         if table == "releases":
             return self.partition("releases", release) / LEDGER_FILE
+        if table in ANNEX_TABLES:
+            return self.annex_file(table, release)
         return self.committed_files(release).get(table)
 
     def read_table(self, table: str, releases: list[str] | None = None) -> pa.Table:
@@ -325,6 +341,9 @@ class Warehouse:
             files.setdefault("releases", []).append(self.partition("releases", release) / LEDGER_FILE)
             for table, path in self.committed_files(release).items():
                 if path.exists():
+                    files.setdefault(table, []).append(path)
+            for table in ANNEX_TABLES:
+                if (path := self.annex_file(table, release)) is not None:
                     files.setdefault(table, []).append(path)
         return files
 

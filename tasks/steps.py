@@ -197,13 +197,13 @@ def constrain_step(ctx: RunContext, batch: Batch, collected: StepResult, tags: t
         kept_qids = {b["author_qid"] for b in books}
         authors = [a for a in read_rows(inputs["authors"]) if a["qid"] in kept_qids]
         constraints = generate_constraints(authors, books, entity_flags(books, entities))
-        by_author, authors_by_qid, canonical = group_constraints(constraints.tables["constraints"], authors, books)
+        by_author, authors_by_qid = group_constraints(constraints.tables["constraints"], authors, books)
         part = sample_authors_queries(by_author, ctx.seed, rates)
         one_unsat = [{"author_qid": r["author_qid"], "constraint_id": r["constraint_id"],
                       "constraint_type": r["constraint_type"], "draw": r["draw"]} for r in part.one_unsatisfiable]
         two_unsat = [{"author_qid": a["author_qid"], "first_id": a["constraint_id"], "second_id": b["constraint_id"],
                       "draw": draw} for a, b, draw in part.two_unsatisfiable]
-        kept = query_rows(part.kept, authors_by_qid, canonical, ctx.seed)
+        kept = query_rows(part.kept, authors_by_qid, ctx.seed)
         outputs = _write(ctx, "constrain", batch.part, {
             "title_entities": entities, "constraints": constraints.tables["constraints"],
             "rejects.generate_constraints": constraints.rejects, "queries_kept": kept,

@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 from kitab.schemas import to_arrow
 from tasks.constraints import SPEC_VERSION, spec_from_json
-from tasks.constraints.counting import first_letter, last_letter, word_count
+from tasks.constraints.counting import first_letter, last_letter, normalise_title, word_count
+from tasks.constraints.matching import author_books, match_title
 from tasks.constraints.probe import constraints_probe
 from tasks.text import split_title_year
 from tasks.generate_constraints import book_view, generate_constraints
@@ -41,10 +42,11 @@ def bibliographies(draw, max_authors=3):
 
 
 def books_by_author(books, flags):
+    """Each author's Books as the stage sees them: all_books order, answer titles only."""
     out = {}
     for row in books:
         out.setdefault(row["author_qid"], []).append(book_view(row, flags.get(row["book_id"])))
-    return out
+    return {qid: author_books(sorted(rows, key=lambda b: (b.title, b.book_id))) for qid, rows in out.items()}
 
 
 @settings(max_examples=60, deadline=None)

@@ -312,7 +312,10 @@ class Stack:
         """A flow run's log lines as the server stored them (what the UI shows)."""
         rows = api(self.api_url, "/logs/filter", {"logs": {"flow_run_id": {"any_": [run_id]}},
                                                   "sort": "TIMESTAMP_ASC", "limit": limit})
-        return [f"{r['timestamp'][11:19]} {r['message']}" for r in rows]
+        tasks = {t["id"]: t["name"] for t in api(self.api_url, "/task_runs/filter",
+                                                  {"flow_runs": {"id": {"any_": [run_id]}}})}
+        return [f"{r['timestamp'][11:19]} {tasks[r['task_run_id']] + ': ' if r.get('task_run_id') in tasks else ''}"
+                f"{r['message']}" for r in rows]
 
     # -- helpers --------------------------------------------------------------------------
     def save(self) -> None:
@@ -361,6 +364,19 @@ def run_summary(run: dict) -> str:
             f"parameters {json.dumps(run['parameters'], sort_keys=True)}")
 
 
+def committed(warehouse: Path) -> str:
+    """The warehouse's releases, newest first, with their author counts."""
+    from kitab.warehouse import Warehouse
+
+    wh = Warehouse(warehouse)
+    if not wh.committed_releases():
+        return f"warehouse {warehouse}: no committed release"
+    with wh.connect() as con:
+        rows = con.execute("select r.release, count(a.qid) from releases r left join released_authors a "
+                           "using (release) group by r.release, r.created_at order by r.created_at desc").fetchall()
+    return f"warehouse {warehouse}: " + ", ".join(f"release {r} ({n} authors)" for r, n in rows)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m kitab.stack", description=__doc__.split("\n\n")[0])
     parser.add_argument("command", choices=["up", "run", "status", "down"])
@@ -404,6 +420,7 @@ def main(argv: list[str] | None = None) -> int:
         print(run_summary(run))
         for line in stack.logs(run_id):
             print("  " + line)
+        print(committed(stack.warehouse))
         return 0 if run["state"]["type"] == "COMPLETED" else 1
     except StackError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -8,7 +8,7 @@ so ``down`` works from another invocation, never signals a reused pid, and takes
 process's descendants with it (the worker's flow-run processes and their pools).
 
     python -m kitab.stack up --state DIR --database-url URL [--api-port N --mirror-port N]
-    python -m kitab.stack run --state DIR [--param seed=7]   # one run of the deployment
+    python -m kitab.stack run --state DIR [--param seed=7] [--now]  # one run of the deployment
     python -m kitab.stack status|down --state DIR
 """
 from __future__ import annotations
@@ -24,7 +24,7 @@ import time
 import urllib.error
 import urllib.request
 from dataclasses import asdict, dataclass
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import psutil
@@ -60,7 +60,7 @@ def port_open(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) == 0
 
 
-def api(url: str, path: str, body: dict | None = None, timeout: float = 30) -> dict | list:
+def api(url: str, path: str, body: dict | list | None = None, timeout: float = 30) -> dict | list:
     """One JSON request to the Prefect REST API (POST when there is a body)."""
     data = None if body is None else json.dumps(body).encode()
     request = urllib.request.Request(url + path, data=data, headers={"content-type": "application/json"})
@@ -185,8 +185,9 @@ class Stack:
     mirror_port: int = 8089
     snapshot: Path = BUNDLED_SNAPSHOT
     ui: bool = False
-    # how often the worker asks for runs, and how soon a run queued behind the deployment's
-    # concurrency limit asks again (Prefect's defaults: 10 s and 30 s)
+    # how often the worker asks for runs, the server's scheduler looks for schedules to
+    # fill, and a run queued behind the deployment's concurrency limit asks again
+    # (Prefect's defaults: 10 s, 60 s, 30 s)
     poll_seconds: float = 5.0
 
     @property
@@ -220,7 +221,8 @@ class Stack:
                          self.env(PREFECT_HOME=str(self.state / "prefect-server"),
                                   PREFECT_API_DATABASE_CONNECTION_URL=self.database_url,
                                   PREFECT_UI_API_URL=self.api_url,
-                                  PREFECT_SERVER_DEPLOYMENTS_CONCURRENCY_SLOT_WAIT_SECONDS=str(self.poll_seconds)),
+                                  PREFECT_SERVER_DEPLOYMENTS_CONCURRENCY_SLOT_WAIT_SECONDS=str(self.poll_seconds),
+                                  PREFECT_SERVER_SERVICES_SCHEDULER_LOOP_SECONDS=str(self.poll_seconds)),
                          self.state)
         mirror = Service("mirror", [str(BIN / "kitab"), "mirror", "serve", "--snapshot", str(self.snapshot),
                                     "--port", str(self.mirror_port)], self.env(), self.state)
@@ -283,6 +285,52 @@ class Stack:
         return {name: (p.pid if (p := s.process()) else None) for name, s in self.services().items()}
 
     # -- runs -----------------------------------------------------------------------------
+    def upcoming(self, timeout: float = 60) -> list[datetime]:
+        """Start times of the runs the server's scheduler made from the deployment's schedules
+        (it keeps a few ahead). Waits for them: none means the scheduler is not working."""
+        deployment_id = self.deployment()["id"]
+        deadline = time.monotonic() + timeout
+        while True:
+            runs = api(self.api_url, "/flow_runs/filter",
+                       {"deployments": {"id": {"any_": [deployment_id]}},
+                        "flow_runs": {"state": {"type": {"any_": ["SCHEDULED"]}}},
+                        "sort": "EXPECTED_START_TIME_ASC", "limit": 20})
+            times = [datetime.fromisoformat(r["expected_start_time"]) for r in runs if r["auto_scheduled"]]
+            if times:
+                return times
+            if time.monotonic() > deadline:
+                raise StackError(f"the server's scheduler made no runs of the deployment's schedule in "
+                                 f"{timeout:.0f} s; server log:\n{self.services()['prefect-server'].tail()}")
+            time.sleep(1.0)
+
+    def schedule_run(self, parameters: dict | None = None, delay: float = 10, timeout: float = 120) -> str:
+        """One run made by the server's scheduler, the way the cron schedule makes them: a
+        schedule due in ``delay`` seconds, with ``parameters`` over the deployment's, removed
+        again once the worker has taken its run. Returns the run's id."""
+        deployment_id = self.deployment()["id"]
+        due = datetime.now(timezone.utc) + timedelta(seconds=delay)
+        (schedule,) = api(self.api_url, f"/deployments/{deployment_id}/schedules",
+                          [{"schedule": {"interval": 366 * 86400, "anchor_date": due.isoformat(), "timezone": "UTC"},
+                            "active": True, "max_scheduled_runs": 1, "parameters": parameters or {}}])
+        key = f"scheduled {deployment_id} {schedule['id']} "
+        deadline = time.monotonic() + delay + timeout
+        while True:
+            runs = api(self.api_url, "/flow_runs/filter", {"deployments": {"id": {"any_": [deployment_id]}},
+                                                           "sort": "EXPECTED_START_TIME_ASC", "limit": 200})
+            mine = [r for r in runs if (r.get("idempotency_key") or "").startswith(key)]
+            # Scheduled or Late: not taken yet (removing the schedule now would delete the run)
+            if mine and mine[0]["state"]["name"] not in ("Scheduled", "Late"):
+                break
+            if time.monotonic() > deadline:
+                state = mine[0]["state"]["name"] if mine else "not created"
+                raise StackError(f"the scheduled run was not taken in {delay + timeout:.0f} s ({state}); "
+                                 f"server log:\n{self.services()['prefect-server'].tail()}")
+            time.sleep(1.0)
+        with urllib.request.urlopen(urllib.request.Request(
+                f"{self.api_url}/deployments/{deployment_id}/schedules/{schedule['id']}", method="DELETE"), timeout=30):
+            pass
+        return mine[0]["id"]
+
     def trigger(self, parameters: dict | None = None) -> str:
         """One run of the deployment now (what `prefect deployment run` does); returns its id.
         ``parameters`` override the deployment's for this run only."""
@@ -388,6 +436,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ui", action="store_true", help="up: serve the Prefect UI on the API port")
     parser.add_argument("--param", action="append", default=[], metavar="KEY=JSON",
                         help="run: a parameter for this run only (value parsed as JSON, else a string)")
+    parser.add_argument("--now", action="store_true",
+                        help="run: create the run directly (`prefect deployment run`), not through the scheduler")
     parser.add_argument("--timeout", type=float, default=1800, help="run: seconds to wait for the run")
     args = parser.parse_args(argv)
     state = args.state.resolve()
@@ -401,6 +451,7 @@ def main(argv: list[str] | None = None) -> int:
             deployment_id = stack.up()
             print(f"Prefect API {stack.api_url} (database {stack.database_url.split('@')[-1]}), "
                   f"mirror {stack.mirror_url}, worker on pool {stack.pool!r}, deployment {deployment_id}")
+            print("scheduled by the server: " + ", ".join(f"{t:%a %Y-%m-%d %H:%M} UTC" for t in stack.upcoming()[:3]))
             print(f"logs and pid files: {state}; warehouse: {stack.warehouse}")
             return 0
         stack = Stack.load(state)
@@ -414,8 +465,13 @@ def main(argv: list[str] | None = None) -> int:
             return 0 if not left else 1
         parameters = dict(_param(p) for p in args.param)
         started = datetime.now().astimezone()
-        run_id = stack.trigger(parameters)
-        print(f"{started:%H:%M:%S} triggered a run of {stack.deployment()['name']} ({run_id}); waiting")
+        if args.now:
+            run_id = stack.trigger(parameters)
+            print(f"{started:%H:%M:%S} triggered a run of {stack.deployment()['name']} ({run_id}); waiting")
+        else:
+            print(f"{started:%H:%M:%S} scheduling a run of {stack.deployment()['name']} in 10 s")
+            run_id = stack.schedule_run(parameters)
+            print(f"{datetime.now():%H:%M:%S} the scheduler made run {run_id} and the worker took it; waiting")
         (run,) = stack.wait([run_id], timeout=args.timeout)
         print(run_summary(run))
         for line in stack.logs(run_id):

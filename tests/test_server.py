@@ -1,11 +1,15 @@
 """The scheduled path for real: `prefect server start` (SQLite in a temp folder), the mirror
 of the bundled snapshot, the work pool and the deployment registered from prefect.yaml as the
-compose worker does it, a worker process, and two runs of the deployment. Everything runs as
-separate processes (kitab/stack.py, the same code as scripts/stack) and is stopped at the end,
-failed or not."""
+compose worker does it, a worker process, and two runs of the deployment, one of them made by
+the server's scheduler. Everything runs as separate processes (kitab/stack.py, the same code
+as scripts/stack) and is stopped at the end, failed or not."""
 from __future__ import annotations
 
+import asyncio
+from datetime import datetime, timezone
+
 import pytest
+from prefect.server.schemas.schedules import CronSchedule
 
 from kitab.stack import Stack, deployment_spec, free_port
 from kitab.warehouse import Warehouse
@@ -40,16 +44,25 @@ def test_scheduled_deployment_runs_twice_on_a_worker(stack):
     assert [s["schedule"]["cron"] for s in deployment["schedules"]] == [s["cron"] for s in spec["schedules"]]
     assert deployment["global_concurrency_limit"]["limit"] == spec["concurrency_limit"]
 
-    # both at once: the deployment's concurrency limit queues the second behind the first
-    run_ids = [stack.trigger({"seed": seed}) for seed in SEEDS]
-    runs = stack.wait(run_ids, timeout=480)
+    # the server's scheduler keeps the next runs of prefect.yaml's cron schedule ahead
+    (schedule,) = spec["schedules"]
+    upcoming = stack.upcoming()
+    cron = CronSchedule(cron=schedule["cron"], timezone=schedule["timezone"])
+    assert upcoming == asyncio.run(cron.get_dates(n=len(upcoming), start=datetime.now(timezone.utc)))
+
+    # one run as `prefect deployment run` makes it, one made by the scheduler; the second
+    # waits for the first (the deployment's concurrency limit)
+    first = stack.trigger({"seed": SEEDS[0]})
+    second = stack.schedule_run({"seed": SEEDS[1]})
+    runs = stack.wait([first, second], timeout=480)
     for run in runs:
         assert run["state"]["name"] == "Completed", (
             f"{run['name']}: {run['state']['name']}: {run['state'].get('message')}\n"
             + "\n".join(stack.logs(run["id"])) + "\n--- worker log ---\n" + stack.services()["worker"].tail())
         assert run["work_pool_name"] == spec["work_pool"]["name"]  # the worker ran it, not this process
         assert run["parameters"] == {**deployment["parameters"], "seed": run["parameters"]["seed"]}
-    assert sorted(r["parameters"]["seed"] for r in runs) == list(SEEDS)
+    assert [(r["parameters"]["seed"], r["auto_scheduled"]) for r in runs] == [(SEEDS[0], False), (SEEDS[1], True)]
+    assert datetime.fromisoformat(runs[1]["start_time"]) >= datetime.fromisoformat(runs[0]["end_time"])  # one at a time
 
     wh = Warehouse(stack.warehouse)
     with wh.connect() as con:

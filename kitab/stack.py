@@ -60,15 +60,26 @@ def port_open(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) == 0
 
 
-def api(url: str, path: str, body: dict | list | None = None, timeout: float = 30) -> dict | list:
-    """One JSON request to the Prefect REST API (POST when there is a body)."""
+def api(url: str, path: str, body: dict | list | None = None, *, method: str | None = None,
+        timeout: float = 30, retries: int = 5) -> dict | list | None:
+    """One JSON request to the Prefect REST API (POST when there is a body). 429, 502 and 503
+    are retried as Prefect's own client does (the server answers 503 for errors a client may
+    retry, e.g. a busy SQLite database): after Retry-After, else 1, 2, 4, … s."""
     data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(url + path, data=data, headers={"content-type": "application/json"})
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            return json.loads(response.read() or b"null")
-    except urllib.error.HTTPError as exc:
-        raise StackError(f"{path}: HTTP {exc.code}: {exc.read().decode(errors='replace')[:2000]}") from None
+    for attempt in range(retries + 1):
+        request = urllib.request.Request(url + path, data=data, method=method,
+                                         headers={"content-type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as response:
+                return json.loads(response.read() or b"null")
+        except urllib.error.HTTPError as exc:
+            detail = exc.read().decode(errors="replace")[:2000]
+            if exc.code not in (429, 502, 503) or attempt == retries:
+                raise StackError(f"{method or ('POST' if body is not None else 'GET')} {path}: "
+                                 f"HTTP {exc.code}: {detail}") from None
+            retry_after = exc.headers.get("Retry-After", "")
+            time.sleep(float(retry_after) if retry_after.isdigit() else 2 ** attempt)
+    raise AssertionError("unreachable")
 
 
 @dataclass
@@ -326,9 +337,7 @@ class Stack:
                 raise StackError(f"the scheduled run was not taken in {delay + timeout:.0f} s ({state}); "
                                  f"server log:\n{self.services()['prefect-server'].tail()}")
             time.sleep(1.0)
-        with urllib.request.urlopen(urllib.request.Request(
-                f"{self.api_url}/deployments/{deployment_id}/schedules/{schedule['id']}", method="DELETE"), timeout=30):
-            pass
+        api(self.api_url, f"/deployments/{deployment_id}/schedules/{schedule['id']}", method="DELETE")
         return mine[0]["id"]
 
     def trigger(self, parameters: dict | None = None) -> str:

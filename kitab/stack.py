@@ -460,7 +460,12 @@ def main(argv: list[str] | None = None) -> int:
             deployment_id = stack.up()
             print(f"Prefect API {stack.api_url} (database {stack.database_url.split('@')[-1]}), "
                   f"mirror {stack.mirror_url}, worker on pool {stack.pool!r}, deployment {deployment_id}")
-            print("scheduled by the server: " + ", ".join(f"{t:%a %Y-%m-%d %H:%M} UTC" for t in stack.upcoming()[:3]))
+            try:
+                upcoming = stack.upcoming()
+            except StackError:
+                stack.down()  # a server whose scheduler makes no runs is no scheduled refresh
+                raise
+            print("scheduled by the server: " + ", ".join(f"{t:%a %Y-%m-%d %H:%M} UTC" for t in upcoming[:3]))
             print(f"logs and pid files: {state}; warehouse: {stack.warehouse}")
             return 0
         stack = Stack.load(state)

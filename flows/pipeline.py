@@ -12,6 +12,7 @@ so memory is bounded by a batch, not by the release.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import time
 from dataclasses import dataclass
@@ -24,17 +25,21 @@ import duckdb
 from flows.runners import cpu_workers
 from kitab.config import Settings
 from kitab.env import BUNDLED_SNAPSHOT
+from kitab.errors import BadValue, KitabError
+from kitab.locking import refresh_lock
 from kitab.refs import TableRef, duck, read_rows, write_query, write_rows
-from kitab.sources import Origin, SourceSpec, close_sources
+from kitab.sources import SOURCES, Origin, SourceSpec, close_sources
 from kitab.warehouse import Warehouse, validate_release_id
 from kitab.workdir import StepResult, WorkDir
 from tasks.constraints import spec_type
 from tasks.publish import other_releases, publish, released_authors_rows
 from tasks.sample_queries import ONE_UNSATISFIABLE, TWO_UNSATISFIABLE, SamplingRates, fill_count, query_rows
-from tasks.steps import Batch, RunContext, collect_step, constrain_step, merge_stats, sample_step, tag_step
+from tasks.steps import (Batch, RunContext, collect_step, constrain_step, merge_stats, sample_step, tag_step,
+                         unavailable_writers)
 
 log = logging.getLogger("kitab.refresh")
 DEFAULT_BATCH_SIZE = 250  # writers per batch: tens of task runs for 10,000 writers
+DEFAULT_MAX_FAILED_SHARE = 0.10  # of the sampled writers, lost to an unavailable source
 TAG_CHUNK_MIN, TAG_CHUNK_MAX = 2_000, 20_000  # distinct titles per tagging task
 
 
@@ -42,6 +47,18 @@ def tag_chunk_size(titles: int, workers: int) -> int:
     """Enough chunks to keep every core busy, few enough that each pays off its start-up
     and the constrain steps look up their tags in tens of files, not thousands."""
     return max(TAG_CHUNK_MIN, min(TAG_CHUNK_MAX, -(-titles // (2 * workers))))
+
+
+def check_failed_share(failed: int, sampled: int, max_share: float) -> None:
+    """A release may do without a few writers a source did not answer for (each is a
+    ``source_unavailable`` reject), not without more than ``max_share`` of them."""
+    if sampled and failed / sampled > max_share:
+        raise KitabError(f"{failed} of {sampled} writers ({_percent(failed / sampled)}) failed: source unavailable "
+                         f"(max {_percent(max_share)}); nothing published")
+
+
+def _percent(share: float) -> str:
+    return f"{100 * share:.3g}%"
 
 
 def default_seed(today: date) -> int:
@@ -66,12 +83,47 @@ class RefreshParams:
     warehouse: str | None = None
     mirror_url: str | None = None
     batch_size: int = DEFAULT_BATCH_SIZE
+    # More writers asked for than are eligible: publish the fewer (the summary says how many
+    # short) instead of failing.
+    allow_fewer: bool = False
+    # Writers lost to a source that did not answer (rejected as source_unavailable) may be at
+    # most this share of the sampled writers; above it the refresh fails and publishes nothing.
+    max_failed_share: float = DEFAULT_MAX_FAILED_SHARE
 
     def __post_init__(self) -> None:
+        """Every value checked here, before a flow starts (a BadValue is one line for the user)."""
+        if self.source not in SOURCES:
+            raise BadValue(f"source {self.source!r}: expected one of {', '.join(SOURCES)}")
+        if not 0.0 <= self.max_failed_share <= 1.0:
+            raise BadValue(f"max failed share must be between 0 and 1, got {self.max_failed_share}")
         if self.batch_size < 1:
-            raise ValueError(f"batch size must be >= 1, got {self.batch_size}")
+            raise BadValue(f"batch size must be >= 1, got {self.batch_size}")
         if self.authors < 1:
-            raise ValueError(f"authors must be >= 1, got {self.authors}")
+            raise BadValue(f"authors must be >= 1, got {self.authors}")
+        if self.release is not None:  # "" too: an empty id is an error, not the default
+            try:
+                validate_release_id(self.release)
+            except ValueError as exc:
+                raise BadValue(str(exc)) from None
+
+    def resolved(self, today: date) -> "RefreshParams":
+        """These parameters with the defaults of ``today`` filled in: the seed is the date
+        (YYYYMMDD), the release id ``YYYY.MM.DD-s<seed>``."""
+        seed = default_seed(today) if self.seed is None else self.seed
+        release = default_release_id(seed, today) if self.release is None else self.release
+        return dataclasses.replace(self, seed=seed, release=release)
+
+    def snapshot_dir(self) -> Path:
+        return Path(self.snapshot) if self.snapshot else BUNDLED_SNAPSHOT
+
+
+def check_inputs(params: RefreshParams) -> None:
+    """What can be checked before a refresh starts, cheaply and without writing anything:
+    the snapshot it reads (a mirror it starts, or the dump), file by file."""
+    from kitab.snapshot.format import check_snapshot
+
+    if params.source == "dump" or (params.source == "mirror" and not params.mirror_url):
+        check_snapshot(params.snapshot_dir())
 
 
 @dataclass
@@ -127,11 +179,17 @@ def run_pipeline(params: RefreshParams, runner, *, progress: Progress | None = N
     started = time.monotonic()
     settings = Settings(**({"warehouse": params.warehouse} if params.warehouse else {}))
     today = datetime.now(timezone.utc).date()
-    seed = default_seed(today) if params.seed is None else params.seed
-    release = validate_release_id(params.release or default_release_id(seed, today))
+    params = params.resolved(today)
+    # Held already when kitab.runs started this (re-entrant); taken here for a deployment's run.
+    with refresh_lock(settings.warehouse, params.release):
+        return _run_pipeline(params, runner, settings, today, started, progress or Progress())
+
+
+def _run_pipeline(params: RefreshParams, runner, settings: Settings, today: date, started: float,
+                  progress: Progress) -> dict:
+    seed, release = params.seed, params.release
     wh = Warehouse(settings.warehouse)
-    snapshot = Path(params.snapshot) if params.snapshot else BUNDLED_SNAPSHOT
-    progress = progress or Progress()
+    snapshot = params.snapshot_dir()
     timings: dict[str, float] = {}
 
     def timed(name: str, since: float) -> float:
@@ -152,6 +210,12 @@ def run_pipeline(params: RefreshParams, runner, *, progress: Progress | None = N
         writers = sampled.outputs["sampled"]
         log.info("sampled %d writers (%d eligible, %d excluded as released)", writers.rows,
                  sampled.stats["eligible"], sampled.stats["excluded_released"])
+        shortfall = author_shortfall(params.authors, sampled.stats)
+        if shortfall["shortfall"] and not params.allow_fewer:
+            released = sampled.stats["excluded_released"]
+            raise BadValue(f"--authors {params.authors}: only {shortfall['eligible']} writers are eligible"
+                           + (f" ({released} more were released before)" if released else "")
+                           + "; ask for fewer, or pass --allow-fewer to publish them")
         t = timed("sample", t)
 
         batches = [Batch(n, start, min(start + params.batch_size, writers.rows))
@@ -162,6 +226,10 @@ def run_pipeline(params: RefreshParams, runner, *, progress: Progress | None = N
         collected = runner.map(collect_step, [(ctx, b, writers) for b in batches], cpu=params.source == "dump",
                                names=[f"collect-{b.part}" for b in batches],
                                on_done=lambda n, _: progress.add(batches[n].stop - batches[n].start))
+        failed = sum(unavailable_writers(c) for c in collected)
+        if failed:
+            log.warning("%d of %d writers rejected: source unavailable", failed, writers.rows)
+        check_failed_share(failed, writers.rows, params.max_failed_share)
         t = timed("collect", t)
         runner.release_workers()  # fresh workers for tagging: the dump lookups' memory goes with these
 
@@ -215,8 +283,10 @@ def run_pipeline(params: RefreshParams, runner, *, progress: Progress | None = N
     return {
         "release": release, "seed": seed, "source": params.source, "snapshot_id": origin.snapshot_id,
         "warehouse": str(wh.root),
+        "authors": shortfall,
         "stage_counts": {"candidate writers": sampled.stats["candidates"], "sampled": writers.rows,
-                         "matched on Open Library": writers.rows - methods.get("unmatched", 0),
+                         "source unavailable": failed,
+                         "matched on Open Library": methods.get("p648", 0) + methods.get("name_birth_year", 0),
                          "works_raw": counts["works_raw"],
                          "works kept by clean_books": collect_stats["clean_books"]["works_clean"],
                          "title_variants": counts["title_variants"], "books": counts["books"],
@@ -236,6 +306,14 @@ def run_pipeline(params: RefreshParams, runner, *, progress: Progress | None = N
         "checksums": committed["checksums"], "data_tests": committed["data_tests"],
         "wall_seconds": round(time.monotonic() - started, 2),
     }
+
+
+def author_shortfall(requested: int, sample_stats: dict) -> dict:
+    """Writers requested, eligible (not released before, with a label) and sampled, and how
+    many short of the request the sample is."""
+    sampled = sample_stats["sampled"]
+    return {"requested": requested, "eligible": sample_stats["eligible"], "sampled": sampled,
+            "shortfall": max(0, requested - sampled)}
 
 
 def _column(refs: list[TableRef], column: str) -> list[dict]:
@@ -303,7 +381,7 @@ def finish_queries(ctx: RunContext, collected: list[StepResult], constrained: li
         authors = {a["qid"]: a for a in read_rows([c.outputs["authors"] for c in collected]) if a["qid"] in set(qids)}
         sampled = [([rows[i]], ONE_UNSATISFIABLE) for i in one_ids]
         sampled += [([rows[a], rows[b]], TWO_UNSATISFIABLE) for a, b in pairs]
-        top_ups = write_rows("queries_kept", query_rows(sampled, authors, {}, ctx.seed),
+        top_ups = write_rows("queries_kept", query_rows(sampled, authors, ctx.seed),
                              ctx.work.path("queries", "all", "top_ups"))
         schema = arrow_schema("queries")
         parts = [*files("queries_kept"), *([top_ups.path] if top_ups.rows else [])]

@@ -13,7 +13,7 @@ import os
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_progress_artifact, update_progress_artifact
 
-from flows.pipeline import DEFAULT_BATCH_SIZE, Progress, RefreshParams, default_release_id, default_seed, run_pipeline
+from flows.pipeline import DEFAULT_BATCH_SIZE, DEFAULT_MAX_FAILED_SHARE, Progress, RefreshParams, default_release_id, default_seed, run_pipeline
 from flows.runners import PrefectRunner, task_runner
 
 __all__ = ["refresh", "default_release_id", "default_seed", "with_task_runner"]
@@ -33,13 +33,17 @@ def with_task_runner(kind: str | None = None, address: str | None = None):
 @flow(name="refresh", log_prints=True, task_runner=configured_task_runner())
 def refresh(source: str = "mirror", snapshot: str | None = None, authors: int = 40, seed: int | None = None,
             release: str | None = None, warehouse: str | None = None, mirror_url: str | None = None,
-            batch_size: int = DEFAULT_BATCH_SIZE) -> dict:
+            batch_size: int = DEFAULT_BATCH_SIZE, allow_fewer: bool = False,
+            max_failed_share: float = DEFAULT_MAX_FAILED_SHARE) -> dict:
     """Sample ``authors`` writers not released before, collect their Open Library works and
     publish the tables as release ``release``. Defaults for scheduled runs: the seed is the
     UTC date (YYYYMMDD) and the release id ``YYYY.MM.DD-s<seed>``, so each day's run is a
-    new release and a rerun the same day rebuilds it."""
+    new release and a rerun the same day rebuilds it. Fewer eligible writers than ``authors``
+    fail the run unless ``allow_fewer``. If more than ``max_failed_share`` of the writers are
+    lost to a source that does not answer, the run fails and publishes nothing."""
     params = RefreshParams(source=source, snapshot=snapshot, authors=authors, seed=seed, release=release,
-                           warehouse=warehouse, mirror_url=mirror_url, batch_size=batch_size)
+                           warehouse=warehouse, mirror_url=mirror_url, batch_size=batch_size,
+                           allow_fewer=allow_fewer, max_failed_share=max_failed_share)
     artifact = create_progress_artifact(0.0, description="writers collected")
     logger = get_run_logger()
 

@@ -8,3 +8,8 @@ class KitabError(Exception):
     The CLI prints its message as one or two lines on stderr and exits non-zero; the
     traceback is shown only with ``--debug`` or ``KITAB_DEBUG=1``. Keep the message short and
     say what to do or which file/value is wrong."""
+
+
+class BadValue(KitabError, ValueError):
+    """A value given by the user (an option, a file's content) is wrong. Also a ValueError,
+    so Python callers that caught ValueError before still do."""

@@ -9,7 +9,9 @@ Layout of the folder (the card's ``configs`` list exactly the Parquet files)::
     plots/kappa.png, plots/popularity.png
 
 Configs: ``one-book-constraints``, ``two-book-constraints``, ``author-metadata`` (KITAB's
-columns; the first two add ``query_id`` last), ``book-metadata`` (one row per book), and
+columns; the first two add ``query_id`` last, author-metadata ``synthetic`` last: KITAB's
+readers ignore a column they do not know), ``book-metadata`` (one row per book, ``synthetic``
+last), and
 ``constraints`` and ``rejects`` (byte-for-byte copies of the warehouse's partitions, so their
 sha256 equal the ledger's checksums). Every config has one split, ``test``, like KITAB's card.
 
@@ -69,10 +71,11 @@ CONFIGS: tuple[Config, ...] = (
            sql=_kitab_queries("kitab_one_book_constraints")),
     Config("two-book-constraints", "queries with two book constraints besides the author (KITAB's columns + query_id)",
            sql=_kitab_queries("kitab_two_book_constraints")),
-    Config("author-metadata", "authors with at least one query (KITAB's columns)",
-           sql=f"SELECT {', '.join(KITAB_AUTHOR_COLUMNS)} FROM kitab_author_metadata "
+    Config("author-metadata", "authors with at least one query (KITAB's columns + synthetic)",
+           sql=f"SELECT {', '.join(KITAB_AUTHOR_COLUMNS)}, synthetic FROM kitab_author_metadata "
                'ORDER BY "# of sitelinks" DESC, "Author", "WikiData ID"'),
-    Config("book-metadata", "one row per book: variants, first year, Open Library works, human and city names",
+    Config("book-metadata", "one row per book: variants, first year, Open Library works, human and city names, "
+                            "synthetic",
            sql="""
             SELECT b.book_id, b.author_qid, a.name AS author, b.canonical_title, b.first_year, b.n_variants,
                    b.variant_titles,
@@ -80,12 +83,15 @@ CONFIGS: tuple[Config, ...] = (
                    coalesce(f.has_human_name, false)          AS has_human_name,
                    coalesce(f.human_names, []::VARCHAR[])     AS human_names,
                    coalesce(f.has_city_name, false)           AS has_city_name,
-                   coalesce(f.city_names, []::VARCHAR[])      AS city_names
+                   coalesce(f.city_names, []::VARCHAR[])      AS city_names,
+                   coalesce(v.synthetic, false)               AS synthetic
             FROM books b
             JOIN authors a ON a.qid = b.author_qid
             LEFT JOIN book_entity_flags f ON f.book_id = b.book_id
-            LEFT JOIN (SELECT book_id, list(work_key ORDER BY work_key) AS work_keys
-                       FROM title_variants GROUP BY book_id) v ON v.book_id = b.book_id
+            LEFT JOIN (SELECT t.book_id, list(t.work_key ORDER BY t.work_key) AS work_keys,
+                              bool_or(kitab_synthetic_id(t.work_key, w.source)) AS synthetic
+                       FROM title_variants t JOIN authors w ON w.qid = t.author_qid
+                       GROUP BY t.book_id) v ON v.book_id = b.book_id
             ORDER BY b.author_qid, b.book_id"""),
     Config("constraints", "every candidate constraint per author, before sampling (kitab's table)", table="constraints"),
     Config("rejects", "every record a stage dropped, with reason and evidence (kitab's table)", table="rejects"),
@@ -224,7 +230,7 @@ def _build(wh: Warehouse, release: str, folder: Path) -> dict:
             target = folder / config.path
             target.parent.mkdir(parents=True)
             if config.table is not None:
-                source = wh.partition(config.table, release) / "part-0.parquet"
+                source = wh.committed_files(release)[config.table]
                 shutil.copyfile(source, target)
                 rows[config.name] = pq.ParquetFile(target).metadata.num_rows
             else:

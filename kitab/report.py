@@ -125,6 +125,21 @@ def _sitelink_bucket(sitelinks: int) -> int:
     return max(i for i, lo in enumerate(SITELINK_EDGES) if sitelinks >= lo)
 
 
+def kappa_bin_label(s: int, n: int) -> str:
+    """The constrainedness bin of a query with S = ``s`` of N = ``n`` books, as the report's
+    table names it (S = 0: the unsatisfiable bin)."""
+    return _kappa_labels()[-1 if s == 0 else _bin_index(s, n, len(KAPPA_BINS))]
+
+
+def popularity_bin_label(sitelinks: int) -> str:
+    """The author-popularity bucket of ``sitelinks``, as the report's table names it."""
+    return _sitelink_labels()[_sitelink_bucket(sitelinks)]
+
+
+def _kappa_labels() -> list[str]:
+    return [f"{lo:.1f} ≤ κ < {hi:.1f}" for lo, hi in KAPPA_BINS] + ["κ = 1 (unsatisfiable)"]
+
+
 def _popularity(stats: _Stats) -> list[tuple[str, int, int, int]]:
     """(bucket label, authors, one-constraint queries, two-constraint queries) per bucket."""
     labels = _sitelink_labels()
@@ -233,9 +248,8 @@ def _markdown(stats: _Stats) -> str:
         ("books with a human name in a title", f"{_pct(stats.books_with_human, stats.n_books)}", "–"),
         ("books with a city name in a title", f"{_pct(stats.books_with_city, stats.n_books)}", "–"),
     ], align="lrr")
-    kappa_labels = [f"{lo:.1f} ≤ κ < {hi:.1f}" for lo, hi in KAPPA_BINS] + ["κ = 1 (unsatisfiable)"]
     kappa_table = _table(("constrainedness", "one-constraint", "two-constraint"),
-                         list(zip(kappa_labels, _kappa_bin_counts(stats.one_sn),
+                         list(zip(_kappa_labels(), _kappa_bin_counts(stats.one_sn),
                                   _kappa_bin_counts(stats.two_sn))))
     popularity_table = _table(("author sitelinks", "authors", "one-constraint queries", "two-constraint queries"),
                               _popularity(stats))
@@ -295,14 +309,86 @@ def quality_section(con: duckdb.DuckDBPyConnection, release: str, plots_dir: Pat
     return _markdown(stats)
 
 
+# -- model evaluations (kitab evaluate) -------------------------------------------------
+EVALUATION_PLOTS = ("evaluations_kappa.png", "evaluations_popularity.png")
+_EVALUATION_METRICS = (("not_from_author", "not from author ↓"), ("unsatisfied", "unsatisfied ↓"),
+                       ("satisfied", "satisfied ↑"), ("completeness", "completeness ↑"),
+                       ("all_correct", "all correct ↑"))
+
+
+def _write_evaluation_plots(release: str, curves: dict[str, dict[str, list[tuple[str, float | None]]]],
+                            plots_dir: Path) -> None:
+    """One figure per dimension (κ, popularity), a panel per metric, a line per evaluation
+    (the paper's Figures 2 and 3)."""
+    import matplotlib.style
+
+    titles = {"kappa": ("evaluations_kappa.png", "constrainedness κ"),
+              "popularity": ("evaluations_popularity.png", "WikiData sitelinks of the author")}
+    with matplotlib.style.context("default"):
+        for dimension, (name, xlabel) in titles.items():
+            fig = _figure(15.0, 3.4)
+            fig.subplots_adjust(left=0.04, right=0.99, bottom=0.3, top=0.8, wspace=0.25)
+            axes = fig.subplots(1, len(_EVALUATION_METRICS))
+            for ax, (metric, label) in zip(axes, _EVALUATION_METRICS):
+                for evaluation, by_metric in curves[dimension].items():
+                    points = by_metric[metric]
+                    x = list(range(len(points)))
+                    ax.plot(x, [float("nan") if v is None else v for _, v in points], marker="o", label=evaluation)
+                    ax.set_xticks(x, [b for b, _ in points], rotation=30, ha="right", fontsize=7)
+                ax.set_title(label, fontsize=9)
+                ax.set_ylim(-0.05, 1.05)
+            axes[0].legend(fontsize=7)
+            fig.supxlabel(xlabel, fontsize=9)
+            fig.suptitle(f"kitab release {release}: model evaluations by {xlabel}", fontsize=11)
+            _save_png(fig, plots_dir / name)
+
+
+def evaluation_section(con: duckdb.DuckDBPyConnection, release: str, plots_dir: Path | None = None) -> str:
+    """The ``kitab evaluate`` results of ``release`` (every model and answers file), as
+    markdown tables and, with ``plots_dir``, the plots; "" when nothing was evaluated."""
+    from kitab.evaluation.run import format_aggregates
+
+    rows = _dicts(con, "SELECT * FROM evaluation_summary ORDER BY model, answers_sha256, n_constraints NULLS FIRST, "
+                       "dimension, bin_order, bin")
+    if not rows:
+        return ""
+    evaluations = sorted({(r["model"], r["answers_sha256"]) for r in rows})
+    models = [m for m, _ in evaluations]
+    label = {e: e[0] if models.count(e[0]) == 1 else f"{e[0]} ({e[1][:8]})" for e in evaluations}
+    parts = ["## Model evaluations", "",
+             f"KITAB's metrics (paper §4.1, docs/evaluate.md) of every answers file scored with `kitab evaluate` "
+             f"against release `{release}`: {len(evaluations)} evaluation(s).", "",
+             *(f"![Model evaluations by {d}](plots/{name})" for d, name in zip(("constrainedness", "popularity"),
+                                                                                EVALUATION_PLOTS)), ""]
+    curves: dict[str, dict[str, dict]] = {"kappa": {}, "popularity": {}}
+    for evaluation in evaluations:
+        mine = [r for r in rows if (r["model"], r["answers_sha256"]) == evaluation]
+        parts += [f"### {label[evaluation]}", "", f"Answers file sha256 `{evaluation[1]}`.", "",
+                  format_aggregates(mine)]
+        for dimension in curves:
+            points = sorted((r for r in mine if r["dimension"] == dimension and r["n_constraints"] is None),
+                            key=lambda r: (r["bin_order"], r["bin"]))
+            curves[dimension][label[evaluation]] = {m: [(r["bin"], r[m]) for r in points]
+                                                    for m, _ in _EVALUATION_METRICS}
+    if plots_dir is not None:
+        _write_evaluation_plots(release, curves, Path(plots_dir))
+    return "\n".join(parts)
+
+
 def render_report(warehouse: Path, release: str, out_dir: Path | None = None) -> str:
     """``kitab report --release R``: the quality section of ``release``, exactly as in its
-    dataset card. With ``out_dir``, also writes ``out_dir/report.md`` and the plots under
-    ``out_dir/plots/`` (the markdown's image links are relative to ``report.md``)."""
+    dataset card, then the release's model evaluations when there are any (``kitab
+    evaluate``; they are not part of the release, so the card does not carry them). With
+    ``out_dir``, also writes ``out_dir/report.md`` and the plots under ``out_dir/plots/``
+    (the markdown's image links are relative to ``report.md``)."""
     from kitab.warehouse import Warehouse
 
+    plots = Path(out_dir) / "plots" if out_dir is not None else None
     with Warehouse(Path(warehouse)).connect(release=release) as con:
-        text = quality_section(con, release, Path(out_dir) / "plots" if out_dir is not None else None)
+        text = quality_section(con, release, plots)
+        evaluations = evaluation_section(con, release, plots)
+    if evaluations:
+        text = f"{text}\n{evaluations}"
     if out_dir is not None:
         write_atomic(Path(out_dir) / "report.md",
                      f"# kitab release {release}: quality report\n\n{text}".encode())

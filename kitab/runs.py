@@ -2,26 +2,43 @@
 Prefect flow (what users run and schedule), or the same pipeline called directly."""
 from __future__ import annotations
 
+import dataclasses
+from datetime import datetime, timezone
 from pathlib import Path
 
 
 def run_refresh(*, source: str, snapshot: Path, authors: int, seed: int | None, release: str | None,
                 warehouse: Path, mirror_url: str | None = None, batch_size: int | None = None,
-                task_runner: str | None = None, dask_address: str | None = None, direct: bool = False) -> dict:
+                task_runner: str | None = None, dask_address: str | None = None, direct: bool = False,
+                allow_fewer: bool = False, max_failed_share: float | None = None) -> dict:
     """One release. ``direct``: the pipeline without Prefect (LocalRunner: threads for I/O,
-    one process per core for CPU steps); else the ``refresh`` flow on ``task_runner``."""
-    from flows.pipeline import DEFAULT_BATCH_SIZE, RefreshParams, run_pipeline
+    one process per core for CPU steps); else the ``refresh`` flow on ``task_runner``.
 
-    kwargs = dict(source=source, snapshot=str(snapshot), authors=authors, seed=seed, release=release,
-                  warehouse=str(warehouse), mirror_url=mirror_url, batch_size=batch_size or DEFAULT_BATCH_SIZE)
-    if direct:
-        from flows.runners import LocalRunner
+    Before anything starts (Prefect's server, a mirror, a request), the inputs are checked
+    (kitab.errors.BadValue) and the warehouse's refresh lock is taken (kitab.locking.WarehouseBusy
+    if another refresh holds it): both fail at once and write nothing but the lock file."""
+    from flows.pipeline import DEFAULT_BATCH_SIZE, DEFAULT_MAX_FAILED_SHARE, RefreshParams, check_inputs, run_pipeline
+    from kitab.locking import refresh_lock
 
-        runner = LocalRunner()
-        try:
-            return run_pipeline(RefreshParams(**kwargs), runner)
-        finally:
-            runner.close()
-    from flows.refresh import with_task_runner
+    params = RefreshParams(source=source, snapshot=str(snapshot), authors=authors, seed=seed, release=release,
+                           warehouse=str(warehouse), mirror_url=mirror_url,
+                           batch_size=batch_size or DEFAULT_BATCH_SIZE, allow_fewer=allow_fewer,
+                           max_failed_share=DEFAULT_MAX_FAILED_SHARE if max_failed_share is None else max_failed_share)
+    # the defaults resolved once: the lock names the release the flow then builds
+    params = params.resolved(datetime.now(timezone.utc).date())
+    check_inputs(params)
+    with refresh_lock(Path(warehouse), params.release):
+        if direct:
+            from flows.runners import LocalRunner
 
-    return with_task_runner(task_runner, dask_address)(**kwargs)
+            runner = LocalRunner()
+            try:
+                return run_pipeline(params, runner)
+            finally:
+                runner.close()
+        from flows.refresh import with_task_runner
+        from kitab.prefect_guard import guard_server, quiet_user_errors
+
+        guard_server()  # Prefect's temporary server goes when this process goes, kill -9 included
+        with quiet_user_errors():  # a KitabError reaches the caller whole; Prefect's traceback of it is noise
+            return with_task_runner(task_runner, dask_address)(**dataclasses.asdict(params))

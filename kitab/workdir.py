@@ -91,14 +91,18 @@ class WorkDir:
             json.dump({"key": key, "result": result.to_json()}, fh, sort_keys=True, default=str)
         os.replace(tmp, marker)
 
-    def run(self, step: str, part: str, compute: Callable[[], StepResult], **inputs: Any) -> StepResult:
-        """The recorded result if the inputs and code are unchanged, else ``compute()`` (recorded)."""
+    def run(self, step: str, part: str, compute: Callable[[], StepResult], *,
+            final: Callable[[StepResult], bool] = lambda result: True, **inputs: Any) -> StepResult:
+        """The recorded result if the inputs and code are unchanged, else ``compute()``, recorded
+        only if ``final(result)``: a result that a rerun could improve (a source that did not
+        answer this time) is not kept, so the rerun computes it again."""
         key = step_key(step, part=part, **inputs)
         found = self.cached(step, part, key)
         if found is not None:
             return StepResult(found.outputs, {**found.stats, "resumed": True})
         result = compute()
-        self.record(step, part, key, result)
+        if final(result):
+            self.record(step, part, key, result)
         return result
 
     def remove(self) -> None:

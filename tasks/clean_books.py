@@ -4,7 +4,9 @@ A work is kept or gets exactly one ``rejects`` row, from the first check it fail
 
 1. ``duplicate_row`` — a second row with the same (author_qid, work_key); the first is kept.
 2. ``unknown_author`` — its author_qid is not in ``authors``.
-3. ``empty_title`` / ``title_is_author_name`` — nothing left after ``match_key``, or the same
+3. ``title_too_long`` — more than ``MAX_TITLE_CHARS`` (1,000) characters: junk, not a title
+   (the rejects row keeps its first 1,000 characters; ``works_raw`` has it whole).
+   ``empty_title`` / ``title_is_author_name`` — nothing left after ``match_key``, or the same
    words as the author's name in any order ("Morrison, Toni").
 4. ``more_than_two_authors`` — more than two distinct Open Library author keys (anthologies).
 5. ``not_english_tagged`` — Open Library languages given and none is ``eng``;
@@ -25,7 +27,7 @@ from functools import lru_cache
 from importlib.metadata import version
 
 from tasks.base import StageResult, reject
-from tasks.text import fold, match_key
+from tasks.text import MAX_TITLE_CHARS, fold, match_key
 
 STAGE = "clean_books"
 ENGLISH = "eng"
@@ -111,6 +113,8 @@ def _wikidata_works(
 
 def _screen(title: str, row: dict, author: dict) -> tuple[str, dict | None] | None:
     """(reason, evidence) of the first title, authorship-count or language-tag check failed, else None."""
+    if len(title) > MAX_TITLE_CHARS:  # first: nothing else should spend time on junk
+        return "title_too_long", {"chars": len(title), "max_chars": MAX_TITLE_CHARS}
     if not match_key(title):
         return "empty_title", None
     names = sorted({n for n in (author.get("name"), author.get("ol_name")) if n})
@@ -172,8 +176,11 @@ def clean_books(
     detected = 0
 
     def drop(row: dict, reason: str, evidence: dict | None = None) -> None:
+        title = row.get("title")
+        if title is not None and reason == "title_too_long":
+            title = title[:MAX_TITLE_CHARS]  # enough to recognise it; works_raw keeps it whole
         rejects.append(reject(STAGE, reason, "work", row["work_key"], author_qid=row["author_qid"],
-                              title=row.get("title"), evidence=evidence))
+                              title=title, evidence=evidence))
 
     for row in works_raw:
         key, author = (row["author_qid"], row["work_key"]), by_qid.get(row["author_qid"])

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import re
+from bisect import bisect_left, bisect_right
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -133,15 +134,29 @@ def fuzzy_compatible(key_a: str, key_b: str) -> bool:
     return OSA.distance(ra, rb) <= max(1, max(len(ra), len(rb)) // LETTERS_PER_EDIT)
 
 
+def _may_reach_ratio(keys: list[str]) -> list[int]:
+    """Indices of the keys with another key of a length that can reach FUZZY_MIN_RATIO.
+
+    ``fuzz.ratio`` is at most 200 * shorter / (shorter + longer), so a ratio of 80 needs the
+    shorter key to be >= 2/3 of the longer (0.6 here, a margin for rounding). A key with no
+    such partner is never fuzzy-linked; leaving it out keeps a very long title from costing
+    a quadratic comparison with itself (cdist scores the diagonal too)."""
+    lengths = sorted(len(k) for k in keys)
+    return [i for i, k in enumerate(keys)
+            if bisect_right(lengths, len(k) / 0.6) - bisect_left(lengths, len(k) * 0.6) > 1]
+
+
 def _fuzzy_pairs(keys: list[str]) -> Iterator[tuple[int, int]]:
     """Index pairs i < j of distinct keys with ratio >= 80 that pass the fuzzy guard."""
-    for start in range(0, len(keys), _CDIST_BLOCK):
+    at = _may_reach_ratio(keys)
+    compared = [keys[i] for i in at]
+    for start in range(0, len(compared), _CDIST_BLOCK):
         scores = process.cdist(
-            keys[start : start + _CDIST_BLOCK], keys[start:],
+            compared[start : start + _CDIST_BLOCK], compared[start:],
             scorer=fuzz.ratio, score_cutoff=FUZZY_MIN_RATIO, dtype=np.uint8,
         )
         for r, c in zip(*(axis.tolist() for axis in scores.nonzero())):
-            i, j = start + r, start + c
+            i, j = at[start + r], at[start + c]
             if i < j and fuzzy_compatible(keys[i], keys[j]):
                 yield i, j
 
@@ -149,15 +164,20 @@ def _fuzzy_pairs(keys: list[str]) -> Iterator[tuple[int, int]]:
 def _longer_forms(keys: list[str], raw_titles: list[set[str]]) -> dict[int, set[int]]:
     """For each key index, the indices of keys it is a shorter form of (hash lookups, no n²)."""
     index = {k: i for i, k in enumerate(keys)}
+    lengths = {len(k) for k in keys}
     longer: dict[int, set[int]] = defaultdict(set)
     for li, key in enumerate(keys):
-        tokens = key.split()
-        content = 0
+        tokens = key.split()  # a key's tokens are joined by single spaces: a prefix is key[:end]
+        content = end = 0
         for n in range(1, len(tokens)):
             content += tokens[n - 1] not in _FUNCTION_WORDS
-            si = index.get(" ".join(tokens[:n])) if content >= SUBSET_MIN_CONTENT_WORDS else None
-            if si is not None:
-                longer[si].add(li)
+            end += len(tokens[n - 1]) + (n > 1)
+            # Only a prefix as long as some key can be one: slicing at those lengths alone keeps
+            # a very long title linear (slicing every prefix was quadratic in its length).
+            if content >= SUBSET_MIN_CONTENT_WORDS and end in lengths:
+                si = index.get(key[:end])
+                if si is not None:
+                    longer[si].add(li)
         for raw in raw_titles[li]:
             main = main_title(raw)
             si = index.get(match_key(main)) if main and main != raw else None

@@ -2,12 +2,13 @@
 fields the pipeline reads, with provenance on each row."""
 from __future__ import annotations
 
-from kitab.sources.http import Fetched
+from kitab.sources.http import Fetched, SourceUnavailable
 from kitab.sources.openlibrary import OpenLibrary
 from tasks.base import StageResult, reject
 from tasks.match_openlibrary import match_author
 
 STAGE = "fetch_works"
+SOURCE_UNAVAILABLE = "source_unavailable"  # the reject reason, and the stat counting such writers
 
 
 def work_row(doc: dict, author: dict, fetched: Fetched, source: str) -> dict:
@@ -48,19 +49,41 @@ def fetch_author_works(author: dict, ol: OpenLibrary) -> StageResult:
                        rejects=rejects, stats={"pages": pages, "works": len(rows)})
 
 
-def _matched(author: dict, ol: OpenLibrary, released_ol_keys: frozenset[str]) -> tuple[dict, dict | None]:
-    row, rejected = match_author(author, ol)
+def source_unavailable(author: dict, stage: str, exc: SourceUnavailable) -> StageResult:
+    """A writer whose Open Library requests did not get an answer (``stage``: where): a
+    ``source_unavailable`` reject with the URL, status and attempts, and no row in any table,
+    so it is not published (a later release may sample it again)."""
+    return StageResult(tables={"authors": [], "works_raw": []},
+                       rejects=[reject(stage, SOURCE_UNAVAILABLE, "author", author["qid"], author_qid=author["qid"],
+                                       evidence=exc.evidence())],
+                       stats={SOURCE_UNAVAILABLE: 1})
+
+
+Matched = tuple[dict, "dict | None"] | StageResult  # (authors row, reject or None), or the writer's failure
+
+
+def _matched(author: dict, ol: OpenLibrary, released_ol_keys: frozenset[str]) -> Matched:
+    try:
+        row, rejected = match_author(author, ol)
+    except SourceUnavailable as exc:
+        return source_unavailable(author, "match_openlibrary", exc)
     if row["ol_author_key"] in released_ol_keys:
         rejected = reject("match_openlibrary", "openlibrary_author_released_before", "author", row["qid"],
                           author_qid=row["qid"], evidence={"ol_author_key": row["ol_author_key"]})
     return row, rejected
 
 
-def _with_works(row: dict, rejected: dict | None, ol: OpenLibrary) -> StageResult:
+def _with_works(matched: Matched, ol: OpenLibrary) -> StageResult:
+    if isinstance(matched, StageResult):
+        return matched
+    row, rejected = matched
     result = StageResult(tables={"authors": [row], "works_raw": []}, rejects=[rejected] if rejected else [],
                          stats={"match_method": row["match_method"]})
     if row["ol_author_key"] and not rejected:
-        works = fetch_author_works(row, ol)
+        try:
+            works = fetch_author_works(row, ol)
+        except SourceUnavailable as exc:
+            return source_unavailable(row, STAGE, exc)
         result.tables["works_raw"] = works.tables["works_raw"]
         result.rejects += works.rejects
         result.stats.update(works.stats)
@@ -69,22 +92,30 @@ def _with_works(row: dict, rejected: dict | None, ol: OpenLibrary) -> StageResul
 
 def collect_author(author: dict, ol: OpenLibrary, released_ol_keys: frozenset[str] = frozenset()) -> StageResult:
     """One sampled writer: its Open Library match, then all its works (none when unmatched,
-    or when that Open Library author was released before under another WikiData item)."""
-    return _with_works(*_matched(author, ol, released_ol_keys), ol)
+    or when that Open Library author was released before under another WikiData item). If
+    Open Library does not answer (:class:`SourceUnavailable`), the writer is a
+    ``source_unavailable`` reject and nothing else."""
+    return _with_works(_matched(author, ol, released_ol_keys), ol)
 
 
 def collect_authors(writers: list[dict], ol: OpenLibrary, released_ol_keys: frozenset[str] = frozenset()) -> StageResult:
-    """:func:`collect_author` for a batch of writers, in their order. A source that can look
-    things up in bulk (the dump: ``prefetch_authors``, ``prefetch_works``) is asked once per
-    batch for every author record, name search and works list, instead of once per writer."""
+    """:func:`collect_author` for a batch of writers, in their order; one writer's failure does
+    not stop the others. A source that can look things up in bulk (the dump:
+    ``prefetch_authors``, ``prefetch_works``) is asked once per batch for every author record,
+    name search and works list, instead of once per writer. Stats: ``source_unavailable``,
+    the writers lost that way."""
     bulk = hasattr(ol, "prefetch_authors")
     if bulk:
         ol.prefetch_authors([k for w in writers for k in w.get("wd_ol_ids") or []], [w["name"] for w in writers])
     matched = [_matched(w, ol, released_ol_keys) for w in writers]
     if bulk:
-        ol.prefetch_works([row["ol_author_key"] for row, rejected in matched if row["ol_author_key"] and not rejected])
+        ol.prefetch_works([m[0]["ol_author_key"] for m in matched
+                           if not isinstance(m, StageResult) and m[0]["ol_author_key"] and not m[1]])
     try:
-        return StageResult.merge([_with_works(row, rejected, ol) for row, rejected in matched])
+        results = [_with_works(m, ol) for m in matched]
     finally:
         if bulk:
             ol.clear()
+    merged = StageResult.merge(results)
+    merged.stats[SOURCE_UNAVAILABLE] = sum(r.stats.get(SOURCE_UNAVAILABLE, 0) for r in results)
+    return merged

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping
 
 from tasks.base import StageResult, reject
 from tasks.constraints import SPEC_VERSION, Book, Candidate, author_candidates, constraint_id, spec_to_json
+from tasks.constraints.matching import author_books
 
 STAGE = "generate_constraints"
 
@@ -26,8 +27,8 @@ def entity_flags(books: Iterable[Mapping], title_entities: Iterable[Mapping]) ->
 
 
 def book_view(row: Mapping, flags: Mapping[str, bool] | None) -> Book:
-    """A ``books`` row (+ its tagger flags) -> the Book the verifiers see: canonical title
-    first, then each distinct variant."""
+    """A ``books`` row (+ its tagger flags) -> a Book with every title: canonical title
+    first, then each distinct variant (``author_books`` keeps the answer titles)."""
     titles = tuple(dict.fromkeys([row["canonical_title"], *(row.get("variant_titles") or [])]))
     flags = flags or {}
     return Book(
@@ -36,6 +37,7 @@ def book_view(row: Mapping, flags: Mapping[str, bool] | None) -> Book:
         first_year=row.get("first_year"),
         has_human_name=flags.get("has_human_name"),
         has_city_name=flags.get("has_city_name"),
+        canonical=row["canonical_title"],
     )
 
 
@@ -51,7 +53,8 @@ def constraint_row(author_qid: str, index: int, candidate: Candidate) -> dict:
         "spec": spec_to_json(spec),
         "text": spec.render(),
         "mapped_book_ids": [book.book_id for book in candidate.mapped],
-        "mapped_titles": [book.title for book in candidate.mapped],
+        "mapped_titles": candidate.answers,
+        "satisfying_titles": [list(titles) for titles in candidate.satisfying],
         "n_mapped": candidate.n_mapped,
         "n_books": candidate.n_books,
         "constrainedness": candidate.constrainedness,
@@ -68,8 +71,10 @@ def generate_constraints(
     """All candidate constraints per author, ordered by author qid then candidate order.
 
     An author's books are ordered by (canonical title, book id), the order of KITAB's
-    ``all_books``, so mapped lists read the same way everywhere. Entity constraints exist
-    only for authors whose books are all tagged (an untagged book could go either way).
+    ``all_books``, so mapped lists read the same way everywhere; a book satisfies a
+    constraint through the titles KITAB's evaluator credits to it (``author_books``), and
+    ``mapped_titles`` names it by a title that satisfies the constraint. Entity constraints
+    exist only for authors whose books are all tagged (an untagged book could go either way).
     """
     qids = sorted({author["qid"] for author in authors})
     known = set(qids)
@@ -83,10 +88,12 @@ def generate_constraints(
         by_author[row["author_qid"]].append(book_view(row, flags.get(row["book_id"])))
 
     rows: list[dict] = []
+    not_credited = 0  # variant titles KITAB's evaluator would not map back to their book
     for qid in qids:
-        author_books = sorted(by_author.get(qid, []), key=lambda book: (book.title, book.book_id))
+        books_of_author = author_books(sorted(by_author.get(qid, []), key=lambda book: (book.title, book.book_id)))
+        not_credited += sum(len(b.titles) for b in by_author.get(qid, [])) - sum(len(b.titles) for b in books_of_author)
         rows.extend(constraint_row(qid, index, candidate)
-                    for index, candidate in enumerate(author_candidates(author_books)))
+                    for index, candidate in enumerate(author_candidates(books_of_author)))
 
     by_type = Counter(row["constraint_type"] for row in rows)
     unsatisfiable = Counter(row["constraint_type"] for row in rows if not row["satisfiable"])
@@ -98,6 +105,7 @@ def generate_constraints(
             if by_author.get(qid) and any(b.has_human_name is None or b.has_city_name is None for b in by_author[qid])
         ),
         "books": sum(len(v) for v in by_author.values()),
+        "titles_not_credited_by_evaluator": not_credited,
         "constraints": len(rows),
         "constraints_by_type": dict(sorted(by_type.items())),
         "unsatisfiable_by_type": dict(sorted(unsatisfiable.items())),

@@ -1,6 +1,7 @@
 """Last stage: write a release's tables, run the data tests on them, then write its ledger
-row (the commit point) and the catalog. A failure at any step leaves the release
-uncommitted (invisible in every view); rebuilding a release id replaces it whole."""
+row (the commit point) and the catalog. A failure at any step leaves the release as it was
+committed before (invisible if it is new); rebuilding a release id swaps it whole, in one
+rename (kitab.warehouse)."""
 from __future__ import annotations
 
 import json
@@ -46,10 +47,9 @@ def publish(warehouse: Warehouse, release: str, tables: dict[str, list], *, seed
             snapshot_id: str | None, n_authors_requested: int, requests_made: int | None) -> dict:
     """Write ``tables`` (per table: rows, or the Parquet parts the pipeline's batches wrote)
     as release ``release`` in a staging area, test them there, then move
-    them into place and write the releases row last. A failure before that row leaves the
-    committed warehouse as it was (a rebuilt release keeps its old version until the new
-    one has passed its tests); a crash while moving leaves the release uncommitted, and
-    publishing again completes it."""
+    them into place beside the committed files and write the releases row last. A failure
+    before that row leaves the committed warehouse as it was (a rebuilt release keeps its
+    old version, readable, until the new one is committed); publishing again completes it."""
     validate_release_id(release)
     with warehouse.lock():
         overlap = other_releases(warehouse, release).overlap(_rows(tables.get("released_authors", [])))
@@ -60,7 +60,7 @@ def publish(warehouse: Warehouse, release: str, tables: dict[str, list], *, seed
         written = {name: staged.write_parts(name, release, parts) if parts and isinstance(parts[0], TableRef)
                    else staged.write_table(name, release, parts) for name, parts in sorted(tables.items())}
         with duck(warehouse.root / ".duckdb_tmp", PUBLISH_MEMORY) as con:
-            staged.create_views(con, release=release, pending=release)
+            staged.create_views(con, {name: [w.path] for name, w in written.items()})
             for name, w in written.items():  # the views see every row written, so no test passes vacuously
                 seen = con.execute(f'SELECT count(*) FROM "{name}"').fetchall()[0][0]
                 if seen != w.rows:
@@ -74,10 +74,16 @@ def publish(warehouse: Warehouse, release: str, tables: dict[str, list], *, seed
             "checksums": json.dumps({n: w.sha256 for n, w in written.items()}, sort_keys=True),
             "requests_made": requests_made,
         }
+        # The swap: new files go beside the committed ones (named by content), then one
+        # rename of the ledger row switches readers to them; only then are the old ones
+        # removed. A crash before the commit leaves the old version readable, after it the
+        # new one; publishing again completes (and sweeps) either way.
         warehouse.adopt(staged, release, sorted(written))
-        warehouse.write_table("releases", release, [row])  # the commit
-        shutil.rmtree(staged.root, ignore_errors=True)
+        warehouse.commit(release, row)
+        warehouse.stamp(release)
         warehouse.build_catalog()
+        warehouse.sweep(release)
+        shutil.rmtree(staged.root, ignore_errors=True)
     return {**row, "data_tests": checked, "row_counts": {n: w.rows for n, w in written.items()}}
 
 

@@ -2,19 +2,24 @@
 author of earlier releases."""
 from __future__ import annotations
 
+import logging
 import random
 from typing import Iterable
 
-from kitab.sources.wikidata import Wikidata, bindings
+from kitab.errors import KitabError
+from kitab.sources.http import Fetched
+from kitab.sources.wikidata import QueryTimeout, Wikidata, bindings
 from tasks.base import StageResult, reject
 from tasks.match_openlibrary import name_key
 
 STAGE = "sample_authors"
+log = logging.getLogger("kitab.refresh")
 ENTITY_PREFIX = "http://www.wikidata.org/entity/"
 
 
 def birth_windows(first: int, last_exclusive: int, width: int) -> list[tuple[int, int]]:
-    """[first, last) cut into windows of ``width`` years: one WDQS query each."""
+    """[first, last) cut into windows of ``width`` years: one WDQS query each (more if one
+    times out: :func:`window_answers`)."""
     return [(start, min(start + width, last_exclusive)) for start in range(first, last_exclusive, width)]
 
 
@@ -38,16 +43,34 @@ def parse_candidate(row: dict[str, str]) -> dict:
 def fetch_candidates(wikidata: Wikidata, *, first_year: int, last_year_exclusive: int, window: int,
                      min_works: int, max_works: int) -> tuple[list[dict], list[str]]:
     """Run the sampling query per birth-year window; returns candidates and the request
-    fingerprints (provenance of the sample)."""
+    fingerprints (provenance of the sample). A window WDQS cannot answer inside its time
+    limit is split (:func:`window_answers`); a writer lands in exactly one window however they
+    are cut (its earliest birth year decides), so the candidates do not depend on the splits."""
     candidates: dict[str, dict] = {}
     fingerprints = []
     for start, end in birth_windows(first_year, last_year_exclusive, window):
-        fetched = wikidata.sample_writers(from_year=start, to_year=end, min_works=min_works, max_works=max_works)
-        fingerprints.append(fetched.fingerprint)
-        for row in bindings(fetched):
-            candidate = parse_candidate(row)
-            candidates[candidate["qid"]] = candidate
+        for fetched in window_answers(wikidata, start, end, min_works=min_works, max_works=max_works):
+            fingerprints.append(fetched.fingerprint)
+            for row in bindings(fetched):
+                candidate = parse_candidate(row)
+                candidates[candidate["qid"]] = candidate
     return sorted(candidates.values(), key=lambda c: qid_number(c["qid"])), fingerprints
+
+
+def window_answers(wikidata: Wikidata, start: int, end: int, *, min_works: int, max_works: int) -> list[Fetched]:
+    """The sampling query's answers for births in [start, end): one query, or, if WDQS stops it
+    at its time limit (a dense window), the answers of both halves, split again as needed down
+    to one year. A one-year window that still times out is an error naming it."""
+    try:
+        return [wikidata.sample_writers(from_year=start, to_year=end, min_works=min_works, max_works=max_works)]
+    except QueryTimeout as exc:
+        if end - start <= 1:
+            raise KitabError(f"WikiData timed out on the writers born in {start} (a one-year window cannot be "
+                             "split further); try again later") from exc
+        log.info("WDQS timed out on births %d-%d: splitting the window", start, end - 1)
+    middle = (start + end) // 2
+    return (window_answers(wikidata, start, middle, min_works=min_works, max_works=max_works)
+            + window_answers(wikidata, middle, end, min_works=min_works, max_works=max_works))
 
 
 def sample_writers(candidates: Iterable[dict], *, n: int, seed: int, exclude_qids: set[str],

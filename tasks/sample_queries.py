@@ -122,12 +122,26 @@ def render_query(author: Mapping, specs: Sequence[Spec]) -> str:
     return f"List all books written by {author['name']} (born in {author['birth_year']}) {clauses}."
 
 
-def query_row(members: Sequence[dict], stratum: str, author: Mapping, titles: Mapping[str, str], seed: int) -> dict:
+def joint_answers(members: Sequence[Mapping]) -> list[tuple[str, str]]:
+    """(book id, title) of every book one of whose titles satisfies all ``members`` (constraint
+    rows), with the first such title, in all_books order. One title for the whole query: a
+    model names a book by one title, and KITAB's evaluator checks the title it wrote."""
+    others = [dict(zip(row["mapped_book_ids"], row["satisfying_titles"])) for row in members[1:]]
+    out = []
+    for book_id, titles in zip(members[0]["mapped_book_ids"], members[0]["satisfying_titles"]):
+        if all(book_id in other for other in others):
+            common = [t for t in titles if all(t in other[book_id] for other in others)]
+            if common:
+                out.append((book_id, common[0]))
+    return out
+
+
+def query_row(members: Sequence[dict], stratum: str, author: Mapping, seed: int) -> dict:
     """One row of the ``queries`` table (schema: schemas/queries.json); kitab_constraint_id
     is filled in once the author's queries are ordered."""
     specs = [spec_from_json(row["spec"]) for row in members]
-    others = [set(row["mapped_book_ids"]) for row in members[1:]]
-    mapped = [book_id for book_id in members[0]["mapped_book_ids"] if all(book_id in ids for ids in others)]
+    answers = joint_answers(members)
+    mapped = [book_id for book_id, _ in answers]
     n_books = members[0]["n_books"]
     kitab_types = [spec.KITAB_TYPE for spec in specs]
     return {
@@ -142,7 +156,7 @@ def query_row(members: Sequence[dict], stratum: str, author: Mapping, titles: Ma
         "constraints": render_criteria(specs),
         "query": render_query(author, specs),
         "mapped_book_ids": mapped,
-        "mapped_titles": [titles[book_id] for book_id in mapped],
+        "mapped_titles": [title for _, title in answers],
         "n_mapped": len(mapped),
         "n_books": n_books,
         "constrainedness": (n_books - len(mapped)) / n_books,  # as Candidate.constrainedness
@@ -164,6 +178,30 @@ class AuthorQueries:
     two_unsatisfiable: list[tuple[dict, dict, float]] = field(default_factory=list)  # (first, second, draw)
 
 
+def title_masks(rows: Sequence[Mapping]) -> tuple[list[int], Callable[[int], int]]:
+    """One author's constraint rows as bit masks over (book, satisfying title) slots, and the
+    function giving the number of books in a mask. S of a pair is one AND and a count (an
+    author with k satisfiable constraints has ~k²/2 pairs), and it counts a book only when
+    one title satisfies both, as ``joint_answers`` does."""
+    bit: dict[tuple[str, str], int] = {}
+    book_bits: dict[str, int] = defaultdict(int)
+    masks = []
+    for row in rows:
+        mask = 0
+        for book_id, titles in zip(row["mapped_book_ids"], row["satisfying_titles"]):
+            for title in titles:
+                slot = bit.setdefault((book_id, title), len(bit))
+                book_bits[book_id] |= 1 << slot
+                mask |= 1 << slot
+        masks.append(mask)
+    several = [b for b in book_bits.values() if b.bit_count() > 1]  # most books have one title
+
+    def count_books(mask: int) -> int:
+        return mask.bit_count() - sum(max(0, (mask & b).bit_count() - 1) for b in several)
+
+    return masks, count_books
+
+
 def sample_authors_queries(by_author: Mapping[str, Sequence[dict]], seed: int, rates: SamplingRates) -> AuthorQueries:
     """One- and two-constraint queries of these authors by their own draws (paper App. C.2)."""
     out = AuthorQueries()
@@ -177,17 +215,13 @@ def sample_authors_queries(by_author: Mapping[str, Sequence[dict]], seed: int, r
             elif uniform(seed, "one", row["constraint_id"]) < rates.one_rate(kind):
                 out.kept.append(([row], ONE_SATISFIABLE))
         satisfiable = [row for row in rows if row["satisfiable"]]
-        # mapped books as bit masks: S of a pair is one AND and a popcount, and an author
-        # with k satisfiable constraints has ~k²/2 pairs
-        bit: dict[str, int] = {}
-        masks = [sum(1 << bit.setdefault(book_id, len(bit)) for book_id in row["mapped_book_ids"])
-                 for row in satisfiable]
+        masks, count_books = title_masks(satisfiable)
         for i, first in enumerate(satisfiable):
             for j in range(i + 1, len(satisfiable)):
                 second = satisfiable[j]
                 if first["constraint_type"] == second["constraint_type"]:
                     continue
-                n_mapped = (masks[i] & masks[j]).bit_count()
+                n_mapped = count_books(masks[i] & masks[j])
                 if n_mapped == 0:
                     draw = uniform(seed, "two-unsatisfiable", first["constraint_id"], second["constraint_id"])
                     out.two_unsatisfiable.append((first, second, draw))
@@ -222,9 +256,9 @@ def choose_top_ups(one_unsatisfiable: Sequence[dict], two_unsatisfiable: Sequenc
 
 
 def group_constraints(constraints: Iterable[Mapping], authors: Iterable[Mapping],
-                      books: Iterable[Mapping]) -> tuple[dict[str, list[dict]], dict[str, Mapping], dict[str, str]]:
-    """Constraints by author in candidate order, authors by QID, canonical titles by book id;
-    raises if the constraints are stale (another spec version, or N differs from ``books``)."""
+                      books: Iterable[Mapping]) -> tuple[dict[str, list[dict]], dict[str, Mapping]]:
+    """Constraints by author in candidate order and authors by QID; raises if the
+    constraints are stale (another spec version, or N differs from ``books``)."""
     by_author: dict[str, list[dict]] = defaultdict(list)
     for row in constraints:
         if row["spec_version"] != SPEC_VERSION:
@@ -234,25 +268,20 @@ def group_constraints(constraints: Iterable[Mapping], authors: Iterable[Mapping]
     for rows in by_author.values():
         rows.sort(key=lambda row: (spec_type(row["constraint_type"]).ORDER, row["constraint_index"]))
     authors_by_qid = {author["qid"]: author for author in authors}
-    titles: dict[str, str] = {}
-    n_books: Counter[str] = Counter()
-    for book in books:
-        titles[book["book_id"]] = book["canonical_title"]
-        n_books[book["author_qid"]] += 1
+    n_books: Counter[str] = Counter(book["author_qid"] for book in books)
     for qid, rows in by_author.items():
         if qid not in authors_by_qid:
             raise ValueError(f"constraints of author {qid} but no such row in authors")
         if rows[0]["n_books"] != n_books[qid]:
             raise ValueError(f"author {qid}: constraints say N = {rows[0]['n_books']}, books has "
                              f"{n_books[qid]}: the constraints are stale, regenerate them")
-    return by_author, authors_by_qid, titles
+    return by_author, authors_by_qid
 
 
-def query_rows(sampled: Iterable[Sampled], authors_by_qid: Mapping[str, Mapping], titles: Mapping[str, str],
-               seed: int) -> list[dict]:
+def query_rows(sampled: Iterable[Sampled], authors_by_qid: Mapping[str, Mapping], seed: int) -> list[dict]:
     """``queries`` rows of sampled queries, each with ``order`` (its constraints' per-author
     indices), which orders an author's queries and numbers them (number_queries)."""
-    return [{**query_row(members, stratum, authors_by_qid[members[0]["author_qid"]], titles, seed),
+    return [{**query_row(members, stratum, authors_by_qid[members[0]["author_qid"]], seed),
              "order": [m["constraint_index"] for m in members]} for members, stratum in sampled]
 
 
@@ -286,15 +315,15 @@ def sample_queries(
     (the pipeline runs the same three parts batch by batch: sample_authors_queries per batch,
     then the top-ups and numbering over every batch).
 
-    ``books`` gives the canonical titles of mapped books and a consistency check: every
-    author's N in ``constraints`` must equal their books here (else the constraints are stale).
+    ``books`` is a consistency check: every author's N in ``constraints`` must equal their
+    books here (else the constraints are stale).
     Rows are ordered by author, then one- before two-constraint, then candidate order.
     """
-    by_author, authors_by_qid, titles = group_constraints(constraints, authors, books)
+    by_author, authors_by_qid = group_constraints(constraints, authors, books)
     part = sample_authors_queries(by_author, seed, rates)
     n_one, n_two = top_up_counts(part.kept, rates)
     sampled = part.kept + choose_top_ups(part.one_unsatisfiable, part.two_unsatisfiable, n_one, n_two)
-    queries = number_queries(query_rows(sampled, authors_by_qid, titles, seed))
+    queries = number_queries(query_rows(sampled, authors_by_qid, seed))
     return StageResult(tables={"queries": queries}, stats=sampling_stats(by_author, queries, seed, rates))
 
 

@@ -30,7 +30,7 @@ from kitab.sources.wikidata import works_with_labels
 from kitab.workdir import StepResult, WorkDir
 from tasks.clean_books import clean_books
 from tasks.dedup_titles import dedup_titles
-from tasks.fetch_works import collect_authors
+from tasks.fetch_works import SOURCE_UNAVAILABLE, collect_authors
 from tasks.generate_constraints import entity_flags, generate_constraints
 from tasks.sample_authors import fetch_candidates, sample_writers
 from tasks.sample_queries import SamplingRates, group_constraints, query_rows, sample_authors_queries
@@ -117,8 +117,15 @@ COLLECT_OUTPUTS = ("authors", "works_raw", "books", "title_variants", "rejects.c
                    "rejects.clean_books", "rejects.dedup_titles")
 
 
+def unavailable_writers(collected: StepResult) -> int:
+    """Writers of a collect step rejected because Open Library did not answer."""
+    return collected.stats["collect_authors"].get(SOURCE_UNAVAILABLE, 0)
+
+
 def collect_step(ctx: RunContext, batch: Batch, sampled: TableRef) -> StepResult:
-    """Writers of one batch: their Open Library match and works, cleaned and deduplicated."""
+    """Writers of one batch: their Open Library match and works, cleaned and deduplicated. A
+    writer Open Library did not answer for is a ``source_unavailable`` reject, not an error:
+    the composition decides whether the release can do without it (flows/pipeline.py)."""
 
     def compute() -> StepResult:
         sources = sources_for(ctx.sources)
@@ -141,11 +148,15 @@ def collect_step(ctx: RunContext, batch: Batch, sampled: TableRef) -> StepResult
         methods = Counter(a["match_method"] for a in authors)
         return StepResult(outputs, {
             "writers": len(writers),
-            "collect_authors": {"match_method": dict(methods), "works_raw": len(works_raw)},
+            "collect_authors": {"match_method": dict(methods), "works_raw": len(works_raw),
+                                SOURCE_UNAVAILABLE: collected.stats[SOURCE_UNAVAILABLE]},
             "clean_books": cleaned.stats, "dedup_titles": deduped.stats,
             "requests_sent": sources.requests_sent_by_this_thread() - before})
 
-    return ctx.work.run("collect", batch.part, compute, sampled=sampled, batch=batch, source=ctx.sources.kind,
+    # a batch that lost writers to an unavailable source is not checkpointed: a rerun asks again
+    # (its other writers' answers come from the HTTP cache)
+    return ctx.work.run("collect", batch.part, compute, final=lambda r: not unavailable_writers(r),
+                        sampled=sampled, batch=batch, source=ctx.sources.kind,
                         cache_scope=ctx.sources.cache_scope, snapshot=ctx.sources.snapshot,
                         released_ol_keys=ctx.released_ol_keys, today_year=ctx.today_year)
 
@@ -186,13 +197,13 @@ def constrain_step(ctx: RunContext, batch: Batch, collected: StepResult, tags: t
         kept_qids = {b["author_qid"] for b in books}
         authors = [a for a in read_rows(inputs["authors"]) if a["qid"] in kept_qids]
         constraints = generate_constraints(authors, books, entity_flags(books, entities))
-        by_author, authors_by_qid, canonical = group_constraints(constraints.tables["constraints"], authors, books)
+        by_author, authors_by_qid = group_constraints(constraints.tables["constraints"], authors, books)
         part = sample_authors_queries(by_author, ctx.seed, rates)
         one_unsat = [{"author_qid": r["author_qid"], "constraint_id": r["constraint_id"],
                       "constraint_type": r["constraint_type"], "draw": r["draw"]} for r in part.one_unsatisfiable]
         two_unsat = [{"author_qid": a["author_qid"], "first_id": a["constraint_id"], "second_id": b["constraint_id"],
                       "draw": draw} for a, b, draw in part.two_unsatisfiable]
-        kept = query_rows(part.kept, authors_by_qid, canonical, ctx.seed)
+        kept = query_rows(part.kept, authors_by_qid, ctx.seed)
         outputs = _write(ctx, "constrain", batch.part, {
             "title_entities": entities, "constraints": constraints.tables["constraints"],
             "rejects.generate_constraints": constraints.rejects, "queries_kept": kept,

@@ -22,9 +22,13 @@ import re
 import unicodedata
 from functools import lru_cache
 
-__all__ = ["ARTICLES", "fold", "main_title", "match_key", "split_title_year"]
+__all__ = ["ARTICLES", "MAX_TITLE_CHARS", "fold", "main_title", "match_key", "split_title_year"]
 
 ARTICLES = frozenset({"the", "a", "an"})
+# No book title is longer (Open Library's longest real ones are a few hundred characters);
+# longer text is junk: clean_books rejects it (title_too_long), the probes skip it, the
+# taggers do not parse it (spaCy refuses texts over 1,000,000 characters, E088).
+MAX_TITLE_CHARS = 1_000
 
 # Letters that NFKD leaves alone but readers treat as their base letter(s).
 _LETTERS = str.maketrans({"ø": "o", "æ": "ae", "œ": "oe", "ł": "l", "đ": "d", "ð": "d", "þ": "th", "ı": "i"})
@@ -44,7 +48,9 @@ _NUMBER_WORDS = {**_UNITS, **_TEENS, **_TENS, "hundred": 100, **_SCALES}
 # Subtitle separators as Open Library writes them: colon, bracketed series/edition notes,
 # dashes with spaces, semicolon, " / author" statements, ", or" alternative titles.
 # A bare comma is not one: "Gödel, Escher, Bach" is a single title.
-_SUBTITLE_SEPARATOR = re.compile(r"\s*(?::|\(|\[|;|\s/\s|\s[-\u2013\u2014]\s|,\s+or\s)", re.IGNORECASE)
+# No leading \s*: main_title strips what precedes the separator anyway, and a leading \s* made
+# a long run of spaces quadratic (the regex retried the run from each of its positions).
+_SUBTITLE_SEPARATOR = re.compile(r"(?::|\(|\[|;|\s/\s|\s[-\u2013\u2014]\s|,\s+or\s)", re.IGNORECASE)
 
 
 def fold(text: str) -> str:
@@ -141,7 +147,7 @@ def main_title(title: str) -> str:
 
 
 # KITAB writes a book as "Title (YYYY)"; its evaluator strips a trailing (\d{3,4}).
-_YEAR_SUFFIX = re.compile(r"\s*\((\d{3,4})\)\s*$")
+_YEAR_SUFFIX = re.compile(r"\((\d{3,4})\)$")  # on the stripped line; no \s*, which is quadratic on space runs
 
 
 def split_title_year(line: str) -> tuple[str, int | None]:

@@ -93,6 +93,20 @@ def test_empty_titles_and_the_authors_own_name() -> None:
                                "/works/OL4W": "title_is_author_name", "/works/OL5W": "title_is_author_name"}
 
 
+def test_a_title_over_the_bound_is_rejected_with_its_length() -> None:
+    """1,000 characters is a (long) title; one more is junk: rejected as title_too_long, the
+    rejects row holding its first 1,000 characters and the length as evidence."""
+    from tasks.text import MAX_TITLE_CHARS
+
+    longest, junk = "a" * MAX_TITLE_CHARS, "Love " * 200_000  # the junk one: a 1 MB line
+    result = run([work(longest, 1), work(junk, 2)])
+    assert reasons(result) == {"/works/OL2W": "title_too_long"}
+    assert [r["title"] for r in result.tables["works_clean"]] == [longest]
+    (row,) = result.rejects
+    assert row["title"] == junk[:MAX_TITLE_CHARS]
+    assert json.loads(row["evidence"]) == {"chars": len(junk.strip()), "max_chars": MAX_TITLE_CHARS}
+
+
 def test_impossible_years_become_missing_with_a_reason() -> None:
     rows = [work("A", 1, year=9999), work("B", 2, year=2031), work("C", 3, year=1900), work("D", 4, year=1987),
             work("E", 5, year=None), work("F", 6, year=1931)]

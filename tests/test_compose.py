@@ -29,7 +29,10 @@ def test_compose_services_ports_volumes_and_worker():
 
 def test_prefect_yaml_deploys_the_refresh_on_a_schedule():
     deployment = load("prefect.yaml")["deployments"][0]
-    assert deployment["entrypoint"] == "flows/refresh.py:refresh"
+    # a module path, no pull step: the worker imports the installed package wherever it runs
+    assert deployment["entrypoint"] == "flows.refresh.refresh"
+    assert load("prefect.yaml")["pull"] == []
+    assert deployment["concurrency_limit"] == 1
     assert deployment["work_pool"]["name"] == "kitab-pool"
     assert deployment["schedules"][0]["cron"] == "0 3 * * 1"
     assert deployment["parameters"]["mirror_url"] == "http://mirror:8089"
@@ -39,3 +42,20 @@ def test_prefect_yaml_deploys_the_refresh_on_a_schedule():
 def test_readme_documents_compose():
     readme = (PROJECT_ROOT / "README.md").read_text()
     assert "docker compose up -d" in readme and "http://127.0.0.1:4200" in readme
+
+
+def test_deploy_py_and_prefect_yaml_define_the_same_deployment():
+    """`kitab serve` (flows/deploy.py) and compose (prefect.yaml) schedule the same thing."""
+    from prefect.flows import load_flow_from_entrypoint
+
+    from flows.deploy import refresh_deployment
+    from flows.refresh import refresh
+
+    spec = load("prefect.yaml")["deployments"][0]
+    served = refresh_deployment(mirror_url=spec["parameters"]["mirror_url"])
+    assert load_flow_from_entrypoint(spec["entrypoint"]) is refresh
+    assert served.name == spec["name"]
+    assert served.parameters == spec["parameters"]
+    assert [s.schedule.cron for s in served.schedules] == [s["cron"] for s in spec["schedules"]]
+    assert served.tags == spec["tags"]
+    assert served.concurrency_limit == spec["concurrency_limit"]

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from kitab.schemas import to_arrow
 from tasks.constraints import SPEC_VERSION, spec_from_json
 from tasks.constraints.counting import first_letter, last_letter, word_count
+from tasks.constraints.matching import author_books
 from tasks.constraints.probe import constraints_probe
 from tasks.text import split_title_year
 from tasks.generate_constraints import book_view, generate_constraints
@@ -41,10 +42,11 @@ def bibliographies(draw, max_authors=3):
 
 
 def books_by_author(books, flags):
+    """Each author's Books as the stage sees them: all_books order, answer titles only."""
     out = {}
     for row in books:
         out.setdefault(row["author_qid"], []).append(book_view(row, flags.get(row["book_id"])))
-    return out
+    return {qid: author_books(sorted(rows, key=lambda b: (b.title, b.book_id))) for qid, rows in out.items()}
 
 
 @settings(max_examples=60, deadline=None)
@@ -55,10 +57,10 @@ def test_mapped_books_are_exactly_the_satisfying_ones(data):
     by_author = books_by_author(books, flags)
     for row in rows:
         spec = spec_from_json(row["spec"])
-        author_books = by_author[row["author_qid"]]
-        satisfying = [b for b in author_books if spec.matches(b)]
+        shelf = by_author[row["author_qid"]]
+        satisfying = [b for b in shelf if spec.matches(b)]
         assert set(row["mapped_book_ids"]) == {b.book_id for b in satisfying}
-        n, s = len(author_books), len(satisfying)
+        n, s = len(shelf), len(satisfying)
         assert (row["n_books"], row["n_mapped"]) == (n, s)
         assert row["constrainedness"] == pytest.approx(1 - s / n) and 0.0 <= row["constrainedness"] <= 1.0
         assert row["satisfiable"] == (s > 0)
@@ -71,17 +73,17 @@ def test_mapped_books_are_exactly_the_satisfying_ones(data):
 def test_candidates_cover_every_letter_count_window_and_entity(data):
     authors, books, flags = data
     rows = generate_constraints(authors, books, flags).tables["constraints"]
-    for qid, author_books in books_by_author(books, flags).items():
+    for qid, shelf in books_by_author(books, flags).items():
         specs = {spec_from_json(r["spec"]) for r in rows if r["author_qid"] == qid}
         by_type = {}
         for spec in specs:
             by_type.setdefault(spec.TYPE, set()).add(spec)
         assert {s.letter for s in by_type["starts_with"]} == set("abcdefghijklmnopqrstuvwxyz")
         assert {s.letter for s in by_type["ends_with"]} == set("abcdefghijklmnopqrstuvwxyz")
-        all_titles = [t for b in author_books for t in b.titles]
+        all_titles = [t for b in shelf for t in b.titles]
         longest = max(map(word_count, all_titles))
         assert {s.count for s in by_type.get("word_count", ())} == set(range(1, longest + 1))
-        years = [b.first_year for b in author_books if b.first_year is not None]
+        years = [b.first_year for b in shelf if b.first_year is not None]
         windows = sorted((s.start, s.end) for s in by_type.get("year_range", ()))
         if years:  # contiguous 5-year windows on multiples of 5, from first to last book
             assert windows[0][0] == min(years) - min(years) % 5 and windows[-1][0] <= max(years) <= windows[-1][1]
@@ -89,7 +91,7 @@ def test_candidates_cover_every_letter_count_window_and_entity(data):
             assert all(b[0] == a[1] + 1 for a, b in zip(windows, windows[1:]))
         else:
             assert not windows
-        tagged = all(b.has_human_name is not None and b.has_city_name is not None for b in author_books)
+        tagged = all(b.has_human_name is not None and b.has_city_name is not None for b in shelf)
         assert len(by_type.get("human_name", ())) == len(by_type.get("city_name", ())) == (2 if tagged else 0)
         # every letter a title actually has is a satisfiable candidate
         present = {first_letter(t) for t in all_titles} - {None}

@@ -45,16 +45,19 @@ specs = st.one_of(
     ("A Tale of Two Cities", ("tale", "of", "two", "cities"), "t", "s"),
     ("An Artist of the Floating World", ("artist", "of", "the", "floating", "world"), "a", "d"),
     ("The", ("the",), "t", "e"),  # an article alone is the title, not dropped
-    ("Gödel, Escher, Bach", ("godel", "escher", "bach"), "g", "h"),
-    ("Émile, or On Education", ("emile", "or", "on", "education"), "e", "n"),
+    ("Gödel, Escher, Bach", ("gödel", "escher", "bach"), "g", "h"),
+    ("Émile, or On Education", ("émile", "or", "on", "education"), None, "n"),  # é is not e (KITAB)
+    ("Bogotá", ("bogotá",), "b", None),
     ("Catch-22", ("catch22",), "c", None),  # digits are not letters
     ("1984", ("1984",), None, None),
     ("'Salem's Lot", ("salems", "lot"), "s", "t"),
+    ("Salem’s Lot", ("salem’s", "lot"), "s", "t"),  # only ASCII punctuation is deleted
     ("Pride & Prejudice", ("pride", "and", "prejudice"), "p", "e"),
-    ("War and Peace — A Novel!", ("war", "and", "peace", "a", "novel"), "w", "l"),
-    ("Øystein's Song", ("øysteins", "song"), None, "g"),  # Ø does not fold to a-z
+    ("War and Peace — A Novel!", ("war", "and", "peace", "—", "a", "novel"), "w", "l"),  # a spaced dash is a word
+    ("Peace…", ("peace…",), "p", None),
+    ("Øystein's Song", ("øysteins", "song"), None, "g"),
     ("  the   waves\u00a0", ("waves",), "w", "s"),
-    ("\u200bThe Hours", ("hours",), "h", "s"),  # a format char is deleted, not a letter
+    ("\u200bThe Hours", ("\u200bthe", "hours"), None, "s"),  # a zero-width space is not a space
     ("...", (), None, None),
 ])
 def test_counting_rules(title, words, first, last):
@@ -66,8 +69,8 @@ def test_counting_rules(title, words, first, last):
 
 articles = st.sampled_from(["the", "The", "THE", "a", "A", "an", "An"])
 plain_words = st.text("abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=8)
-marks = st.text(",.:;!?'\"()[]-–—’“”…/*#", max_size=2)
-gaps = st.sampled_from([" ", "  ", "\t", "\u00a0", " — ", " : ", " - "])
+marks = st.text(",.:;!?'\"()[]-/*#", max_size=2)  # ASCII punctuation: what KITAB deletes
+gaps = st.sampled_from([" ", "  ", "\t", "\u00a0", " : ", " - "])
 
 
 @given(st.data())
@@ -216,8 +219,11 @@ def test_a_new_type_registers_itself_and_generation_picks_it_up(monkeypatch):
         def value(self):
             return str(self.present).lower()
 
-        def matches(self, book):
-            return any(t.rstrip().endswith("?") for t in book.titles) == self.present
+        def satisfied_by(self, book, title):
+            return title.rstrip().endswith("?") == self.present
+
+        def accepts(self, answer, book):
+            return self.satisfied_by(book, answer)
 
         def render(self):
             return f"Book title {'ends' if self.present else 'does not end'} with a question mark."

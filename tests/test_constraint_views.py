@@ -21,9 +21,10 @@ from tasks.sample_queries import SamplingRates, sample_queries
 
 ROOT = Path(__file__).resolve().parents[1]
 MARTS = sorted((ROOT / "sql" / "marts").glob("kitab_*.sql"))
+STAGING = [ROOT / "sql" / "staging" / "synthetic_ids.sql"]
 ONE_BOOK = ["Author", "Birth Year", "# of sitelinks", "constraint_id", "constraint_type", "constraints",
             "mapped_books", "all_books", "raw_books", "query_id", "release"]
-AUTHOR_METADATA = ["Author", "Birth Year", "# of sitelinks", "WikiData ID", "OpenLibrary ID", "release"]
+AUTHOR_METADATA = ["Author", "Birth Year", "# of sitelinks", "WikiData ID", "OpenLibrary ID", "synthetic", "release"]
 
 AUTHORS = [
     {"qid": "Q72334", "name": "Toni Morrison", "birth_year": 1931, "sitelinks": 122, "wd_work_count": 40,
@@ -46,6 +47,16 @@ TITLES = {  # title, first year, variants, human name?
 }
 
 
+REJECTED = [("not_english_tagged", "Cien años de soledad"), ("empty_title", "?!..."),
+            ("wikidata_other_author", "Somebody Else's Novel"), ("title_is_author_name", "Morrison, Toni")]
+
+
+def rejects_rows():
+    return [{"stage": "clean_books", "reason": reason, "record_kind": "work", "record_id": f"/works/{qid}-{reason}",
+             "author_qid": qid, "title": title, "evidence": None}
+            for qid in TITLES for reason, title in REJECTED]
+
+
 def rows():
     books, flags, works = [], {}, []
     for qid, titles in TITLES.items():
@@ -59,6 +70,10 @@ def rows():
                          for j, t in enumerate([title, *variants]))
         works.append({"author_qid": qid, "ol_author_key": "OL1A", "work_key": f"/works/{qid}-anthology",
                       "title": "Best Stories 2022", "source": "dump", "request_fingerprint": "x"})
+        # fetched, then rejected by clean_books: only the language reject stays in raw_books
+        for reason, title in REJECTED:
+            works.append({"author_qid": qid, "ol_author_key": "OL1A", "work_key": f"/works/{qid}-{reason}",
+                          "title": title, "source": "dump", "request_fingerprint": "x"})
     constraints = generate_constraints(AUTHORS, books, flags).tables["constraints"]
     rates = SamplingRates(one_constraint={"starts_with": 1.0, "ends_with": 1.0, "word_count": 1.0},
                           two_easy=1.0, two_one_book=1.0, two_two_books=1.0, two_more_books=1.0)
@@ -83,13 +98,14 @@ def catalog():
         "books": [to_arrow("books", books)],
         "constraints": [to_arrow("constraints", constraints)],
         "queries": [to_arrow("queries", queries)],
+        "rejects": [to_arrow("rejects", rejects_rows())],
     }
     con = duckdb.connect()
     for name, (current, *earlier) in tables.items():
         table = pa.concat_tables([with_release(current, "r2"), *(with_release(t, "r1") for t in earlier)])
         con.register(f"{name}_arrow", table)
         con.execute(f"create table {name} as select * from {name}_arrow")
-    for path in MARTS:  # in name order, as the catalog runs them
+    for path in [*STAGING, *MARTS]:  # in name order, as the catalog runs them
         con.execute(path.read_text())
     yield con, books, queries
     con.close()
@@ -119,7 +135,9 @@ def test_one_book_rows_have_kitab_columns_and_formats(catalog):
         expected = [f"{b['canonical_title']} ({b['first_year']})" if b["first_year"] else b["canonical_title"]
                     for b in author_books]
         assert row["all_books"] == repr(expected)
-        assert "Best Stories 2022" in ast.literal_eval(row["raw_books"])
+        raw = ast.literal_eval(row["raw_books"])
+        assert "Best Stories 2022" in raw and "Cien años de soledad" in raw  # kept; dropped for language only
+        assert not {"?!...", "Somebody Else's Novel", "Morrison, Toni"} & set(raw)  # junk, or not the author's
         assert "Not In This Release" not in row["raw_books"] and row["release"] == "r2"
     assert [type(out[0][c]) for c in ("Birth Year", "# of sitelinks", "constraint_id")] == [int, int, int]
     assert [r["Author"] for r in out][0] == "Gabriel García Márquez"  # most sitelinks first
@@ -147,13 +165,28 @@ def test_author_metadata(catalog):
     out = fetch(con, "select * from kitab_author_metadata")
     assert out == [
         {"Author": "Gabriel García Márquez", "Birth Year": 1927, "# of sitelinks": 190, "WikiData ID": "Q5878",
-         "OpenLibrary ID": "OL4586796A", "release": "r2"},
+         "OpenLibrary ID": "OL4586796A", "synthetic": False, "release": "r2"},
         {"Author": "Toni Morrison", "Birth Year": 1931, "# of sitelinks": 122, "WikiData ID": "Q72334",
-         "OpenLibrary ID": "OL31120A", "release": "r2"},
+         "OpenLibrary ID": "OL31120A", "synthetic": False, "release": "r2"},
     ]
     types = {name: str(t) for name, t, *_ in con.execute("describe kitab_author_metadata").fetchall()}
     assert types == {"Author": "VARCHAR", "Birth Year": "BIGINT", "# of sitelinks": "BIGINT",
-                     "WikiData ID": "VARCHAR", "OpenLibrary ID": "VARCHAR", "release": "VARCHAR"}
+                     "WikiData ID": "VARCHAR", "OpenLibrary ID": "VARCHAR", "synthetic": "BOOLEAN",
+                     "release": "VARCHAR"}
+
+
+@pytest.mark.parametrize(("record_id", "source", "synthetic"), [
+    ("Q990000050", "dump", True), ("OL990000032A", "mirror", True), ("/works/OL990000001W", "dump", True),
+    ("Q990000050", "live", False),  # live ids are real whatever their number
+    ("Q990000000", "dump", False), ("Q72334", "dump", False), ("OL31120A", "dump", False),
+    ("/works/OL45804W", "dump", False), (None, "dump", False), ("", "dump", False),
+])
+def test_synthetic_ids_follow_the_snapshot_rule(catalog, record_id, source, synthetic):
+    from kitab.snapshot.spec import SYNTHETIC_ID_BASE
+
+    con, _, _ = catalog
+    assert SYNTHETIC_ID_BASE == 990_000_000  # the number sql/staging/synthetic_ids.sql hard-codes
+    assert con.execute("select kitab_synthetic_id(?, ?)", [record_id, source]).fetchone()[0] is synthetic
 
 
 @settings(max_examples=150, deadline=None)

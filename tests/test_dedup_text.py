@@ -88,3 +88,14 @@ def test_match_key_is_idempotent(title: str) -> None:
     key = match_key(title)
     assert match_key(key) == key
     assert fold(fold(title)) == fold(title)
+
+
+@pytest.mark.timeout(60)  # a hang guard: each leading \s* made a long run of spaces quadratic
+def test_title_parsing_is_linear_on_long_runs_of_spaces():
+    from tasks.text import split_title_year
+
+    spaces = " " * 1_000_000
+    assert split_title_year(f"a{spaces}b{spaces}(1990) ") == (f"a{spaces}b", 1990)
+    assert split_title_year("  Beloved  (1987)\t") == ("Beloved", 1987) and split_title_year("(1949)") == ("(1949)", None)
+    assert main_title(f"a{spaces}b{spaces}: c") == f"a{spaces}b"
+    assert main_title("Pnin   : A Novel") == "Pnin" and main_title("A  / B") == "A"

@@ -330,3 +330,19 @@ def test_dedup_probe_skips_titles_with_an_empty_matching_key() -> None:
     out = [json.loads(line) for line in dedup_probe(["!!!", "???", "Beloved (1987)", " ... (1990)", "Beloved!"])]
     assert out == [{"canonical": "Beloved", "first_year": 1987, "variants": ["Beloved", "Beloved!"]}]
     assert list(dedup_probe(["!!!", "???"])) == []
+
+
+@pytest.mark.timeout(60)  # a hang guard, not a speed target: this took 166 s when it was quadratic
+def test_one_megabyte_title_is_clustered_in_linear_time():
+    """Every prefix of a long key used to be joined and looked up, and cdist compared the key
+    with itself; now only prefixes as long as some key are, and a key no other key can reach
+    80 with (lengths too far apart) is not compared."""
+    long = "Love in Paris " * 75_000
+    out = [json.loads(line) for line in dedup_probe([long, "Love in Paris (1990)", "Jazz (1992)", "Jaz (1993)"])]
+    assert sorted(c["variants"] for c in out) == [["Jaz", "Jazz"], ["Love in Paris"], [long.strip()]]  # fuzzy still links
+
+
+def test_keys_out_of_ratio_reach_are_not_compared_but_pairs_in_reach_are():
+    keys = ["a" * 10, "a" * 14, "a" * 16, "b" * 30]
+    assert dd._may_reach_ratio(keys) == [0, 1, 2]  # 30 is over 16 / 0.6: no partner can reach 80
+    assert all(fuzz.ratio(keys[3], k) < dd.FUZZY_MIN_RATIO for k in keys[:3])

@@ -32,10 +32,10 @@ KITAB_AUTHOR_COLUMNS = ["Author", "Birth Year", "# of sitelinks", "WikiData ID",
 EXPECTED = {
     "one-book-constraints": (KITAB_QUERY_COLUMNS + ["query_id"], "kitab_one_book_constraints"),
     "two-book-constraints": (KITAB_QUERY_COLUMNS + ["query_id"], "kitab_two_book_constraints"),
-    "author-metadata": (KITAB_AUTHOR_COLUMNS, "kitab_author_metadata"),
+    "author-metadata": (KITAB_AUTHOR_COLUMNS + ["synthetic"], "kitab_author_metadata"),
     "book-metadata": (["book_id", "author_qid", "author", "canonical_title", "first_year", "n_variants",
                        "variant_titles", "work_keys", "has_human_name", "human_names", "has_city_name",
-                       "city_names"], "books"),
+                       "city_names", "synthetic"], "books"),
     "constraints": (None, "constraints"),
     "rejects": (None, "rejects"),
 }
@@ -107,13 +107,33 @@ def test_every_config_loads_offline_with_kitab_columns_and_the_views_rows(export
                 assert test.column_names == columns, config
             else:  # our tables: the warehouse schema, without the hive partition column
                 assert test.column_names == [f.name for f in pq.read_schema(
-                    Warehouse(warehouse).partition(source, RELEASE) / "part-0.parquet")], config
+                    Warehouse(warehouse).committed_files(RELEASE)[source])], config
         # the rows are the view's, in the view's order, KITAB's types included
         columns = ", ".join(f'"{c}"' for c in KITAB_QUERY_COLUMNS)
         view = con.sql(f"SELECT {columns}, query_id FROM kitab_one_book_constraints").to_arrow_table().to_pylist()
     one = datasets.load_dataset(str(out), "one-book-constraints", split="test", cache_dir=str(tmp_path / "hf-cache"))
     assert one.to_list() == view
     assert {one.features["Birth Year"].dtype, one.features["constraint_id"].dtype} == {"int64"}
+
+
+def test_synthetic_flags_mark_the_generated_writers_and_books(exported):
+    """The bundled snapshot mixes real KITAB writers with generated ones (ids above 990000000,
+    MANIFEST.json synthetic.rule): the last column of author-metadata and book-metadata says which."""
+    out, _ = exported
+
+    def generated(record_id):
+        return record_id is not None and int(record_id.rstrip("AW").split("OL")[-1].lstrip("Q")) > 990_000_000
+
+    authors = pq.read_table(out / "data/author-metadata/test-00000-of-00001.parquet").to_pylist()
+    assert list(authors[0])[-1] == "synthetic"
+    assert [a["synthetic"] for a in authors] == [generated(a["WikiData ID"]) or generated(a["OpenLibrary ID"])
+                                               for a in authors]
+    assert {a["synthetic"] for a in authors} == {True, False}  # both kinds in this release
+    books = pq.read_table(out / "data/book-metadata/test-00000-of-00001.parquet").to_pylist()
+    assert list(books[0])[-1] == "synthetic"
+    assert [b["synthetic"] for b in books] == [any(generated(k.rsplit("/", 1)[-1]) for k in b["work_keys"])
+                                             for b in books]
+    assert {b["synthetic"] for b in books} == {True, False}
 
 
 def test_card_configs_match_the_files_on_disk_exactly(exported):

@@ -184,8 +184,15 @@ def test_query_rows(inputs, seed):
         specs = [spec_from_json(m["spec"]) for m in members]
         assert parse_criteria(q["constraints"]) == specs
         assert q["constraint_types"] == [s.TYPE for s in specs]
-        mapped = set.intersection(*(set(m["mapped_book_ids"]) for m in members))
-        assert set(q["mapped_book_ids"]) == mapped and q["n_mapped"] == len(mapped)
+        # a book is mapped when one of its titles satisfies every criterion; it is listed by
+        # the first such title
+        titles = [dict(zip(m["mapped_book_ids"], m["satisfying_titles"])) for m in members]
+        common = {b: [t for t in titles[0][b] if all(t in other.get(b, ()) for other in titles[1:])]
+                  for b in titles[0]}
+        mapped = [b for b in members[0]["mapped_book_ids"] if common[b]]
+        assert q["mapped_book_ids"] == mapped and q["n_mapped"] == len(mapped)
+        assert q["mapped_titles"] == [common[b][0] for b in mapped]
+        assert set(mapped) <= set.intersection(*(set(m["mapped_book_ids"]) for m in members))
         assert q["constrainedness"] == pytest.approx(1 - len(mapped) / q["n_books"])
         assert q["satisfiable"] == bool(mapped)
         a = author[q["author_qid"]]

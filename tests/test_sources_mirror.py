@@ -11,7 +11,7 @@ import pytest
 
 from kitab.mirror.faults import Fault
 from kitab.sources import open_sources
-from kitab.sources.http import RetryableError
+from kitab.sources.http import SourceUnavailable
 from tasks.base import StageResult
 from tasks.fetch_works import collect_author, fetch_author_works
 from tasks.match_openlibrary import match_authors
@@ -130,12 +130,14 @@ def test_retries_give_up_after_max_attempts(mirror, settings):
     mark = len(mirror.log())
     mirror.faults.add(Fault("status", path_prefix="/search/authors.json", status=503, times=10))
     try:
-        with pytest.raises(RetryableError):
+        with pytest.raises(SourceUnavailable) as failed:
             sources.openlibrary.search_authors("Nobody At All")
     finally:
         mirror.faults.clear()
         sources.close()
     assert len(log_since(mirror, mark, "/search/authors.json")) == 3
+    assert (failed.value.status, failed.value.attempts) == (503, 3)
+    assert failed.value.url.endswith("/search/authors.json?q=Nobody+At+All")
 
 
 def test_every_unmatched_author_is_rejected_with_evidence(via_mirror, settings, manifest):

@@ -106,8 +106,8 @@ def test_real_stage_end_to_end(real_taggers):
     variants = [{"variant_id": "v1", "book_id": "b1", "author_qid": "Q1", "title": "READING LOLITA IN TEHRAN"}]
     rows = tag_entities(books, variants, taggers=real_taggers).tables[TABLE]
     assert [(r["target_id"], r["kind"], r["text"], r["version"]) for r in rows] == [
-        ("b1", "human", "Lolita", "human_v2"), ("b1", "city", "Tehran", "city_v2"),
-        ("v1", "human", "LOLITA", "human_v2"), ("v1", "city", "TEHRAN", "city_v2"),
+        ("b1", "human", "Lolita", "human_v3"), ("b1", "city", "Tehran", "city_v3"),
+        ("v1", "human", "LOLITA", "human_v3"), ("v1", "city", "TEHRAN", "city_v3"),
     ]
     to_arrow(TABLE, rows)
 
@@ -115,3 +115,14 @@ def test_real_stage_end_to_end(real_taggers):
 def test_real_probe(real_taggers):
     [line] = tag_probe(["Down and Out in Paris and London"], taggers=real_taggers)
     assert json.loads(line) == {"title": "Down and Out in Paris and London", "human_names": [], "city_names": ["Paris", "London"]}
+
+
+def test_titles_over_the_bound_are_not_parsed():
+    """A 1.1 MB title made spaCy fail (E088: over its 1,000,000 characters); any title over
+    MAX_TITLE_CHARS is junk (clean_books rejects it) and gets no spans, its neighbours theirs."""
+    from tasks.text import MAX_TITLE_CHARS
+
+    titles = ["Death in Venice " * 70_000, "x" * MAX_TITLE_CHARS + " Death in Venice", "Death in Venice"]
+    tagged = tag_titles(titles, default_taggers())
+    assert tagged["city"][0] == [] and tagged["city"][1] == [] and [s.text for s in tagged["city"][2]] == ["Venice"]
+    assert tagged["human"][0] == [] and tagged["human"][1] == []

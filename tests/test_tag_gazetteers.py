@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from tasks.taggers.gazetteers import DATA_DIR, load_lexicon, norm
 from tasks.taggers.pipeline import recase
 
-LISTS = ("first_names.txt", "surnames.txt", "common_words.txt", "frequent_words.txt")
+LISTS = ("first_names.txt", "surnames.txt", "common_words.txt", "frequent_words.txt", "rare_words.txt")
 
 
 @pytest.fixture(scope="module")
@@ -71,3 +71,14 @@ def test_name_shape_separates_names_from_coined_words(lex):
     score = lex.name_shape.score
     assert all(score(n) > 0 for n in ("Pnin", "Oblomov", "Baudolino"))
     assert all(score(w) < 0 for w in ("Outliers", "Freakonomics", "Neuromancer"))
+
+
+def test_rare_words_extend_the_common_words_without_overlap(lex):
+    assert not lex.rare_words & lex.words
+    assert {"shogun", "handmaid", "narcissus"} <= lex.rare_words  # SCOWL levels 40 and 50
+    assert not {"nostromo", "pnin", "oblomov", "a", "ox"} & lex.rare_words  # no names, nothing under 3 letters
+
+
+def test_compounds_are_two_common_words_run_together(lex):
+    assert all(lex.is_compound(k) for k in ("middlemarch", "seabiscuit", "darkover", "landfall"))
+    assert not any(lex.is_compound(k) for k in ("nostromo", "pnin", "baudolino", "frankenstein"))

@@ -23,7 +23,8 @@ def test_labelled_set_is_large_well_formed_and_has_the_hard_cases(quality):
     items = quality.load()
     titles = [x.title for x in items]
     assert len(items) >= 250 and len(set(titles)) == len(titles)
-    assert {x.split for x in items} == {"dev", "holdout"}
+    assert {x.split for x in items} == {"dev", "holdout", "holdout2", "dev2"}
+    assert sum(x.split == "holdout2" for x in items) >= 300
     for x in items:
         for spans in x.gold.values():
             assert all(s in x.title for s in spans), x.title
@@ -33,4 +34,8 @@ def test_labelled_set_is_large_well_formed_and_has_the_hard_cases(quality):
 
 
 def test_title_level_precision_and_recall_reach_the_bar(quality):
-    assert quality.main(["--errors", "0"]) == 0
+    # issue 12: precision >= 0.95 at recall >= 0.90 on dev + holdout, both kinds (holdout2 is
+    # measured, not gated: a gate would make it a set to tune on)
+    args = ["--split", "dev,holdout", "--errors", "0"]
+    assert quality.main([*args, "--min-precision", "0.95", "--min-recall", "0.9"]) == 0
+    assert quality.main([*args, "--min-precision", "0.99"]) == 1  # the gate can fail

@@ -116,7 +116,7 @@ def test_crash_while_writing_tables_leaves_no_release_and_rerun_completes(tmp_pa
     with pytest.raises(KeyboardInterrupt):
         publish(wh, "r", tables(["Q1"]), seed=1, source="dump", snapshot_id="s", n_authors_requested=1,
                 requests_made=0)
-    assert (wh.staging("r").partition("authors", "r") / "part-0.parquet").exists()  # half written ...
+    assert list(wh.staging("r").partition("authors", "r").glob("part-*.parquet"))  # half written ...
     assert wh.committed_releases() == [] and not wh.partition("authors", "r").exists()  # ... elsewhere
     monkeypatch.setattr(Warehouse, "write_table", real_write)
     publish(wh, "r", tables(["Q1"]), seed=1, source="dump", snapshot_id="s", n_authors_requested=1, requests_made=0)

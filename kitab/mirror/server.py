@@ -13,9 +13,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
-from kitab.mirror.faults import Fault, FaultPlan, TokenBucket
+from kitab.mirror.faults import Fault, FaultPlan, RandomFaults, TokenBucket
 
 SPARQL_JSON = "application/sparql-results+json"
+# WDQS's answer to a query stopped at its 60 s limit (HTTP 500): a stack trace naming this
+WDQS_TIMEOUT_BODY = ("SPARQL-QUERY: queryStr=...\njava.util.concurrent.ExecutionException: "
+                     "java.util.concurrent.TimeoutException\n\tat java.util.concurrent.FutureTask.report"
+                     "(FutureTask.java:122)\n").encode()
+NO_ANSWER = 0  # logged status of a request whose connection was dropped unanswered (fault "timeout")
 
 
 @dataclass(frozen=True)
@@ -27,20 +32,28 @@ class LogEntry:
     status: int
     user_agent: str
     service: str  # wikidata | openlibrary | control
+    fault: str | None = None  # the injected fault, if any: 429, 503, ..., cut, slow, timeout
 
 
 class Mirror:
-    """``with Mirror(snapshot) as m: m.url`` — or ``start()`` / ``stop()``."""
+    """``with Mirror(snapshot) as m: m.url`` — or ``start()`` / ``stop()``.
+
+    ``faults``: a seeded random mix of faults (a ``RandomFaults`` or its SPEC string, as
+    ``kitab mirror serve --faults``); ``wdqs_timeout_rows``: a SPARQL query whose result has
+    more rows than this is answered as WDQS answers a query over its time limit. Both can be
+    changed later through ``mirror.faults``."""
 
     def __init__(self, snapshot: Path, *, port: int = 0, ol_rate: float | None = 25.0,
-                 wdqs_rate: float | None = None, host: str = "127.0.0.1"):
+                 wdqs_rate: float | None = None, host: str = "127.0.0.1",
+                 faults: RandomFaults | str | None = None, wdqs_timeout_rows: int | None = None):
         from kitab.snapshot.olindex import OLIndex
         from kitab.snapshot.rdfstore import load_store
 
         self.snapshot = Path(snapshot)
         self.store = load_store(self.snapshot)
         self.ol = OLIndex.from_snapshot(self.snapshot)
-        self.faults = FaultPlan()
+        self.faults = FaultPlan(RandomFaults.parse(faults) if isinstance(faults, str) else faults,
+                                wdqs_timeout_rows)
         self.limits = {"openlibrary": TokenBucket(ol_rate, burst=max(1.0, ol_rate)) if ol_rate else None,
                        "wikidata": TokenBucket(wdqs_rate) if wdqs_rate else None}
         self._log: list[LogEntry] = []
@@ -96,9 +109,13 @@ class Mirror:
 
         with self._sparql_lock:
             try:
-                return 200, SPARQL_JSON, query_json(self.store, query)
+                payload = query_json(self.store, query)
             except ValueError as exc:  # WDQS answers a parse error with 400 and a text body
                 return 400, "text/plain; charset=utf-8", f"MalformedQueryException: {exc}".encode()
+        limit = self.faults.wdqs_timeout_rows
+        if limit is not None and len(json.loads(payload).get("results", {}).get("bindings", [])) > limit:
+            return 500, "text/plain; charset=utf-8", WDQS_TIMEOUT_BODY
+        return 200, SPARQL_JSON, payload
 
     def openlibrary(self, path: str, params: dict[str, str]) -> tuple[int, object]:
         def num(name: str, default: int) -> int:
@@ -155,16 +172,21 @@ def _handler_for(mirror: Mirror) -> type[BaseHTTPRequestHandler]:
             params = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
             service = ("control" if parts.path.startswith("/_mirror/")
                        else "wikidata" if parts.path == "/sparql" else "openlibrary")
-            status = self._respond(method, parts.path, params, body, service)
+            self.injected: Fault | None = None
+            status = self._respond(method, parts.path, parts.query, params, body, service)
             mirror.record(LogEntry(arrived, method, parts.path, parts.query, status,
-                                   self.headers.get("User-Agent", ""), service))
+                                   self.headers.get("User-Agent", ""), service,
+                                   self.injected.label if self.injected else None))
 
-        def _respond(self, method: str, path: str, params: dict, body: bytes, service: str) -> int:
+        def _respond(self, method: str, path: str, query: str, params: dict, body: bytes, service: str) -> int:
             if service == "control":
                 return self._control(method, path, body)
-            fault = mirror.faults.take(path)
-            if fault and fault.kind == "slow":
+            fault = self.injected = mirror.faults.take(path, query, body, method)
+            if fault and fault.kind in ("slow", "timeout"):
                 time.sleep(fault.delay)
+            if fault and fault.kind == "timeout":  # no answer at all: the client sees the connection drop
+                self.close_connection = True
+                return NO_ANSWER
             if fault and fault.kind == "status":
                 return self._send(fault.status, "application/json", b'{"error": "injected fault"}',
                                   retry_after=fault.retry_after)

@@ -24,6 +24,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from kitab.errors import BadValue
+
 # --- file names -------------------------------------------------------------------------
 
 WIKIDATA_FILE = "wikidata.nt.gz"
@@ -60,8 +62,9 @@ OL_EDITION = "/type/edition"
 OL_REDIRECT = "/type/redirect"
 
 
-class SnapshotFormatError(ValueError):
-    """A snapshot file does not follow the format; the message names the file and line."""
+class SnapshotFormatError(BadValue):
+    """A snapshot file is missing, unreadable or does not follow the format; the message names
+    the file (and the line where known)."""
 
 
 # --- N-Triples terms --------------------------------------------------------------------
@@ -129,26 +132,35 @@ def iter_ol_dump(path: str | os.PathLike) -> Iterator[tuple[str, str, int, str, 
     ``key`` disagrees with the line's key.
     """
     path = Path(path)
-    with open_text(path) as handle:
-        for number, line in enumerate(handle, start=1):
-            line = line.rstrip("\n")
-            if not line:
-                continue
-            fields = line.split("\t")
-            if len(fields) != 5:
-                raise SnapshotFormatError(f"{path}:{number}: expected 5 tab-separated fields, got {len(fields)}")
-            record_type, key, revision, last_modified, payload = fields
-            try:
-                revision_number = int(revision)
-            except ValueError:
-                raise SnapshotFormatError(f"{path}:{number}: revision {revision!r} is not an integer") from None
-            try:
-                record = json.loads(payload)
-            except json.JSONDecodeError as exc:
-                raise SnapshotFormatError(f"{path}:{number}: bad JSON: {exc}") from None
-            if not isinstance(record, dict) or record.get("key", key) != key:
-                raise SnapshotFormatError(f"{path}:{number}: JSON record is not an object with key {key!r}")
-            yield record_type, key, revision_number, last_modified, record
+    number = 0
+    try:
+        with open_text(path) as handle:
+            for number, line in enumerate(handle, start=1):
+                line = line.rstrip("\n")
+                if line:
+                    yield _ol_dump_fields(path, number, line)
+    except FileNotFoundError:
+        raise SnapshotFormatError(f"{path}: missing; is {path.parent} a snapshot folder?") from None
+    except (OSError, EOFError, UnicodeDecodeError) as exc:  # not gzip, cut short, not UTF-8
+        raise SnapshotFormatError(f"{path}: unreadable after line {number}: {exc}") from None
+
+
+def _ol_dump_fields(path: Path, number: int, line: str) -> tuple[str, str, int, str, dict]:
+    fields = line.split("\t")
+    if len(fields) != 5:
+        raise SnapshotFormatError(f"{path}:{number}: expected 5 tab-separated fields, got {len(fields)}")
+    record_type, key, revision, last_modified, payload = fields
+    try:
+        revision_number = int(revision)
+    except ValueError:
+        raise SnapshotFormatError(f"{path}:{number}: revision {revision!r} is not an integer") from None
+    try:
+        record = json.loads(payload)
+    except json.JSONDecodeError as exc:
+        raise SnapshotFormatError(f"{path}:{number}: bad JSON: {exc}") from None
+    if not isinstance(record, dict) or record.get("key", key) != key:
+        raise SnapshotFormatError(f"{path}:{number}: JSON record is not an object with key {key!r}")
+    return record_type, key, revision_number, last_modified, record
 
 
 # --- files ------------------------------------------------------------------------------
@@ -211,6 +223,27 @@ def atomic_dir(path: str | os.PathLike) -> Iterator[Path]:
             shutil.rmtree(old)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def check_snapshot(snapshot_dir: str | os.PathLike) -> dict[str, Any]:
+    """The snapshot's manifest, after a quick look at its files: each data file present,
+    non-empty and (``.gz``) starting like a gzip stream. Cheap at any size, so a refresh
+    checks it before it starts; a file cut short is found when it is read (which names it)."""
+    snapshot_dir = Path(snapshot_dir)
+    if not snapshot_dir.is_dir():
+        raise SnapshotFormatError(f"{snapshot_dir}: no such snapshot folder")
+    manifest = read_manifest(snapshot_dir)
+    for name in DATA_FILES:
+        path = snapshot_dir / name
+        if not path.is_file():
+            raise SnapshotFormatError(f"{path}: missing; is {snapshot_dir} a snapshot folder?")
+        with open(path, "rb") as handle:
+            head = handle.read(2)
+        if not head:
+            raise SnapshotFormatError(f"{path}: empty file")
+        if name.endswith(".gz") and head != b"\x1f\x8b":
+            raise SnapshotFormatError(f"{path}: not a gzip file")
+    return manifest
 
 
 def sha256_file(path: str | os.PathLike) -> str:

@@ -11,6 +11,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from kitab.config import DEFAULT_CONTACT, LIVE_OPENLIBRARY, LIVE_WIKIDATA, Settings
+from kitab.errors import BadValue
 from kitab.sources.openlibrary import HttpOpenLibrary, OpenLibrary
 from kitab.sources.wikidata import HttpWikidata, Wikidata
 
@@ -42,27 +43,27 @@ def open_sources(kind: str, settings: Settings, *, snapshot: Path | None = None,
     the UTC date."""
     if kind == "live":
         if settings.contact == DEFAULT_CONTACT:
-            raise ValueError("--source live needs a real contact for the User-Agent: set KITAB_CONTACT "
-                             "(Wikimedia's policy requires it; Open Library asks for it)")
+            raise BadValue("--source live needs a real contact for the User-Agent: set KITAB_CONTACT "
+                           "(Wikimedia's policy requires it; Open Library asks for it)")
         if settings.ol_rate > 3:
-            raise ValueError(f"ol_rate {settings.ol_rate}/s exceeds Open Library's ~3 req/s")
+            raise BadValue(f"ol_rate {settings.ol_rate}/s exceeds Open Library's ~3 req/s")
         live = settings.model_copy(update={"wikidata_endpoint": settings.wikidata_endpoint or LIVE_WIKIDATA,
                                            "openlibrary_base": settings.openlibrary_base or LIVE_OPENLIBRARY})
         scope = cache_scope or f"{datetime.now(timezone.utc):%Y.%m.%d}"
         return Sources(kind, HttpWikidata(live, "live", scope), HttpOpenLibrary(live, "live", scope))
     if kind == "mirror":
         if not mirror_url:
-            raise ValueError("--source mirror needs the mirror's base URL")
+            raise BadValue("--source mirror needs the mirror's base URL")
         mirrored = settings.for_mirror(mirror_url)
         scope = cache_scope or "url-" + hashlib.sha256(mirror_url.encode()).hexdigest()[:12]
         return Sources(kind, HttpWikidata(mirrored, "mirror", scope), HttpOpenLibrary(mirrored, "mirror", scope))
     if kind == "dump":
         if snapshot is None:
-            raise ValueError("--source dump needs --snapshot DIR")
+            raise BadValue("--source dump needs --snapshot DIR")
         from kitab.sources.dump import DumpOpenLibrary, DumpWikidata
 
         return Sources(kind, DumpWikidata(snapshot, settings), DumpOpenLibrary(snapshot, settings))
-    raise ValueError(f"unknown source {kind!r}; expected one of {SOURCES}")
+    raise BadValue(f"unknown source {kind!r}; expected one of {SOURCES}")
 
 
 @dataclass(frozen=True)

@@ -25,18 +25,51 @@ from requests_ratelimiter import LimiterMixin
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 from kitab.config import Settings
+from kitab.errors import KitabError
 
 
 class RetryableError(Exception):
-    """A response worth retrying; ``retry_after`` is the server's wish in seconds, if any."""
+    """A response worth retrying; ``retry_after`` is the server's wish in seconds, if any;
+    ``url`` and ``status`` (None: no HTTP answer, e.g. a cut connection) say what failed."""
 
-    def __init__(self, message: str, retry_after: float | None = None):
+    def __init__(self, message: str, retry_after: float | None = None, *, url: str | None = None,
+                 status: int | None = None):
         super().__init__(message)
         self.retry_after = retry_after
+        self.url = url
+        self.status = status
+
+    def __reduce__(self):  # keyword attributes survive pickling (a step's error crosses processes)
+        return (_rebuild, (type(self), self.args, self.__dict__))
 
 
 class ServiceError(RuntimeError):
     """A request that failed for good (after retries, or not retryable)."""
+
+
+class SourceUnavailable(ServiceError, KitabError):
+    """A service did not answer one request within the retry policy: retries exhausted, or a
+    Retry-After above ``max_retry_after`` (never waited for). The caller decides what it costs:
+    one writer rejected (``source_unavailable``), or the refresh stopped."""
+
+    def __init__(self, url: str, status: int | None, attempts: int, why: str):
+        self.url, self.status, self.attempts, self.why = url, status, attempts, why
+        answered = f"HTTP {status}" if status is not None else "no answer"
+        super().__init__(f"source unavailable: {url} ({answered}, {attempts} attempt{'s' * (attempts != 1)}; {why})")
+
+    def __reduce__(self):
+        return (type(self), (self.url, self.status, self.attempts, self.why))
+
+    def evidence(self) -> dict:
+        """What a rejects row keeps of it."""
+        return {"url": self.url, "status": self.status, "attempts": self.attempts, "why": self.why}
+
+
+def _rebuild(cls: type, args: tuple, attributes: dict) -> BaseException:
+    exc = cls.__new__(cls)
+    exc.args = args
+    exc.__dict__.update(attributes)
+    return exc
 
 
 @dataclass(frozen=True)
@@ -83,31 +116,48 @@ def parse_http_date(value: str | None) -> datetime | None:
 def classify_status(status: int, headers: Any, url: str) -> None:
     """Raise RetryableError for 429/5xx (with Retry-After), ServiceError for other errors."""
     if status == 429 or status >= 500:
-        raise RetryableError(f"HTTP {status} from {url}", parse_retry_after(headers.get("Retry-After")))
+        raise RetryableError(f"HTTP {status} from {url}", parse_retry_after(headers.get("Retry-After")),
+                             url=url, status=status)
     if status >= 400:
         raise ServiceError(f"HTTP {status} from {url}")
 
 
-def retrying(settings: Settings, retry_on: tuple[type[BaseException], ...] = ()) -> Retrying:
-    """The one retry policy: exponential backoff with jitter, or exactly Retry-After."""
+def retrying(settings: Settings, url: str, gate: "Gate | None" = None,
+             retry_on: tuple[type[BaseException], ...] = ()) -> Retrying:
+    """The one retry policy: exponential backoff with jitter, or exactly Retry-After, at most
+    ``max_attempts`` tries. A Retry-After above ``max_retry_after`` is not waited for and does
+    not close ``gate`` (other requests go on); it and exhausted retries end as
+    :class:`SourceUnavailable` for this one request (``url``: what to name if the error does not)."""
     backoff = wait_exponential_jitter(multiplier=settings.backoff_initial, max=settings.backoff_max,
                                       jitter=settings.backoff_initial)
+
+    def unavailable(state: RetryCallState, why: str) -> SourceUnavailable:
+        exc = state.outcome.exception() if state.outcome else None
+        return SourceUnavailable(getattr(exc, "url", None) or url, getattr(exc, "status", None),
+                                 state.attempt_number, why)
 
     def wait(state: RetryCallState) -> float:
         exc = state.outcome.exception() if state.outcome else None
         retry_after = getattr(exc, "retry_after", None)
         if retry_after is not None:
             if retry_after > settings.max_retry_after:
-                raise ServiceError(f"server asked to wait {retry_after:.0f}s (> max_retry_after): {exc}")
+                raise unavailable(state, f"Retry-After {retry_after:.0f}s > max_retry_after "
+                                         f"{settings.max_retry_after:.0f}s") from exc
+            if gate is not None:
+                gate.block(retry_after)  # every thread of this client waits, not just this one
             return retry_after
         return backoff(state)
+
+    def exhausted(state: RetryCallState) -> None:
+        exc = state.outcome.exception() if state.outcome else None
+        raise unavailable(state, f"retries exhausted: {exc}") from exc
 
     def is_retryable(exc: BaseException) -> bool:
         return isinstance(exc, (RetryableError, requests.ConnectionError, requests.Timeout,
                                 requests.exceptions.ChunkedEncodingError, *retry_on))
 
     return Retrying(stop=stop_after_attempt(settings.max_attempts), wait=wait,
-                    retry=retry_if_exception(is_retryable), reraise=True)
+                    retry=retry_if_exception(is_retryable), retry_error_callback=exhausted)
 
 
 class Gate:
@@ -211,17 +261,14 @@ def get_json(session: requests.Session, url: str, params: dict, settings: Settin
             return Fetched(None, fp, parse_http_date(response.headers.get("Date")), from_cache)
         if response.status_code != 200:
             session.cache.delete(requests=[response.request])  # e.g. a 404 where none is an answer
-        try:
-            classify_status(response.status_code, response.headers, response.url)
-        except RetryableError as exc:
-            if exc.retry_after is not None:
-                gate.block(exc.retry_after)  # every thread of this client waits, not just this one
-            raise
+        classify_status(response.status_code, response.headers, response.url)
         try:
             data = decode(response)
         except ValueError as exc:  # truncated JSON: drop it from the cache and try again
             session.cache.delete(requests=[response.request])
-            raise RetryableError(f"undecodable body from {response.url}: {exc}") from exc
+            raise RetryableError(f"undecodable body from {response.url}: {exc}", url=response.url,
+                                 status=response.status_code) from exc
         return Fetched(data, fp, parse_http_date(response.headers.get("Date")), from_cache)
 
-    return retrying(settings)(attempt)
+    full_url = requests.Request("GET", url, params=params).prepare().url or url  # what a reject names
+    return retrying(settings, full_url, gate)(attempt)

@@ -24,6 +24,15 @@ from kitab.sources.http import (Fetched, Gate, RequestCounter, RetryableError, S
                                 parse_http_date, parse_retry_after, retrying)
 
 
+# How WDQS answers a query that ran into its 60 s limit: HTTP 500 and a Java stack trace naming
+# this exception. Retrying the same query cannot help; asking a smaller question can.
+TIMEOUT_MARK = "java.util.concurrent.TimeoutException"
+
+
+class QueryTimeout(ServiceError):
+    """WDQS stopped the query at its time limit (not retried: the same query times out again)."""
+
+
 class Wikidata(Protocol):
     """The two questions the pipeline asks WikiData, named after their SPARQL files in
     sql/sparql/ (the contract for live WDQS and the mirror); ``data`` is a SPARQL 1.1 JSON
@@ -105,23 +114,23 @@ class HttpWikidata(SparqlQueries):
                 date = parse_http_date(result.response.headers.get("Date"))
             except urllib.error.HTTPError as exc:  # 429, 502, 503, 504 arrive here
                 if exc.code == 429 or exc.code >= 500:
-                    retry_after = parse_retry_after(exc.headers.get("Retry-After"))
-                    if retry_after is not None:
-                        self._gate.block(retry_after)
-                    raise RetryableError(f"HTTP {exc.code} from {self.endpoint}", retry_after) from exc
+                    raise RetryableError(f"HTTP {exc.code} from {self.endpoint}",
+                                         parse_retry_after(exc.headers.get("Retry-After")),
+                                         url=self.endpoint, status=exc.code) from exc
                 raise ServiceError(f"HTTP {exc.code} from {self.endpoint}") from exc
             except EndPointInternalError as exc:
-                if "TimeoutException" in str(exc):  # WDQS's 60 s limit: the same query times out again
-                    raise ServiceError(f"WDQS query timed out; use a narrower birth-year window: {exc}") from exc
-                raise RetryableError(f"HTTP 500 from {self.endpoint}") from exc
+                if TIMEOUT_MARK in str(exc):  # WDQS's 60 s limit: the same query times out again
+                    raise QueryTimeout(f"WDQS query timed out (HTTP 500, {TIMEOUT_MARK})") from exc
+                raise RetryableError(f"HTTP 500 from {self.endpoint}", url=self.endpoint, status=500) from exc
             except SPARQLWrapperException as exc:  # malformed query, 401, 404, 414: retrying cannot help
                 raise ServiceError(f"SPARQL request failed: {exc}") from exc
             except (http.client.IncompleteRead, ConnectionError, TimeoutError, urllib.error.URLError) as exc:
-                raise RetryableError(f"cut or failed response from {self.endpoint}: {exc!r}") from exc
+                raise RetryableError(f"cut or failed response from {self.endpoint}: {exc!r}", url=self.endpoint) from exc
             try:
                 return json.loads(body), date
             except ValueError as exc:
-                raise RetryableError(f"undecodable SPARQL results from {self.endpoint}: {exc}") from exc
+                raise RetryableError(f"undecodable SPARQL results from {self.endpoint}: {exc}", url=self.endpoint,
+                                     status=200) from exc
 
     def select(self, query: str) -> Fetched:
         fp = fingerprint("POST", "/sparql", body=query)
@@ -130,7 +139,7 @@ class HttpWikidata(SparqlQueries):
             self.counter.record(from_cache=True)
             entry = json.loads(cached)
             return Fetched(entry["data"], fp, datetime.fromisoformat(entry["fetched_at"]) if entry["fetched_at"] else None, True)
-        data, date = retrying(self.settings)(self._send, query)
+        data, date = retrying(self.settings, self.endpoint, self._gate)(self._send, query)
         self._cache[fp] = json.dumps({"data": data, "fetched_at": date.isoformat() if date else None}).encode()
         return Fetched(data, fp, date, False)
 

@@ -1,5 +1,7 @@
 -- KITAB's data/KITAB-author-metadata.json: one row per author with at least one query,
 -- KITAB's keys and types (int64 numbers), sorted by sitelinks descending as KITAB's file is.
+-- synthetic (ours, after KITAB's columns): the row's WikiData or Open Library id was made up
+-- by kitab's snapshot generator, so the writer is not a real one (sql/staging/synthetic_ids.sql).
 -- release (ours, last): authors rows exist per release, so the match is per release.
 create or replace view kitab_author_metadata as
 select
@@ -8,6 +10,7 @@ select
     cast(a.sitelinks as bigint)  as "# of sitelinks",
     a.qid                        as "WikiData ID",
     a.ol_author_key              as "OpenLibrary ID",
+    kitab_synthetic_id(a.qid, a.source) or kitab_synthetic_id(a.ol_author_key, a.source) as synthetic,
     a.release                    as release
 from authors a
 where (a.release, a.qid) in (select release, author_qid from queries)

@@ -1,7 +1,8 @@
 -- Every query as a KITAB row, with KITAB's column names and formats: lists are stringified
 -- Python lists (KITAB's consumers ast.literal_eval them), all_books entries are
 -- "Title (YYYY)" (just "Title" without a year) sorted by title, raw_books are the distinct
--- titles fetched before cleaning. Two columns of ours follow KITAB's: query_id (links back
+-- titles fetched before cleaning that are the author's own books (see raw_books below).
+-- Two columns of ours follow KITAB's: query_id (links back
 -- to `queries`) and release (every join stays inside one release: a writer sampled but not
 -- released in one release may be sampled again in another). The views
 -- kitab_one_book_constraints and kitab_two_book_constraints select from this one (this file
@@ -28,9 +29,21 @@ with all_books as (
     from books
     group by release, author_qid
 ), raw_books as (
-    select release, author_qid, list_sort(list_distinct(list(title))) as titles
-    from works_raw
-    group by release, author_qid
+    -- KITAB's evaluator forgives an answer found here (neither scored nor "not from the
+    -- author"), so only titles that are the author's own books belong here: kept works, and
+    -- works dropped only for their language or as a duplicate row. A title cleaning rejected
+    -- as junk or as someone else's (empty_title, title_is_author_name, more_than_two_authors,
+    -- wikidata_other_author, any new reason) stays out: an empty raw title is a substring of
+    -- every answer and would forgive any invented title.
+    select w.release, w.author_qid, list_sort(list_distinct(list(w.title))) as titles
+    from works_raw w
+    where nullif(trim(w.title), '') is not null
+      and not exists (
+        select 1 from rejects r
+        where r.release = w.release and r.author_qid = w.author_qid and r.record_kind = 'work'
+          and r.record_id = w.work_key and r.stage = 'clean_books'
+          and r.reason not in ('not_english_tagged', 'not_english_detected', 'duplicate_row'))
+    group by w.release, w.author_qid
 )
 select
     a.name                            as "Author",

@@ -6,11 +6,17 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Book:
-    """One (merged) book: its canonical title first, then every other variant title.
+    """One (merged) book: the titles an answer may name it by, then its year and entity flags.
 
-    A merged book satisfies a lexical constraint if any of its titles does (KITAB App. C.1:
-    "Gödel, Escher, Bach" and "…: An Eternal Golden Braid" end with both "h" and "d").
-    The entity flags are per book (the taggers look at all variants); None = not tagged.
+    ``titles`` holds the canonical title first, then every variant title that KITAB's
+    evaluator would credit to this book (tasks/constraints/matching.py: ``answer_titles``).
+    A merged book satisfies a lexical constraint if any of those titles does (KITAB App.
+    C.1: "Gödel, Escher, Bach" and "…: An Eternal Golden Braid" end with both "h" and "d");
+    a variant the evaluator would not map back to the book cannot make it satisfy anything,
+    since a model writing it would not be credited. ``canonical`` is the title ``all_books``
+    lists, when it is not ``titles[0]`` (it may even be missing from ``titles`` if another
+    book's canonical title reads the same). The entity flags are per book (the taggers look
+    at all variants); None = not tagged.
     """
 
     book_id: str
@@ -18,11 +24,13 @@ class Book:
     first_year: int | None = None
     has_human_name: bool | None = None
     has_city_name: bool | None = None
+    canonical: str | None = None
 
     def __post_init__(self) -> None:
-        if not self.titles:
+        if not self.titles and self.canonical is None:
             raise ValueError(f"book {self.book_id!r} has no title")
 
     @property
     def title(self) -> str:
-        return self.titles[0]
+        """The title ``all_books`` lists (the canonical title)."""
+        return self.canonical if self.canonical is not None else self.titles[0]

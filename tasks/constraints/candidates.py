@@ -13,6 +13,14 @@ class Candidate:
     spec: Spec
     mapped: tuple[Book, ...]  # the author's books satisfying the spec, in the author's book order
     n_books: int  # N: all the author's books
+    satisfying: tuple[tuple[str, ...], ...]  # per mapped book (same order), its titles that satisfy the spec
+
+    @property
+    def answers(self) -> list[str]:
+        """KITAB's ``mapped_books``: per mapped book, the first of its titles that satisfies the
+        spec (the canonical title when it does). KITAB's evaluator checks the title a model
+        writes, so the ground truth names each book by a title that satisfies the constraint."""
+        return [titles[0] for titles in self.satisfying]
 
     def __post_init__(self) -> None:
         if self.n_books <= 0:
@@ -36,13 +44,15 @@ class Candidate:
 def author_candidates(books: Sequence[Book]) -> list[Candidate]:
     """Candidates of every registered type, in type order then each type's own order.
 
-    Mapped books are found by running the spec's verifier over every book, so "mapped"
-    and "satisfies" cannot drift apart: there is one definition, the verifier's.
+    Mapped books are found by running the spec's verifier over every title of every book
+    (``Spec.titles_satisfying``), so "mapped" and "satisfies" cannot drift apart: there is
+    one definition, the verifier's.
     """
     if not books:
         return []
-    return [
-        Candidate(spec, tuple(book for book in books if spec.matches(book)), len(books))
-        for kind in spec_types()
-        for spec in kind.candidates(books)
-    ]
+    out = []
+    for kind in spec_types():
+        for spec in kind.candidates(books):
+            pairs = [(book, titles) for book in books if (titles := spec.titles_satisfying(book))]
+            out.append(Candidate(spec, tuple(b for b, _ in pairs), len(books), tuple(t for _, t in pairs)))
+    return out

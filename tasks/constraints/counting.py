@@ -1,41 +1,46 @@
-"""How kitab reads letters and words in a title: the semantics of the lexical constraints.
+"""How kitab reads letters and words in a title: KITAB's own title processing.
 
-One rule, used both to generate constraints (which books a spec maps to) and to verify
-them, so the two can never disagree. docs/constraints.md states it for readers; it is
-deliberately not dedup's matching key (``tasks/text.py``), which may change for
-clustering reasons without changing what "starts with the letter v" means.
+One rule, used to generate constraints (which books a spec maps to), to verify them and to
+score a model's answers (kitab/evaluation/), so the three can never disagree. It is the
+processing KITAB's evaluator applies to a title (``process_title`` in microsoft's
+eureka-ml-insights port, kitab-original.md §5), so the exported ground truth scores exactly
+under that evaluator too. docs/constraints.md states it for readers; it is deliberately not
+dedup's matching key (``tasks/text.py``), which folds more for clustering reasons.
 
-1. Diacritics are folded (NFKD, combining marks dropped): "Émile" starts with "e".
-2. Lower-cased; "&" is read as the word "and" (as KITAB's evaluator does).
-3. Every punctuation, symbol, control or format character is deleted, never a word
-   boundary: "Catch-22" is one word "catch22", "Salem's" is "salems". Words are the
-   whitespace-separated tokens that remain.
+1. Lower-cased (``str.lower``); "&" is read as the word "and".
+2. ASCII punctuation (``string.punctuation``) is deleted, never a word boundary:
+   "Catch-22" is one word "catch22", "Salem's" is "salems". Nothing else is deleted or
+   folded: "Émile" keeps its "é", a curly apostrophe or an ellipsis stays part of its word,
+   a spaced em dash is a word of its own. KITAB's evaluator reads titles this way.
+3. Words are the whitespace-separated tokens (whitespace runs collapse).
 4. One leading English article ("the", "a", "an") is dropped, unless it is the only word:
-   "The Bluest Eye" has 2 words and starts with "b" (library filing order, and KITAB's
-   own processing of titles at evaluation).
+   "The Bluest Eye" has 2 words and starts with "b".
 5. A title's first letter is the first character of its first word and its last letter the
-   last character of its last word, but only if that character is a-z: a digit or a
-   letter outside a-z after folding ("1984", "Øystein", "ß") gives no letter at all.
+   last character of its last word, but only if that character is a-z: "1984", "Émile",
+   "Bogotá" or "Peace…" have no letter there.
 """
 from __future__ import annotations
 
-import unicodedata
+import string
 from functools import lru_cache
 
 ARTICLES = frozenset({"the", "a", "an"})
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
+_DELETE = str.maketrans("", "", string.punctuation)
 
 
 @lru_cache(maxsize=1 << 16)
 def title_words(title: str) -> tuple[str, ...]:
     """The words of ``title`` under the rules above (cached: every spec of an author asks)."""
-    folded = "".join(ch for ch in unicodedata.normalize("NFKD", title) if not unicodedata.combining(ch))
-    folded = folded.lower().replace("&", "and")
-    kept = "".join(ch for ch in folded if ch.isspace() or unicodedata.category(ch)[0] not in "PSC")
-    words = kept.split()
+    words = title.lower().replace("&", "and").translate(_DELETE).split()
     if len(words) > 1 and words[0] in ARTICLES:
         words = words[1:]
     return tuple(words)
+
+
+def normalise_title(title: str) -> str:
+    """The title as KITAB's evaluator compares it: its words joined by single spaces."""
+    return " ".join(title_words(title))
 
 
 def word_count(title: str) -> int:

@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 from tasks.constraints.book import Book
 from tasks.constraints.candidates import author_candidates
+from tasks.constraints.matching import author_books
 from tasks.text import split_title_year
 
 Tagger = Callable[[str], bool]
@@ -29,13 +30,13 @@ def constraints_probe(lines: Iterable[str], *, human: Tagger | None, city: Tagge
             has_human_name=human(title) if human else None,
             has_city_name=city(title) if city else None,
         ))
-    for candidate in author_candidates(books):
+    for candidate in author_candidates(author_books(books)):
         spec = candidate.spec
         yield json.dumps({
             "type": spec.TYPE,
             "spec": spec.to_dict(),
             "text": spec.render(),
-            "mapped_titles": [book.title for book in candidate.mapped],
+            "mapped_titles": candidate.answers,
             "S": candidate.n_mapped,
             "N": candidate.n_books,
             "kappa": round(candidate.constrainedness, 4),

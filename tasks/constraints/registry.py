@@ -22,7 +22,7 @@ from tasks.constraints.book import Book
 # Bump on any change to what a spec maps to or how it renders (counting rules, window
 # grid, phrasing): constraint rows carry it so releases built under different rules are
 # never compared as if equal.
-SPEC_VERSION = 1
+SPEC_VERSION = 2  # 2: KITAB's title processing, answer titles, one title satisfying a whole query
 
 _CRITERION_PREFIX = re.compile(r"^\s*Criterion\s+\d+\s*:\s*")
 # Criteria are joined with ", " (KITAB's two-book format); split only before the next
@@ -48,8 +48,23 @@ class Spec(ABC):
         return self.KITAB_TYPE
 
     @abstractmethod
+    def satisfied_by(self, book: Book, title: str) -> bool:
+        """True iff ``book`` satisfies the constraint when named by ``title``, one of its
+        ``titles``: the lexical types read the title, the others read the book."""
+
+    @abstractmethod
+    def accepts(self, answer: str, book: Book) -> bool:
+        """KITAB's evaluator: whether a model's ``answer``, mapped to ``book``, satisfies the
+        constraint. More lenient than ``satisfied_by`` where the evaluator is (a stopword
+        before the letter, ±1 word), never stricter, so every ground-truth title passes."""
+
+    def titles_satisfying(self, book: Book) -> tuple[str, ...]:
+        """The book's titles by which it satisfies the constraint, in the book's title order."""
+        return tuple(title for title in book.titles if self.satisfied_by(book, title))
+
     def matches(self, book: Book) -> bool:
-        """True iff the book satisfies the constraint (through any of its titles)."""
+        """True iff the book satisfies the constraint through at least one of its titles."""
+        return any(self.satisfied_by(book, title) for title in book.titles)
 
     @abstractmethod
     def render(self) -> str:

@@ -1,4 +1,4 @@
-"""city_v2: does a title contain the name of a city, and where.
+"""city_v3: does a title contain the name of a city, and where.
 
 Candidates are the longest capitalised token runs that are GeoNames city names (canonical, or
 an English/historical name from city_exonyms.tsv such as "Peking"). A candidate counts only if
@@ -11,7 +11,7 @@ an English/historical name from city_exonyms.tsv such as "Peking"). A candidate 
   a locative preposition before it ("Death in Venice"); a "City, Region" pattern ("Lincoln,
   Nebraska": `TitleView.region_after`, which the human tagger reads too); or a
   population of at least BARE_CITY_MIN_POPULATION. A name that is a common word ("Nice Work",
-  "Reading Lolita", "Paradise") needs NER and a big city.
+  "Reading Lolita", "Paradise", "Sandy") needs NER and a big city.
 "A Tale of Two Cities" has no candidate at all: "Cities" is not a city's name.
 """
 from __future__ import annotations
@@ -31,7 +31,7 @@ _PLACE_PREFIXES = frozenset("big little great new old upper lower".split())
 
 class CityTagger(PipelineTagger):
     name = "city"
-    version = "city_v2"
+    version = "city_v3"
 
     def spans(self, view: TitleView) -> list[Span]:
         return find_cities(view, find_people(view))
@@ -69,9 +69,10 @@ def _support(v: TitleView, m: CityMatch) -> set[str]:
         return set()
     big = m.entry.population >= BARE_CITY_MIN_POPULATION
     ner = v.place_ner(m.i, m.j)
-    if all(t.word for t in toks if t.cap):
-        # a word that is also a town ("Nice Work", "Reading", "Paradise"): only NER, and only
-        # for a big city, may call it a city
+    if all(t.word or t.dictionary for t in toks if t.cap):
+        # a word that is also a town ("Nice Work", "Reading", "Paradise", and since city_v3 a
+        # word that is also a name, "Sandy", "Warren", that the human tagger leaves alone):
+        # only NER, and only for a big city, may call it a city
         return {"ner", "population_rule"} if big and ner else set()
     found = set()
     if ner:

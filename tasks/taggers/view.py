@@ -45,6 +45,8 @@ OF = "of"
 # Articles of the languages whose titles keep them in English ("Les Misérables", "El Aleph").
 FOREIGN_ARTICLES = frozenset("le la les l' el los las il lo gli un une des der die das ein eine".split())
 POSSESSIVE = frozenset({"'s", "\u2019s", "'", "\u2019"})
+# "Won't" is parsed "Wo" + "n't": a token before one of these is part of a contraction, a word.
+CONTRACTIONS = frozenset({"n't", "n\u2019t", "'ll", "\u2019ll", "'re", "\u2019re", "'ve", "\u2019ve", "'m", "\u2019m", "'d", "\u2019d"})
 CITY_NER_LABELS = frozenset({"GPE", "LOC"})
 _INITIAL = re.compile(r"^[A-Z]\.$")
 
@@ -57,6 +59,8 @@ class Tok(NamedTuple):
     cap: bool  # starts with an upper-case letter
     stop: bool  # a spaCy stop word (or a foreign article)
     word: bool  # a common English word, stop word or demonym; for a listed name, a frequent word
+    rare: bool  # no listed name, but a rarer English word or two words run together ("Shogun", "Middlemarch")
+    dictionary: bool  # in the common-word list, listed name or not ("Destiny", "Sandy", "Grace")
     first: bool  # in the first-name list
     surname: bool
     calendar: bool
@@ -142,10 +146,20 @@ class TitleView:
     def place_ner(self, i: int, j: int) -> bool:
         """spaCy tags exactly tokens i..j (maybe after "the") as GPE/LOC: partial overlaps such
         as "Green Hills" or "Hanging Rock" do not vouch for "Green" or "Rock"."""
-        for label, a, b in self.ents:
-            if label in CITY_NER_LABELS and b == j and (a == i or (a == i - 1 and self.toks[a].key == "the")):
+        for a in self.place_ents_ending.get(j, ()):
+            if a == i or (a == i - 1 and self.toks[a].key == "the"):
                 return True
         return False
+
+    @cached_property
+    def place_ents_ending(self) -> dict[int, list[int]]:
+        """Last token -> first tokens of the GPE/LOC entities ending there (place_ner looks
+        up, instead of scanning every entity for every candidate)."""
+        found: dict[int, list[int]] = {}
+        for label, a, b in self.ents:
+            if label in CITY_NER_LABELS:
+                found.setdefault(b, []).append(a)
+        return found
 
     def city_reading(self, i: int, j: int) -> str:
         """Why tokens i..j, a name that is also a city, read as the city, or "" if they don't:
@@ -169,16 +183,19 @@ def build_view(title: str, doc, lex: Lexicon) -> TitleView:
     """`doc` is the spaCy parse of `title` (maybe re-cased, same length)."""
     toks: list[Tok] = []
     index_of: dict[int, int] = {}
+    doc_text = doc.text  # spaCy joins every token on each access: once, not per token
     for t in doc:
         if t.is_space:
             continue
-        text = doc.text[t.idx : t.idx + len(t.text)]
+        text = doc_text[t.idx : t.idx + len(t.text)]
         key = norm(text)
         low = text.lower()
         stop = t.is_stop or low in FOREIGN_ARTICLES
         first, surname = key in lex.first_names, key in lex.surnames
         # "Peter", "Harry", "Carol" are words too, but rare ones: as capitalised tokens, names
         common = key in (lex.frequent_words if first or surname else lex.words)
+        nxt = doc[t.i + 1] if t.i + 1 < len(doc) else None
+        contracted = nxt is not None and nxt.idx == t.idx + len(t.text) and nxt.text.lower() in CONTRACTIONS
         index_of[t.i] = len(toks)
         toks.append(
             Tok(
@@ -188,7 +205,9 @@ def build_view(title: str, doc, lex: Lexicon) -> TitleView:
                 key=key,
                 cap=text[:1].isupper(),
                 stop=stop,
-                word=stop or common or key in lex.demonyms,
+                word=stop or common or contracted or key in lex.demonyms,
+                rare=not (first or surname or common) and (key in lex.rare_words or lex.is_compound(key)),
+                dictionary=key in lex.words,
                 first=first,
                 surname=surname,
                 calendar=low in CALENDAR,

@@ -31,8 +31,8 @@ class LetterSpec(Spec):
     def value(self) -> str:
         return self.letter
 
-    def matches(self, book: Book) -> bool:
-        return any(self.letter_of(title) == self.letter for title in book.titles)
+    def satisfied_by(self, book: Book, title: str) -> bool:
+        return self.letter_of(title) == self.letter
 
     def render(self) -> str:
         return f"Book title {self.VERB} with the letter {self.letter}."

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tasks.constraints.counting import last_letter
+from tasks.constraints.book import Book
+from tasks.constraints.counting import last_letter, title_words
 from tasks.constraints.kinds._letter import LetterSpec
 from tasks.constraints.registry import register
 
@@ -17,3 +18,7 @@ class EndsWith(LetterSpec):
     VERB = "ends"
 
     letter_of = staticmethod(last_letter)
+
+    def accepts(self, answer: str, book: Book) -> bool:
+        words = title_words(answer)
+        return bool(words) and words[-1].endswith(self.letter)

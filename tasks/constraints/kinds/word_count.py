@@ -1,7 +1,7 @@
 """word-count: "Book title contains only 4 words." (words: tasks/constraints/counting.py).
 
-Exact count: KITAB's evaluator adds a ±1 tolerance when it scores a model, but the ground
-truth (mapped books) is the exact count so that the tolerance stays the evaluator's choice.
+Exact count: KITAB's evaluator adds a ±1 tolerance when it scores a model (``accepts``), but
+the ground truth (mapped books) is the exact count so that the tolerance stays the evaluator's.
 """
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 from tasks.constraints.book import Book
 from tasks.constraints.counting import word_count
+
+EVALUATOR_TOLERANCE = 1  # words more or fewer that KITAB's evaluator still accepts (paper §4.1)
 from tasks.constraints.registry import Spec, register
 
 
@@ -31,8 +33,11 @@ class WordCount(Spec):
     def value(self) -> str:
         return str(self.count)
 
-    def matches(self, book: Book) -> bool:
-        return any(word_count(title) == self.count for title in book.titles)
+    def satisfied_by(self, book: Book, title: str) -> bool:
+        return word_count(title) == self.count
+
+    def accepts(self, answer: str, book: Book) -> bool:
+        return abs(word_count(answer) - self.count) <= EVALUATOR_TOLERANCE
 
     def render(self) -> str:
         return f"Book title contains only {self._words()}."

@@ -1,5 +1,7 @@
 """publishing-year: "Book was first published between 1970-1974." (inclusive, on first_year).
 
+A book without a year satisfies no range (``all_books`` lists it as a bare title).
+
 Candidate windows lie on a fixed 5-year grid aligned to multiples of 5 (1970-1974,
 1975-1979, …): every book falls in exactly one window, and a window means the same
 years for every author. Any range parses and verifies; only candidates use the grid.
@@ -41,8 +43,12 @@ class YearRange(Spec):
     def value(self) -> str:
         return f"{self.start}-{self.end}"
 
-    def matches(self, book: Book) -> bool:
+    def satisfied_by(self, book: Book, title: str) -> bool:
         return book.first_year is not None and self.start <= book.first_year <= self.end
+
+    def accepts(self, answer: str, book: Book) -> bool:
+        # KITAB's evaluator reads the year of the book the answer maps to, not the answer
+        return self.satisfied_by(book, answer)
 
     def render(self) -> str:
         return f"Book was first published between {self.start}-{self.end}."

@@ -1,0 +1,131 @@
+"""KITAB's metrics for one answer to one query (paper §4.1), as pure functions.
+
+1. Each title the model gave is mapped to one of the author's books (``all_books``) by
+   ``tasks.constraints.matching.match_title``; a title that names none is looked up in
+   ``raw_books`` (the author's titles cleaning did not score: forgiven, left out of every
+   rate), and otherwise is **not from the author**.
+2. Titles mapped to the same book form one cluster; each not-from-author title (after
+   normalisation) is a cluster of its own.
+3. A book cluster **satisfies** the query when, for every criterion, one of the model's
+   titles in it is accepted (``Spec.accepts``: KITAB's evaluator, with its stopword and ±1
+   word leniency; the year and entity criteria read the book), else it is unsatisfied.
+   satisfied + unsatisfied + not-from-author rates = 1 over the clusters.
+4. **Completeness**: the share of ``mapped_books`` whose book is a satisfied cluster.
+5. **All correct**: completeness 1, satisfied 1, not-from-author 0.
+
+Corner cases: no clusters (nothing given, or only forgiven titles) -> rates None. An empty
+answer to an unsatisfiable query is correct: every rate perfect and all-correct (KITAB's
+port compares a dict with the string "[]" and scores it 0). An empty answer to a satisfiable
+query: completeness 0. A non-empty answer to an unsatisfiable query: completeness None, not
+all correct.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+from tasks.constraints import Book, Spec
+from tasks.constraints.counting import normalise_title
+from tasks.constraints.matching import match_title
+
+RAW, NOT_FROM_AUTHOR = "raw", "none"  # match kinds besides matching.KINDS
+
+
+@dataclass(frozen=True)
+class QueryTruth:
+    """What one query's row of a release says: its criteria, the author's books (``all_books``
+    order, each with the year and entity flags the release gives it), and its
+    ``mapped_books`` and ``raw_books`` strings as exported."""
+
+    query_id: str
+    specs: tuple[Spec, ...]
+    books: tuple[Book, ...]
+    mapped: tuple[str, ...]
+    raw: tuple[str, ...] = ()
+
+    @cached_property
+    def book_keys(self) -> list[str]:
+        return [normalise_title(book.title) for book in self.books]
+
+    @cached_property
+    def raw_keys(self) -> list[str]:
+        return [normalise_title(title) for title in self.raw]
+
+
+@dataclass(frozen=True)
+class QueryScore:
+    model_titles: list[str]
+    matched_titles: list[str | None]  # the all_books title each model title names (None: none)
+    match_kinds: list[str]  # exact | subset | fuzzy | raw | none
+    n_clusters: int
+    n_satisfied: int
+    n_unsatisfied: int
+    n_not_from_author: int
+    n_raw_unmapped: int
+    satisfied_rate: float | None
+    unsatisfied_rate: float | None
+    not_from_author_rate: float | None
+    completeness: float | None
+    all_correct: bool
+
+
+def map_titles(truth: QueryTruth, titles: Sequence[str]) -> list[tuple[int | None, str]]:
+    """Per model title: (index of the book it names, or None; match kind)."""
+    out: list[tuple[int | None, str]] = []
+    for title in titles:
+        key = normalise_title(title)
+        found = match_title(key, truth.book_keys)
+        if found is not None:
+            out.append(found)
+        elif match_title(key, truth.raw_keys) is not None:
+            out.append((None, RAW))
+        else:
+            out.append((None, NOT_FROM_AUTHOR))
+    return out
+
+
+def score_answer(truth: QueryTruth, titles: Sequence[str]) -> QueryScore:
+    """KITAB's metrics of the model ``titles`` (already parsed from its answer) for ``truth``."""
+    titles = [t for t in titles if normalise_title(t)]
+    mapped = map_titles(truth, titles)
+    clusters: dict[int, list[str]] = {}
+    irrelevant: set[str] = set()
+    n_raw = 0
+    for title, (index, kind) in zip(titles, mapped):
+        if index is not None:
+            clusters.setdefault(index, []).append(title)
+        elif kind == RAW:
+            n_raw += 1
+        else:
+            irrelevant.add(normalise_title(title))
+    satisfied = {index for index, answers in clusters.items()
+                 if all(any(spec.accepts(answer, truth.books[index]) for answer in answers) for spec in truth.specs)}
+    n_clusters = len(clusters) + len(irrelevant)
+
+    def rate(n: int) -> float | None:
+        return n / n_clusters if n_clusters else None
+
+    if not titles and not truth.mapped:  # nothing asked for, nothing given: right
+        sat, unsat, nfa, completeness = 1.0, 0.0, 0.0, 1.0
+    else:
+        sat, unsat, nfa = rate(len(satisfied)), rate(len(clusters) - len(satisfied)), rate(len(irrelevant))
+        completeness = None
+        if truth.mapped:
+            wanted = [match_title(normalise_title(m), truth.book_keys) for m in truth.mapped]
+            completeness = sum(1 for w in wanted if w is not None and w[0] in satisfied) / len(truth.mapped)
+    return QueryScore(
+        model_titles=list(titles),
+        matched_titles=[truth.books[i].title if i is not None else None for i, _ in mapped],
+        match_kinds=[kind for _, kind in mapped],
+        n_clusters=n_clusters,
+        n_satisfied=len(satisfied),
+        n_unsatisfied=len(clusters) - len(satisfied),
+        n_not_from_author=len(irrelevant),
+        n_raw_unmapped=n_raw,
+        satisfied_rate=sat,
+        unsatisfied_rate=unsat,
+        not_from_author_rate=nfa,
+        completeness=completeness,
+        all_correct=completeness == 1.0 and sat == 1.0 and nfa == 0.0,
+    )

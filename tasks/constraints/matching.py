@@ -1,0 +1,96 @@
+"""Which of an author's books a title names: KITAB's matching (paper §4.1), made unambiguous.
+
+KITAB maps each title a model gives to a book of the author's ``all_books`` when one is "a
+string subset match (in both directions)" of the other or "at 80% match in Levenshtein
+distance". Titles are compared after ``normalise_title`` (counting.py). kitab keeps those
+two tests and fixes what they leave open, in this order:
+
+1. **exact**: the normalised titles are equal. A model naming "The Old Clock" means that
+   book, even when the author also wrote "Clock" (KITAB's port takes the first book with a
+   substring relation in list order, so it would answer "Clock").
+2. **subset**: one title's words are a contiguous run of the other's ("Gödel, Escher,
+   Bach" / "Gödel, Escher, Bach: An Eternal Golden Braid"). Whole words, not characters:
+   "It" is not a subset of "Spirit", "Sula" not of "Consular". Several candidates: the
+   most similar (``fuzz.ratio``) wins, then the first in list order.
+3. **fuzzy**, only when no title is a subset (KITAB's port tries the substring test first
+   too): ``fuzz.ratio`` >= 80, the most similar wins, then the first in list order. So
+   "Saving the Wind" names "Saving the Wind: A Novel", not "Saving the Rain" (87% alike);
+   the price is that a misspelt "Clock in Buenos Aries" names "Clock", nested in it.
+
+The same function decides, at generation, which variant titles a KITAB evaluator would
+credit to their own book (``answer_titles``), and, at evaluation, which book an answer
+names; so every title kitab exports as an answer maps back to its book.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from rapidfuzz import fuzz
+
+from tasks.constraints.book import Book
+from tasks.constraints.counting import normalise_title
+
+FUZZY_MIN_RATIO = 80  # the paper's threshold (fuzzywuzzy's ratio, 0-100)
+KINDS = ("exact", "subset", "fuzzy")  # how a title was matched (the evaluations table records it)
+
+
+def _is_run(short: tuple[str, ...], long: tuple[str, ...]) -> bool:
+    n = len(short)
+    return 0 < n <= len(long) and any(long[i:i + n] == short for i in range(len(long) - n + 1))
+
+
+def is_subset(a: str, b: str) -> bool:
+    """Whether one normalised title's words are a contiguous run of the other's."""
+    wa, wb = tuple(a.split()), tuple(b.split())
+    return _is_run(wa, wb) or _is_run(wb, wa)
+
+
+def _most_similar(title: str, candidates: Sequence[str], indices: list[int]) -> int:
+    """The index of the candidate most similar to ``title``; ties go to the first."""
+    return max(indices, key=lambda i: (fuzz.ratio(title, candidates[i]), -i))
+
+
+def match_title(title: str, candidates: Sequence[str]) -> tuple[int, str] | None:
+    """(index into ``candidates``, kind) of the book ``title`` names, or None.
+
+    ``title`` and ``candidates`` are normalised titles (``normalise_title``); an empty title
+    names nothing, and an empty candidate is never named.
+    """
+    if not title:
+        return None
+    for i, candidate in enumerate(candidates):
+        if candidate and candidate == title:
+            return i, "exact"
+    subsets = [i for i, candidate in enumerate(candidates) if candidate and is_subset(title, candidate)]
+    if subsets:
+        return _most_similar(title, candidates, subsets), "subset"
+    close = [i for i, candidate in enumerate(candidates)
+             if candidate and fuzz.ratio(title, candidate) >= FUZZY_MIN_RATIO]
+    if close:
+        return _most_similar(title, candidates, close), "fuzzy"
+    return None
+
+
+def answer_titles(books: Sequence[Sequence[str]]) -> list[tuple[str, ...]]:
+    """Per book (its titles, canonical first; books in ``all_books`` order), the titles that
+    name that book under ``match_title`` against the books' canonical titles: the titles an
+    evaluator credits to it. A variant naming another book, or none, is left out; so is a
+    canonical title another book's canonical title already claims (the same normalised text)."""
+    canonical = [normalise_title(titles[0]) for titles in books]
+    out = []
+    for index, titles in enumerate(books):
+        kept = []
+        for title in dict.fromkeys(titles):
+            found = match_title(normalise_title(title), canonical)
+            if found is not None and found[0] == index:
+                kept.append(title)
+        out.append(tuple(kept))
+    return out
+
+
+def author_books(books: Sequence[Book]) -> list[Book]:
+    """One author's books (in ``all_books`` order: ties go to the earlier book), each keeping
+    only its answer titles (``answer_titles``): the titles constraints are checked on."""
+    kept = answer_titles([(book.title, *book.titles) for book in books])
+    return [replace(book, titles=titles, canonical=book.title) for book, titles in zip(books, kept)]

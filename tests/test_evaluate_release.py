@@ -1,0 +1,256 @@
+"""The KITAB contract on a real release: a release built from the bundled snapshot is exported,
+its own ground truth (the exported mapped_books) is given back as the model's answer, and
+``kitab evaluate`` scores every query 1.0 / 1.0 / 1.0 / 0; empty answers and invented titles
+are scored as KITAB's metrics say. Also ``kitab prompts`` -> answers -> ``kitab evaluate`` as a
+loop, the CSV form of answers, errors, the evaluations table and ``kitab report``.
+
+One release for the module (the pipeline called directly on the dump source, ~20 s).
+"""
+from __future__ import annotations
+
+import ast
+import csv
+import json
+import re
+import string
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from typer.testing import CliRunner
+
+from kitab.cli import app
+from kitab.env import BUNDLED_SNAPSHOT
+from kitab.errors import KitabError
+from kitab.evaluation.run import evaluate_release
+from kitab.export import export_release
+from kitab.report import render_report
+from kitab.warehouse import Warehouse
+from tasks.constraints import parse_criteria
+
+RELEASE = "2026.11.22-s11"
+INVENTED = "Zqxv Wjkp Yfgh"  # no author in the snapshot has a title with any of these words
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def warehouse(tmp_path_factory) -> Path:
+    from kitab.runs import run_refresh
+
+    root = tmp_path_factory.mktemp("evaluate") / "warehouse"
+    run_refresh(source="dump", snapshot=BUNDLED_SNAPSHOT, authors=30, seed=11, release=RELEASE, warehouse=root,
+                direct=True)
+    return root
+
+
+@pytest.fixture(scope="module")
+def exported(warehouse, tmp_path_factory) -> list[dict]:
+    """Every query row of the exported dataset (one- and two-book configs), as a KITAB user reads it."""
+    out = tmp_path_factory.mktemp("hf") / RELEASE
+    export_release(warehouse, RELEASE, out)
+    rows = []
+    for config in ("one-book-constraints", "two-book-constraints"):
+        rows += pq.read_table(out / f"data/{config}/test-00000-of-00001.parquet").to_pylist()
+    assert len(rows) > 500 and any(ast.literal_eval(r["mapped_books"]) == [] for r in rows)
+    return rows
+
+
+def kitab_answer(titles: list[str]) -> str:
+    """A model's text in Template 2a's output format."""
+    lines = "".join(f"{n}. Reason: It satisfies the criteria. Title: {title}\n" for n, title in enumerate(titles, 1))
+    return f"Let me think step by step.\n\nOutput:\n{lines}"
+
+
+def write_answers(path: Path, exported: list[dict], titles_of) -> Path:
+    with path.open("w", encoding="utf-8") as fh:
+        for row in exported:
+            titles = titles_of(ast.literal_eval(row["mapped_books"]))
+            fh.write(json.dumps({"query_id": row["query_id"], "response": kitab_answer(titles)}) + "\n")
+    return path
+
+
+def scores(warehouse: Path, model: str) -> dict[str, dict]:
+    with Warehouse(warehouse).connect(release=RELEASE) as con:
+        cursor = con.execute("SELECT * FROM evaluations WHERE model = ?", [model])
+        names = [d[0] for d in cursor.description]
+        return {row[names.index("query_id")]: dict(zip(names, row)) for row in cursor.fetchall()}
+
+
+CASES = {  # model name -> its answer, from a query's exported mapped_books
+    "ground-truth": lambda mapped: mapped,
+    "empty": lambda mapped: [],
+    "invented": lambda mapped: [*mapped, INVENTED],
+}
+
+
+@pytest.fixture(scope="module")
+def evaluated(warehouse, exported, tmp_path_factory) -> dict[str, dict]:
+    """The three answers of the issue's "done when", scored with kitab evaluate."""
+    folder = tmp_path_factory.mktemp("answers")
+    return {model: evaluate_release(warehouse, RELEASE, write_answers(folder / f"{model}.jsonl", exported, answer),
+                                    model=model)
+            for model, answer in CASES.items()}
+
+
+# -- the contract ----------------------------------------------------------------------------
+def test_the_exported_ground_truth_scores_perfectly_on_every_query(warehouse, exported, evaluated):
+    result = evaluated["ground-truth"]
+    assert result["answered"] == result["queries"] == len(exported)
+    rows = scores(warehouse, "ground-truth")
+    assert set(rows) == {r["query_id"] for r in exported}
+    for query_id, row in rows.items():
+        assert (row["satisfied_rate"], row["completeness"], row["all_correct"], row["not_from_author_rate"]) == (
+            1.0, 1.0, True, 0.0), (query_id, row["model_titles"], row["match_kinds"])
+    summary = {(a["dimension"], a["bin"], a["n_constraints"]): a for a in result["aggregates"]}
+    assert summary["all", "all queries", None]["all_correct"] == 1.0
+    assert {d for d, _, _ in summary} == {"all", "type", "kappa", "popularity"}
+
+
+def test_an_empty_answer_is_complete_only_for_unsatisfiable_queries(warehouse, exported, evaluated):
+    rows = scores(warehouse, "empty")
+    unsatisfiable = {r["query_id"] for r in exported if ast.literal_eval(r["mapped_books"]) == []}
+    assert unsatisfiable and len(unsatisfiable) < len(rows)
+    for query_id, row in rows.items():
+        if query_id in unsatisfiable:
+            assert (row["completeness"], row["all_correct"], row["satisfied_rate"]) == (1.0, True, 1.0)
+        else:
+            assert (row["completeness"], row["all_correct"], row["n_clusters"]) == (0.0, False, 0)
+            assert row["satisfied_rate"] is None  # no clusters, no rates
+
+
+def test_one_invented_title_per_answer_is_not_from_the_author_on_every_query(warehouse, exported, evaluated):
+    rows = scores(warehouse, "invented")
+    assert len(rows) == len(exported)
+    for row in rows.values():
+        assert row["n_not_from_author"] == 1 and row["match_kinds"][-1] == "none"
+        assert row["not_from_author_rate"] == 1 / (row["n_mapped"] + 1) and not row["all_correct"]
+        assert row["completeness"] == (1.0 if row["n_mapped"] else None)
+
+
+def test_the_exported_titles_pass_kitabs_own_title_checks(exported):
+    """Independently of kitab's code: each mapped title satisfies its lexical criteria as
+    KITAB's evaluator reads a title (lower-case, & -> and, ASCII punctuation stripped, a
+    leading article dropped, no accent folding), and no raw title is empty after that."""
+    def process(title: str) -> list[str]:
+        words = title.lower().replace("&", "and").translate(str.maketrans("", "", string.punctuation)).split()
+        return words[1:] if words and words[0] in ("the", "a", "an") and len(words) > 1 else words
+
+    for row in exported:
+        for criterion in row["constraints"].split(", Criterion"):
+            letter = re.search(r"(starts|ends) with the letter (\w)\.", criterion)
+            count = re.search(r"contains only (\d+) word", criterion)
+            for title in ast.literal_eval(row["mapped_books"]):
+                words = process(title)
+                if letter and letter[1] == "starts":
+                    assert words[0].startswith(letter[2]), (title, criterion)
+                elif letter:
+                    assert words[-1].endswith(letter[2]), (title, criterion)
+                elif count:
+                    assert len(words) == int(count[1]), (title, criterion)
+        assert all(process(t) for t in ast.literal_eval(row["raw_books"])), row["raw_books"]
+
+
+# -- answers files, the table, errors ---------------------------------------------------------
+def test_kitab_csv_answers_score_like_json_lines(warehouse, exported, tmp_path):
+    """KITAB's sample-response CSVs: KITAB's columns and the model's text; rows found by
+    Author, constraint_type and constraints (no query_id)."""
+    path = tmp_path / "template_2a_sample_responses.csv"
+    columns = ["Author", "Birth Year", "# of sitelinks", "constraint_id", "constraint_type", "constraints",
+               "mapped_books", "all_books", "raw_books", "model_response"]
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, columns)
+        writer.writeheader()
+        for row in exported:
+            writer.writerow({**{c: row[c] for c in columns[:-1]},
+                             "model_response": kitab_answer(ast.literal_eval(row["mapped_books"]))})
+    result = evaluate_release(warehouse, RELEASE, path, model="csv-truth")
+    assert result["answered"] == len(exported)
+    assert all(r["all_correct"] for r in scores(warehouse, "csv-truth").values())
+
+
+def test_evaluations_are_kept_per_model_and_answers_file_and_compared_in_sql(warehouse, exported, evaluated,
+                                                                            tmp_path):
+    answers = write_answers(tmp_path / "again.jsonl", exported, lambda mapped: mapped[:1])
+    evaluate_release(warehouse, RELEASE, answers, model="first-only")
+    evaluate_release(warehouse, RELEASE, answers, model="first-only")  # the same file again replaces its rows
+    wh = Warehouse(warehouse)
+    with wh.connect() as con:  # across releases: one view
+        by_model = dict(con.execute("SELECT model, count(*) FROM evaluations WHERE release = ? GROUP BY model",
+                                    [RELEASE]).fetchall())
+        (sha, queries_sha), = con.execute("SELECT DISTINCT answers_sha256, queries_sha256 FROM evaluations "
+                                          "WHERE model = 'first-only'").fetchall()
+        overall = dict(con.execute("SELECT model, all_correct FROM evaluation_summary WHERE dimension = 'all' "
+                                   "AND n_constraints IS NULL").fetchall())
+    assert by_model["first-only"] == len(exported)
+    assert queries_sha == json.loads(wh.read_table("releases").to_pylist()[0]["checksums"])["queries"]
+    assert len(sha) == 64
+    assert overall["ground-truth"] == 1.0 and overall["invented"] == 0.0 and 0 < overall["first-only"] < 1
+
+
+def test_bad_answers_are_clear_errors_and_write_nothing(warehouse, exported, tmp_path):
+    good = {"query_id": exported[0]["query_id"], "response": "Output:\n1. Title: X"}
+    cases = {
+        "unknown.jsonl": ([{"query_id": "Q1:nope", "response": ""}], "match no query"),
+        "twice.jsonl": ([good, good], "both answer query"),
+        "keys.jsonl": ([{"id": "x", "text": ""}], "missing query_id and response"),
+    }
+    for name, (lines, message) in cases.items():
+        path = tmp_path / name
+        path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+        with pytest.raises(KitabError, match=message):
+            evaluate_release(warehouse, RELEASE, path, model="bad")
+    (tmp_path / "broken.jsonl").write_text('{"query_id": "x", \n')
+    with pytest.raises(KitabError, match=r"broken.jsonl:1: not JSON"):
+        evaluate_release(warehouse, RELEASE, tmp_path / "broken.jsonl", model="bad")
+    (tmp_path / "two.csv").write_text("query_id,answer,notes\nx,y,z\n")
+    with pytest.raises(KitabError, match="--response-column"):
+        evaluate_release(warehouse, RELEASE, tmp_path / "two.csv", model="bad")
+    assert scores(warehouse, "bad") == {}
+    result = runner.invoke(app, ["evaluate", "--release", RELEASE, "--answers", str(tmp_path / "unknown.jsonl"),
+                                 "--warehouse", str(warehouse)])
+    assert result.exit_code == 1 and "match no query" in result.stderr and "Traceback" not in result.output
+    result = runner.invoke(app, ["evaluate", "--release", "no-such", "--answers", str(tmp_path / "unknown.jsonl"),
+                                 "--warehouse", str(warehouse)])
+    assert result.exit_code == 1 and "no committed release" in result.stderr
+
+
+# -- the loop: prompts -> model -> evaluate ----------------------------------------------------
+def test_prompts_then_answers_then_evaluate_is_a_loop(warehouse, exported, tmp_path):
+    result = runner.invoke(app, ["prompts", "--release", RELEASE, "--template", "with-context",
+                                 "--warehouse", str(warehouse)])
+    assert result.exit_code == 0, result.output
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert len(lines) == len(exported) and {line["template"] for line in lines} == {"with-context"}
+    by_id = {r["query_id"]: r for r in exported}
+    for line in lines:
+        row = by_id[line["query_id"]]
+        assert line["prompt"].startswith(f"The following is a list of books by {row['Author']} "
+                                         f"(born in {row['Birth Year']}) with publication dates in parenthesis.")
+        assert f"Criteria: {row['constraints']} Remember" in line["prompt"]
+        assert "\n".join(ast.literal_eval(row["all_books"])) in line["prompt"]
+        parse_criteria(row["constraints"])  # the criteria are KITAB's text
+    # "the model" answers with the books of the list that satisfy the criteria
+    answered = tmp_path / "model.jsonl"
+    answered.write_text("".join(json.dumps({**line, "response": kitab_answer(
+        ast.literal_eval(by_id[line["query_id"]]["mapped_books"]))}) + "\n" for line in lines))
+    result = runner.invoke(app, ["evaluate", "--release", RELEASE, "--answers", str(answered), "--model", "loop",
+                                 "--warehouse", str(warehouse)])
+    assert result.exit_code == 0, result.output
+    assert f"{len(lines)} of {len(lines)} queries answered" in result.stdout
+    assert "| all queries | all | " in result.stdout and "By constrainedness κ" in result.stdout
+    assert all(r["all_correct"] for r in scores(warehouse, "loop").values())
+    for template in ("no-context", "self-context", "cot"):
+        result = runner.invoke(app, ["prompts", "--release", RELEASE, "--template", template,
+                                     "--warehouse", str(warehouse)])
+        assert result.exit_code == 0 and len(result.stdout.splitlines()) == len(exported)
+    result = runner.invoke(app, ["prompts", "--release", RELEASE, "--template", "zero-shot",
+                                 "--warehouse", str(warehouse)])
+    assert result.exit_code == 1 and "unknown template" in result.stderr
+
+
+def test_report_plots_the_evaluations(warehouse, evaluated, tmp_path):
+    text = render_report(warehouse, RELEASE, tmp_path / "report")
+    assert text.startswith("## Quality\n") and "## Model evaluations" in text
+    assert "### ground-truth" in text and "By author popularity" in text
+    for png in ("evaluations_kappa.png", "evaluations_popularity.png"):
+        assert (tmp_path / "report" / "plots" / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

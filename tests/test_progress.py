@@ -19,6 +19,7 @@ from kitab.cli import app
 from kitab.env import BUNDLED_SNAPSHOT
 from kitab.progress import (RATE_WINDOW, STAGES, Progress, Throttled, format_count, format_seconds, parse_stages,
                             status_line, tracking)
+from kitab.progress_display import PlainLines, progress_mode, render_status
 from kitab.warehouse import LEDGER_FILE, Warehouse
 from tasks.publish import publish
 from tests.test_cli_errors import kitab_cmd
@@ -125,6 +126,74 @@ def test_numbers_for_people_stay_short():
         ["987", "9,876", "52.3k", "412k", "1.23M"]
 
 
+# -- the views ---------------------------------------------------------------------------------
+
+def test_progress_mode():
+    assert progress_mode(quiet=True, stdout_tty=True, stderr_tty=True) == "none"
+    assert progress_mode(quiet=False, stdout_tty=True, stderr_tty=True) == "live"
+    assert progress_mode(quiet=False, stdout_tty=False, stderr_tty=True) == "lines"
+    assert progress_mode(quiet=False, stdout_tty=True, stderr_tty=False) == "lines"
+
+
+def test_plain_lines_one_per_stage_then_every_few_seconds():
+    clock, lines = Clock(), []
+    p = Progress(clock)
+    view = PlainLines(lines.append, every=5.0, heartbeat=30.0, clock=clock)
+    p.subscribe(view)
+    p.begin(release="r", source="mirror", authors=4, batch_size=2)
+    p.stage("sample")
+    clock.now += 1.5
+    p.end_stage(rows=4, requests=3)
+    p.stage("collect", total=4, unit="writers", tasks=2)
+    assert lines[-1] == "kitab: 0:01 collect (3/7) started: Open Library match and works, cleaning, dedup " \
+                        "(sample 1.5 s, 4 writers)"
+    n = len(lines)
+    for _ in range(3):  # ticks every second: a line once 5 s have passed and something moved
+        clock.now += 1
+        view.tick(p)
+    p.advance("collect", 0, 1)
+    clock.now += 1
+    view.tick(p)
+    assert len(lines) == n
+    clock.now += 1
+    view.tick(p)
+    assert len(lines) == n + 1
+    assert lines[-1].startswith("kitab: 0:06 collect (3/7): 1 / 4 writers (25%) · 3 requests · ETA 15.0 s")
+    clock.now += 29
+    view.tick(p)  # nothing moved: no line before the heartbeat
+    assert len(lines) == n + 1
+    clock.now += 1
+    view.tick(p)
+    assert len(lines) == n + 2
+    p.finish()
+    assert lines[-1].startswith("kitab: 0:36 done in 36.5 s · 3 requests; collect ")
+    assert [line.split()[2] for line in lines[:2]] == ["refreshing", "sample"]
+
+
+def test_live_view_shows_every_stage_and_the_running_one():
+    from rich.console import Console
+
+    clock = Clock()
+    p = Progress(clock)
+    p.begin(release="r", source="dump", authors=1000, batch_size=250)
+    p.stage("start")
+    clock.now += 0.4
+    p.stage("sample")
+    clock.now += 1.3
+    p.end_stage(rows=1000)
+    p.stage("collect", total=1000, unit="writers", tasks=4)
+    p.part_done(0, 250)
+    clock.now += 10
+    console = Console(width=100, record=True, color_system=None)
+    console.print(render_status(p.status()))
+    text = console.export_text()
+    assert "kitab refresh · release r · source dump · 1,000 writers · batches of 250" in text
+    assert re.search(r"✓ sample\s+1\.3 s\s+1,000 writers", text)
+    assert re.search(r"collect .*250 / 1,000 writers\s+25% · 1/4 tasks · ETA 30\.0 s", text)
+    assert all(name in text for name in STAGES)
+    assert max(len(line) for line in text.splitlines()) <= 100
+
+
 # -- the pipeline reports its own progress ------------------------------------------------------
 
 def test_a_direct_run_reports_stages_writers_and_requests(mirror, tmp_path):
@@ -161,6 +230,36 @@ def test_a_direct_run_reports_stages_writers_and_requests(mirror, tmp_path):
     assert ledger[-1]["seconds"] <= records["publish"]["seconds"]
 
 
+@pytest.mark.flow
+def test_kitab_refresh_prints_progress_lines_then_the_summary_or_json(tmp_path):
+    """The real command, not on a terminal: progress lines on stderr, the human summary on
+    stdout; rebuilt with --json --quiet: only the JSON document on stdout, nothing on stderr."""
+    env = {**os.environ, "PREFECT_HOME": str(tmp_path / "prefect"), "COLUMNS": "100"}
+    env.pop("KITAB_DEBUG", None)
+    args = [*kitab_cmd(), "refresh", "--source", "dump", "--authors", "12", "--seed", "3", "--release", "r",
+            "--warehouse", str(tmp_path / "wh")]
+    human = subprocess.run(args, capture_output=True, text=True, env=env, timeout=600)
+    assert human.returncode == 0, human.stderr
+    lines = human.stderr.splitlines()
+    assert lines and all(line.startswith("kitab: ") for line in lines), human.stderr
+    started = [m.group(1) for line in lines if (m := re.match(r"kitab: \S+ (\w+) \(\d/7\) started", line))]
+    assert started == list(STAGES)
+    assert re.match(r"kitab: \S+ done in .* · 0 requests; publish ", lines[-1])
+    out = human.stdout
+    for part in ("kitab refresh: release r from snapshot kitab-s42-", "counts per stage", "Open Library match",
+                 "rejects by stage and reason", "time per stage", "data tests passed: 14", "requests made: 0",
+                 "wall time: ", f"release r is in the warehouse {tmp_path / 'wh'}"):
+        assert part in out, (part, out)
+    assert "{" not in out
+
+    as_json = subprocess.run([*args, "--json", "--quiet"], capture_output=True, text=True, env=env, timeout=600)
+    assert as_json.returncode == 0, as_json.stderr
+    assert as_json.stderr == ""
+    document = json.loads(as_json.stdout)
+    assert document["release"] == "r" and [s["stage"] for s in document["stages"]] == list(STAGES)
+    assert document["checksums"] and document["data_tests"]
+
+
 # -- the ledger's stages column, shown by `kitab releases` and `kitab report` --------------------
 
 STAGES_BEFORE_PUBLISH = [{"stage": "start", "seconds": 0.4}, {"stage": "sample", "seconds": 1.3, "rows": 2},
@@ -186,6 +285,45 @@ def releases_output(root: Path) -> str:
     assert result.exit_code == 0, result.output
     assert max(len(line) for line in result.output.splitlines()) <= 100, result.output
     return result.output
+
+
+def test_publish_records_the_stages_and_releases_shows_them(tmp_path):
+    wh = Warehouse(tmp_path)
+    put(wh, "new", ["Q1", "Q2"])
+    stages = parse_stages(wh.ledger_row("new")["stages"])
+    assert stages[:-1] == STAGES_BEFORE_PUBLISH
+    counts = json.loads(wh.ledger_row("new")["counts"])
+    assert stages[-1]["stage"] == "publish" and stages[-1]["rows"] == sum(counts.values())
+    out = releases_output(tmp_path)
+    assert re.search(r"new\s+\d{4}-\d\d-\d\d \d\d:\d\d\s+dump\s+1\s+2\s+–\s+–\s+1,234", out), out
+    # the stage table: each stage's time, its rows on the next line, and the total
+    assert re.search(r"new\s+0\.4 s\s+1\.3 s\s+12m 34s\s+8\.1 s\s+2\.0 s\s+0\.8 s\s+\d\.\d s\s+12m 4\ds", out), out
+    assert re.search(r"^\s+2\s+2\s+2\s+0\s+0\s+\d+\s*$", out, re.MULTILINE), out
+
+
+def test_releases_from_before_the_stages_column_still_list_and_report(tmp_path):
+    from kitab.report import stages_section
+
+    wh = Warehouse(tmp_path)
+    put(wh, "old", ["Q1"], stages=None)
+    assert wh.ledger_row("old")["stages"] is None  # a publish without stages writes a null
+    make_old(wh, "old")
+    assert "stages" not in wh.ledger_row("old")
+    only_old = releases_output(tmp_path)  # no file has the column: the view has none
+    assert re.search(r"old(\s+–){7}\s+–", only_old), only_old
+    put(wh, "new", ["Q2"])
+    both = releases_output(tmp_path)
+    assert re.search(r"old(\s+–){8}", both) and "12m 34s" in both, both
+    result = CliRunner().invoke(app, ["sql", "select release_id, stages is null as missing from releases "
+                                      "order by all", "--warehouse", str(tmp_path), "--output", "json"])
+    assert [json.loads(line) for line in result.output.splitlines()] == [
+        {"release_id": "new", "missing": False}, {"release_id": "old", "missing": True}]
+    assert "Not recorded: release `old` was made before kitab recorded stage timings." in \
+        stages_section("old", wh.ledger_row("old"))
+    section = stages_section("new", wh.ledger_row("new"))
+    assert "The slowest stage, in bold, is `collect`." in section
+    assert re.search(r"\| \*\*collect\*\* \| 12m 34s \| 9\d% \| 2 works \| 1 \| 1,234 \|", section), section
+    assert re.search(r"\| total \| 12m 4\ds \| 100% \|", section), section
 
 
 def test_status_line_before_and_after():

@@ -229,9 +229,9 @@ def _run_pipeline(params: RefreshParams, runner, settings: Settings, today: date
             log.warning("%d of %d writers rejected: source unavailable", failed, writers.rows)
         check_failed_share(failed, writers.rows, params.max_failed_share)
         progress.end_stage(rows=sum(c.stats["collect_authors"]["works_raw"] for c in collected))
-        runner.release_workers()  # fresh workers for tagging: the dump lookups' memory goes with these
 
         progress.stage("tag")
+        runner.release_workers()  # fresh workers for tagging: the dump lookups' memory goes with these
         titles = distinct_titles(ctx, [c.outputs["title_variants"] for c in collected])
         size = tag_chunk_size(titles.rows, cpu_workers())
         chunks = [Batch(n, start, min(start + size, titles.rows)) for n, start in enumerate(range(0, titles.rows, size))]
@@ -245,8 +245,8 @@ def _run_pipeline(params: RefreshParams, runner, settings: Settings, today: date
         constrained = runner.map(constrain_step, [(ctx, b, c, tags) for b, c in zip(batches, collected)],
                                  cpu=True, names=[f"constrain-{b.part}" for b in batches], on_done=part_done(batches))
         progress.end_stage(rows=sum(c.outputs["constraints"].rows for c in constrained))
-        runner.release_workers()  # the rest is DuckDB in this process: free the workers' memory first
         progress.stage("sample_queries")
+        runner.release_workers()  # the rest is DuckDB in this process: free the workers' memory first
         queries, query_stats = finish_queries(ctx, collected, constrained)
         progress.end_stage(rows=queries.rows)
         progress.stage("publish")

@@ -115,12 +115,14 @@ class Status:
 
     @property
     def phase(self) -> str:
-        """starting (no stage yet) | running | finishing (the last stage ended) | done."""
+        """starting (no stage yet) | running | between stages | finishing (the last one ended) | done."""
         if self.ended:
             return "done"
         if self.stage is not None:
             return "running"
-        return "finishing" if self.finished else "starting"
+        if not self.finished:
+            return "starting"
+        return "finishing" if self.finished[-1]["stage"] == STAGES[-1] else "between stages"
 
     @property
     def position(self) -> int:
@@ -416,8 +418,8 @@ def stage_text(record: dict) -> str:
 def status_line(status: Status) -> str:
     """The state of a refresh in one line: the plain lines of ``kitab refresh`` and the
     description of Prefect's progress artifact."""
-    if status.ended:
-        return f"done in {format_seconds(status.elapsed)} · {requests_text(status)}"
+    if status.ended:  # no rates: they are of the last few seconds, not of the run
+        return f"done in {format_seconds(status.elapsed)} · {status.requests:,} requests"
     if status.stage is None:
         return status.phase
     head = f"{status.stage} ({status.position}/{len(STAGES)})"

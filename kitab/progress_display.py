@@ -137,8 +137,8 @@ def render_status(status: Status, spinner: Spinner | None = None, bar_width: int
     grid = Table.grid(padding=(0, 1))
     grid.add_column(width=1)
     grid.add_column(min_width=14, no_wrap=True)
-    grid.add_column(no_wrap=True)
-    grid.add_column(no_wrap=True, overflow="ellipsis")
+    grid.add_column(min_width=bar_width, no_wrap=True)  # the bar, or a stage's time
+    grid.add_column(no_wrap=True, overflow="ellipsis")  # items done, rows, or what the stage does
     finished = {r["stage"]: r for r in status.finished}
     for name in STAGES:
         if name in finished and name != status.stage:
@@ -155,13 +155,13 @@ def render_status(status: Status, spinner: Spinner | None = None, bar_width: int
                 middle = ProgressBar(total=max(1, status.total), completed=status.done, width=bar_width)
                 detail = f"{status.done:,} / {status.total:,} {status.unit} {pct}{tasks}{eta}"
             else:
-                middle = Text(DOING[name], style="cyan")
-                detail = format_seconds(status.stage_seconds)
+                middle = Text(format_seconds(status.stage_seconds), style="cyan")
+                detail = Text(DOING[name], style="cyan")
             grid.add_row(spinner or Text("›"), Text(name, style="bold cyan"), middle, detail)
         else:
             grid.add_row("", Text(name, style="dim"), "", "")
     if status.ended:
-        foot = f"done in {format_seconds(status.elapsed)} · {requests_text(status)}"
+        foot = status_line(status)
     elif status.stage is None:
         foot = f"{status.phase} … {format_clock(status.elapsed)}"
     else:

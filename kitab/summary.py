@@ -61,12 +61,17 @@ def releases_tables(ledger: list[dict]) -> tuple[Table, Table]:
     """The committed releases (``ledger``: rows of the releases table, by creation): an
     overview, and each release's stage wall times with their rows (the slowest in bold).
     Both fit a 100-column terminal; a release from before stage timings shows dashes."""
-    overview = Table("release", "created (UTC)", "source", "seed", "authors", "books", "queries", "requests",
-                     title="releases", box=box.SIMPLE_HEAD, pad_edge=False)
-    timings = Table("release", *[STAGE_HEADERS[s] + f"\n{ROWS[s]}" if ROWS[s] else STAGE_HEADERS[s]
-                                 for s in STAGES], "total",
-                    title="time per stage, and its rows (the slowest stage in bold)", box=box.SIMPLE_HEAD,
-                    pad_edge=False)
+    def table(title: str, *headers: str) -> Table:
+        out = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+        for n, header in enumerate(headers):
+            out.add_column(header, justify="left" if n == 0 or header in ("created (UTC)", "source") else "right",
+                           no_wrap=n == 0)
+        return out
+
+    overview = table("releases", "release", "created (UTC)", "source", "seed", "authors", "books", "queries",
+                     "requests")
+    timings = table("time per stage, and its rows (the slowest stage in bold)", "release",
+                    *[f"{STAGE_HEADERS[s]}\n{ROWS[s]}" if ROWS[s] else STAGE_HEADERS[s] for s in STAGES], "total")
     for row in ledger:
         counts = json.loads(row["counts"])
         created = row["created_at"]
@@ -87,6 +92,4 @@ def releases_tables(ledger: list[dict]) -> tuple[Table, Table]:
             cells.append(f"[bold]{text}[/bold]" if name == slowest else text)
         total = format_seconds(sum(r["seconds"] for r in stages.values())) if stages else "–"
         timings.add_row(row["release_id"], *cells, total)
-    for table in (overview, timings):
-        table.columns[0].no_wrap = True
     return overview, timings

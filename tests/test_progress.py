@@ -74,6 +74,9 @@ def test_progress_counts_parts_requests_and_eta():
     assert status.fraction == pytest.approx(1 / len(STAGES))
     p.end_stage(rows=123)
     assert p.records() == [{"stage": "collect", "seconds": 10.0, "rows": 123, "tasks": 2, "requests": 7}]
+    assert p.status().phase == "between stages"
+    p.stage("publish")
+    p.end_stage()
     assert p.status().phase == "finishing"
     p.finish()
     assert p.status().phase == "done" and p.status().fraction == 1.0
@@ -269,6 +272,9 @@ STAGES_BEFORE_PUBLISH = [{"stage": "start", "seconds": 0.4}, {"stage": "sample",
                          {"stage": "sample_queries", "seconds": 0.8, "rows": 0}]
 
 
+LONG = "2026.11.22-s20261122"  # a default id: the date, and the date as seed
+
+
 def put(wh: Warehouse, release: str, qids: list[str], stages=STAGES_BEFORE_PUBLISH) -> dict:
     return publish(wh, release, tables(qids), seed=1, source="dump", snapshot_id="s", n_authors_requested=len(qids),
                    requests_made=1234, stages=stages)
@@ -283,21 +289,24 @@ def make_old(wh: Warehouse, release: str) -> None:
 def releases_output(root: Path) -> str:
     result = CliRunner().invoke(app, ["releases", "--warehouse", str(root)], env={"COLUMNS": "100"})
     assert result.exit_code == 0, result.output
+    # rich always fits the width: readable means nothing cut short or wrapped on the way
     assert max(len(line) for line in result.output.splitlines()) <= 100, result.output
+    assert "…" not in result.output and "constraints" in result.output, result.output
     return result.output
 
 
 def test_publish_records_the_stages_and_releases_shows_them(tmp_path):
+    """The longest default release id still fits 100 columns."""
     wh = Warehouse(tmp_path)
-    put(wh, "new", ["Q1", "Q2"])
-    stages = parse_stages(wh.ledger_row("new")["stages"])
+    put(wh, LONG, ["Q1", "Q2"])
+    stages = parse_stages(wh.ledger_row(LONG)["stages"])
     assert stages[:-1] == STAGES_BEFORE_PUBLISH
-    counts = json.loads(wh.ledger_row("new")["counts"])
+    counts = json.loads(wh.ledger_row(LONG)["counts"])
     assert stages[-1]["stage"] == "publish" and stages[-1]["rows"] == sum(counts.values())
     out = releases_output(tmp_path)
-    assert re.search(r"new\s+\d{4}-\d\d-\d\d \d\d:\d\d\s+dump\s+1\s+2\s+–\s+–\s+1,234", out), out
+    assert re.search(rf"{LONG}\s+\d{{4}}-\d\d-\d\d \d\d:\d\d\s+dump\s+1\s+2\s+–\s+–\s+1,234", out), out
     # the stage table: each stage's time, its rows on the next line, and the total
-    assert re.search(r"new\s+0\.4 s\s+1\.3 s\s+12m 34s\s+8\.1 s\s+2\.0 s\s+0\.8 s\s+\d\.\d s\s+12m 4\ds", out), out
+    assert re.search(rf"{LONG}\s+0\.4 s\s+1\.3 s\s+12m 34s\s+8\.1 s\s+2\.0 s\s+0\.8 s\s+\d\.\d s\s+12m 4\ds", out), out
     assert re.search(r"^\s+2\s+2\s+2\s+0\s+0\s+\d+\s*$", out, re.MULTILINE), out
 
 

@@ -56,12 +56,9 @@ class PlainLines:
         self._last_line = self.clock()
         self._last_seen = (status.stage, status.done, status.requests)
 
-    def start(self, progress: Progress) -> None:
-        self._emit(progress.status(), "starting: checking the inputs, taking the warehouse's lock, starting the flow")
-
     def __call__(self, progress: Progress, event: str) -> None:
         status = progress.status()
-        if event == "begin":
+        if event == "begin" and self._last_seen is None:  # once: the caller's begin, then the pipeline's
             info = status.info
             self._emit(status, f"refreshing release {info.get('release')}: {info.get('authors', 0):,} writers from "
                                f"source {info.get('source')}, batches of {info.get('batch_size', 0):,}")
@@ -75,7 +72,7 @@ class PlainLines:
 
     def tick(self, progress: Progress) -> None:
         status = progress.status()
-        if status.ended:
+        if status.ended or not status.info:  # nothing before the refresh begins (inputs checked, lock taken)
             return
         since = self.clock() - self._last_line
         if status.stage is None:  # before the pipeline starts (Prefect's server), or after its last stage
@@ -94,7 +91,6 @@ def _lines(progress: Progress, stream) -> Iterator[None]:
         stream.flush()
 
     view = PlainLines(write)
-    view.start(progress)
     stop_listening = progress.subscribe(view)
     stopped = threading.Event()
 

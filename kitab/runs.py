@@ -31,6 +31,9 @@ def run_refresh(*, source: str, snapshot: Path, authors: int, seed: int | None, 
     params = params.resolved(datetime.now(timezone.utc).date())
     check_inputs(params)
     with refresh_lock(Path(warehouse), params.release), tracking(params.release, progress) as progress:
+        # the views start here: a mistake found above is the only thing the user sees
+        progress.begin(release=params.release, source=params.source, authors=params.authors,
+                       batch_size=params.batch_size)
         if direct:
             from flows.runners import LocalRunner
 

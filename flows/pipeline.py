@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from datetime import date, datetime, timezone
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Iterator
 
 import duckdb
 
@@ -27,8 +27,9 @@ from kitab.config import Settings
 from kitab.env import BUNDLED_SNAPSHOT
 from kitab.errors import BadValue, KitabError
 from kitab.locking import refresh_lock
+from kitab.progress import Progress, tracking
 from kitab.refs import TableRef, duck, read_rows, write_query, write_rows
-from kitab.sources import SOURCES, Origin, SourceSpec, close_sources
+from kitab.sources import SOURCES, Origin, SourceSpec, close_sources, sources_for
 from kitab.warehouse import Warehouse, validate_release_id
 from kitab.workdir import StepResult, WorkDir
 from tasks.constraints import spec_type
@@ -126,22 +127,6 @@ def check_inputs(params: RefreshParams) -> None:
         check_snapshot(params.snapshot_dir())
 
 
-@dataclass
-class Progress:
-    """Writers done / total, for the log and Prefect's progress artifact."""
-
-    total: int = 0
-    done: int = 0
-    report: Callable[["Progress"], None] | None = None
-
-    def add(self, writers: int) -> None:
-        self.done += writers
-        if self.report is not None:
-            self.report(self)
-        else:
-            log.info("writers done %d / %d", self.done, self.total)
-
-
 @contextlib.contextmanager
 def open_origin(source: str, settings: Settings, *, snapshot: Path, mirror_url: str | None,
                 release: str) -> Iterator[tuple[SourceSpec, Origin]]:
@@ -173,16 +158,29 @@ def open_origin(source: str, settings: Settings, *, snapshot: Path, mirror_url: 
         yield spec, origin
 
 
+def watch_requests(progress: Progress, spec: SourceSpec) -> contextlib.AbstractContextManager:
+    """The progress counts the requests of this process's clients for ``spec`` as they go
+    (steps on threads share them); a dump sends none."""
+    if spec.kind == "dump":
+        return contextlib.nullcontext()
+    sources = sources_for(spec)
+    return progress.watching({"WikiData": sources.wikidata, "Open Library": sources.openlibrary})
+
+
 def run_pipeline(params: RefreshParams, runner, *, progress: Progress | None = None) -> dict:
     """Sample ``params.authors`` writers not released before, collect their Open Library
-    works and publish the tables as one release. Returns the run summary."""
+    works and publish the tables as one release. Returns the run summary. ``progress`` (else
+    the one registered for the release in this process, else a new one) hears of every stage
+    and finished batch (kitab/progress.py)."""
     started = time.monotonic()
     settings = Settings(**({"warehouse": params.warehouse} if params.warehouse else {}))
     today = datetime.now(timezone.utc).date()
     params = params.resolved(today)
     # Held already when kitab.runs started this (re-entrant); taken here for a deployment's run.
-    with refresh_lock(settings.warehouse, params.release):
-        return _run_pipeline(params, runner, settings, today, started, progress or Progress())
+    with refresh_lock(settings.warehouse, params.release), tracking(params.release, progress) as progress:
+        summary = _run_pipeline(params, runner, settings, today, started, progress)
+        progress.finish()
+        return summary
 
 
 def _run_pipeline(params: RefreshParams, runner, settings: Settings, today: date, started: float,
@@ -190,20 +188,15 @@ def _run_pipeline(params: RefreshParams, runner, settings: Settings, today: date
     seed, release = params.seed, params.release
     wh = Warehouse(settings.warehouse)
     snapshot = params.snapshot_dir()
-    timings: dict[str, float] = {}
-
-    def timed(name: str, since: float) -> float:
-        now = time.monotonic()
-        timings[name] = round(now - since, 2)
-        return now
-
+    progress.begin(release=release, source=params.source, authors=params.authors, batch_size=params.batch_size)
+    progress.stage("start")
     with open_origin(params.source, settings, snapshot=snapshot, mirror_url=params.mirror_url,
-                     release=release) as (spec, origin):
+                     release=release) as (spec, origin), watch_requests(progress, spec):
         ledger = other_releases(wh, release)
         ctx = RunContext(release=release, seed=seed, today_year=today.year,
                          work=WorkDir(str(wh.root / ".work" / release)), sources=spec,
                          released_ol_keys=tuple(sorted(ledger.ol_keys)))
-        t = time.monotonic()
+        progress.stage("sample")
         sampled = runner.run(sample_step, ctx, params.authors, tuple(sorted(ledger.qids)), tuple(sorted(ledger.names)),
                              settings.birth_year_min, today.year + 1, settings.birth_year_window, settings.min_works,
                              settings.max_works, name="sample")
@@ -216,37 +209,47 @@ def _run_pipeline(params: RefreshParams, runner, settings: Settings, today: date
             raise BadValue(f"--authors {params.authors}: only {shortfall['eligible']} writers are eligible"
                            + (f" ({released} more were released before)" if released else "")
                            + "; ask for fewer, or pass --allow-fewer to publish them")
-        t = timed("sample", t)
+        progress.end_stage(rows=writers.rows, requests=sampled.stats["requests_sent"])
 
         batches = [Batch(n, start, min(start + params.batch_size, writers.rows))
                    for n, start in enumerate(range(0, writers.rows, params.batch_size))]
-        progress.total = writers.rows
+
+        def part_done(parts: list[Batch], with_requests: bool = False):
+            """A runner's on_done: the finished batch's items (and the requests it counted)."""
+            return lambda n, r: progress.part_done(n, parts[n].stop - parts[n].start,
+                                                   requests=r.stats["requests_sent"] if with_requests else 0)
+
+        progress.stage("collect", total=writers.rows, unit="writers", tasks=len(batches))
         # From the dump, collecting is CPU work (DuckDB lookups, cleaning, dedup): one process
         # per core. Over HTTP it stays on threads: one client per process keeps the rate limits.
         collected = runner.map(collect_step, [(ctx, b, writers) for b in batches], cpu=params.source == "dump",
-                               names=[f"collect-{b.part}" for b in batches],
-                               on_done=lambda n, _: progress.add(batches[n].stop - batches[n].start))
+                               names=[f"collect-{b.part}" for b in batches], on_done=part_done(batches, True))
         failed = sum(unavailable_writers(c) for c in collected)
         if failed:
             log.warning("%d of %d writers rejected: source unavailable", failed, writers.rows)
         check_failed_share(failed, writers.rows, params.max_failed_share)
-        t = timed("collect", t)
-        runner.release_workers()  # fresh workers for tagging: the dump lookups' memory goes with these
+        progress.end_stage(rows=sum(c.stats["collect_authors"]["works_raw"] for c in collected))
 
+        progress.stage("tag")
+        runner.release_workers()  # fresh workers for tagging: the dump lookups' memory goes with these
         titles = distinct_titles(ctx, [c.outputs["title_variants"] for c in collected])
         size = tag_chunk_size(titles.rows, cpu_workers())
         chunks = [Batch(n, start, min(start + size, titles.rows)) for n, start in enumerate(range(0, titles.rows, size))]
+        progress.plan(total=titles.rows, unit="titles", tasks=len(chunks))
         tagged = runner.map(tag_step, [(ctx, c, titles) for c in chunks], cpu=True,
-                            names=[f"tag-{c.part}" for c in chunks])
+                            names=[f"tag-{c.part}" for c in chunks], on_done=part_done(chunks))
         tags = tuple(r.outputs["title_tags"] for r in tagged)
-        t = timed("tag", t)
+        progress.end_stage(rows=titles.rows)
 
+        progress.stage("constrain", total=writers.rows, unit="writers", tasks=len(batches))
         constrained = runner.map(constrain_step, [(ctx, b, c, tags) for b, c in zip(batches, collected)],
-                                 cpu=True, names=[f"constrain-{b.part}" for b in batches])
-        t = timed("constrain", t)
+                                 cpu=True, names=[f"constrain-{b.part}" for b in batches], on_done=part_done(batches))
+        progress.end_stage(rows=sum(c.outputs["constraints"].rows for c in constrained))
+        progress.stage("sample_queries")
         runner.release_workers()  # the rest is DuckDB in this process: free the workers' memory first
         queries, query_stats = finish_queries(ctx, collected, constrained)
-        t = timed("sample_queries", t)
+        progress.end_stage(rows=queries.rows)
+        progress.stage("publish")
 
         def parts(step_results: list[StepResult], name: str) -> list[TableRef]:
             return [r.outputs[name] for r in step_results]
@@ -272,9 +275,11 @@ def _run_pipeline(params: RefreshParams, runner, settings: Settings, today: date
         requests_made = origin.requests_made(sampled.stats["requests_sent"]
                                              + sum(c.stats["requests_sent"] for c in collected))
         committed = publish(wh, release, tables, seed=seed, source=params.source, snapshot_id=origin.snapshot_id,
-                            n_authors_requested=params.authors, requests_made=requests_made)
-        timed("publish", t)
+                            n_authors_requested=params.authors, requests_made=requests_made,
+                            stages=[r for r in progress.records() if r["stage"] != "publish"])
+        progress.end_stage(rows=sum(committed["row_counts"].values()))
     ctx.work.remove()
+    stages = progress.records()
 
     collect_stats = merge_stats([c.stats for c in collected])
     constrain_stats = merge_stats([c.stats for c in constrained])
@@ -301,7 +306,8 @@ def _run_pipeline(params: RefreshParams, runner, settings: Settings, today: date
                         "sample_queries": query_stats},
         "batches": {"writers_per_batch": params.batch_size, "collect": len(batches), "tag": len(chunks),
                     "constrain": len(batches)},
-        "stage_seconds": timings,
+        "stages": stages,
+        "stage_seconds": {r["stage"]: r["seconds"] for r in stages},
         "requests_made": requests_made,
         "checksums": committed["checksums"], "data_tests": committed["data_tests"],
         "wall_seconds": round(time.monotonic() - started, 2),

@@ -1,6 +1,7 @@
 """The ``refresh`` flow: what users run and schedule. Composition lives in
 flows/pipeline.py (``run_pipeline``); the flow gives it a runner whose steps are Prefect task
-runs (tens per 10,000 writers: one per batch, not per writer) and a progress artifact.
+runs (tens per 10,000 writers: one per batch, not per writer) and shows the refresh's progress
+(kitab/progress.py, the object ``kitab refresh`` displays too) as a Prefect progress artifact.
 
 The task runner is ``threads`` unless ``KITAB_TASK_RUNNER=dask`` (optionally
 ``KITAB_DASK_ADDRESS=tcp://host:8786``) is set where the flow is loaded, e.g. in a worker's
@@ -8,13 +9,17 @@ environment; ``kitab refresh --task-runner dask`` sets it per run (flows/runners
 """
 from __future__ import annotations
 
+import contextlib
 import os
+from datetime import datetime, timezone
+from typing import Iterator
 
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_progress_artifact, update_progress_artifact
 
-from flows.pipeline import DEFAULT_BATCH_SIZE, DEFAULT_MAX_FAILED_SHARE, Progress, RefreshParams, default_release_id, default_seed, run_pipeline
+from flows.pipeline import DEFAULT_BATCH_SIZE, DEFAULT_MAX_FAILED_SHARE, RefreshParams, default_release_id, default_seed, run_pipeline
 from flows.runners import PrefectRunner, task_runner
+from kitab.progress import Progress, Throttled, status_line, tracking
 
 __all__ = ["refresh", "default_release_id", "default_seed", "with_task_runner"]
 
@@ -43,17 +48,33 @@ def refresh(source: str = "mirror", snapshot: str | None = None, authors: int = 
     lost to a source that does not answer, the run fails and publishes nothing."""
     params = RefreshParams(source=source, snapshot=snapshot, authors=authors, seed=seed, release=release,
                            warehouse=warehouse, mirror_url=mirror_url, batch_size=batch_size,
-                           allow_fewer=allow_fewer, max_failed_share=max_failed_share)
-    artifact = create_progress_artifact(0.0, description="writers collected")
+                           allow_fewer=allow_fewer, max_failed_share=max_failed_share
+                           ).resolved(datetime.now(timezone.utc).date())
+    runner = PrefectRunner()
+    # the progress `kitab refresh` registered for this release (it displays it too), else a new one
+    with tracking(params.release) as progress, progress_artifact(progress):
+        try:
+            return run_pipeline(params, runner, progress=progress)
+        finally:
+            runner.close()
+
+
+@contextlib.contextmanager
+def progress_artifact(progress: Progress, every: float = 2.0) -> Iterator[None]:
+    """Prefect's view of ``progress``: a progress artifact (percent of the stages, the status
+    line as its description) and a run-log line, on every stage change and at most every
+    ``every`` seconds in between."""
+    artifact = create_progress_artifact(0.0, description="starting")
     logger = get_run_logger()
 
-    def report(p: Progress) -> None:
-        update_progress_artifact(artifact, 100.0 * p.done / max(1, p.total))
-        logger.info("writers done %d / %d", p.done, p.total)
+    def show(p: Progress, event: str) -> None:
+        status = p.status()
+        line = status_line(status)
+        update_progress_artifact(artifact, round(100.0 * status.fraction, 1), description=line)
+        logger.info(line)
 
-    progress = Progress(report=report)
-    runner = PrefectRunner()
+    stop = progress.subscribe(Throttled(show, every))
     try:
-        return run_pipeline(params, runner, progress=progress)
+        yield
     finally:
-        runner.close()
+        stop()

@@ -6,6 +6,7 @@ import contextlib
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Optional
 
@@ -60,6 +61,14 @@ def _existing_warehouse(path: Optional[Path], release: Optional[str] = None) -> 
     return root
 
 
+def _showing(progress, quiet: bool):
+    """The refresh's progress on stderr while it runs: live on a terminal, plain lines when
+    stdout is not one, nothing with --quiet (kitab/progress_display.py)."""
+    from kitab.progress_display import progress_mode, showing
+
+    return showing(progress, progress_mode(quiet, sys.stdout.isatty(), sys.stderr.isatty()))
+
+
 def _warn(message: str) -> None:
     print(f"kitab: warning: {message}", file=sys.stderr)
 
@@ -105,9 +114,14 @@ def sql(query: str = typer.Argument(..., help="any DuckDB SQL over the warehouse
 
 @app.command()
 def releases(warehouse: Optional[Path] = WarehouseOpt) -> None:
-    """List committed releases with their counts."""
-    sql("SELECT release_id, seed, source, snapshot_id, created_at, n_authors_requested, counts "
-        "FROM releases ORDER BY created_at", release=None, warehouse=warehouse, output="table")
+    """List committed releases with their counts, and each one's time and rows per stage."""
+    from kitab.summary import releases_tables
+    from kitab.warehouse import Warehouse
+
+    with Warehouse(_existing_warehouse(warehouse)).connect() as con:
+        ledger = con.sql("SELECT * FROM releases ORDER BY created_at, release_id").to_arrow_table().to_pylist()
+    for table in releases_tables(ledger):
+        console.print(table)
 
 
 @app.command()
@@ -145,8 +159,13 @@ def refresh(source: str = typer.Option("mirror", help="live | mirror | dump"),
             max_failed_share: float = typer.Option(0.10, min=0.0, max=1.0, help="fail, publishing nothing, if more "
                                                    "than this share of the writers is lost to a source that does "
                                                    "not answer (each is a source_unavailable reject)"),
+            quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress while it runs: only the summary "
+                                       "(or --json) on stdout, and warnings and errors on stderr"),
+            as_json: bool = typer.Option(False, "--json", help="print the run summary as JSON (the machine-readable "
+                                         "document) instead of the human summary"),
             warehouse: Optional[Path] = WarehouseOpt) -> None:
-    """Run the refresh flow once and publish a release."""
+    """Run the refresh flow once and publish a release. While it runs: a live display on a
+    terminal, plain progress lines on stderr otherwise (none with --quiet); then a summary."""
     from kitab.locking import refuse_if_busy
 
     root = _warehouse(warehouse, create=False)
@@ -158,12 +177,21 @@ def refresh(source: str = typer.Option("mirror", help="live | mirror | dump"),
         raise typer.BadParameter(f"expected one of {', '.join(TASK_RUNNERS)}", param_hint="--task-runner")
     if dask_address and task_runner != "dask":
         raise typer.BadParameter("--dask-address needs --task-runner dask", param_hint="--dask-address")
-    # run_refresh checks the inputs and takes the warehouse's lock before it creates anything
-    summary = run_refresh(source=source, snapshot=snapshot, authors=authors, seed=seed, release=release,
-                          warehouse=root, mirror_url=mirror_url, batch_size=batch_size,
-                          task_runner=task_runner, dask_address=dask_address, allow_fewer=allow_fewer,
-                          max_failed_share=max_failed_share)
-    console.print_json(json.dumps(summary, default=str))
+    from kitab.progress import Progress
+
+    progress, started = Progress(), time.monotonic()
+    with _showing(progress, quiet):
+        # run_refresh checks the inputs and takes the warehouse's lock before it creates anything
+        summary = run_refresh(source=source, snapshot=snapshot, authors=authors, seed=seed, release=release,
+                              warehouse=root, mirror_url=mirror_url, batch_size=batch_size,
+                              task_runner=task_runner, dask_address=dask_address, allow_fewer=allow_fewer,
+                              max_failed_share=max_failed_share, progress=progress)
+    if as_json:
+        console.print_json(json.dumps(summary, default=str))
+    else:
+        from kitab.summary import print_summary
+
+        print_summary(summary, wall=time.monotonic() - started, command="kitab refresh")
     wanted = summary["authors"]
     if wanted["shortfall"]:
         _warn(f"{wanted['sampled']} writers sampled of {wanted['requested']} requested: only {wanted['eligible']} "
@@ -176,8 +204,11 @@ def demo(warehouse: Optional[Path] = WarehouseOpt,
          seed: int = typer.Option(42)) -> None:
     """The whole refresh on the bundled snapshot, through the local mirror, then a summary."""
     from kitab.demo import run_demo
+    from kitab.progress import Progress
 
-    run_demo(_warehouse(warehouse), authors=authors, seed=seed)
+    progress = Progress()
+    with _showing(progress, quiet=False):
+        run_demo(_warehouse(warehouse), authors=authors, seed=seed, progress=progress)
 
 
 @app.command()

@@ -1,16 +1,20 @@
 """``kitab demo``: the refresh on the bundled snapshot through the local mirror, and a
-summary a person can read: counts per stage, rejects by stage and reason, books per
-author, entity counts, a Table-2-style summary with one rendered query of each type and
-its answer, requests made, wall time and one example SQL query with its answer."""
+summary a person can read: the summary every ``kitab refresh`` prints (kitab/summary.py:
+counts per stage, rejects by stage and reason, time per stage, data tests, requests, wall
+time, where the release is) with a tour of the release: books per author, entity counts, a
+Table-2-style summary with one rendered query of each type and its answer, and one example
+SQL query with its answer."""
 from __future__ import annotations
 
 import time
 from pathlib import Path
 
+import duckdb
+
 from kitab.console import console, print_rows
 from kitab.env import BUNDLED_SNAPSHOT
 from kitab.runs import run_refresh
-from kitab.warehouse import Warehouse
+from kitab.summary import print_summary
 
 DEMO_RELEASE = "demo"
 EXAMPLE_SQL = ("SELECT name, birth_year, sitelinks, books, title_variants, first_year, last_year "
@@ -37,37 +41,31 @@ def _distribution(values: list[int]) -> str:
     return f"min {values[0]}, median {pick(0.5)}, p90 {pick(0.9)}, max {values[-1]} (n={len(values)})"
 
 
-def run_demo(warehouse: Path, *, authors: int, seed: int) -> dict:
-    from tasks.constraints.table2 import format_table2, table2
-
+def run_demo(warehouse: Path, *, authors: int, seed: int, progress=None) -> dict:
     started = time.monotonic()
     summary = run_refresh(source="mirror", snapshot=BUNDLED_SNAPSHOT, authors=authors, seed=seed,
-                          release=DEMO_RELEASE, warehouse=warehouse)
-    wall = time.monotonic() - started
-    wh = Warehouse(warehouse)
-    console.rule(f"kitab demo: release {DEMO_RELEASE} from snapshot {summary['snapshot_id']}")
-    print_rows(["stage", "rows"], list(summary["stage_counts"].items()), title="counts per stage")
-    print_rows(["match method", "authors"], list(summary["match_methods"].items()), title="Open Library match")
-    with wh.connect(release=DEMO_RELEASE) as con:
-        rows = con.execute("SELECT stage, reason, sum(n) FROM rejects_by_reason GROUP BY ALL ORDER BY 1, 3 DESC")
-        print_rows(["stage", "reason", "rows"], rows.fetchall(), title="rejects by stage and reason")
-        per_author = [r[0] for r in con.execute("SELECT books FROM books_per_author").fetchall()]
-        console.print(f"books per author: {_distribution(per_author)}")
-        human, city, total = con.execute(
-            "SELECT count(*) FILTER (WHERE has_human_name), count(*) FILTER (WHERE has_city_name), count(*) "
-            "FROM book_entity_flags").fetchall()[0]
-        console.print(f"books with a human name: {human} / {total}; with a city name: {city} / {total}")
-        constraints = con.sql("SELECT * FROM constraints").to_arrow_table().to_pylist()
-        queries = con.sql("SELECT * FROM queries").to_arrow_table().to_pylist()
-        console.print(format_table2(table2(constraints, queries)))
-        examples = con.execute(ONE_QUERY_PER_TYPE).fetchall()
-        print_rows(["type", "query", "answer"], [(t, q, "; ".join(m)) for t, q, m in examples],
-                   title="one query of each type, with its answer")
-        console.print(f"[bold]example SQL:[/bold] {EXAMPLE_SQL}")
-        cursor = con.execute(EXAMPLE_SQL)
-        print_rows([d[0] for d in cursor.description], cursor.fetchall())
-    console.print(f"data tests passed: {len(summary['data_tests'])}")
-    console.print(f"requests made: {summary['requests_made']}")
-    console.print(f"wall time: {wall:.1f} s")
-    console.print(f"warehouse: {wh.root}  (try: .venv/bin/kitab sql \"select count(*) from authors\")")
+                          release=DEMO_RELEASE, warehouse=warehouse, progress=progress)
+    print_summary(summary, wall=time.monotonic() - started, command="kitab demo", tour=tour)
     return summary
+
+
+def tour(con: duckdb.DuckDBPyConnection) -> None:
+    """What the demo shows beyond a refresh's summary: books per author, names and cities in
+    titles, the paper's Table 2, one query of each type with its answer, and SQL."""
+    from tasks.constraints.table2 import format_table2, table2
+
+    per_author = [r[0] for r in con.execute("SELECT books FROM books_per_author").fetchall()]
+    console.print(f"books per author: {_distribution(per_author)}")
+    human, city, total = con.execute(
+        "SELECT count(*) FILTER (WHERE has_human_name), count(*) FILTER (WHERE has_city_name), count(*) "
+        "FROM book_entity_flags").fetchall()[0]
+    console.print(f"books with a human name: {human} / {total}; with a city name: {city} / {total}")
+    constraints = con.sql("SELECT * FROM constraints").to_arrow_table().to_pylist()
+    queries = con.sql("SELECT * FROM queries").to_arrow_table().to_pylist()
+    console.print(format_table2(table2(constraints, queries)))
+    examples = con.execute(ONE_QUERY_PER_TYPE).fetchall()
+    print_rows(["type", "query", "answer"], [(t, q, "; ".join(m)) for t, q, m in examples],
+               title="one query of each type, with its answer")
+    console.print(f"[bold]example SQL:[/bold] {EXAMPLE_SQL}")
+    cursor = con.execute(EXAMPLE_SQL)
+    print_rows([d[0] for d in cursor.description], cursor.fetchall())

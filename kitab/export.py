@@ -246,8 +246,8 @@ def _build(wh: Warehouse, release: str, folder: Path) -> dict:
         "release_id": release,
         "version": release,
         "hub_tag": release,
-        "ledger": {k: _iso(v) if k == "created_at" else json.loads(v) if k in ("counts", "checksums") else v
-                   for k, v in ledger.items() if k != "release"},
+        "ledger": {k: _iso(v) if k == "created_at" else json.loads(v) if k in ("counts", "checksums", "stages")
+                   and v is not None else v for k, v in ledger.items() if k != "release"},
         "earlier_releases": [r["release_id"] for r in earlier],
         "configs": {c.name: {"split": SPLIT, "path": c.path, "rows": rows[c.name]} for c in CONFIGS},
         "files": files,

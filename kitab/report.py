@@ -375,18 +375,41 @@ def evaluation_section(con: duckdb.DuckDBPyConnection, release: str, plots_dir: 
     return "\n".join(parts)
 
 
+def stages_section(release: str, ledger_row: dict) -> str:
+    """How long each stage of the refresh that made ``release`` took, with its rows: from the
+    ledger's ``stages`` column (a release from before it was recorded says so)."""
+    from kitab.progress import format_seconds, parse_stages
+    from kitab.summary import stage_rows
+
+    stages = parse_stages(ledger_row.get("stages"))
+    if not stages:
+        body = f"Not recorded: release `{release}` was made before kitab recorded stage timings."
+    else:
+        total = sum(r["seconds"] for r in stages)
+        requests = sum(r.get("requests", 0) for r in stages)
+        slowest = max(stages, key=lambda r: r["seconds"])
+        rows = [(f"**{r[0]}**" if r[0] == slowest["stage"] else r[0], *r[1:]) for r in stage_rows(stages)]
+        rows.append(("total", format_seconds(total), "100%", "", "", f"{requests:,}" if requests else ""))
+        body = (f"Wall time of each stage and its output rows, recorded in the ledger when the release was "
+                f"published (publish: up to the commit). The slowest stage, in bold, is `{slowest['stage']}`.\n\n"
+                + _table(("stage", "time", "share", "rows", "tasks", "requests"), rows, align="lrrrrr"))
+    return f"## Refresh stages\n\n{body}\n"
+
+
 def render_report(warehouse: Path, release: str, out_dir: Path | None = None) -> str:
     """``kitab report --release R``: the quality section of ``release``, exactly as in its
-    dataset card, then the release's model evaluations when there are any (``kitab
-    evaluate``; they are not part of the release, so the card does not carry them). With
-    ``out_dir``, also writes ``out_dir/report.md`` and the plots under ``out_dir/plots/``
-    (the markdown's image links are relative to ``report.md``)."""
+    dataset card, then how long each stage of its refresh took (:func:`stages_section`), then
+    the release's model evaluations when there are any (``kitab evaluate``). Neither of the
+    last two is part of the card. With ``out_dir``, also writes ``out_dir/report.md`` and the
+    plots under ``out_dir/plots/`` (the markdown's image links are relative to ``report.md``)."""
     from kitab.warehouse import Warehouse
 
+    wh = Warehouse(Path(warehouse))
     plots = Path(out_dir) / "plots" if out_dir is not None else None
-    with Warehouse(Path(warehouse)).connect(release=release) as con:
+    with wh.connect(release=release) as con:
         text = quality_section(con, release, plots)
         evaluations = evaluation_section(con, release, plots)
+    text += "\n" + stages_section(release, wh.ledger_row(release))
     if evaluations:
         text = f"{text}\n{evaluations}"
     if out_dir is not None:

@@ -10,15 +10,18 @@ from pathlib import Path
 def run_refresh(*, source: str, snapshot: Path, authors: int, seed: int | None, release: str | None,
                 warehouse: Path, mirror_url: str | None = None, batch_size: int | None = None,
                 task_runner: str | None = None, dask_address: str | None = None, direct: bool = False,
-                allow_fewer: bool = False, max_failed_share: float | None = None) -> dict:
+                allow_fewer: bool = False, max_failed_share: float | None = None, progress=None) -> dict:
     """One release. ``direct``: the pipeline without Prefect (LocalRunner: threads for I/O,
     one process per core for CPU steps); else the ``refresh`` flow on ``task_runner``.
+    ``progress`` (kitab.progress.Progress): updated as the refresh goes, either way (the flow
+    finds it registered for the release in this process).
 
     Before anything starts (Prefect's server, a mirror, a request), the inputs are checked
     (kitab.errors.BadValue) and the warehouse's refresh lock is taken (kitab.locking.WarehouseBusy
     if another refresh holds it): both fail at once and write nothing but the lock file."""
     from flows.pipeline import DEFAULT_BATCH_SIZE, DEFAULT_MAX_FAILED_SHARE, RefreshParams, check_inputs, run_pipeline
     from kitab.locking import refresh_lock
+    from kitab.progress import tracking
 
     params = RefreshParams(source=source, snapshot=str(snapshot), authors=authors, seed=seed, release=release,
                            warehouse=str(warehouse), mirror_url=mirror_url,
@@ -27,13 +30,16 @@ def run_refresh(*, source: str, snapshot: Path, authors: int, seed: int | None, 
     # the defaults resolved once: the lock names the release the flow then builds
     params = params.resolved(datetime.now(timezone.utc).date())
     check_inputs(params)
-    with refresh_lock(Path(warehouse), params.release):
+    with refresh_lock(Path(warehouse), params.release), tracking(params.release, progress) as progress:
+        # the views start here: a mistake found above is the only thing the user sees
+        progress.begin(release=params.release, source=params.source, authors=params.authors,
+                       batch_size=params.batch_size)
         if direct:
             from flows.runners import LocalRunner
 
             runner = LocalRunner()
             try:
-                return run_pipeline(params, runner)
+                return run_pipeline(params, runner, progress=progress)
             finally:
                 runner.close()
         from flows.refresh import with_task_runner

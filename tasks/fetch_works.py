@@ -2,6 +2,8 @@
 fields the pipeline reads, with provenance on each row."""
 from __future__ import annotations
 
+from typing import Callable
+
 from kitab.sources.http import Fetched, SourceUnavailable
 from kitab.sources.openlibrary import OpenLibrary
 from tasks.base import StageResult, reject
@@ -98,21 +100,27 @@ def collect_author(author: dict, ol: OpenLibrary, released_ol_keys: frozenset[st
     return _with_works(_matched(author, ol, released_ol_keys), ol)
 
 
-def collect_authors(writers: list[dict], ol: OpenLibrary, released_ol_keys: frozenset[str] = frozenset()) -> StageResult:
+def collect_authors(writers: list[dict], ol: OpenLibrary, released_ol_keys: frozenset[str] = frozenset(),
+                    on_writer: Callable[[int], None] | None = None) -> StageResult:
     """:func:`collect_author` for a batch of writers, in their order; one writer's failure does
     not stop the others. A source that can look things up in bulk (the dump:
     ``prefetch_authors``, ``prefetch_works``) is asked once per batch for every author record,
-    name search and works list, instead of once per writer. Stats: ``source_unavailable``,
-    the writers lost that way."""
+    name search and works list, instead of once per writer; others go writer by writer.
+    ``on_writer(n)`` is told each time the first ``n`` writers are done (progress). Stats:
+    ``source_unavailable``, the writers lost that way."""
     bulk = hasattr(ol, "prefetch_authors")
+    matched: list[Matched] = []
     if bulk:
         ol.prefetch_authors([k for w in writers for k in w.get("wd_ol_ids") or []], [w["name"] for w in writers])
-    matched = [_matched(w, ol, released_ol_keys) for w in writers]
-    if bulk:
+        matched = [_matched(w, ol, released_ol_keys) for w in writers]
         ol.prefetch_works([m[0]["ol_author_key"] for m in matched
                            if not isinstance(m, StageResult) and m[0]["ol_author_key"] and not m[1]])
+    results = []
     try:
-        results = [_with_works(m, ol) for m in matched]
+        for n, writer in enumerate(writers):
+            results.append(_with_works(matched[n] if bulk else _matched(writer, ol, released_ol_keys), ol))
+            if on_writer is not None:
+                on_writer(n + 1)
     finally:
         if bulk:
             ol.clear()

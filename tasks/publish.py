@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
 
+from kitab.progress import stages_json
 from kitab.refs import PUBLISH_MEMORY, TableRef, duck, read_rows
 from kitab.version import code_version
 from kitab.warehouse import Warehouse, validate_release_id
@@ -44,12 +46,17 @@ def other_releases(warehouse: Warehouse, release: str) -> Ledger:
 
 
 def publish(warehouse: Warehouse, release: str, tables: dict[str, list], *, seed: int, source: str,
-            snapshot_id: str | None, n_authors_requested: int, requests_made: int | None) -> dict:
+            snapshot_id: str | None, n_authors_requested: int, requests_made: int | None,
+            stages: list[dict] | None = None) -> dict:
     """Write ``tables`` (per table: rows, or the Parquet parts the pipeline's batches wrote)
     as release ``release`` in a staging area, test them there, then move
     them into place beside the committed files and write the releases row last. A failure
     before that row leaves the committed warehouse as it was (a rebuilt release keeps its
-    old version, readable, until the new one is committed); publishing again completes it."""
+    old version, readable, until the new one is committed); publishing again completes it.
+
+    ``stages``: the refresh's stages before this one (kitab.progress records); the ledger's
+    ``stages`` column keeps them and this one (seconds up to the commit, rows written)."""
+    started = time.monotonic()
     validate_release_id(release)
     with warehouse.lock():
         overlap = other_releases(warehouse, release).overlap(_rows(tables.get("released_authors", [])))
@@ -73,6 +80,9 @@ def publish(warehouse: Warehouse, release: str, tables: dict[str, list], *, seed
             "counts": json.dumps({n: w.rows for n, w in written.items()}, sort_keys=True),
             "checksums": json.dumps({n: w.sha256 for n, w in written.items()}, sort_keys=True),
             "requests_made": requests_made,
+            "stages": None if stages is None else stages_json(
+                [*stages, {"stage": "publish", "seconds": round(time.monotonic() - started, 2),
+                           "rows": sum(w.rows for w in written.values())}]),
         }
         # The swap: new files go beside the committed ones (named by content), then one
         # rename of the ledger row switches readers to them; only then are the old ones

@@ -24,6 +24,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from kitab.progress import step_progress
 from kitab.refs import TableRef, duck, read_rows, write_rows
 from kitab.sources import SourceSpec, sources_for
 from kitab.sources.wikidata import works_with_labels
@@ -131,7 +132,8 @@ def collect_step(ctx: RunContext, batch: Batch, sampled: TableRef) -> StepResult
         sources = sources_for(ctx.sources)
         before = sources.requests_sent_by_this_thread()
         writers = read_rows(sampled)[batch.start:batch.stop]
-        collected = collect_authors(writers, sources.openlibrary, frozenset(ctx.released_ol_keys))
+        collected = collect_authors(writers, sources.openlibrary, frozenset(ctx.released_ol_keys),
+                                    on_writer=step_progress(ctx.release, "collect", batch.index))
         authors = collected.tables.get("authors", [])
         works_raw = collected.tables.get("works_raw", [])
         # writers already rejected (no match, no works, released before) are not rejected again

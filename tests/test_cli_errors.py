@@ -115,8 +115,9 @@ def test_an_error_inside_the_flow_is_one_line_and_publishes_nothing(tmp_path, sm
     from kitab.warehouse import Warehouse
 
     env = {"PREFECT_HOME": str(tmp_path / "prefect-child")}
+    # --quiet: the progress lines that precede an error found this late are left out
     result = kitab("refresh", "--source", "dump", "--snapshot", small_snapshot, "--authors", 1000,
-                   "--release", "r", "--warehouse", tmp_path / "wh", env=env)
+                   "--release", "r", "--warehouse", tmp_path / "wh", "--quiet", env=env)
     assert_user_error(result, "--authors 1000: only ", "writers are eligible", "--allow-fewer")
     assert Warehouse(tmp_path / "wh").committed_releases() == []
 

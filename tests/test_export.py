@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 import secrets
 import shutil
 from fractions import Fraction
@@ -212,10 +213,18 @@ def test_export_is_deterministic_atomic_and_refuses_to_overwrite(exported, wareh
 
 
 def test_report_renders_the_same_quality_section_as_the_card(exported, warehouse, tmp_path):
+    """The report is the card's quality section, then the refresh's stage timings (not in the card)."""
     out, _ = exported
     text = render_report(warehouse, RELEASE, tmp_path / "report")
     card = (out / "README.md").read_text(encoding="utf-8")
-    assert text.startswith("## Quality\n") and text in card
+    quality, stages = text.split("\n## Refresh stages\n")
+    assert text.startswith("## Quality\n") and quality in card and "## Refresh stages" not in card
+    recorded = json.loads(Warehouse(warehouse).ledger_row(RELEASE)["stages"])
+    assert [r["stage"] for r in recorded] == ["start", "sample", "collect", "tag", "constrain", "sample_queries",
+                                              "publish"]
+    for r in recorded:
+        assert re.search(rf"^\| (\*\*)?{r['stage']}(\*\*)? \| ", stages, re.MULTILINE), (r, stages)
+    assert json.loads((out / "provenance.json").read_text())["ledger"]["stages"] == recorded
     for part in ("Table 2", "![", "plots/kappa.png", "plots/popularity.png", "Rejects by reason", "starts-with"):
         assert part in text
     for png in ("kappa.png", "popularity.png"):

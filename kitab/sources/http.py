@@ -226,21 +226,38 @@ def make_session(settings: Settings, *, cache_name: str, per_second: float, gate
 
 class RequestCounter:
     """Counts requests that really went out (cache hits excluded), thread-safe; also per
-    thread, so a step can report the requests it sent while other steps share the client."""
+    thread, so a step can report the requests it sent while other steps share the client.
+    Subscribers hear of each request sent (a refresh's progress: kitab/progress.py)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._mine = threading.local()
+        self._subscribers: list[Callable[[], None]] = []
         self.sent = 0
         self.cached = 0
+
+    def subscribe(self, on_sent: Callable[[], None]) -> Callable[[], None]:
+        """Call ``on_sent()`` for every request sent from now on; returns the unsubscribe."""
+        with self._lock:
+            self._subscribers.append(on_sent)
+
+        def stop() -> None:
+            with self._lock:
+                if on_sent in self._subscribers:
+                    self._subscribers.remove(on_sent)
+
+        return stop
 
     def record(self, from_cache: bool) -> None:
         with self._lock:
             if from_cache:
                 self.cached += 1
-            else:
-                self.sent += 1
-                self._mine.sent = self.sent_by_this_thread() + 1
+                return
+            self.sent += 1
+            self._mine.sent = self.sent_by_this_thread() + 1
+            subscribers = list(self._subscribers)
+        for on_sent in subscribers:  # outside the lock: a subscriber may take its own
+            on_sent()
 
     def sent_by_this_thread(self) -> int:
         return getattr(self._mine, "sent", 0)

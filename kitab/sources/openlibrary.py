@@ -81,6 +81,7 @@ class HttpOpenLibrary(_Shared):
         self.page_size = settings.ol_page_size
         self.counter = RequestCounter()
         self.gate = Gate()
+        self.rate_cap = settings.ol_rate  # requests/s: the limiter's, shown beside the achieved rate
         self.session = make_session(settings, cache_name=f"openlibrary-{source}-{cache_scope}",
                                     per_second=settings.ol_rate, gate=self.gate)
 

@@ -88,6 +88,8 @@ class HttpWikidata(SparqlQueries):
         # nothing until its Retry-After has passed.
         self._lock = threading.Lock()
         self._gate = Gate(settings.wdqs_min_interval)
+        # queries/s at most (None: no pause between queries, e.g. against the mirror)
+        self.rate_cap = 1.0 / settings.wdqs_min_interval if settings.wdqs_min_interval else None
         settings.cache_dir.mkdir(parents=True, exist_ok=True)
         self._cache = SQLiteDict(settings.cache_dir / f"wikidata-{source}-{cache_scope}.sqlite", table_name="sparql",
                                  serializer=None)

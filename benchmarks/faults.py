@@ -114,19 +114,28 @@ def checkpoints(warehouse: Path) -> str:
     return "+".join(steps) or "none"
 
 
-def kill_tree(proc: subprocess.Popen) -> list[str]:
-    """SIGKILL the refresh (only its own pid, as a crash would); a second later, name what it
-    left running in its session (its Prefect server, pool workers) and kill those too."""
+def kill_tree(proc: subprocess.Popen, grace: float = 10.0) -> list[str]:
+    """SIGKILL the refresh (only its own pid, as a crash would); then name what its session
+    still runs after ``grace`` seconds (its Prefect server's watchdog stops the server within
+    a few seconds; a pool worker exits when its parent's pipe closes) and kill those too."""
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    time.sleep(1.0)
-    left = []
-    for p in psutil.process_iter(["pid"]):
-        try:
-            if p.pid != os.getpid() and os.getsid(p.pid) == proc.pid:
-                left.append(p)
-        except (psutil.Error, ProcessLookupError, PermissionError):
-            pass
+
+    def session() -> list:
+        found = []
+        for p in psutil.process_iter(["pid"]):
+            try:
+                if p.pid != os.getpid() and os.getsid(p.pid) == proc.pid:
+                    found.append(p)
+            except (psutil.Error, ProcessLookupError, PermissionError):
+                pass
+        return found
+
+    deadline = time.monotonic() + grace
+    left = session()
+    while left and time.monotonic() < deadline:
+        time.sleep(0.5)
+        left = session()
     names = []
     for p in left:
         try:

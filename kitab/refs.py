@@ -38,7 +38,10 @@ class TableRef:
         return Path(self.path).exists()
 
 
-def _atomic_parquet(path: Path, write) -> None:
+def write_via_temp(path: str | os.PathLike, write) -> None:
+    """``write(tmp)`` fills a temporary file beside ``path``, which is then renamed to it: a
+    reader sees the old file or the whole new one, never half a file."""
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
@@ -60,7 +63,7 @@ def write_arrow(table_name: str, data: pa.Table, path: str | os.PathLike) -> Tab
             for start in range(0, max(data.num_rows, 1), ROW_GROUP):
                 writer.write_table(data.slice(start, ROW_GROUP))
 
-    _atomic_parquet(path, write)
+    write_via_temp(path, write)
     return TableRef(table_name, str(path), data.num_rows, sha256_file(path))
 
 
@@ -144,7 +147,7 @@ def write_batches(batches: Iterable[pa.Table | pa.RecordBatch], table_name: str,
             out.close()
             rows = out.rows
 
-    _atomic_parquet(path, write)
+    write_via_temp(path, write)
     return TableRef(table_name, str(path), rows, sha256_file(path))
 
 

@@ -36,6 +36,7 @@ import pyarrow.parquet as pq
 
 from kitab.env import PROJECT_ROOT
 from kitab.errors import KitabError
+from kitab.refs import write_via_temp
 from kitab.schemas import arrow_schema, known_tables, table_spec, to_arrow
 from kitab.snapshot.format import sha256_file
 
@@ -112,18 +113,6 @@ def _duck_type(type_name: str) -> str:
 def _stat(path: Path) -> list[int]:
     st = path.stat()
     return [st.st_size, st.st_mtime_ns, st.st_ino]
-
-
-def _write_atomic(target: Path, write: Callable[[str], None]) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        write(tmp)
-        os.replace(tmp, target)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 class Warehouse:
@@ -206,7 +195,7 @@ class Warehouse:
         """Write the release's ledger row: one rename swaps the whole release in."""
         arrow = to_arrow("releases", [row])
         target = self.partition("releases", release) / LEDGER_FILE
-        _write_atomic(target, lambda tmp: pq.write_table(arrow, tmp, compression="zstd"))
+        write_via_temp(target, lambda tmp: pq.write_table(arrow, tmp, compression="zstd"))
         return target
 
     def sweep(self, release: str) -> list[Path]:
@@ -236,7 +225,7 @@ class Warehouse:
         def write(tmp: str) -> None:
             Path(tmp).write_text(text)
 
-        _write_atomic(self.root / STAMPS / f"{release}.json", write)
+        write_via_temp(self.root / STAMPS / f"{release}.json", write)
 
     # -- reading -----------------------------------------------------------------------
     def committed_releases(self) -> list[str]:

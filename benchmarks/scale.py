@@ -109,7 +109,7 @@ def run(writers: int, mode: str, batch_size: int | None) -> dict:
                 warehouse=str(warehouse), batch_size=batch_size)
     if mode == "flow":
         cmd = [*KITAB, "refresh", "--source", "dump", "--snapshot", str(snap), "--authors", str(writers),
-               "--seed", "1", "--release", args["release"], "--warehouse", str(warehouse)]
+               "--seed", "1", "--release", args["release"], "--warehouse", str(warehouse), "--json"]
         if batch_size:
             cmd += ["--batch-size", str(batch_size)]
     else:

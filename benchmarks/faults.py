@@ -10,7 +10,7 @@ settings. Cases:
 - **faults R**: ``run_refresh(direct=True)`` with the mirror's seeded random faults at rate R
   (``rate=R,seed=S,kinds=429+500+502+503+504+cut+slow+timeout``; the same plan as
   ``kitab mirror serve --faults``); R = 0 is the clean reference every case is compared to;
-- **kill -9 at Ts**: ``python -m kitab.cli refresh`` (the Prefect flow, a real subprocess,
+- **kill -9 at Ts**: ``python -m kitab.app.cli refresh`` (the Prefect flow, a real subprocess,
   clean mirror) killed with SIGKILL T seconds in, T drawn with ``random.Random(--kill-seed)``
   from [1, 0.9 × an uninterrupted CLI run]; then the same refresh again (``--rerun direct``,
   the default: the pipeline without Prefect, in this process; ``--rerun cli``: the command
@@ -50,21 +50,21 @@ PROVENANCE = {"authors": ("fetched_at",), "works_raw": ("fetched_at",)}
 
 
 def refresh_direct(mirror, warehouse: Path, authors: int, seed: int) -> dict:
-    from kitab.env import BUNDLED_SNAPSHOT
-    from kitab.runs import run_refresh
+    from kitab.core.env import BUNDLED_SNAPSHOT
+    from kitab.app.runs import run_refresh
 
     return run_refresh(source="mirror", snapshot=BUNDLED_SNAPSHOT, authors=authors, seed=seed, release=RELEASE,
                        warehouse=warehouse, mirror_url=mirror.url, direct=True)
 
 
 def cli_command(mirror, warehouse: Path, authors: int, seed: int) -> list[str]:
-    return [sys.executable, "-m", "kitab.cli", "refresh", "--source", "mirror", "--mirror-url", mirror.url,
+    return [sys.executable, "-m", "kitab.app.cli", "refresh", "--source", "mirror", "--mirror-url", mirror.url,
             "--authors", str(authors), "--seed", str(seed), "--release", RELEASE, "--warehouse", str(warehouse)]
 
 
 def committed(warehouse: Path) -> dict | None:
     """The releases row of RELEASE, or None."""
-    from kitab.warehouse import Warehouse
+    from kitab.core.warehouse import Warehouse
 
     wh = Warehouse(warehouse)
     if RELEASE not in wh.committed_releases():
@@ -73,7 +73,7 @@ def committed(warehouse: Path) -> dict | None:
 
 
 def table_rows(warehouse: Path, table: str) -> list[tuple]:
-    from kitab.warehouse import Warehouse
+    from kitab.core.warehouse import Warehouse
 
     drop = PROVENANCE.get(table, ())
     exclude = f" exclude ({', '.join(drop)})" if drop else ""
@@ -82,7 +82,7 @@ def table_rows(warehouse: Path, table: str) -> list[tuple]:
 
 
 def qids(warehouse: Path) -> set[str]:
-    from kitab.warehouse import Warehouse
+    from kitab.core.warehouse import Warehouse
 
     with Warehouse(warehouse).connect() as con:
         return {q for (q,) in con.execute("select qid from authors").fetchall()}
@@ -168,9 +168,9 @@ def main() -> None:
     parser.add_argument("--rerun", choices=("direct", "cli"), default="direct")
     args = parser.parse_args()
 
-    from kitab.env import BUNDLED_SNAPSHOT
-    from kitab.mirror.faults import RandomFaults
-    from kitab.mirror.server import Mirror
+    from kitab.core.env import BUNDLED_SNAPSHOT
+    from kitab.simulate.mirror.faults import RandomFaults
+    from kitab.simulate.mirror.server import Mirror
 
     BENCH_OUT.mkdir(parents=True, exist_ok=True)
     out = Path(tempfile.mkdtemp(prefix="run-", dir=BENCH_OUT))  # each CLI refresh: Prefect home in its warehouse

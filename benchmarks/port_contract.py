@@ -28,7 +28,7 @@ from pathlib import Path
 
 from rapidfuzz import fuzz
 
-from kitab.warehouse import Warehouse
+from kitab.core.warehouse import Warehouse
 
 STOPWORDS = {"a", "an", "the", "in", "is", "of", "on", "for", "with", "to", "and"}
 YEAR = re.compile(r"\s*\((\d{3,4})\)\s*$")

@@ -16,9 +16,9 @@ import argparse
 import tempfile
 import time
 
-from kitab.config import Settings
-from kitab.env import BUNDLED_SNAPSHOT
-from kitab.mirror.server import Mirror
+from kitab.core.config import Settings
+from kitab.core.env import BUNDLED_SNAPSHOT
+from kitab.simulate.mirror.server import Mirror
 from kitab.sources import open_sources
 from tasks.fetch_works import collect_author
 from tasks.sample_authors import fetch_candidates, sample_writers

@@ -8,7 +8,7 @@ warehouse, then
 
 - **flow**: `kitab refresh --source dump` in a subprocess (the Prefect flow with its temporary
   server, default task runner), and
-- **direct**: the same pipeline without Prefect (kitab.runs.run_refresh(direct=True)), up to
+- **direct**: the same pipeline without Prefect (kitab.app.runs.run_refresh(direct=True)), up to
   --direct-max writers,
 
 each timed (wall) with the peak RSS of its whole process tree (the refresh, its process pool,
@@ -33,7 +33,7 @@ import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH_OUT = ROOT / "bench_out"  # gitignored
-KITAB = [sys.executable, "-m", "kitab.cli"]
+KITAB = [sys.executable, "-m", "kitab.app.cli"]
 # (writers, snapshot seed, snapshot candidates): the snapshots, and one for 100,000
 SNAPSHOTS = {1_000: (5, 2_000), 10_000: (9, 11_000), 100_000: (13, 110_000)}
 DROPPED = re.compile(r"queue is full|dropping message", re.IGNORECASE)
@@ -113,8 +113,8 @@ def run(writers: int, mode: str, batch_size: int | None) -> dict:
         if batch_size:
             cmd += ["--batch-size", str(batch_size)]
     else:
-        code = ("import json, sys; from kitab.env import quiet_prefect_env; quiet_prefect_env(); "
-                "from kitab.runs import run_refresh; "
+        code = ("import json, sys; from kitab.core.env import quiet_prefect_env; quiet_prefect_env(); "
+                "from kitab.app.runs import run_refresh; "
                 "s = run_refresh(**json.loads(sys.argv[1]), direct=True); print(json.dumps(s, default=str))")
         cmd = [sys.executable, "-c", code, json.dumps(args)]
     wall, rss, out, err = measured(cmd, env)
@@ -128,7 +128,7 @@ def run(writers: int, mode: str, batch_size: int | None) -> dict:
 
 
 def _rows(summary: dict) -> dict:
-    from kitab.warehouse import Warehouse
+    from kitab.core.warehouse import Warehouse
 
     wh = Warehouse(Path(summary["warehouse"]))
     row = [r for r in wh.read_table("releases").to_pylist() if r["release_id"] == summary["release"]][0]

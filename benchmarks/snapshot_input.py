@@ -1,6 +1,6 @@
 """Benchmark input from a generated snapshot, through the real stages (no Prefect, no HTTP).
 
-    snapshot = snapshot_for(5000, seed=7)            # kitab.snapshot.generate, cached in bench_out/
+    snapshot = snapshot_for(5000, seed=7)            # kitab.simulate.generator.generate, cached in bench_out/
     authors, works_raw = works_for(snapshot, seed=7)  # sample every candidate -> match -> fetch
     data = cleaned_input(5000, seed=7)               # both, then clean_books: what the benchmarks use
 
@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from kitab.config import Settings
-from kitab.snapshot.format import MANIFEST_FILE, read_manifest
-from kitab.snapshot.generate import GENERATOR_VERSION, generate_snapshot
+from kitab.core.config import Settings
+from kitab.sources.snapshot.format import MANIFEST_FILE, read_manifest
+from kitab.simulate.generator.generate import GENERATOR_VERSION, generate_snapshot
 from kitab.sources import open_sources
 from kitab.sources.wikidata import works_with_labels
 from tasks.base import StageResult

@@ -5,7 +5,7 @@ where each step runs.
     sample ─► collect (per batch) ─► distinct titles ─► tag (per chunk) ─► constrain (per batch)
            ─► query top-ups ─► publish
 
-Between steps travel Parquet refs (kitab/refs.py) in the release's work folder, never rows;
+Between steps travel Parquet refs (kitab/core/refs.py) in the release's work folder, never rows;
 the global parts (distinct titles, query top-ups, publishing) are DuckDB over those files,
 so memory is bounded by a batch, not by the release.
 """
@@ -23,15 +23,15 @@ from typing import Iterator
 import duckdb
 
 from flows.runners import cpu_workers
-from kitab.config import Settings
-from kitab.env import BUNDLED_SNAPSHOT
-from kitab.errors import BadValue, KitabError
-from kitab.locking import refresh_lock
-from kitab.progress import Progress, tracking
-from kitab.refs import TableRef, duck, read_rows, write_query, write_rows
+from kitab.core.config import Settings
+from kitab.core.env import BUNDLED_SNAPSHOT
+from kitab.core.errors import BadValue, KitabError
+from kitab.core.locking import refresh_lock
+from kitab.core.progress import Progress, tracking
+from kitab.core.refs import TableRef, duck, read_rows, write_query, write_rows
 from kitab.sources import SOURCES, Origin, SourceSpec, close_sources, sources_for
-from kitab.warehouse import Warehouse, validate_release_id
-from kitab.workdir import StepResult, WorkDir
+from kitab.core.warehouse import Warehouse, validate_release_id
+from kitab.core.workdir import StepResult, WorkDir
 from tasks.constraints import spec_type
 from tasks.publish import other_releases, publish, released_authors_rows
 from tasks.sample_queries import ONE_UNSATISFIABLE, TWO_UNSATISFIABLE, SamplingRates, fill_count, query_rows
@@ -121,7 +121,7 @@ class RefreshParams:
 def check_inputs(params: RefreshParams) -> None:
     """What can be checked before a refresh starts, cheaply and without writing anything:
     the snapshot it reads (a mirror it starts, or the dump), file by file."""
-    from kitab.snapshot.format import check_snapshot
+    from kitab.sources.snapshot.format import check_snapshot
 
     if params.source == "dump" or (params.source == "mirror" and not params.mirror_url):
         check_snapshot(params.snapshot_dir())
@@ -130,19 +130,18 @@ def check_inputs(params: RefreshParams) -> None:
 @contextlib.contextmanager
 def open_origin(source: str, settings: Settings, *, snapshot: Path, mirror_url: str | None,
                 release: str) -> Iterator[tuple[SourceSpec, Origin]]:
-    """Where the data comes from: the snapshot's id, an in-process mirror when ``source`` is
-    mirror without a URL, and the spec every step opens its clients from. HTTP caches are
-    scoped to the snapshot (mirror) or to the release (live: each release sees today's services)."""
-    from kitab.snapshot.format import read_manifest
+    """Where the data comes from: the snapshot's id, and the spec every step opens its clients
+    from. ``source`` mirror needs the mirror's URL (kitab.app.runs starts one in-process for a
+    snapshot; a deployment names a running ``kitab mirror serve``); ``snapshot`` given with it
+    says which snapshot that mirror serves. HTTP caches are scoped to the snapshot (mirror,
+    dump) or to the release (live: each release sees today's services)."""
+    from kitab.sources.snapshot.format import read_manifest
 
-    known = source == "dump" or (source == "mirror" and not mirror_url)
+    if source == "mirror" and not mirror_url:
+        raise BadValue("source mirror needs the mirror's URL (--mirror-url; `kitab mirror serve` runs one)")
+    known = source == "dump" or (source == "mirror" and snapshot is not None)
     origin = Origin(read_manifest(snapshot)["snapshot_id"] if known else None)
     with contextlib.ExitStack() as stack:
-        if source == "mirror" and not mirror_url:
-            from kitab.mirror.server import Mirror
-
-            origin.mirror = stack.enter_context(Mirror(snapshot))
-            mirror_url = origin.mirror.url
         # the snapshot id also names a dump's content in the work folder's step keys
         scope = origin.snapshot_id if source in ("mirror", "dump") and origin.snapshot_id else (
             release if source == "live" else None)
@@ -171,12 +170,12 @@ def run_pipeline(params: RefreshParams, runner, *, progress: Progress | None = N
     """Sample ``params.authors`` writers not released before, collect their Open Library
     works and publish the tables as one release. Returns the run summary. ``progress`` (else
     the one registered for the release in this process, else a new one) hears of every stage
-    and finished batch (kitab/progress.py)."""
+    and finished batch (kitab/core/progress.py)."""
     started = time.monotonic()
     settings = Settings(**({"warehouse": params.warehouse} if params.warehouse else {}))
     today = datetime.now(timezone.utc).date()
     params = params.resolved(today)
-    # Held already when kitab.runs started this (re-entrant); taken here for a deployment's run.
+    # Held already when kitab.app.runs started this (re-entrant); taken here for a deployment's run.
     with refresh_lock(settings.warehouse, params.release), tracking(params.release, progress) as progress:
         summary = _run_pipeline(params, runner, settings, today, started, progress)
         progress.finish()
@@ -190,7 +189,8 @@ def _run_pipeline(params: RefreshParams, runner, settings: Settings, today: date
     snapshot = params.snapshot_dir()
     progress.begin(release=release, source=params.source, authors=params.authors, batch_size=params.batch_size)
     progress.stage("start")
-    with open_origin(params.source, settings, snapshot=snapshot, mirror_url=params.mirror_url,
+    with open_origin(params.source, settings, snapshot=snapshot if params.snapshot or params.source != "mirror" else None,
+                     mirror_url=params.mirror_url,
                      release=release) as (spec, origin), watch_requests(progress, spec):
         ledger = other_releases(wh, release)
         ctx = RunContext(release=release, seed=seed, today_year=today.year,
@@ -272,8 +272,7 @@ def _run_pipeline(params: RefreshParams, runner, settings: Settings, today: date
                         *parts(collected, "rejects.dedup_titles"), *parts(constrained, "rejects.generate_constraints")],
             "released_authors": [released],
         }
-        requests_made = origin.requests_made(sampled.stats["requests_sent"]
-                                             + sum(c.stats["requests_sent"] for c in collected))
+        requests_made = sampled.stats["requests_sent"] + sum(c.stats["requests_sent"] for c in collected)
         committed = publish(wh, release, tables, seed=seed, source=params.source, snapshot_id=origin.snapshot_id,
                             n_authors_requested=params.authors, requests_made=requests_made,
                             stages=[r for r in progress.records() if r["stage"] != "publish"])
@@ -350,7 +349,7 @@ def finish_queries(ctx: RunContext, collected: list[StepResult], constrained: li
     """The global part of query sampling (tasks/sample_queries.py): the unsatisfiable top-ups,
     chosen over every batch's candidates in SQL by the rule of ``choose_top_ups``, then every
     author's queries numbered as ``number_queries`` does."""
-    from kitab.schemas import arrow_schema
+    from kitab.core.schemas import arrow_schema
 
     counts = merge_stats([c.stats["sample_queries"] for c in constrained])
     n_one = fill_count(counts.get("kept_one", 0), counts.get("kept_one_unsatisfiable", 0),

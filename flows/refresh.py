@@ -1,7 +1,7 @@
 """The ``refresh`` flow: what users run and schedule. Composition lives in
 flows/pipeline.py (``run_pipeline``); the flow gives it a runner whose steps are Prefect task
 runs (tens per 10,000 writers: one per batch, not per writer) and shows the refresh's progress
-(kitab/progress.py, the object ``kitab refresh`` displays too) as a Prefect progress artifact.
+(kitab/core/progress.py, the object ``kitab refresh`` displays too) as a Prefect progress artifact.
 
 The task runner is ``threads`` unless ``KITAB_TASK_RUNNER=dask`` (optionally
 ``KITAB_DASK_ADDRESS=tcp://host:8786``) is set where the flow is loaded, e.g. in a worker's
@@ -19,7 +19,7 @@ from prefect.artifacts import create_progress_artifact, update_progress_artifact
 
 from flows.pipeline import DEFAULT_BATCH_SIZE, DEFAULT_MAX_FAILED_SHARE, RefreshParams, default_release_id, default_seed, run_pipeline
 from flows.runners import PrefectRunner, task_runner
-from kitab.progress import Progress, Throttled, status_line, tracking
+from kitab.core.progress import Progress, Throttled, status_line, tracking
 
 __all__ = ["refresh", "default_release_id", "default_seed", "with_task_runner"]
 

@@ -21,7 +21,7 @@ import threading
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 from typing import Any, Callable, Protocol, Sequence
 
-from kitab.workdir import StepResult
+from kitab.core.workdir import StepResult
 
 Step = Callable[..., StepResult]
 OnDone = Callable[[int, StepResult], None]
@@ -136,7 +136,7 @@ class PrefectRunner:
         key = (step.__name__, cpu)
         if key not in self._tasks:
             # No Prefect result cache and no persisted results: a result is a few refs, and the
-            # work folder's checkpoints are the cache (kitab/workdir.py).
+            # work folder's checkpoints are the cache (kitab/core/workdir.py).
             self._tasks[key] = task(call_step, name=step.__name__.removesuffix("_step"), cache_policy=NO_CACHE,
                                     persist_result=False, retries=2, retry_delay_seconds=5)
         return self._tasks[key]

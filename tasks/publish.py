@@ -1,7 +1,7 @@
 """Last stage: write a release's tables, run the data tests on them, then write its ledger
 row (the commit point) and the catalog. A failure at any step leaves the release as it was
 committed before (invisible if it is new); rebuilding a release id swaps it whole, in one
-rename (kitab.warehouse)."""
+rename (kitab.core.warehouse)."""
 from __future__ import annotations
 
 import json
@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 
-from kitab.progress import stages_json
-from kitab.refs import PUBLISH_MEMORY, TableRef, duck, read_rows
-from kitab.version import code_version
-from kitab.warehouse import Warehouse, validate_release_id
+from kitab.core.progress import stages_json
+from kitab.core.refs import PUBLISH_MEMORY, TableRef, duck, read_rows
+from kitab.core.version import code_version
+from kitab.core.warehouse import Warehouse, validate_release_id
 from tasks.match_openlibrary import name_key
 
 
@@ -54,7 +54,7 @@ def publish(warehouse: Warehouse, release: str, tables: dict[str, list], *, seed
     before that row leaves the committed warehouse as it was (a rebuilt release keeps its
     old version, readable, until the new one is committed); publishing again completes it.
 
-    ``stages``: the refresh's stages before this one (kitab.progress records); the ledger's
+    ``stages``: the refresh's stages before this one (kitab.core.progress records); the ledger's
     ``stages`` column keeps them and this one (seconds up to the commit, rows written)."""
     started = time.monotonic()
     validate_release_id(release)

@@ -6,7 +6,7 @@ import logging
 import random
 from typing import Iterable
 
-from kitab.errors import KitabError
+from kitab.core.errors import KitabError
 from kitab.sources.http import Fetched
 from kitab.sources.wikidata import QueryTimeout, Wikidata, bindings
 from tasks.base import StageResult, reject

@@ -24,11 +24,11 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from kitab.progress import step_progress
-from kitab.refs import TableRef, duck, read_rows, write_rows
+from kitab.core.progress import step_progress
+from kitab.core.refs import TableRef, duck, read_rows, write_rows
 from kitab.sources import SourceSpec, sources_for
 from kitab.sources.wikidata import works_with_labels
-from kitab.workdir import StepResult, WorkDir
+from kitab.core.workdir import StepResult, WorkDir
 from tasks.clean_books import clean_books
 from tasks.dedup_titles import dedup_titles
 from tasks.fetch_works import SOURCE_UNAVAILABLE, collect_authors

@@ -10,13 +10,13 @@ _HOME = Path(tempfile.mkdtemp(prefix="kitab-tests-"))
 os.environ["PREFECT_HOME"] = str(_HOME / "prefect")
 os.environ.setdefault("KITAB_WAREHOUSE", str(_HOME / "warehouse"))
 
-from kitab.env import BUNDLED_SNAPSHOT, quiet_prefect_env  # noqa: E402
+from kitab.core.env import BUNDLED_SNAPSHOT, quiet_prefect_env  # noqa: E402
 
 quiet_prefect_env(_HOME / "prefect")
 
 import pytest  # noqa: E402
 
-from kitab.config import Settings  # noqa: E402
+from kitab.core.config import Settings  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -26,14 +26,14 @@ def snapshot_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def manifest(snapshot_dir):
-    from kitab.snapshot.format import read_manifest
+    from kitab.sources.snapshot.format import read_manifest
 
     return read_manifest(snapshot_dir)
 
 
 @pytest.fixture(scope="session")
 def mirror(snapshot_dir):
-    from kitab.mirror.server import Mirror
+    from kitab.simulate.mirror.server import Mirror
 
     with Mirror(snapshot_dir, ol_rate=None) as m:
         yield m

@@ -1,4 +1,4 @@
-"""A loopback stand-in for the parts of the Hugging Face Hub API that ``kitab.hub.push_release``
+"""A loopback stand-in for the parts of the Hugging Face Hub API that ``kitab.release.hub.push_release``
 uses through huggingface_hub 2.x: nothing leaves the machine.
 
 Endpoints (JSON unless noted), every one requiring ``Authorization: Bearer <token>``:

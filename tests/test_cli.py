@@ -5,9 +5,9 @@ import json
 
 from typer.testing import CliRunner
 
-from kitab.cli import app
+from kitab.app.cli import app
 from tasks.publish import publish
-from kitab.warehouse import Warehouse
+from kitab.core.warehouse import Warehouse
 from tests.test_warehouse import tables
 
 runner = CliRunner()
@@ -54,9 +54,9 @@ def test_snapshot_manifest_makes_a_folder_of_dump_files_a_snapshot(tmp_path):
     """`kitab snapshot manifest DIR`: what turns real dump files into a snapshot --source dump reads."""
     import shutil
 
-    from kitab.config import Settings
-    from kitab.env import BUNDLED_SNAPSHOT
-    from kitab.snapshot.format import DATA_FILES, read_manifest
+    from kitab.core.config import Settings
+    from kitab.core.env import BUNDLED_SNAPSHOT
+    from kitab.sources.snapshot.format import DATA_FILES, read_manifest
     from kitab.sources import open_sources
 
     folder = tmp_path / "dumps"

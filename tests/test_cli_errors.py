@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from kitab.env import BUNDLED_SNAPSHOT
-from kitab.snapshot.format import DATA_FILES, OL_WORKS_FILE
+from kitab.core.env import BUNDLED_SNAPSHOT
+from kitab.sources.snapshot.format import DATA_FILES, OL_WORKS_FILE
 
 
 def kitab_cmd() -> list[str]:
-    """The installed ``kitab`` script (its entry point is kitab.cli:main, the error handler)."""
+    """The installed ``kitab`` script (its entry point is kitab.app.cli:main, the error handler)."""
     script = Path(sys.executable).with_name("kitab")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "kitab.cli"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "kitab.app.cli"]
 
 
 def kitab(*args, env: dict | None = None, stdin: bytes | None = None, timeout: float = 300):
@@ -86,9 +86,9 @@ def test_a_broken_snapshot_is_named_before_the_refresh_starts(tmp_path, damage, 
 def test_a_truncated_file_is_named_by_the_mirror(tmp_path, name):
     """A file cut short passes the quick check and fails when read: the mirror (which the
     refresh starts) names it; the dump path does too (tests/test_dump_source.py)."""
-    from kitab.errors import KitabError
-    from kitab.mirror.server import Mirror
-    from kitab.snapshot.format import SnapshotFormatError
+    from kitab.core.errors import KitabError
+    from kitab.simulate.mirror.server import Mirror
+    from kitab.sources.snapshot.format import SnapshotFormatError
 
     snapshot = broken_snapshot(tmp_path, "none")
     path = snapshot / name
@@ -101,7 +101,7 @@ def test_a_truncated_file_is_named_by_the_mirror(tmp_path, name):
 @pytest.fixture(scope="module")
 def small_snapshot(tmp_path_factory) -> Path:
     """26 candidate writers (the generator's minimum): a whole refresh is quick."""
-    from kitab.snapshot.generate import generate_snapshot
+    from kitab.simulate.generator.generate import generate_snapshot
 
     folder = tmp_path_factory.mktemp("small") / "snapshot"
     generate_snapshot(folder, seed=3, n_authors=26)
@@ -112,7 +112,7 @@ def small_snapshot(tmp_path_factory) -> Path:
 def test_an_error_inside_the_flow_is_one_line_and_publishes_nothing(tmp_path, small_snapshot):
     """More writers asked for than are eligible: found after sampling, inside the Prefect flow,
     and still one line (no Prefect traceback); no release."""
-    from kitab.warehouse import Warehouse
+    from kitab.core.warehouse import Warehouse
 
     env = {"PREFECT_HOME": str(tmp_path / "prefect-child")}
     # --quiet: the progress lines that precede an error found this late are left out
@@ -123,9 +123,9 @@ def test_an_error_inside_the_flow_is_one_line_and_publishes_nothing(tmp_path, sm
 
 
 def test_allow_fewer_publishes_the_eligible_writers_and_says_the_shortfall(tmp_path, small_snapshot):
-    from kitab.errors import BadValue
-    from kitab.runs import run_refresh
-    from kitab.warehouse import Warehouse
+    from kitab.core.errors import BadValue
+    from kitab.app.runs import run_refresh
+    from kitab.core.warehouse import Warehouse
 
     kwargs = dict(source="dump", snapshot=small_snapshot, authors=1000, seed=3, release="r",
                   warehouse=tmp_path / "wh", direct=True)
@@ -152,7 +152,7 @@ def test_read_commands_on_a_missing_warehouse_create_nothing(tmp_path, args):
 
 @pytest.fixture(scope="module")
 def warehouse(tmp_path_factory) -> Path:
-    from kitab.warehouse import Warehouse
+    from kitab.core.warehouse import Warehouse
     from tasks.publish import publish
     from tests.test_warehouse import tables
 

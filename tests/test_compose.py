@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import yaml
 
-from kitab.env import PROJECT_ROOT
+from kitab.core.env import PROJECT_ROOT
 
 
 def load(name: str) -> dict:

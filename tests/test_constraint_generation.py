@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kitab.schemas import to_arrow
+from kitab.core.schemas import to_arrow
 from tasks.constraints import SPEC_VERSION, spec_from_json
 from tasks.constraints.counting import first_letter, last_letter, word_count
 from tasks.constraints.matching import author_books

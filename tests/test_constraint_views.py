@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kitab.schemas import to_arrow
+from kitab.core.schemas import to_arrow
 from tasks.generate_constraints import generate_constraints
 from tasks.sample_queries import SamplingRates, sample_queries
 
@@ -182,7 +182,7 @@ def test_author_metadata(catalog):
     ("/works/OL45804W", "dump", False), (None, "dump", False), ("", "dump", False),
 ])
 def test_synthetic_ids_follow_the_snapshot_rule(catalog, record_id, source, synthetic):
-    from kitab.snapshot.spec import SYNTHETIC_ID_BASE
+    from kitab.simulate.generator.spec import SYNTHETIC_ID_BASE
 
     con, _, _ = catalog
     assert SYNTHETIC_ID_BASE == 990_000_000  # the number sql/staging/synthetic_ids.sql hard-codes

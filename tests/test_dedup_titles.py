@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from rapidfuzz import fuzz
 
 import tasks.dedup_titles as dd
-from kitab.schemas import to_arrow
+from kitab.core.schemas import to_arrow
 from tasks.dedup_titles import Variant, cluster_titles, dedup_probe, dedup_titles, fuzzy_compatible
 from tasks.text import split_title_year
 from tasks.text import match_key

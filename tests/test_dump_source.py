@@ -16,13 +16,13 @@ from pathlib import Path
 import pyoxigraph
 import pytest
 
-from kitab.config import Settings
-from kitab.queries import sparql, sparql_string
-from kitab.snapshot.format import (DATA_FILES, MANIFEST_FILE, OL_AUTHORS_FILE, OL_EDITIONS_FILE, OL_WORKS_FILE,
+from kitab.core.config import Settings
+from kitab.sources.queries import sparql, sparql_string
+from kitab.sources.snapshot.format import (DATA_FILES, MANIFEST_FILE, OL_AUTHORS_FILE, OL_EDITIONS_FILE, OL_WORKS_FILE,
                                    WIKIDATA_FILE, SnapshotFormatError, deterministic_gzip, iter_ol_dump, ol_dump_line,
                                    read_manifest)
-from kitab.snapshot.manifest import write_manifest
-from kitab.snapshot.rdfstore import load_store, query_json
+from kitab.sources.snapshot.manifest import write_manifest
+from kitab.simulate.mirror.rdfstore import load_store, query_json
 from kitab.sources.dump import (TABLES, DumpOpenLibrary, DumpStore, DumpWikidata, _install, nt_unescape,
                                 xsd_year_bounds)
 from kitab.sources.http import ServiceError, fingerprint
@@ -37,7 +37,7 @@ WINDOWS = [(start, min(start + 25, 2026)) for start in range(1850, 2026, 25)]
 
 
 class ReferenceOpenLibrary(_Shared):
-    """The answers the mirror gives (kitab.snapshot.olindex.OLIndex, everything in memory),
+    """The answers the mirror gives (kitab.sources.snapshot.olindex.OLIndex, everything in memory),
     behind the same client interface: what the DuckDB source must equal."""
 
     source = "dump"
@@ -45,7 +45,7 @@ class ReferenceOpenLibrary(_Shared):
     def __init__(self, snapshot, settings):
         from datetime import datetime
 
-        from kitab.snapshot.olindex import OLIndex
+        from kitab.sources.snapshot.olindex import OLIndex
 
         self.index = OLIndex.from_snapshot(snapshot)
         self.page_size = settings.ol_page_size

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from kitab.evaluation.answers import parse_answer
-from kitab.evaluation.metrics import QueryTruth, score_answer
+from kitab.release.evaluation.answers import parse_answer
+from kitab.release.evaluation.metrics import QueryTruth, score_answer
 from tasks.constraints import Book, parse_criteria, spec_type, spec_types
 from tasks.constraints.counting import normalise_title
 from tasks.constraints.matching import answer_titles, author_books, match_title

@@ -19,13 +19,13 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
-from kitab.cli import app
-from kitab.env import BUNDLED_SNAPSHOT
-from kitab.errors import KitabError
-from kitab.evaluation.run import evaluate_release
-from kitab.export import export_release
-from kitab.report import render_report
-from kitab.warehouse import Warehouse
+from kitab.app.cli import app
+from kitab.core.env import BUNDLED_SNAPSHOT
+from kitab.core.errors import KitabError
+from kitab.release.evaluation.run import evaluate_release
+from kitab.release.export import export_release
+from kitab.release.report import render_report
+from kitab.core.warehouse import Warehouse
 from tasks.constraints import parse_criteria
 
 RELEASE = "2026.11.22-s11"
@@ -35,7 +35,7 @@ runner = CliRunner()
 
 @pytest.fixture(scope="module")
 def warehouse(tmp_path_factory) -> Path:
-    from kitab.runs import run_refresh
+    from kitab.app.runs import run_refresh
 
     root = tmp_path_factory.mktemp("evaluate") / "warehouse"
     run_refresh(source="dump", snapshot=BUNDLED_SNAPSHOT, authors=30, seed=11, release=RELEASE, warehouse=root,

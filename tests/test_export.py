@@ -20,10 +20,10 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from kitab.env import BUNDLED_SNAPSHOT
-from kitab.export import CONFIG_NAMES, ExportExists, card_configs, export_release
-from kitab.report import render_report
-from kitab.warehouse import Warehouse
+from kitab.core.env import BUNDLED_SNAPSHOT
+from kitab.release.export import CONFIG_NAMES, ExportExists, card_configs, export_release
+from kitab.release.report import render_report
+from kitab.core.warehouse import Warehouse
 
 EARLIER, RELEASE = "2026.01.02-s3", "2026.03.04-s7"
 KITAB_QUERY_COLUMNS = ["Author", "Birth Year", "# of sitelinks", "constraint_id", "constraint_type", "constraints",
@@ -45,7 +45,7 @@ EXPECTED = {
 def _publish(root: Path, release: str, *, n: int, seed: int) -> None:
     """One release through the pipeline the flow runs, called directly (dump source: the
     snapshot files, no HTTP, no Prefect)."""
-    from kitab.runs import run_refresh
+    from kitab.app.runs import run_refresh
 
     run_refresh(source="dump", snapshot=BUNDLED_SNAPSHOT, authors=n, seed=seed, release=release, warehouse=root,
                 direct=True)
@@ -94,7 +94,7 @@ def card_header(folder: Path) -> dict:
 def test_every_config_loads_offline_with_kitab_columns_and_the_views_rows(exported, warehouse, tmp_path):
     import datasets
 
-    assert datasets.config.HF_HUB_OFFLINE  # tests run offline (conftest -> kitab.env)
+    assert datasets.config.HF_HUB_OFFLINE  # tests run offline (conftest -> kitab.core.env)
     out, summary = exported
     assert datasets.get_dataset_config_names(str(out)) == list(CONFIG_NAMES)
     with Warehouse(warehouse).connect(release=RELEASE) as con:
@@ -240,7 +240,7 @@ def test_push_uploads_the_folder_and_tags_the_commit_with_the_release(exported, 
                                                                       capfd, caplog, hub_env):
     from huggingface_hub import constants
 
-    from kitab.hub import ReleaseAlreadyPushed, push_release
+    from kitab.release.hub import ReleaseAlreadyPushed, push_release
     from tests.fake_hub import FakeHub
 
     out, _ = exported
@@ -313,7 +313,7 @@ def test_push_uploads_the_folder_and_tags_the_commit_with_the_release(exported, 
 def test_push_without_a_token_refuses_before_any_request(exported, tmp_path, monkeypatch):
     from huggingface_hub import constants
 
-    from kitab.hub import push_release
+    from kitab.release.hub import push_release
     from tests.fake_hub import FakeHub
 
     out, _ = exported
@@ -327,7 +327,7 @@ def test_push_without_a_token_refuses_before_any_request(exported, tmp_path, mon
 
 
 def test_a_push_interrupted_before_the_tag_is_completed_by_pushing_again(exported, hub_env):
-    from kitab.hub import push_release
+    from kitab.release.hub import push_release
     from tests.fake_hub import FakeHub
 
     out, _ = exported
@@ -346,7 +346,8 @@ def test_a_push_interrupted_before_the_tag_is_completed_by_pushing_again(exporte
 def test_kappa_bins_are_exact_at_boundaries():
     """κ = 0.6 (S=2, N=5) is in [0.6, 0.8), κ = 0.2 (S=4, N=5) in [0.2, 0.4): float division
     would put both in the bin below."""
-    from kitab.report import _bin_index, _kappa_bin_counts
+    from kitab.release.bins import bin_index as _bin_index
+    from kitab.release.report import _kappa_bin_counts
 
     assert _bin_index(2, 5, 5) == 3 and _bin_index(4, 5, 5) == 1 and _bin_index(1, 1, 5) == 0
     assert _kappa_bin_counts([(2, 5), (4, 5), (0, 7), (1, 100)]) == [0, 1, 0, 1, 1, 1]

@@ -8,10 +8,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kitab.external_sort import boundaries, sort_key, write_sorted
-from kitab.refs import write_rows
-from kitab.schemas import arrow_schema, table_spec
-from kitab.warehouse import Warehouse
+from kitab.core.external_sort import boundaries, sort_key, write_sorted
+from kitab.core.refs import write_rows
+from kitab.core.schemas import arrow_schema, table_spec
+from kitab.core.warehouse import Warehouse
 
 # Short values from a few characters, so keys collide, prefix one another and are null.
 _value = st.one_of(st.none(), st.text(alphabet="ab\x01é☃", max_size=3))

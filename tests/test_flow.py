@@ -18,8 +18,9 @@ def harness():
 
 
 def test_refresh_twice_is_idempotent_and_free(harness, tmp_path, snapshot_dir, manifest):
-    from kitab.runs import run_refresh
-    from kitab.warehouse import Warehouse, sha256_file
+    from kitab.app.runs import run_refresh
+    from kitab.core.files import sha256_file
+    from kitab.core.warehouse import Warehouse
 
     kwargs = dict(source="mirror", snapshot=snapshot_dir, authors=12, seed=3, release="t1", warehouse=tmp_path)
     first = run_refresh(**kwargs)
@@ -40,8 +41,8 @@ def test_refresh_twice_is_idempotent_and_free(harness, tmp_path, snapshot_dir, m
 def test_refresh_from_dump_equals_refresh_through_mirror(harness, tmp_path, snapshot_dir):
     """`kitab refresh --source dump` and `--source mirror` give the same authors and
     works_raw rows, provenance columns aside (and so the same downstream tables)."""
-    from kitab.runs import run_refresh
-    from kitab.warehouse import Warehouse
+    from kitab.app.runs import run_refresh
+    from kitab.core.warehouse import Warehouse
 
     provenance = "source, request_fingerprint, fetched_at, release"
     rows = {}

@@ -1,4 +1,4 @@
-"""kitab.locking: one refresh per warehouse, a busy warehouse refused at once, a dead holder's
+"""kitab.core.locking: one refresh per warehouse, a busy warehouse refused at once, a dead holder's
 lock taken over; and (one Prefect flow) the same through the real CLI, with Prefect's
 temporary server gone once the refresh holding the lock is killed."""
 from __future__ import annotations
@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from kitab.locking import LockHolder, WarehouseBusy, lock_path, refresh_lock, refuse_if_busy
+from kitab.core.locking import LockHolder, WarehouseBusy, lock_path, refresh_lock, refuse_if_busy
 from tests.test_cli_errors import assert_user_error, kitab_cmd
 
 HOLD = """
 import sys, time
 from pathlib import Path
-from kitab.locking import refresh_lock
+from kitab.core.locking import refresh_lock
 with refresh_lock(Path(sys.argv[1]), "theirs"):
     print("locked", flush=True)
     time.sleep(600)
@@ -49,7 +49,7 @@ def test_a_held_lock_is_refused_naming_the_holder_and_a_killed_holders_lock_is_t
         child.wait()
     assert LockHolder.parse(lock_path(root).read_text()).pid == child.pid  # the dead holder's description stays
     refuse_if_busy(root)  # free now
-    with caplog.at_level(logging.WARNING, logger="kitab.locking"):
+    with caplog.at_level(logging.WARNING, logger="kitab.core.locking"):
         with refresh_lock(root, "mine") as holder:
             assert holder.pid == os.getpid() and holder.release == "mine"
             assert LockHolder.parse(lock_path(root).read_text()) == holder
@@ -60,7 +60,7 @@ def test_a_held_lock_is_refused_naming_the_holder_and_a_killed_holders_lock_is_t
 def test_reentrant_in_one_process(tmp_path):
     """run_refresh takes the lock, run_pipeline takes it again: the inner exit keeps it."""
     root = tmp_path / "wh"
-    probe = [sys.executable, "-c", "import sys; from kitab.locking import refuse_if_busy; refuse_if_busy(sys.argv[1])",
+    probe = [sys.executable, "-c", "import sys; from kitab.core.locking import refuse_if_busy; refuse_if_busy(sys.argv[1])",
              str(root)]
     with refresh_lock(root, "mine") as outer:
         with refresh_lock(root, "mine") as inner:
@@ -90,8 +90,8 @@ def test_second_refresh_refused_at_once_and_a_killed_refresh_leaves_no_server(tm
     """The real CLI: a refresh on the bundled snapshot holds the lock; a second refresh on the
     same warehouse is refused in under 5 s with one line naming it; kill -9 of the first takes
     its temporary Prefect server (uvicorn) with it, and its lock is taken over."""
-    from kitab.prefect_guard import running
-    from kitab.warehouse import Warehouse
+    from kitab.app.prefect_guard import running
+    from kitab.core.warehouse import Warehouse
 
     root = tmp_path / "wh"
     env = {**os.environ, "PREFECT_HOME": str(tmp_path / "prefect-child")}
@@ -122,7 +122,7 @@ def test_second_refresh_refused_at_once_and_a_killed_refresh_leaves_no_server(tm
             time.sleep(0.1)
         assert not running(server.pid), "Prefect's temporary server outlived the killed refresh"
 
-        with caplog.at_level(logging.WARNING, logger="kitab.locking"):
+        with caplog.at_level(logging.WARNING, logger="kitab.core.locking"):
             with refresh_lock(root, "third") as holder:
                 assert holder.pid == os.getpid()
         assert f"pid {first.pid}" in caplog.text  # the killed refresh's lock, taken over

@@ -6,16 +6,16 @@ import json
 
 import pytest
 
-from kitab.refs import read_rows, write_rows
-from kitab.workdir import StepResult, WorkDir
+from kitab.core.refs import read_rows, write_rows
+from kitab.core.workdir import StepResult, WorkDir
 from tasks.steps import merge_stats
 
 AUTHORS, SEED = 14, 5
 
 
 def _refresh(tmp_path, name: str, **kwargs) -> dict:
-    from kitab.env import BUNDLED_SNAPSHOT
-    from kitab.runs import run_refresh
+    from kitab.core.env import BUNDLED_SNAPSHOT
+    from kitab.app.runs import run_refresh
 
     return run_refresh(source="dump", snapshot=BUNDLED_SNAPSHOT, authors=AUTHORS, seed=SEED, release="same",
                        warehouse=tmp_path / name, **kwargs)
@@ -68,7 +68,7 @@ def test_work_folder_resumes_only_unchanged_steps(tmp_path):
 
 
 def _key(work: WorkDir, inputs: int) -> str:
-    from kitab.workdir import step_key
+    from kitab.core.workdir import step_key
 
     return step_key("s", part="00000", inputs=inputs)
 

@@ -1,7 +1,7 @@
-"""kitab/probe_input.py: what the probes make of any bytes."""
+"""kitab/app/probe_input.py: what the probes make of any bytes."""
 from __future__ import annotations
 
-from kitab.probe_input import decode_lines, line_list, valid_text, without_long_titles
+from kitab.app.probe_input import decode_lines, line_list, valid_text, without_long_titles
 from tasks.text import MAX_TITLE_CHARS, split_title_year
 
 

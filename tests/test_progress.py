@@ -1,4 +1,4 @@
-"""A refresh a person can watch (kitab/progress.py, kitab/progress_display.py): the progress
+"""A refresh a person can watch (kitab/core/progress.py, kitab/app/progress_display.py): the progress
 object the pipeline updates, the views that render it, and the stage timings the ledger keeps.
 
 The pure parts run on a fake clock; one direct run through the session's mirror checks what
@@ -15,13 +15,13 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
-from kitab.cli import app
-from kitab.warehouse import SQL_DIR
-from kitab.env import BUNDLED_SNAPSHOT
-from kitab.progress import (RATE_WINDOW, STAGES, Progress, Throttled, format_count, format_seconds, parse_stages,
+from kitab.app.cli import app
+from kitab.core.warehouse import SQL_DIR
+from kitab.core.env import BUNDLED_SNAPSHOT
+from kitab.core.progress import (RATE_WINDOW, STAGES, Progress, Throttled, format_count, format_seconds, parse_stages,
                             status_line, tracking)
-from kitab.progress_display import PlainLines, progress_mode, render_status
-from kitab.warehouse import LEDGER_FILE, Warehouse
+from kitab.app.progress_display import PlainLines, progress_mode, render_status
+from kitab.core.warehouse import LEDGER_FILE, Warehouse
 from tasks.publish import publish
 from tests.test_cli_errors import kitab_cmd
 from tests.test_warehouse import tables
@@ -100,7 +100,7 @@ def test_unknown_stage_is_refused_and_a_failing_view_is_dropped():
 
 
 def test_tracking_gives_steps_the_outer_progress():
-    from kitab.progress import step_progress
+    from kitab.core.progress import step_progress
 
     outer = Progress(Clock())
     with tracking("r1", outer) as first:
@@ -203,7 +203,7 @@ def test_live_view_shows_every_stage_and_the_running_one():
 def test_a_direct_run_reports_stages_writers_and_requests(mirror, tmp_path):
     """Through the session's mirror, batches of 5 writers on threads: every stage in order,
     writers counted one by one up to the total, and every request the clients sent."""
-    from kitab.runs import run_refresh
+    from kitab.app.runs import run_refresh
 
     p, events = Progress(), []
     p.subscribe(lambda progress, event: events.append((event, progress.status())))
@@ -313,7 +313,7 @@ def test_publish_records_the_stages_and_releases_shows_them(tmp_path):
 
 
 def test_releases_from_before_the_stages_column_still_list_and_report(tmp_path):
-    from kitab.report import stages_section
+    from kitab.release.report import stages_section
 
     wh = Warehouse(tmp_path)
     put(wh, "old", ["Q1"], stages=None)

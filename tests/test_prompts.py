@@ -6,9 +6,9 @@ import re
 
 import pytest
 
-from kitab.errors import KitabError
-from kitab.evaluation.answers import parse_answer
-from kitab.prompts import TEMPLATES, render_prompt
+from kitab.core.errors import KitabError
+from kitab.release.evaluation.answers import parse_answer
+from kitab.release.prompts import TEMPLATES, render_prompt
 
 # Appendix D of the paper (arXiv 2310.15511), as printed, with its placeholders.
 PAPER_2A = """List of all books written by {$author} (born in {$birth_year}) satisfying all the following

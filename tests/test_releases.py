@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from kitab.warehouse import Warehouse
+from kitab.core.warehouse import Warehouse
 
 pytestmark = pytest.mark.flow
 
@@ -35,7 +35,7 @@ def overlaps(con) -> list:
 
 
 def test_three_consecutive_refreshes_are_disjoint(harness, tmp_path, snapshot_dir):
-    from kitab.runs import run_refresh
+    from kitab.app.runs import run_refresh
 
     for n, seed in enumerate([11, 12, 13], start=1):
         summary = run_refresh(source="dump", snapshot=snapshot_dir, authors=40, seed=seed, release=f"r{n}",
@@ -54,12 +54,12 @@ def test_three_consecutive_refreshes_are_disjoint(harness, tmp_path, snapshot_di
 def test_killed_refresh_leaves_no_partial_release_and_rerun_completes(harness, tmp_path, snapshot_dir, mirror):
     """A refresh in another process is killed (SIGKILL, whole process group) mid-collection;
     nothing of it is visible, and a rerun of the same command completes the release."""
-    from kitab.runs import run_refresh
+    from kitab.app.runs import run_refresh
 
     mirror.faults.clear()
     env = {**os.environ, "KITAB_MIRROR_OL_RATE": "4", "PREFECT_HOME": str(tmp_path / "prefect-child")}
     env.pop("PREFECT_API_URL", None)  # the child starts its own temporary server
-    cmd = [sys.executable, "-m", "kitab.cli", "refresh", "--source", "mirror", "--mirror-url", mirror.url,
+    cmd = [sys.executable, "-m", "kitab.app.cli", "refresh", "--source", "mirror", "--mirror-url", mirror.url,
            "--authors", "30", "--seed", "5", "--release", "k1", "--warehouse", str(tmp_path / "wh")]
     mark = len(mirror.log("openlibrary"))
     child = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

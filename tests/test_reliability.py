@@ -9,11 +9,11 @@ import threading
 
 import pytest
 
-from kitab.errors import KitabError
-from kitab.mirror.faults import Fault, RandomFaults
+from kitab.core.errors import KitabError
+from kitab.simulate.mirror.faults import Fault, RandomFaults
 from kitab.sources import open_sources
 from kitab.sources.http import SourceUnavailable
-from kitab.warehouse import Warehouse
+from kitab.core.warehouse import Warehouse
 from tasks.match_openlibrary import match_author
 from tasks.sample_authors import fetch_candidates, sample_writers
 
@@ -45,7 +45,7 @@ def faults(mirror):
 def sampled(mirror, tmp_path_factory) -> list[dict]:
     """The writers a refresh with AUTHORS and SEED samples, each with its Open Library key
     (computed with the stage functions, so the tests can aim a fault at one writer)."""
-    from kitab.config import Settings
+    from kitab.core.config import Settings
 
     settings = Settings(warehouse=tmp_path_factory.mktemp("sampled"))
     sources = open_sources("mirror", settings, mirror_url=mirror.url)
@@ -81,8 +81,8 @@ def within(seconds: float, fn, *args, **kwargs):
 
 def refresh(mirror, warehouse, **kwargs) -> dict:
     """A direct refresh through the mirror that must return (or raise) within NO_HANG seconds."""
-    from kitab.env import BUNDLED_SNAPSHOT
-    from kitab.runs import run_refresh
+    from kitab.core.env import BUNDLED_SNAPSHOT
+    from kitab.app.runs import run_refresh
 
     return within(NO_HANG, run_refresh, source="mirror", snapshot=BUNDLED_SNAPSHOT, authors=AUTHORS, seed=SEED,
                   release="r", warehouse=warehouse, mirror_url=mirror.url, direct=True, **kwargs)
@@ -259,7 +259,7 @@ def test_random_faults_are_seeded_per_request_not_per_arrival():
 def test_mirror_serve_rejects_a_bad_fault_spec():
     from typer.testing import CliRunner
 
-    from kitab.cli import app
+    from kitab.app.cli import app
 
     result = CliRunner().invoke(app, ["mirror", "serve", "--faults", "rate=0.2,kinds=429+teapot"],
                                 env={"COLUMNS": "400"})  # one line: rich wraps at the terminal width
@@ -275,7 +275,7 @@ def test_max_failed_share_from_the_command_line_through_the_flow(mirror, faults,
     from prefect.testing.utilities import prefect_test_harness
     from typer.testing import CliRunner
 
-    from kitab.cli import app
+    from kitab.app.cli import app
 
     monkeypatch.setenv("KITAB_WAREHOUSE", str(tmp_path))  # the CLI sets it; restored after the test
     writer = next(w for w in sampled if w["ol_author_key"])

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kitab.schemas import to_arrow
+from kitab.core.schemas import to_arrow
 from tasks.constraints import parse_criteria, spec_from_json, spec_type
 from tasks.generate_constraints import generate_constraints
 from tasks.sample_queries import SamplingRates, sample_queries

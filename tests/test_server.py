@@ -1,7 +1,7 @@
 """The scheduled path for real: `prefect server start` (SQLite in a temp folder), the mirror
 of the bundled snapshot, the work pool and the deployment registered from prefect.yaml as the
 compose worker does it, a worker process, and two runs of the deployment, one of them made by
-the server's scheduler. Everything runs as separate processes (kitab/stack.py, the same code
+the server's scheduler. Everything runs as separate processes (kitab/app/stack.py, the same code
 as scripts/stack) and is stopped at the end, failed or not."""
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from datetime import datetime, timezone
 import pytest
 from prefect.server.schemas.schedules import CronSchedule
 
-from kitab.stack import Stack, deployment_spec, free_port
-from kitab.warehouse import Warehouse
+from kitab.app.stack import Stack, deployment_spec, free_port
+from kitab.core.warehouse import Warehouse
 
 pytestmark = pytest.mark.server
 

@@ -10,11 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kitab.env import BUNDLED_SNAPSHOT, PROJECT_ROOT
-from kitab.snapshot import format as fmt
-from kitab.snapshot.generate import generate_snapshot
-from kitab.snapshot.olindex import OLIndex, tokens, year_of
-from kitab.snapshot.rdfstore import load_store, query_json
+from kitab.core.env import BUNDLED_SNAPSHOT, PROJECT_ROOT
+from kitab.core import files
+from kitab.sources.snapshot import format as fmt
+from kitab.simulate.generator.generate import generate_snapshot
+from kitab.sources.snapshot.olindex import OLIndex, tokens, year_of
+from kitab.simulate.mirror.rdfstore import load_store, query_json
 
 FIXTURES = PROJECT_ROOT / "snapshots" / "seed" / "ol_api_fixtures"
 # /search.json's top-level keys, from openlibrary's FastAPI search endpoint (it adds q,
@@ -111,7 +112,7 @@ def test_bundled_checksums_size_and_gzip_headers(manifest):
         assert header[3] & 0x08 == 0, f"{name}: gzip header names a file"
         assert header[4:8] == b"\0\0\0\0", f"{name}: gzip mtime is not 0"
     assert manifest["created_at"] == "2024-06-01T00:00:00Z"
-    assert manifest["seed"] == 42 and manifest["generator"]["module"] == "kitab.snapshot.generate"
+    assert manifest["seed"] == 42 and manifest["generator"]["module"] == "kitab.simulate.generator.generate"
 
 
 def test_ntriples_are_sorted_unique_and_use_full_iris():
@@ -430,11 +431,11 @@ def test_atomic_writes_leave_nothing_behind_on_failure(tmp_path):
     target = tmp_path / "snap"
     target.mkdir()
     (target / "old").write_text("old")
-    with pytest.raises(RuntimeError), fmt.atomic_dir(target) as folder:
+    with pytest.raises(RuntimeError), files.atomic_dir(target) as folder:
         (folder / "new").write_text("new")
         raise RuntimeError
     assert [p.name for p in tmp_path.iterdir()] == ["snap"] and (target / "old").exists()
-    with fmt.atomic_dir(target) as folder:
+    with files.atomic_dir(target) as folder:
         (folder / "new").write_text("new")
     assert [p.name for p in target.iterdir()] == ["new"]
     assert [p.name for p in tmp_path.iterdir()] == ["snap"]
@@ -479,11 +480,11 @@ def test_seed_rows_are_all_used(manifest, store, index):
 def test_atomic_file_replaces_in_one_step(tmp_path):
     target = tmp_path / "MANIFEST.json"
     target.write_text("old")
-    with pytest.raises(RuntimeError), fmt.atomic_file(target) as tmp:
+    with pytest.raises(RuntimeError), files.atomic_file(target) as tmp:
         tmp.write_text("half")
         raise RuntimeError
     assert target.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["MANIFEST.json"]
-    with fmt.atomic_file(target) as tmp:
+    with files.atomic_file(target) as tmp:
         tmp.write_text("new")
     assert target.read_text() == "new" and [p.name for p in tmp_path.iterdir()] == ["MANIFEST.json"]
 

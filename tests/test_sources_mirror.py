@@ -9,7 +9,7 @@ from collections import defaultdict
 
 import pytest
 
-from kitab.mirror.faults import Fault
+from kitab.simulate.mirror.faults import Fault
 from kitab.sources import open_sources
 from kitab.sources.http import SourceUnavailable
 from tasks.base import StageResult
@@ -227,8 +227,8 @@ def test_writers_with_several_birth_dates_land_once_with_the_earliest(tmp_path):
     1850 by its earliest date); one born '1874 or 1876' is in one window only, as 1874."""
     import pyoxigraph
 
-    from kitab.queries import sparql
-    from kitab.snapshot.rdfstore import query_json
+    from kitab.sources.queries import sparql
+    from kitab.simulate.mirror.rdfstore import query_json
 
     wd, wdt = "http://www.wikidata.org/entity/", "http://www.wikidata.org/prop/direct/"
     store = pyoxigraph.Store()

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from kitab.schemas import to_arrow
+from kitab.core.schemas import to_arrow
 from tasks.tag_entities import PROBE_BATCH, TABLE, default_taggers, tag_entities, tag_probe, tag_titles
 from tasks.taggers import Span
 

@@ -6,7 +6,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from kitab.warehouse import DataTestFailure, Warehouse
+from kitab.core.warehouse import DataTestFailure, Warehouse
 from tasks.base import reject
 from tasks.publish import publish
 

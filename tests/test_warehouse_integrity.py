@@ -15,10 +15,10 @@ import duckdb
 import pytest
 from typer.testing import CliRunner
 
-import kitab.warehouse as warehouse_module
-from kitab.cli import app
-from kitab.snapshot.format import sha256_file
-from kitab.warehouse import LEDGER_FILE, Warehouse
+import kitab.core.warehouse as warehouse_module
+from kitab.app.cli import app
+from kitab.core.files import sha256_file
+from kitab.core.warehouse import LEDGER_FILE, Warehouse
 from tasks.publish import publish
 from tests.test_warehouse import tables
 

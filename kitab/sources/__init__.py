@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from kitab.config import DEFAULT_CONTACT, LIVE_OPENLIBRARY, LIVE_WIKIDATA, Settings
-from kitab.errors import BadValue
+from kitab.core.config import DEFAULT_CONTACT, LIVE_OPENLIBRARY, LIVE_WIKIDATA, Settings
+from kitab.core.errors import BadValue
 from kitab.sources.openlibrary import HttpOpenLibrary, OpenLibrary
 from kitab.sources.wikidata import HttpWikidata, Wikidata
 
@@ -113,13 +113,7 @@ atexit.register(close_sources)
 
 @dataclass
 class Origin:
-    """Where a refresh's data comes from: the snapshot's id (none for live or for someone
-    else's mirror, whose contents we cannot vouch for) and the in-process mirror, if any."""
+    """Where a refresh's data comes from: the snapshot's id (none for live or for a mirror
+    whose snapshot was not named, whose contents we cannot vouch for)."""
 
     snapshot_id: str | None
-    mirror: object | None = None
-
-    def requests_made(self, sent_by_clients: int) -> int:
-        """Requests that reached a service: the mirror's own log when we run it, else what the
-        clients counted (``sent_by_clients``, summed over the steps that sent them)."""
-        return self.mirror.request_count() if self.mirror is not None else sent_by_clients

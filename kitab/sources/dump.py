@@ -10,7 +10,7 @@ Memory stays bounded: DuckDB runs under ``memory_limit`` and spills to a temp di
 
 :class:`DumpWikidata` and :class:`DumpOpenLibrary` answer from those tables with the very answers
 of the in-memory reference (pyoxigraph over the N-Triples for the two SPARQL queries of
-``sql/sparql/``, :class:`kitab.snapshot.olindex.OLIndex` for Open Library), the same
+``sql/sparql/``, :class:`kitab.sources.snapshot.olindex.OLIndex` for Open Library), the same
 fingerprints and the same ``fetched_at``. Batch prefetch (``prefetch_authors``,
 ``prefetch_works``) turns the per-writer calls of a batch into a few set-based queries.
 
@@ -46,12 +46,12 @@ from typing import Any, Iterable, Iterator
 
 import duckdb
 
-from kitab.config import Settings
-from kitab.queries import SQL_DIR, sparql, sparql_string
-from kitab.snapshot.format import (DATA_FILES, OL_AUTHOR, OL_AUTHORS_FILE, OL_EDITIONS_FILE, OL_REDIRECT, OL_WORK,
+from kitab.core.config import Settings
+from kitab.sources.queries import SQL_DIR, sparql, sparql_string
+from kitab.sources.snapshot.format import (DATA_FILES, OL_AUTHOR, OL_AUTHORS_FILE, OL_EDITIONS_FILE, OL_REDIRECT, OL_WORK,
                                    OL_WORKS_FILE, RDFS_LABEL, WD, WDT, WIKIBASE_SITELINKS, WIKIDATA_FILE,
                                    XSD_DATETIME, XSD_INTEGER, SnapshotFormatError, read_manifest)
-from kitab.snapshot.olindex import SEARCH_DOCUMENTATION_URL, _project, tokens
+from kitab.sources.snapshot.olindex import SEARCH_DOCUMENTATION_URL, _project, tokens
 from kitab.sources.http import Fetched, RequestCounter, fingerprint
 from kitab.sources.openlibrary import MAX_REDIRECTS, _Shared, bare_key
 

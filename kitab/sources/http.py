@@ -24,8 +24,8 @@ from requests_cache import CacheMixin
 from requests_ratelimiter import LimiterMixin
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
-from kitab.config import Settings
-from kitab.errors import KitabError
+from kitab.core.config import Settings
+from kitab.core.errors import KitabError
 
 
 class RetryableError(Exception):
@@ -227,7 +227,7 @@ def make_session(settings: Settings, *, cache_name: str, per_second: float, gate
 class RequestCounter:
     """Counts requests that really went out (cache hits excluded), thread-safe; also per
     thread, so a step can report the requests it sent while other steps share the client.
-    Subscribers hear of each request sent (a refresh's progress: kitab/progress.py)."""
+    Subscribers hear of each request sent (a refresh's progress: kitab/core/progress.py)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Iterator, Protocol
 
-from kitab.config import Settings
+from kitab.core.config import Settings
 from kitab.sources.http import Fetched, Gate, RequestCounter, ServiceError, get_json, make_session
 
 # Only what the pipeline reads: the original fetched whole documents, one page of 500.

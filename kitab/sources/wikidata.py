@@ -19,7 +19,7 @@ from requests_cache.backends.sqlite import SQLiteDict
 from SPARQLWrapper import JSON, POST, SELECT, URLENCODED, SPARQLWrapper
 from SPARQLWrapper.SPARQLExceptions import EndPointInternalError, SPARQLWrapperException
 
-from kitab.config import Settings
+from kitab.core.config import Settings
 from kitab.sources.http import (Fetched, Gate, RequestCounter, RetryableError, ServiceError, fingerprint,
                                 parse_http_date, parse_retry_after, retrying)
 
@@ -62,13 +62,13 @@ class SparqlQueries:
         raise NotImplementedError
 
     def sample_writers(self, *, from_year: int, to_year: int, min_works: int, max_works: int) -> Fetched:
-        from kitab.queries import sparql
+        from kitab.sources.queries import sparql
 
         return self.select(sparql("sample_writers", from_year=from_year, to_year=to_year, min_works=min_works,
                                   max_works=max_works))
 
     def works_by_titles(self, titles: list[str]) -> Fetched:
-        from kitab.queries import sparql, sparql_string
+        from kitab.sources.queries import sparql, sparql_string
 
         return self.select(sparql("works_by_titles", titles=" ".join(sparql_string(t) for t in sorted(set(titles)))))
 

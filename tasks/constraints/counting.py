@@ -1,7 +1,7 @@
 """How kitab reads letters and words in a title: KITAB's own title processing.
 
 One rule, used to generate constraints (which books a spec maps to), to verify them and to
-score a model's answers (kitab/evaluation/), so the three can never disagree. It is the
+score a model's answers (kitab/release/evaluation/), so the three can never disagree. It is the
 processing KITAB's evaluator applies to a title (``process_title`` in microsoft's
 eureka-ml-insights port, kitab-original.md §5), so the exported ground truth scores exactly
 under that evaluator too. docs/constraints.md states it for readers; it is deliberately not

@@ -1,0 +1,456 @@
+"""The ``kitab`` command line. Every command that touches the warehouse takes
+``--warehouse DIR``; heavy imports (prefect, spaCy) happen inside the commands that need them."""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Optional
+
+import typer
+from kitab.app.console import console, print_rows
+from kitab.core.env import BUNDLED_SNAPSHOT, quiet_prefect_env
+from kitab.core.errors import KitabError
+
+app = typer.Typer(help="kitab: dynamic data collection for the KITAB benchmark.", no_args_is_help=True,
+                  add_completion=False, pretty_exceptions_enable=False)
+mirror_app = typer.Typer(help="The local mirror of WikiData and Open Library.", no_args_is_help=True)
+snapshot_app = typer.Typer(help="Snapshots in the services' own formats.", no_args_is_help=True)
+app.add_typer(mirror_app, name="mirror")
+app.add_typer(snapshot_app, name="snapshot")
+WarehouseOpt = typer.Option(None, "--warehouse", help="warehouse root (default: warehouse/ or $KITAB_WAREHOUSE)")
+OUTPUTS = ("table", "json", "csv")
+
+
+@app.callback()
+def _global_options(debug: bool = typer.Option(False, "--debug", envvar="KITAB_DEBUG",
+                                               help="show the traceback of an error (also KITAB_DEBUG=1)")) -> None:
+    if debug:
+        os.environ["KITAB_DEBUG"] = "1"
+
+
+def _warehouse(path: Optional[Path], *, create: bool = True) -> Path:
+    """Resolve the warehouse and point Prefect's home inside it, before prefect is imported.
+    ``create=False``: nothing is created yet (a refresh checks its inputs first; its lock then
+    creates the folder)."""
+    from kitab.core.config import Settings
+
+    root = Path(path).resolve() if path else Settings().warehouse
+    os.environ["KITAB_WAREHOUSE"] = str(root)
+    if create:
+        (root / ".prefect").mkdir(parents=True, exist_ok=True)  # Prefect only creates the last level
+    quiet_prefect_env(root / ".prefect")
+    return root
+
+
+def _existing_warehouse(path: Optional[Path], release: Optional[str] = None) -> Path:
+    """The warehouse a read command reads (never created by it), with ``release`` committed in it."""
+    from kitab.core.warehouse import CATALOG, Warehouse
+
+    root = _warehouse(path, create=False)
+    if not (root / CATALOG).is_file():
+        raise KitabError(f"no warehouse at {root} (no {CATALOG}): run `kitab refresh` or `kitab demo` first, "
+                         "or point --warehouse / $KITAB_WAREHOUSE at one")
+    if release is not None:
+        committed = Warehouse(root).committed_releases()
+        if release not in committed:
+            raise KitabError(f"no committed release {release!r} in {root} (have: {', '.join(committed) or 'none'})")
+    return root
+
+
+def _showing(progress, quiet: bool):
+    """The refresh's progress on stderr while it runs: live on a terminal, plain lines when
+    stdout is not one, nothing with --quiet (kitab/app/progress_display.py)."""
+    from kitab.app.progress_display import progress_mode, showing
+
+    return showing(progress, progress_mode(quiet, sys.stdout.isatty(), sys.stderr.isatty()))
+
+
+def _warn(message: str) -> None:
+    print(f"kitab: warning: {message}", file=sys.stderr)
+
+
+@contextlib.contextmanager
+def user_errors():
+    """A KitabError inside: printed as main() prints it, exit 1, also where the app runs
+    without main() (typer's CliRunner, `kitab releases` calling sql)."""
+    try:
+        yield
+    except KitabError as exc:
+        _print_error(exc)
+        raise typer.Exit(1) from None
+
+
+@app.command()
+def sql(query: str = typer.Argument(..., help="any DuckDB SQL over the warehouse views"),
+        release: Optional[str] = typer.Option(None, help="scope every view to one release"),
+        warehouse: Optional[Path] = WarehouseOpt,
+        output: str = typer.Option("table", help="table | json | csv")) -> None:
+    """Run read-only SQL over the warehouse views and print the result (anything that would
+    write a file, attach a database or change a setting is refused)."""
+    from kitab.core.warehouse import Warehouse, read_only_query
+
+    if output not in OUTPUTS:
+        raise KitabError(f"--output {output!r}: expected one of {', '.join(OUTPUTS)}")
+    wh = Warehouse(_existing_warehouse(warehouse, release))
+    with user_errors():
+        with wh.connect(release=release) as con:
+            columns, rows = read_only_query(con, query)
+    if output == "json":
+        for row in rows:
+            print(json.dumps(dict(zip(columns, row)), default=str, ensure_ascii=False))
+    elif output == "csv":
+        import csv
+
+        writer = csv.writer(sys.stdout)
+        writer.writerow(columns)
+        writer.writerows(rows)
+    else:
+        print_rows(columns, rows)
+
+
+@app.command()
+def releases(warehouse: Optional[Path] = WarehouseOpt) -> None:
+    """List committed releases with their counts, and each one's time and rows per stage."""
+    from kitab.app.summary import releases_tables
+    from kitab.core.warehouse import Warehouse
+
+    with Warehouse(_existing_warehouse(warehouse)).connect() as con:
+        ledger = con.sql("SELECT * FROM releases ORDER BY created_at, release_id").to_arrow_table().to_pylist()
+    for table in releases_tables(ledger):
+        console.print(table)
+
+
+@app.command()
+def verify(release: Optional[str] = typer.Option(None, help="check only this release"),
+           warehouse: Optional[Path] = WarehouseOpt) -> None:
+    """Recompute the sha256 of every committed table file and compare it with the ledger
+    (releases.checksums, releases.counts); exit 1 if any file differs or is missing."""
+    from kitab.core.warehouse import Warehouse
+
+    wh = Warehouse(_existing_warehouse(warehouse, release))
+    checks = wh.check_files(None if release is None else [release])
+    bad = [c for c in checks if c.problem]
+    if bad:  # plain lines, not a table: each names its file in full, whatever the terminal width
+        for c in bad:
+            print(f"{c.release}\t{c.table}\t{c.path.relative_to(wh.root)}\t{c.problem}")
+        print(f"kitab verify: {len(bad)} of {len(checks)} committed files do not match the ledger", file=sys.stderr)
+        raise typer.Exit(1)
+    releases = len({c.release for c in checks})
+    console.print(f"{len(checks)} committed files of {releases} release(s) match the ledger")
+
+
+@app.command()
+def refresh(source: str = typer.Option("mirror", help="live | mirror | dump"),
+            snapshot: Path = typer.Option(BUNDLED_SNAPSHOT, help="snapshot folder (mirror / dump)"),
+            authors: int = typer.Option(40, min=1, help="writers to sample"),
+            seed: Optional[int] = typer.Option(None, help="sampling seed (default: the UTC date, YYYYMMDD)"),
+            release: Optional[str] = typer.Option(None, help="release id (default YYYY.MM.DD-s<seed>)"),
+            mirror_url: Optional[str] = typer.Option(None, help="use a running mirror instead of starting one"),
+            batch_size: int = typer.Option(250, min=1, help="writers per batch (one task run per batch and step)"),
+            task_runner: str = typer.Option("threads", help="threads (this machine, nothing to start) | dask "
+                                            "(a LocalCluster, one worker per core, or --dask-address)"),
+            dask_address: Optional[str] = typer.Option(None, help="a running Dask scheduler, e.g. tcp://host:8786"),
+            allow_fewer: bool = typer.Option(False, "--allow-fewer", help="fewer eligible writers than --authors: "
+                                             "publish those (the summary says the shortfall) instead of failing"),
+            max_failed_share: float = typer.Option(0.10, min=0.0, max=1.0, help="fail, publishing nothing, if more "
+                                                   "than this share of the writers is lost to a source that does "
+                                                   "not answer (each is a source_unavailable reject)"),
+            quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress while it runs: only the summary "
+                                       "(or --json) on stdout, and warnings and errors on stderr"),
+            as_json: bool = typer.Option(False, "--json", help="print the run summary as JSON (the machine-readable "
+                                         "document) instead of the human summary"),
+            warehouse: Optional[Path] = WarehouseOpt) -> None:
+    """Run the refresh flow once and publish a release. While it runs: a live display on a
+    terminal, plain progress lines on stderr otherwise (none with --quiet); then a summary."""
+    from kitab.core.locking import refuse_if_busy
+
+    root = _warehouse(warehouse, create=False)
+    refuse_if_busy(root)  # before the slow imports: a second refresh is told at once
+    from flows.runners import TASK_RUNNERS
+    from kitab.app.runs import run_refresh
+
+    if task_runner not in TASK_RUNNERS:
+        raise typer.BadParameter(f"expected one of {', '.join(TASK_RUNNERS)}", param_hint="--task-runner")
+    if dask_address and task_runner != "dask":
+        raise typer.BadParameter("--dask-address needs --task-runner dask", param_hint="--dask-address")
+    from kitab.core.progress import Progress
+
+    progress, started = Progress(), time.monotonic()
+    with _showing(progress, quiet):
+        # run_refresh checks the inputs and takes the warehouse's lock before it creates anything
+        summary = run_refresh(source=source, snapshot=snapshot, authors=authors, seed=seed, release=release,
+                              warehouse=root, mirror_url=mirror_url, batch_size=batch_size,
+                              task_runner=task_runner, dask_address=dask_address, allow_fewer=allow_fewer,
+                              max_failed_share=max_failed_share, progress=progress)
+    if as_json:
+        console.print_json(json.dumps(summary, default=str))
+    else:
+        from kitab.app.summary import print_summary
+
+        print_summary(summary, wall=time.monotonic() - started, command="kitab refresh")
+    wanted = summary["authors"]
+    if wanted["shortfall"]:
+        _warn(f"{wanted['sampled']} writers sampled of {wanted['requested']} requested: only {wanted['eligible']} "
+              f"were eligible ({wanted['shortfall']} short)")
+
+
+@app.command()
+def demo(warehouse: Optional[Path] = WarehouseOpt,
+         authors: int = typer.Option(40, min=1, help="writers to sample from the bundled snapshot"),
+         seed: int = typer.Option(42)) -> None:
+    """The whole refresh on the bundled snapshot, through the local mirror, then a summary."""
+    from kitab.app.demo import run_demo
+    from kitab.core.progress import Progress
+
+    progress = Progress()
+    with _showing(progress, quiet=False):
+        run_demo(_warehouse(warehouse), authors=authors, seed=seed, progress=progress)
+
+
+@app.command()
+def export(release: str = typer.Option(..., help="release id to export"),
+           out: Path = typer.Option(..., help="output folder (a Hugging Face dataset folder)"),
+           push: Optional[str] = typer.Option(None, "--push", help="Hub repo id, e.g. org/kitab; token from "
+                                              "HF_TOKEN or the Hugging Face login, never from the command line"),
+           force: bool = typer.Option(False, help="replace an existing, different export at --out"),
+           private: bool = typer.Option(False, help="create the Hub repo private"),
+           warehouse: Optional[Path] = WarehouseOpt) -> None:
+    """Write a release as a Hugging Face dataset folder (Parquet per config + card); optionally push and tag it."""
+    from kitab.release.export import export_release
+
+    summary = export_release(_existing_warehouse(warehouse, release), release, out, force=force)
+    print_rows(["config", "rows"], list(summary["rows"].items()), title=f"release {release} -> {summary['out']}")
+    if push:
+        from kitab.release.hub import push_release
+
+        pushed = push_release(Path(summary["out"]), push, release=release, private=private)
+        console.print(f"pushed {pushed['repo_url']} at commit {pushed['commit']}, tag {pushed['tag']}")
+
+
+@app.command()
+def report(release: str = typer.Option(..., help="release id"),
+           out: Optional[Path] = typer.Option(None, help="also write report.md and plots/ here"),
+           warehouse: Optional[Path] = WarehouseOpt) -> None:
+    """The release's quality section (the same as the dataset card's), as markdown."""
+    from kitab.release.report import render_report
+
+    root = _existing_warehouse(warehouse, release)
+    print(render_report(root, release, out))  # plain print: rich would eat [..] as markup
+
+
+@app.command()
+def serve(cron: str = typer.Option("0 3 * * 1", help="cron schedule (UTC)"),
+          source: str = typer.Option("mirror", help="live | mirror | dump"),
+          authors: int = typer.Option(40, min=1),
+          mirror_url: Optional[str] = typer.Option(None, help="a running mirror (source mirror)"),
+          snapshot: Optional[Path] = typer.Option(None, help="snapshot folder (source dump, or mirror without URL)"),
+          warehouse: Optional[Path] = WarehouseOpt) -> None:
+    """Serve the scheduled refresh deployment (needs a Prefect server: PREFECT_API_URL)."""
+    root = _warehouse(warehouse)
+    from prefect import serve as prefect_serve
+
+    from flows.deploy import refresh_deployment
+
+    prefect_serve(refresh_deployment(cron=cron, source=source, authors=authors, mirror_url=mirror_url,
+                                     snapshot=str(snapshot) if snapshot else None, warehouse=str(root)))
+
+
+@mirror_app.command("serve")
+def mirror_serve(snapshot: Path = typer.Option(BUNDLED_SNAPSHOT), port: int = typer.Option(8089),
+                 host: str = typer.Option("127.0.0.1", help="bind address (0.0.0.0 only inside a container network)"),
+                 ol_rate: float = typer.Option(25.0, help="Open Library requests/s per client before 429"),
+                 wdqs_rate: Optional[float] = typer.Option(None, help="SPARQL queries/s per client before 429"),
+                 faults: Optional[str] = typer.Option(None, help="seeded random faults, e.g. "
+                                                      "'rate=0.2,seed=7,kinds=429+503+cut+slow' (docs/reliability.md)"),
+                 wdqs_timeout_rows: Optional[int] = typer.Option(None, min=0, help="answer a SPARQL query with more "
+                                                                 "result rows than this as WDQS answers a timeout")) -> None:
+    """Serve a snapshot on 127.0.0.1 with the real APIs' shapes (Ctrl-C to stop)."""
+    from kitab.simulate.mirror.faults import RandomFaults
+    from kitab.simulate.mirror.server import Mirror
+
+    try:
+        plan = RandomFaults.parse(faults) if faults is not None else None
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--faults") from None
+    mirror = Mirror(snapshot, host=host, port=port, ol_rate=ol_rate, wdqs_rate=wdqs_rate, faults=plan,
+                    wdqs_timeout_rows=wdqs_timeout_rows)
+    console.print(f"kitab mirror of {snapshot} on {mirror.url} (SPARQL: {mirror.url}/sparql)")
+    if plan is not None:
+        console.print(f"faults: {plan.spec}", markup=False)
+    if wdqs_timeout_rows is not None:
+        console.print(f"SPARQL results over {wdqs_timeout_rows} rows answer as a WDQS timeout")
+    try:
+        mirror.serve_forever()
+    except KeyboardInterrupt:
+        mirror.stop()
+
+
+@snapshot_app.command("generate")
+def snapshot_generate(seed: int = typer.Option(42), authors: int = typer.Option(160, min=1),
+                      out: Path = typer.Option(..., help="output folder")) -> None:
+    """Generate a snapshot from the real seed rows plus seeded synthetic records."""
+    from kitab.simulate.generator.generate import main
+
+    main(seed, authors, out)
+
+
+@snapshot_app.command("manifest")
+def snapshot_manifest(folder: Path = typer.Argument(..., help="a folder holding the four dump files"),
+                      as_of: Optional[str] = typer.Option(None, help="the dumps' date (default: newest file's mtime)")) -> None:
+    """Write MANIFEST.json (checksums, snapshot id) for a folder of dump files, e.g. built
+    from the real public dumps (docs/snapshot.md)."""
+    from kitab.sources.snapshot.manifest import write_manifest
+
+    manifest = write_manifest(folder, as_of)
+    console.print(f"snapshot {manifest['snapshot_id']} ({manifest['created_at']}) -> {folder / 'MANIFEST.json'}")
+
+
+def _stdin_lines(with_year: bool) -> list[str]:
+    """The probe's input lines: any bytes decoded (invalid UTF-8 replaced), titles over the
+    bound skipped; a warning line on stderr for each."""
+    from kitab.app.probe_input import decode_lines
+
+    if sys.stdin.isatty():
+        raise typer.BadParameter("expected lines on standard input (pipe a file or use <<EOF)")
+    lines, invalid = decode_lines(sys.stdin.buffer.read())
+    if invalid:
+        _warn(f"{invalid} input line{'s' if invalid > 1 else ''} had invalid UTF-8, read with U+FFFD in place "
+              "of the bad bytes")
+    return _short_titles(lines, with_year)
+
+
+def _short_titles(lines: list[str], with_year: bool, noun: str = "line") -> list[str]:
+    from kitab.app.probe_input import line_list, without_long_titles
+    from tasks.text import MAX_TITLE_CHARS, split_title_year
+
+    kept, skipped = without_long_titles(lines, (lambda line: split_title_year(line)[0]) if with_year else str.strip)
+    if skipped:
+        _warn(f"skipped {line_list(skipped, noun)}: a title longer than {MAX_TITLE_CHARS:,} characters is not a title")
+    return kept
+
+
+@app.command()
+def dedup() -> None:
+    """One author's titles on stdin (one per line, optional "(YYYY)") -> clusters as JSON lines."""
+    from tasks.dedup_titles import dedup_probe
+
+    for line in dedup_probe(_stdin_lines(with_year=True)):
+        print(line)
+
+
+@app.command()
+def tag(titles: Optional[list[str]] = typer.Argument(None, help="titles; none: one per line on stdin")) -> None:
+    """Titles -> JSON lines {"title", "human_names", "city_names"} from the human and city taggers."""
+    from kitab.app.probe_input import valid_text
+    from tasks.tag_entities import tag_probe
+
+    if titles:
+        checked = [valid_text(t) for t in titles]
+        invalid = sum(bad for _, bad in checked)
+        if invalid:
+            _warn(f"{invalid} argument{'s' if invalid > 1 else ''} had invalid UTF-8, read with U+FFFD in place "
+                  "of the bad bytes")
+        lines = _short_titles([t for t, _ in checked], with_year=False, noun="argument")
+    else:
+        lines = _stdin_lines(with_year=False)
+    for line in tag_probe(lines):
+        print(line)
+
+
+@app.command()
+def constraints(human: bool = typer.Option(False, "--human", help="add human-name constraints (the human tagger)"),
+                city: bool = typer.Option(False, "--city", help="add city-name constraints (the city tagger)")) -> None:
+    """One author's books on stdin ("Title (YYYY)" per line) -> every candidate constraint as JSON lines."""
+    from tasks.constraints import constraints_probe
+    from tasks.text import split_title_year
+
+    lines = _stdin_lines(with_year=True)
+    found: dict[str, dict[str, bool]] = {}
+    if human or city:  # tag every title in one batch (one parse per title), then look up
+        from tasks.tag_entities import default_taggers, tag_titles
+
+        taggers = [t for t in default_taggers() if (t.name == "human" and human) or (t.name == "city" and city)]
+        titles = sorted({split_title_year(line)[0] for line in lines if line.strip()})
+        spans = tag_titles(titles, taggers)
+        found = {t.name: {title: bool(spans[t.name][i]) for i, title in enumerate(titles)} for t in taggers}
+
+    for line in constraints_probe(lines, human=found["human"].get if human else None,
+                                  city=found["city"].get if city else None):
+        print(line)
+
+
+@app.command()
+def evaluate(release: str = typer.Option(..., help="release id whose queries were answered"),
+             answers: Path = typer.Option(..., help="JSON lines {query_id, response}, or a CSV with KITAB's "
+                                          "columns and the model's text"),
+             model: Optional[str] = typer.Option(None, help="the model's name (default: the answers file's name)"),
+             response_column: Optional[str] = typer.Option(None, help="CSV: the column with the model's text "
+                                                           "(default: the one column that is not KITAB's)"),
+             warehouse: Optional[Path] = WarehouseOpt) -> None:
+    """Score a model's answers with KITAB's metrics; store them in the table `evaluations`."""
+    from kitab.release.evaluation.run import evaluate_release, format_aggregates
+
+    with user_errors():
+        result = evaluate_release(_existing_warehouse(warehouse, release), release, answers, model=model,
+                                  response_column=response_column)
+    print(f"{result['model']} on release {result['release']}: {result['answered']} of {result['queries']} queries "
+          f"answered (answers sha256 {result['answers_sha256'][:16]}…), scores in table evaluations\n")
+    print(format_aggregates(result["aggregates"]))
+
+
+@app.command()
+def prompts(release: str = typer.Option(..., help="release id"),
+            template: str = typer.Option("no-context", help="no-context | with-context | self-context | cot "
+                                         "(the paper's Templates 2a, 2b, 3; cot = 2a)"),
+            warehouse: Optional[Path] = WarehouseOpt) -> None:
+    """The paper's prompt for every query of a release, as JSON lines {query_id, template, prompt}."""
+    from kitab.release.prompts import release_prompts
+
+    with user_errors():
+        for line in release_prompts(_existing_warehouse(warehouse, release), release, template):
+            print(line)
+
+
+def _debug() -> bool:
+    return os.environ.get("KITAB_DEBUG", "").strip().lower() not in ("", "0", "false", "no", "off")
+
+
+def main() -> None:
+    """The ``kitab`` command: a KitabError (a user's mistake, a busy warehouse, a broken
+    snapshot) is one or two lines on stderr and exit 1; its traceback only with --debug.
+    Usage errors are click's (exit 2); any other exception is a bug and keeps its traceback."""
+    try:
+        app()
+    except KitabError as exc:
+        if _debug():
+            raise
+        _print_error(exc)
+        sys.exit(1)
+
+
+def _print_error(exc: KitabError) -> None:
+    """A KitabError as at most two lines on stderr, and its frames released."""
+    lines = str(exc).strip().splitlines() or [type(exc).__name__]
+    print(f"kitab: error: {lines[0]}" + ("\n" + " ".join(lines[1:]) if len(lines) > 1 else ""), file=sys.stderr)
+    _release_frames(exc)
+
+
+def _release_frames(exc: BaseException) -> None:
+    """Drop the failed code's frames and what they hold (a DuckDB connection left alive at
+    interpreter exit makes its bindings print dozens of "leaked" lines after the error)."""
+    import gc
+
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        exc.__traceback__ = None  # (3.11 frames keep their function, so clearing locals is not enough)
+        exc = exc.__cause__ or exc.__context__
+    gc.collect()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,145 @@
+"""Prefect inside a kitab process: its temporary server never outlives the process, and an
+error meant for a person (KitabError) is not logged by Prefect as a traceback.
+
+**The temporary server.** Without a configured server, Prefect starts one per process
+(``SubprocessASGIServer``: ``python -m uvicorn`` on 127.0.0.1, ~230 MB) and stops it at exit
+(``atexit``). A ``kill -9`` skips atexit, and the server ran on forever. :func:`guard_server`
+wraps the method that starts it so that each server gets a watchdog: a small process
+(``python -m kitab.app.prefect_guard PARENT SERVER``) that polls every half second and, once its
+parent is gone (it is re-parented), stops the server (SIGTERM, then SIGKILL after 5 s). The
+watchdog exits when the server does, so a normal exit leaves nothing behind either. A watchdog
+rather than ``PR_SET_PDEATHSIG``: that signal follows the *thread* that started the child, and
+Prefect starts its server from whichever thread first needs the API (a log or event worker).
+
+**User errors.** A KitabError raised inside the flow or a task is logged by Prefect's engines
+("Encountered exception during execution", "Task run failed with exception", each with its
+traceback, then "Finished in state Failed(...)"); the caller prints the error itself, as one
+line. :func:`quiet_user_errors` keeps those records off the terminal (Prefect's console
+handler) while a refresh runs; the API still gets them, and every other error is untouched.
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from typing import Iterator
+
+POLL_SECONDS = 0.5
+STOP_GRACE_SECONDS = 5.0
+_WATCHDOGS: list[subprocess.Popen] = []  # kept: a Popen dropped while running warns at exit
+
+
+def guard_server() -> None:
+    """Give every temporary Prefect server this process starts a watchdog (idempotent)."""
+    from prefect.server.api.server import SubprocessASGIServer
+
+    start = SubprocessASGIServer._run_uvicorn_command
+    if getattr(start, "kitab_guarded", False):
+        return
+
+    def run_uvicorn_command(self):
+        server = start(self)
+        _WATCHDOGS[:] = [w for w in _WATCHDOGS if w.poll() is None]
+        _WATCHDOGS.append(subprocess.Popen(
+            [sys.executable, "-m", "kitab.app.prefect_guard", str(os.getpid()), str(server.pid)],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        return server
+
+    run_uvicorn_command.kitab_guarded = True
+    SubprocessASGIServer._run_uvicorn_command = run_uvicorn_command
+
+
+def running(pid: int) -> bool:
+    """Whether ``pid`` is a live process (a zombie is not: it holds no memory, only an exit code)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            state = handle.read().rsplit(b")", 1)[1].split()[0]
+        return state not in (b"Z", b"X")
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+    except OSError:  # no /proc: ask the kernel
+        try:
+            os.kill(pid, 0)
+            return True
+        except ProcessLookupError:
+            return False
+
+
+def stop(pid: int, grace: float = STOP_GRACE_SECONDS) -> None:
+    """SIGTERM (uvicorn shuts down cleanly, SQLite closed), then SIGKILL if it lingers."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while running(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if running(pid):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def watch(parent: int, server: int, poll: float = POLL_SECONDS) -> None:
+    """Until ``server`` exits: once ``parent`` (this process's parent) is gone, stop ``server``."""
+    # Ctrl-C in a terminal reaches the whole process group: the parent then stops its server
+    # itself, and the watchdog must stay to stop it if the parent cannot.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    while running(server):
+        if os.getppid() != parent:  # re-parented: the refresh is gone
+            if _is_uvicorn(server):  # (not a process that took the number of a server gone meanwhile)
+                stop(server)
+            return
+        time.sleep(poll)
+
+
+def _is_uvicorn(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            return b"uvicorn" in handle.read().split(b"\0")
+    except FileNotFoundError:
+        return False
+    except OSError:  # no /proc: trust the number
+        return True
+
+
+class _UserErrorFilter(logging.Filter):
+    """Drops the records Prefect's engines log for a KitabError: the ones carrying it, and the
+    "Finished in state Failed" line of a task run that failed with it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.failed_runs: set[object] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from kitab.core.errors import KitabError
+
+        run = getattr(record, "task_run_id", None) or getattr(record, "flow_run_id", None)
+        if record.exc_info and isinstance(record.exc_info[1], KitabError):
+            self.failed_runs.add(run)
+            return False
+        if run in self.failed_runs and record.getMessage().startswith("Finished in state"):
+            return False
+        return True
+
+
+@contextlib.contextmanager
+def quiet_user_errors() -> Iterator[None]:
+    """While inside: Prefect's console handlers leave out the records of a KitabError."""
+    from prefect.logging.handlers import PrefectConsoleHandler
+
+    quiet = _UserErrorFilter()
+    handlers = {h for name in (None, "prefect", "prefect.flow_runs", "prefect.task_runs")
+                for h in logging.getLogger(name).handlers if isinstance(h, PrefectConsoleHandler)}
+    for handler in handlers:
+        handler.addFilter(quiet)
+    try:
+        yield
+    finally:
+        for handler in handlers:
+            handler.removeFilter(quiet)
+
+
+if __name__ == "__main__":
+    watch(int(sys.argv[1]), int(sys.argv[2]))

@@ -1,0 +1,66 @@
+"""Running a refresh from Python (the CLI, the demo, tests and benchmarks): through the
+Prefect flow (what users run and schedule), or the same pipeline called directly."""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Iterator
+
+
+def run_refresh(*, source: str, snapshot: Path, authors: int, seed: int | None, release: str | None,
+                warehouse: Path, mirror_url: str | None = None, batch_size: int | None = None,
+                task_runner: str | None = None, dask_address: str | None = None, direct: bool = False,
+                allow_fewer: bool = False, max_failed_share: float | None = None, progress=None) -> dict:
+    """One release. ``direct``: the pipeline without Prefect (LocalRunner: threads for I/O,
+    one process per core for CPU steps); else the ``refresh`` flow on ``task_runner``.
+    ``progress`` (kitab.core.progress.Progress): updated as the refresh goes, either way (the flow
+    finds it registered for the release in this process).
+
+    Before anything starts (Prefect's server, a mirror, a request), the inputs are checked
+    (kitab.core.errors.BadValue) and the warehouse's refresh lock is taken (kitab.core.locking.WarehouseBusy
+    if another refresh holds it): both fail at once and write nothing but the lock file."""
+    from flows.pipeline import DEFAULT_BATCH_SIZE, DEFAULT_MAX_FAILED_SHARE, RefreshParams, check_inputs, run_pipeline
+    from kitab.core.locking import refresh_lock
+    from kitab.core.progress import tracking
+
+    params = RefreshParams(source=source, snapshot=str(snapshot), authors=authors, seed=seed, release=release,
+                           warehouse=str(warehouse), mirror_url=mirror_url,
+                           batch_size=batch_size or DEFAULT_BATCH_SIZE, allow_fewer=allow_fewer,
+                           max_failed_share=DEFAULT_MAX_FAILED_SHARE if max_failed_share is None else max_failed_share)
+    # the defaults resolved once: the lock names the release the flow then builds
+    params = params.resolved(datetime.now(timezone.utc).date())
+    check_inputs(params)
+    with refresh_lock(Path(warehouse), params.release), tracking(params.release, progress) as progress, \
+            serving(params) as params:
+        # the views start here: a mistake found above is the only thing the user sees
+        progress.begin(release=params.release, source=params.source, authors=params.authors,
+                       batch_size=params.batch_size)
+        if direct:
+            from flows.runners import LocalRunner
+
+            runner = LocalRunner()
+            try:
+                return run_pipeline(params, runner, progress=progress)
+            finally:
+                runner.close()
+        from flows.refresh import with_task_runner
+        from kitab.app.prefect_guard import guard_server, quiet_user_errors
+
+        guard_server()  # Prefect's temporary server goes when this process goes, kill -9 included
+        with quiet_user_errors():  # a KitabError reaches the caller whole; Prefect's traceback of it is noise
+            return with_task_runner(task_runner, dask_address)(**dataclasses.asdict(params))
+
+
+@contextlib.contextmanager
+def serving(params) -> Iterator[object]:
+    """``params`` as the pipeline gets them: source mirror without a URL means the snapshot
+    served by an in-process mirror (kitab.simulate) for the run's duration."""
+    if params.source != "mirror" or params.mirror_url:
+        yield params
+        return
+    from kitab.simulate.mirror.server import Mirror
+
+    with Mirror(params.snapshot_dir()) as mirror:
+        yield dataclasses.replace(params, snapshot=str(params.snapshot_dir()), mirror_url=mirror.url)

@@ -1,0 +1,169 @@
+"""The columnar handoff between pipeline steps: Parquet files and small references to them.
+
+A step writes each of its output tables to one Parquet file (temp path, then rename) and
+returns a :class:`TableRef` (path, rows, sha256): that is what travels between steps, through
+Prefect or Dask, never the rows themselves. A warehouse table (one with a file in
+``schemas/``) is written in its schema; a step's intermediate table (``works_clean``,
+``sampled``, ...) keeps the types Arrow infers.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from kitab.core.schemas import known_tables, to_arrow
+from kitab.core.files import sha256_file, write_via_temp
+
+# Rows per Parquet row group. Small enough that a 100,000-writer table is written slice by
+# slice; a table below it (every table of the bundled demo) is one row group, as before.
+ROW_GROUP = 131_072
+
+
+@dataclass(frozen=True)
+class TableRef:
+    """One Parquet file of one table: what a step returns instead of rows."""
+
+    table: str
+    path: str
+    rows: int
+    sha256: str
+
+    def exists(self) -> bool:
+        return Path(self.path).exists()
+
+
+def write_arrow(table_name: str, data: pa.Table, path: str | os.PathLike) -> TableRef:
+    """An Arrow table -> one Parquet file (zstd), atomically, row groups of ROW_GROUP rows."""
+    path = Path(path)
+    data = data.combine_chunks()
+
+    def write(tmp: str) -> None:
+        with pq.ParquetWriter(tmp, data.schema, compression="zstd") as writer:
+            for start in range(0, max(data.num_rows, 1), ROW_GROUP):
+                writer.write_table(data.slice(start, ROW_GROUP))
+
+    write_via_temp(path, write)
+    return TableRef(table_name, str(path), data.num_rows, sha256_file(path))
+
+
+def arrow_of(table_name: str, rows: list[dict]) -> pa.Table:
+    """Rows -> Arrow: in the table's schema for warehouse tables, inferred for intermediates."""
+    if table_name in _warehouse_tables():
+        return to_arrow(table_name, rows)
+    return pa.Table.from_pylist(rows) if rows else pa.table({})
+
+
+def write_rows(table_name: str, rows: list[dict], path: str | os.PathLike) -> TableRef:
+    return write_arrow(table_name, arrow_of(table_name, rows), path)
+
+
+def read_arrow(refs: TableRef | Iterable[TableRef]) -> pa.Table:
+    refs = [refs] if isinstance(refs, TableRef) else list(refs)
+    parts = [pq.read_table(ref.path) for ref in refs if ref.rows]
+    if not parts:
+        return pa.table({})
+    return pa.concat_tables(parts, promote_options="default")
+
+
+def read_rows(refs: TableRef | Iterable[TableRef]) -> list[dict]:
+    """The rows of one or more refs, in file order (empty refs give nothing)."""
+    return read_arrow(refs).to_pylist()
+
+
+_WAREHOUSE_TABLES: frozenset[str] | None = None
+
+
+def _warehouse_tables() -> frozenset[str]:
+    global _WAREHOUSE_TABLES
+    if _WAREHOUSE_TABLES is None:
+        _WAREHOUSE_TABLES = frozenset(known_tables())
+    return _WAREHOUSE_TABLES
+
+
+class RowGroupWriter:
+    """Appends Arrow tables to a Parquet file in row groups of exactly ROW_GROUP rows (the
+    last one shorter): the same bytes as writing the concatenation at once."""
+
+    def __init__(self, writer: pq.ParquetWriter, schema: pa.Schema):
+        self.writer, self.schema = writer, schema
+        self.pending: list[pa.Table] = []
+        self.buffered = self.rows = 0
+
+    def append(self, table: pa.Table) -> None:
+        self.pending.append(table)
+        self.buffered += table.num_rows
+        self.rows += table.num_rows
+        if self.buffered >= ROW_GROUP:
+            self._flush(final=False)
+
+    def _flush(self, final: bool) -> None:
+        table = pa.concat_tables(self.pending).combine_chunks() if self.pending else self.schema.empty_table()
+        full = table.num_rows if final else table.num_rows - table.num_rows % ROW_GROUP
+        for start in range(0, full, ROW_GROUP):
+            self.writer.write_table(table.slice(start, min(ROW_GROUP, full - start)))
+        if final and self.rows == 0:
+            self.writer.write_table(table)  # an empty table still writes its schema
+        rest = table.slice(full)
+        self.pending, self.buffered = [rest], rest.num_rows
+
+    def close(self) -> None:
+        self._flush(final=True)
+
+
+def write_batches(batches: Iterable[pa.Table | pa.RecordBatch], table_name: str, path: str | os.PathLike,
+                  schema: pa.Schema) -> TableRef:
+    """Arrow tables or batches, in order -> one Parquet file (zstd) in ``schema``, atomically."""
+    path = Path(path)
+    rows = 0
+
+    def write(tmp: str) -> None:
+        nonlocal rows
+        with pq.ParquetWriter(tmp, schema, compression="zstd") as writer:
+            out = RowGroupWriter(writer, schema)
+            for batch in batches:
+                table = pa.Table.from_batches([batch]) if isinstance(batch, pa.RecordBatch) else batch
+                out.append(table.select(schema.names).cast(schema))
+            out.close()
+            rows = out.rows
+
+    write_via_temp(path, write)
+    return TableRef(table_name, str(path), rows, sha256_file(path))
+
+
+def write_query(con, sql: str, params: list | None, table_name: str, path: str | os.PathLike,
+                schema: pa.Schema | None = None) -> TableRef:
+    """The result of a DuckDB query -> one Parquet file, streamed in record batches (memory
+    stays at about one row group), cast to ``schema`` (default: the warehouse table's), in
+    row groups of ROW_GROUP rows: the same bytes as :func:`write_arrow` of the whole result."""
+    from kitab.core.schemas import arrow_schema
+
+    reader = con.sql(sql, params=params or None).to_arrow_reader(ROW_GROUP)
+    return write_batches(reader, table_name, path, schema or arrow_schema(table_name))
+
+
+# DuckDB's memory for one step's query over refs; beyond it, DuckDB spills to disk. Without a
+# limit DuckDB takes up to 80% of the machine, for its buffer cache as much as for the work.
+DUCKDB_MEMORY = "512MB"
+# Publishing's data tests join whole tables (6 million constraints at 100,000 writers); they
+# run after the worker processes are gone, so they may take more.
+PUBLISH_MEMORY = "2GB"
+
+
+def duck(spill_dir: str | os.PathLike | None = None, memory_limit: str = DUCKDB_MEMORY, threads: int | None = None):
+    """An in-memory DuckDB connection with a memory limit (and a spill folder, if given)."""
+    import duckdb
+
+    con = duckdb.connect()
+    con.execute(f"SET memory_limit = '{memory_limit}'")
+    con.execute("SET preserve_insertion_order = false")  # every query that needs an order says so
+    if threads is not None:
+        con.execute(f"SET threads = {int(threads)}")
+    if spill_dir is not None:
+        Path(spill_dir).mkdir(parents=True, exist_ok=True)
+        con.execute("SET temp_directory = '" + str(spill_dir).replace("'", "''") + "'")
+    return con

@@ -1,0 +1,478 @@
+"""The warehouse: Parquet per table and release, and a DuckDB catalog of views.
+
+Layout (contract): ``<root>/tables/<table>/release=<id>/`` (hive-style, so every view has a
+``release`` column) and ``<root>/kitab.duckdb``. A table's file in a release is named by
+its content, ``part-<first 16 hex of its sha256>.parquet``; the release's ledger row is
+``tables/releases/release=<id>/part-0.parquet``, and writing it (temp file + rename) is
+the commit. The row's ``checksums`` name exactly the files that belong to the release, so
+views read those files and nothing else: a release being rebuilt writes its new files
+beside the old ones, the new ledger row swaps the release in one rename, and the old files
+are removed only after that. A reader sees the old committed version or the new one,
+never a partition without files, even when it is the only release.
+
+Views: one per table, named like the table (the raw layer, over every committed
+release); then ``sql/staging/*.sql`` and ``sql/marts/*.sql`` in file-name order; data
+tests are ``sql/tests/*.sql``, each a SELECT returning the offending rows.
+:meth:`Warehouse.connect` builds them in memory from the ledger, in a DuckDB that may
+read only the committed files and cannot change its settings; :func:`read_only_query`
+also refuses every statement that is not a query.
+"""
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import re
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from kitab.core.env import PROJECT_ROOT
+from kitab.core.errors import KitabError
+from kitab.core.schemas import arrow_schema, known_tables, table_spec, to_arrow
+from kitab.core.files import sha256_file, write_via_temp
+
+SQL_DIR = PROJECT_ROOT / "sql"
+CATALOG = "kitab.duckdb"
+# The ledger row's file: its presence is what makes a release committed. Warehouses written
+# before files were named by content used this name for every table (still read, see
+# Warehouse.committed_file).
+LEDGER_FILE = "part-0.parquet"
+STAMPS = ".stamps"
+# Tables kept beside a release but not part of it: written after its commit by their own
+# command (`kitab evaluate`), so its ledger row does not name them. The views read their file
+# in every committed release, and a rebuild of the release keeps it (each evaluation row
+# records the sha256 of the queries it scored).
+ANNEX_TABLES = ("evaluations",)
+_DUCK_TYPES = {"string": "VARCHAR", "int32": "INTEGER", "int64": "BIGINT", "float64": "DOUBLE",
+               "bool": "BOOLEAN", "timestamp": "TIMESTAMPTZ"}
+
+
+class DataTestFailure(RuntimeError):
+    """A data test in sql/tests found offending rows."""
+
+
+# A release id is a folder name, a hive partition value and a Hub tag: keep it plain.
+_RELEASE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+
+
+def validate_release_id(release: str) -> str:
+    if not _RELEASE_ID.match(release or ""):
+        raise ValueError(f"release id {release!r}: use letters, digits, '.', '_' and '-' "
+                         "(starting with a letter or digit), e.g. 2026.11.21-s42")
+    return release
+
+
+def table_file_name(sha256: str) -> str:
+    """A table file's name in its partition: by content, so a rebuilt release's new files
+    never overwrite the committed ones, and the same rows keep the same name and bytes."""
+    return f"part-{sha256[:16]}.parquet"
+
+
+@dataclass(frozen=True)
+class WrittenTable:
+    table: str
+    path: Path
+    rows: int
+    sha256: str
+
+
+@dataclass(frozen=True)
+class FileCheck:
+    """One committed file against the ledger; ``problem`` is None when it matches."""
+
+    release: str
+    table: str
+    path: Path
+    problem: str | None = None
+
+
+def _sort_key(table: str):
+    keys = table_spec(table).get("key", [])
+    return lambda row: tuple((row.get(k) is None, row.get(k) if row.get(k) is not None else "") for k in keys)
+
+
+def _literal(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+def _duck_type(type_name: str) -> str:
+    if type_name.startswith("list<"):
+        return _duck_type(type_name[5:-1]) + "[]"
+    return _DUCK_TYPES[type_name]
+
+
+def _stat(path: Path) -> list[int]:
+    st = path.stat()
+    return [st.st_size, st.st_mtime_ns, st.st_ino]
+
+
+class Warehouse:
+    def __init__(self, root: Path):
+        self.root = Path(root).resolve()
+        self.tables_dir = self.root / "tables"
+        self.catalog_path = self.root / CATALOG
+
+    # -- writing -----------------------------------------------------------------------
+    def partition(self, table: str, release: str) -> Path:
+        return self.tables_dir / table / f"release={validate_release_id(release)}"
+
+    def staging(self, release: str) -> "Warehouse":
+        """A private warehouse where a release is written and tested before it replaces the
+        committed one: a failed rebuild leaves the old release as it was."""
+        return Warehouse(self.root / ".staging" / validate_release_id(release))
+
+    @contextlib.contextmanager
+    def lock(self) -> Iterator[None]:
+        """One writer at a time: the ledger check and the commit must not interleave."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        with open(self.root / ".lock", "w") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+
+    def _write_named(self, table: str, release: str, write: Callable[[str], int]) -> WrittenTable:
+        """``write(tmp)`` fills a temp file in the partition and returns its rows; the file is
+        then renamed to its content name (a reader never sees half a file)."""
+        folder = self.partition(table, release)
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".part.", suffix=".tmp")
+        os.close(fd)
+        try:
+            rows = write(tmp)
+            sha = sha256_file(tmp)
+            target = folder / table_file_name(sha)
+            os.replace(tmp, target)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+        return WrittenTable(table, target, rows, sha)
+
+    def write_table(self, table: str, release: str, rows: list[dict]) -> WrittenTable:
+        """Rows in key order -> one Parquet file, atomically; same rows -> same bytes."""
+        arrow = to_arrow(table, sorted(rows, key=_sort_key(table)))
+
+        def write(tmp: str) -> int:
+            pq.write_table(arrow, tmp, compression="zstd")
+            return arrow.num_rows
+
+        return self._write_named(table, release, write)
+
+    def write_parts(self, table: str, release: str, parts: list) -> WrittenTable:
+        """Parquet parts of one table (kitab.core.refs.TableRef, from the pipeline's batches) ->
+        its file in this warehouse, in key order, in bounded memory (kitab.core.external_sort).
+        Ties on the key keep the parts' order, so the bytes are those of :meth:`write_table`
+        over the concatenated rows."""
+        from kitab.core.external_sort import write_sorted
+
+        def write(tmp: str) -> int:
+            return write_sorted(parts, table_spec(table).get("key", []), table, tmp, arrow_schema(table),
+                                spill_dir=self.root / ".sort_tmp").rows
+
+        return self._write_named(table, release, write)
+
+    def adopt(self, staged: "Warehouse", release: str, tables: list[str]) -> None:
+        """Move a tested release's files from ``staged`` into their partitions, beside the
+        committed version's: until the ledger row names them (:meth:`commit`) no reader
+        sees them, and the committed files stay as they were."""
+        for table in tables:
+            target = self.partition(table, release)
+            target.mkdir(parents=True, exist_ok=True)
+            for source in sorted(staged.partition(table, release).glob("part-*.parquet")):
+                os.replace(source, target / source.name)
+
+    def commit(self, release: str, row: dict) -> Path:
+        """Write the release's ledger row: one rename swaps the whole release in."""
+        arrow = to_arrow("releases", [row])
+        target = self.partition("releases", release) / LEDGER_FILE
+        write_via_temp(target, lambda tmp: pq.write_table(arrow, tmp, compression="zstd"))
+        return target
+
+    def sweep(self, release: str) -> list[Path]:
+        """Remove the files of ``release`` that its ledger row does not name (an older
+        version, or leftovers of a crashed publish); call it with the lock held."""
+        keep = set(self.committed_files(release).values()) if release in self.committed_releases() else set()
+        keep.add(self.partition("releases", release) / LEDGER_FILE)
+        removed = []
+        for folder in sorted(self.tables_dir.glob(f"*/release={validate_release_id(release)}")):
+            if folder.parent.name in ANNEX_TABLES:
+                continue
+            for path in sorted(folder.iterdir()):
+                if path.is_file() and path not in keep:
+                    path.unlink()
+                    removed.append(path)
+            if not any(folder.iterdir()):
+                folder.rmdir()
+        return removed
+
+    def stamp(self, release: str) -> None:
+        """Record size, mtime and inode of the release's committed files, so reads can tell
+        cheaply that a file was rewritten since (and hash only that one)."""
+        stamps = {p.relative_to(self.root).as_posix(): _stat(p)
+                  for p in self.committed_files(release).values() if p.exists()}
+        text = json.dumps(stamps, sort_keys=True) + "\n"
+
+        def write(tmp: str) -> None:
+            Path(tmp).write_text(text)
+
+        write_via_temp(self.root / STAMPS / f"{release}.json", write)
+
+    # -- reading -----------------------------------------------------------------------
+    def committed_releases(self) -> list[str]:
+        base = self.tables_dir / "releases"
+        if not base.exists():
+            return []
+        return sorted(p.name.split("=", 1)[1] for p in base.glob("release=*") if (p / LEDGER_FILE).exists())
+
+    def ledger_row(self, release: str) -> dict:
+        """The release's row of the ``releases`` ledger (without the ``release`` column)."""
+        path = self.partition("releases", release) / LEDGER_FILE
+        try:
+            rows = pq.read_table(path).to_pylist()
+        except (OSError, pa.ArrowException) as exc:
+            raise KitabError(f"release {release}: ledger file {path} is unreadable ({exc})") from exc
+        if len(rows) != 1 or rows[0].get("release_id") != release:
+            raise KitabError(f"release {release}: ledger file {path} holds {len(rows)} rows, not this release's one")
+        return rows[0]
+
+    def committed_file(self, table: str, release: str, sha256: str) -> Path:
+        path = self.partition(table, release) / table_file_name(sha256)
+        legacy = self.partition(table, release) / LEDGER_FILE
+        return legacy if not path.exists() and legacy.exists() else path
+
+    def committed_files(self, release: str) -> dict[str, Path]:
+        """Table -> the file of it that belongs to the committed ``release`` (per the ledger)."""
+        checksums = json.loads(self.ledger_row(release)["checksums"])
+        return {table: self.committed_file(table, release, sha) for table, sha in sorted(checksums.items())}
+
+    def annex_file(self, table: str, release: str) -> Path | None:
+        """The current file of an annex table (ANNEX_TABLES) in ``release``: the newest, if a
+        crash between writing a new one and removing the old left two."""
+        folder = self.partition(table, release)
+        files = [p for p in folder.glob("part-*.parquet")] if folder.exists() else []
+        return max(files, key=lambda p: (p.stat().st_mtime_ns, p.name)) if files else None
+
+    def _files(self, table: str, release: str) -> Path | None:
+        if table == "releases":
+            return self.partition("releases", release) / LEDGER_FILE
+        if table in ANNEX_TABLES:
+            return self.annex_file(table, release)
+        return self.committed_files(release).get(table)
+
+    def read_table(self, table: str, releases: list[str] | None = None) -> pa.Table:
+        """A table's rows over the given (default: all committed) releases, with ``release``."""
+        committed = self.committed_releases()
+        parts = []
+        for release in committed if releases is None else releases:
+            path = self._files(table, release) if release in committed else None
+            if path is not None and path.exists():
+                part = pq.read_table(path)
+                parts.append(part.append_column("release", pa.array([release] * part.num_rows, pa.string())))
+        if not parts:
+            schema = arrow_schema(table).append(pa.field("release", pa.string()))
+            return schema.empty_table()
+        return pa.concat_tables(parts, promote_options="default")
+
+    def check_files(self, releases: list[str] | None = None, *, full: bool = True) -> list[FileCheck]:
+        """Every committed file of ``releases`` (default: all) against the ledger: missing,
+        or sha256 / row count different from the row's ``checksums`` / ``counts``. ``full``
+        hashes every file; otherwise only files whose size, mtime or inode changed since the
+        commit's stamp (or that have no stamp) are hashed: cheap enough for every read, and a
+        file rewritten in place (e.g. by COPY) always gets a new mtime and inode."""
+        checks = []
+        for release in self.committed_releases() if releases is None else releases:
+            ledger_path = self.partition("releases", release) / LEDGER_FILE
+            try:
+                row = self.ledger_row(release)
+            except KitabError as exc:
+                checks.append(FileCheck(release, "releases", ledger_path, str(exc)))
+                continue
+            checks.append(FileCheck(release, "releases", ledger_path))
+            counts, checksums = json.loads(row["counts"]), json.loads(row["checksums"])
+            stamps = {} if full else self._stamps(release)
+            for table, sha in sorted(checksums.items()):
+                path = self.committed_file(table, release, sha)
+                problem = None
+                if not path.exists():
+                    problem = "missing"
+                elif stamps.get(path.relative_to(self.root).as_posix()) != _stat(path):
+                    actual = sha256_file(path)
+                    if actual != sha:
+                        problem = f"sha256 {actual[:16]}…, ledger {sha[:16]}…"
+                        with contextlib.suppress(OSError, pa.ArrowException):
+                            rows = pq.ParquetFile(path).metadata.num_rows
+                            if rows != counts.get(table):
+                                problem += f"; {rows} rows, ledger {counts.get(table)}"
+                checks.append(FileCheck(release, table, path, problem))
+        return checks
+
+    def _stamps(self, release: str) -> dict:
+        try:
+            return json.loads((self.root / STAMPS / f"{release}.json").read_text())
+        except (OSError, ValueError):
+            return {}  # none recorded (older warehouse, or a crash right after the commit): hash
+
+    # -- catalog -----------------------------------------------------------------------
+    def view_files(self, releases: list[str]) -> dict[str, list[Path]]:
+        """Table -> the committed files of ``releases`` that exist (what the views read)."""
+        files: dict[str, list[Path]] = {table: [] for table in known_tables()}
+        for release in releases:
+            files.setdefault("releases", []).append(self.partition("releases", release) / LEDGER_FILE)
+            for table, path in self.committed_files(release).items():
+                if path.exists():
+                    files.setdefault(table, []).append(path)
+            for table in ANNEX_TABLES:
+                if (path := self.annex_file(table, release)) is not None:
+                    files.setdefault(table, []).append(path)
+        return files
+
+    @staticmethod
+    def _raw_view_sql(table: str, files: list[Path]) -> str:
+        if not files:  # no data yet: an empty view with the schema's columns
+            cols = ", ".join(f"CAST(NULL AS {_duck_type(c['type'])}) AS \"{c['name']}\""
+                             for c in table_spec(table)["columns"])
+            return f'CREATE OR REPLACE VIEW "{table}" AS SELECT {cols}, CAST(NULL AS VARCHAR) AS release WHERE false'
+        listed = ", ".join(_literal(p.as_posix()) for p in files)
+        return (f"CREATE OR REPLACE VIEW \"{table}\" AS SELECT * FROM read_parquet([{listed}], "
+                f"hive_partitioning = true, union_by_name = true, hive_types = {{'release': 'VARCHAR'}})")
+
+    def create_views(self, con: duckdb.DuckDBPyConnection, files: dict[str, list[Path]]) -> None:
+        """All views, each table's over exactly ``files[table]`` (none: an empty view)."""
+        for table in known_tables():
+            con.execute(self._raw_view_sql(table, files.get(table, [])))
+        for layer in ("staging", "marts"):
+            for path in sorted((SQL_DIR / layer).glob("*.sql")):
+                try:
+                    con.execute(path.read_text())
+                except duckdb.Error as exc:
+                    raise RuntimeError(f"sql/{layer}/{path.name}: {exc}") from exc
+
+    def build_catalog(self) -> Path:
+        """(Re)create kitab.duckdb with every view over the committed files, atomically, for
+        tools other than kitab (kitab's own reads build the views from the ledger). Views
+        hold absolute paths; the catalog records its root."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=self.root, prefix=f".{CATALOG}.", suffix=".tmp")
+        os.close(fd)
+        os.unlink(tmp)  # DuckDB wants to create the file itself
+        try:
+            con = duckdb.connect(tmp)
+            try:
+                self.create_views(con, self.view_files(self.committed_releases()))
+                con.execute("CREATE TABLE kitab_catalog AS SELECT ? AS root", [self.root.as_posix()])
+            finally:
+                con.close()
+            os.replace(tmp, self.catalog_path)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+        return self.catalog_path
+
+    def connect(self, release: str | None = None) -> duckdb.DuckDBPyConnection:
+        """The views over every committed release (or only ``release``), built in memory
+        from the ledger, in a DuckDB that may read only those files, no other file, and whose
+        settings are locked. Warns (one line on stderr) when a committed file no longer
+        matches the ledger."""
+        committed = self.committed_releases()
+        if release is not None and release not in committed:
+            raise ValueError(f"no committed release {release!r} in {self.root} "
+                             f"(have: {', '.join(committed) or 'none'})")
+        if release is None and not committed and not self.catalog_path.exists():
+            raise FileNotFoundError(f"no catalog at {self.catalog_path}: run `kitab refresh` or `kitab demo` first")
+        releases = committed if release is None else [release]
+        bad = [c for c in self.check_files(releases, full=False) if c.problem]
+        if bad:
+            named = ", ".join(f"{c.release}/{c.table} ({c.problem})" for c in bad[:3])
+            more = f" and {len(bad) - 3} more" if len(bad) > 3 else ""
+            print(f"kitab: warning: {len(bad)} committed file(s) no longer match the ledger: {named}{more}; "
+                  "run `kitab verify`", file=sys.stderr)
+        unreadable = {c.release for c in bad if c.table == "releases"}
+        return read_only_views(self, self.view_files([r for r in releases if r not in unreadable]))
+
+    def run_data_tests(self, con: duckdb.DuckDBPyConnection) -> dict[str, int]:
+        """Every sql/tests/*.sql must return no rows; raise with the offending rows if any does."""
+        failures, checked = [], {}
+        for path in sorted((SQL_DIR / "tests").glob("*.sql")):
+            query = path.read_text().strip().rstrip(";")
+            # fetch everything of a bounded query: a half-read result blocks the connection
+            rows = con.execute(f"SELECT * FROM ({query}\n) AS offending LIMIT 5").fetchall()
+            checked[path.stem] = len(rows)
+            if rows:
+                failures.append(f"{path.name}: {rows}")
+        if failures:
+            raise DataTestFailure("data tests failed:\n  " + "\n  ".join(failures))
+        return checked
+
+
+# -- read-only SQL ---------------------------------------------------------------------
+def read_only_views(warehouse: Warehouse, files: dict[str, list[Path]]) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB with ``warehouse``'s views over ``files``, locked down with DuckDB's
+    own settings: external access off except for exactly those files (no other file can be
+    read, written or attached; no extension installed or loaded), then the configuration
+    locked (no SET / RESET / PRAGMA that changes a setting, including these)."""
+    con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
+    try:
+        allowed = sorted({p.as_posix() for paths in files.values() for p in paths})
+        if allowed:  # must precede turning external access off (DuckDB refuses it after)
+            con.execute(f"SET allowed_paths = [{', '.join(_literal(p) for p in allowed)}]")
+        con.execute("SET enable_external_access = false")
+        warehouse.create_views(con, files)
+        con.execute("SET lock_configuration = true")
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+_EXPLAIN = re.compile(r"^\s*explain\s+(?:analy[sz]e\s+)?(?P<body>.*)$", re.IGNORECASE | re.DOTALL)
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def check_read_only(query: str) -> None:
+    """Refuse anything but queries (SELECT, incl. FROM-first, DESCRIBE, SHOW, SUMMARIZE,
+    VALUES; and EXPLAIN of those), parsed by DuckDB itself. Needed on top of the locked
+    configuration: an allowed path is writable too (``COPY … TO '<committed file>'
+    (use_tmp_file false)`` passes DuckDB's file checks), and CHECKPOINT, SET VARIABLE,
+    ATTACH ':memory:' and CREATE are not settings."""
+    try:
+        statements = duckdb.extract_statements(query)
+    except duckdb.Error as exc:
+        raise KitabError(_first_line(exc)) from exc
+    for statement in statements:
+        kind = statement.type
+        if kind == duckdb.StatementType.EXPLAIN:  # EXPLAIN ANALYZE runs its statement: a query only
+            body = _EXPLAIN.match(statement.query)
+            try:
+                inner = duckdb.extract_statements(body["body"]) if body else []
+            except duckdb.Error:
+                inner = []
+            if len(inner) == 1 and inner[0].type == duckdb.StatementType.SELECT:
+                continue
+        elif kind == duckdb.StatementType.SELECT:
+            continue
+        start = " ".join(statement.query.split()[:3])
+        raise KitabError(f"read-only: {kind.name} statements are refused ({start} …); "
+                         "only queries run (SELECT, FROM, DESCRIBE, SHOW, SUMMARIZE, EXPLAIN)")
+
+
+def read_only_query(con: duckdb.DuckDBPyConnection, query: str) -> tuple[list[str], list[tuple]]:
+    """Run a person's SQL on a :meth:`Warehouse.connect` connection: ``(columns, rows)``.
+    Anything refused or failing is a :class:`KitabError` with DuckDB's message."""
+    check_read_only(query)
+    try:
+        cursor = con.execute(query)
+        return [d[0] for d in cursor.description or []], cursor.fetchall()
+    except duckdb.Error as exc:
+        raise KitabError(_first_line(exc)) from exc

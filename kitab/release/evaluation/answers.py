@@ -1,0 +1,147 @@
+"""Model answers: the answers file a user brings, and the book list inside one answer.
+
+An answers file is either
+
+- **JSON lines**, one object per query: ``{"query_id": "...", "response": "<the model's raw
+  text>"}`` (other keys are ignored, so ``kitab prompts`` lines with a ``response`` added
+  are a valid answers file); or
+- **CSV** with the columns of KITAB's published sample responses: KITAB's query columns
+  (``Author``, ``constraint_type``, ``constraints``, ... as in the exported configs, or
+  kitab's ``query_id``) and one more column holding the model's text. That column is found
+  by elimination, or named with ``response_column``.
+
+Every problem is a ``KitabError`` naming the line, never a silently skipped answer.
+"""
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from kitab.core.errors import KitabError
+from tasks.text import split_title_year
+
+# KITAB's columns of a query row, plus ours (exported configs and the warehouse views)
+KITAB_COLUMNS = ("Author", "Birth Year", "# of sitelinks", "constraint_id", "constraint_type", "constraints",
+                 "mapped_books", "all_books", "raw_books", "query_id", "release", "WikiData ID", "OpenLibrary ID")
+# KITAB's Template 2a/2b end with "Output:", Template 3 with "Final Output:"; the list follows
+# the last line that starts with the marker (the model may think aloud before it; a title such
+# as "Input/Output: A Novel" is not a marker)
+_OUTPUT_MARKER = re.compile(r"^[^\w\n]*(?:final\s+)?output\s*:", re.IGNORECASE | re.MULTILINE)
+# "N. Reason: <reason>. Title: <title>": the title follows the first "Title:" after the end of
+# a sentence of the reason (as KITAB's own parser reads it), so both may say "title:";
+# "N. Title: <title>": the first "Title:"
+_REASON_TITLE = re.compile(r"\breason\s*:.*?[.!?][\s*]*title\s*:\s*(.*)$", re.IGNORECASE)
+_TITLE = re.compile(r"\btitle\s*:\s*(.*)$", re.IGNORECASE)
+# a plain list item, read only when no line has "Title:" (a model that dropped the format)
+_LIST_ITEM = re.compile(r"^\s*(?:\d+\s*[.)]|[-*•])\s+(.+)$")
+_WRAPPING = "\"'“”‘’«»*_`"
+_NO_TITLE = frozenset({"", "none", "n/a", "na", "-", "<title>"})
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One model answer: its query (by id, or by KITAB's columns) and the model's raw text."""
+
+    line: int  # 1-based line (JSON lines) or data row (CSV) in the file, for error messages
+    response: str
+    query_id: str | None = None
+    kitab_key: tuple[str, str, str] | None = None  # (Author, constraint_type, constraints)
+
+
+def parse_answer(text: str | None) -> list[str]:
+    """The book titles a model gave, read the way the paper's templates ask for them (App. D):
+    the list after the last ``Output:`` marker, one ``Title: <title>`` per line (after an
+    optional ``Reason: …``), a trailing ``(YYYY)`` dropped. Without any ``Title:`` line, plain
+    numbered or bulleted items are read instead. Quotes and markdown emphasis around a title
+    are dropped; "None", "N/A" and the template's own ``<title>`` are not titles."""
+    text = text or ""
+    markers = list(_OUTPUT_MARKER.finditer(text))
+    body = text[markers[-1].end():] if markers else text
+    lines = body.splitlines()
+    found = [m.group(1) for line in lines if (m := _REASON_TITLE.search(line) or _TITLE.search(line))]
+    if not found:
+        found = [m.group(1) for line in lines if (m := _LIST_ITEM.match(line))]
+    titles = []
+    for raw in found:
+        title = split_title_year(raw.strip().strip(_WRAPPING).strip())[0].strip().strip(_WRAPPING).strip()
+        if title.lower() not in _NO_TITLE:
+            titles.append(title)
+    return titles
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def read_answers(path: Path, *, response_column: str | None = None) -> tuple[list[Answer], str]:
+    """The answers in ``path`` and the sha256 of its bytes. JSON lines or CSV, by suffix
+    (``.jsonl``/``.json``/``.csv``), else by the first character ("{": JSON lines)."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise KitabError(f"cannot read the answers file {path}: {exc.strerror or exc}") from None
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise KitabError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    suffix = path.suffix.lower()
+    is_json = suffix in (".jsonl", ".json") or (suffix != ".csv" and text.lstrip().startswith("{"))
+    answers = _read_json_lines(path, text) if is_json else _read_csv(path, text, response_column)
+    if not answers:
+        raise KitabError(f"{path}: no answers in the file")
+    return answers, sha256_bytes(data)
+
+
+def _read_json_lines(path: Path, text: str) -> list[Answer]:
+    answers = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise KitabError(f"{path}:{number}: not JSON ({exc.msg})") from None
+        if not isinstance(row, dict):
+            raise KitabError(f"{path}:{number}: expected an object with query_id and response")
+        missing = [key for key in ("query_id", "response") if key not in row]
+        if missing:
+            raise KitabError(f"{path}:{number}: missing {' and '.join(missing)} "
+                             '(each line: {"query_id": "...", "response": "<the model\'s text>"})')
+        if not isinstance(row["query_id"], str) or not (row["response"] is None or isinstance(row["response"], str)):
+            raise KitabError(f"{path}:{number}: query_id must be a string and response a string or null")
+        answers.append(Answer(number, row["response"] or "", query_id=row["query_id"]))
+    return answers
+
+
+def _read_csv(path: Path, text: str, response_column: str | None) -> list[Answer]:
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    columns = reader.fieldnames or []
+    if response_column is None:
+        others = [c for c in columns if c not in KITAB_COLUMNS and c.strip() and c != "Unnamed: 0"]
+        if len(others) != 1:
+            raise KitabError(f"{path}: cannot tell which column holds the model's text "
+                             f"(candidates: {others or 'none'}); name it with --response-column")
+        response_column = others[0]
+    elif response_column not in columns:
+        raise KitabError(f"{path}: no column {response_column!r} (columns: {columns})")
+    by_id = "query_id" in columns
+    if not by_id and not {"Author", "constraint_type", "constraints"} <= set(columns):
+        raise KitabError(f"{path}: a CSV needs query_id, or KITAB's Author, constraint_type and constraints "
+                         f"columns, to know which query each row answers (columns: {columns})")
+    answers = []
+    for number, row in enumerate(reader, start=1):
+        if None in row:  # more cells than the header has columns
+            raise KitabError(f"{path}: data row {number} has more cells than the header")
+        response = row.get(response_column) or ""
+        if by_id:
+            answers.append(Answer(number, response, query_id=row["query_id"]))
+        else:
+            answers.append(Answer(number, response,
+                                  kitab_key=(row["Author"], row["constraint_type"], row["constraints"])))
+    return answers

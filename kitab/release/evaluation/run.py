@@ -1,0 +1,206 @@
+"""``kitab evaluate``: score a model's answers to a release's queries and keep the scores.
+
+The ground truth is read from the release exactly as it is exported (the KITAB views'
+``mapped_books`` and ``raw_books`` strings, ``constraints`` parsed back into specs) plus the
+book metadata of the export (each book's first year and entity flags). Scores go to the
+warehouse table ``evaluations`` (schemas/evaluations.json), in the release's partition: one
+file per release holding every evaluation of it, rewritten atomically (temp file + rename,
+under the warehouse's writer lock); evaluating the same answers file again with the same
+model replaces its rows. The view ``evaluation_summary`` aggregates them.
+"""
+from __future__ import annotations
+
+import ast
+import json
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from kitab.core.errors import KitabError
+from kitab.release.evaluation.answers import Answer, parse_answer, read_answers
+from kitab.release.evaluation.metrics import QueryTruth, score_answer
+from kitab.release.bins import kappa_bin_label, popularity_bin_label
+from kitab.core.warehouse import Warehouse
+from tasks.constraints import Book, parse_criteria
+
+TABLE = "evaluations"
+
+
+@dataclass(frozen=True)
+class QueryInfo:
+    """A query's truth and what the scores are grouped by."""
+
+    truth: QueryTruth
+    author_qid: str
+    kitab_key: tuple[str, str, str]  # (Author, constraint_type, constraints)
+    n_constraints: int
+    constraint_type: str
+    n_mapped: int
+    n_books: int
+    constrainedness: float
+    sitelinks: int
+
+
+def load_truths(con) -> dict[str, QueryInfo]:
+    """Every query of the release ``con`` is scoped to, from its KITAB rows and book metadata."""
+    books: dict[str, list[Book]] = defaultdict(list)  # per author, shared by the author's queries
+    for qid, book_id, title, year, human, city in con.execute(
+            "SELECT b.author_qid, b.book_id, b.canonical_title, b.first_year, f.has_human_name, f.has_city_name "
+            "FROM books b LEFT JOIN book_entity_flags f ON f.book_id = b.book_id "
+            "ORDER BY b.author_qid, b.canonical_title, b.book_id").fetchall():
+        books[qid].append(Book(book_id, (title,), year, human, city))
+    rows = con.execute(
+        'SELECT k.query_id, q.author_qid, k."Author", k.constraint_type, k.constraints, k.mapped_books, k.all_books, '
+        "k.raw_books, q.n_constraints, q.n_mapped, q.n_books, q.constrainedness, a.sitelinks "
+        "FROM kitab_book_constraints k JOIN queries q ON q.query_id = k.query_id "
+        "JOIN authors a ON a.qid = q.author_qid ORDER BY k.query_id").fetchall()
+    shared = {qid: tuple(author_books) for qid, author_books in books.items()}
+    out = {}
+    for (query_id, qid, author, ctype, constraints, mapped, all_books, raw, n_constraints, n_mapped, n_books,
+         kappa, sitelinks) in rows:
+        author_books = shared.get(qid, ())
+        listed = ast.literal_eval(all_books)
+        if len(listed) != len(author_books) or not all(
+                entry.startswith(book.title) for entry, book in zip(listed, author_books)):
+            raise KitabError(f"query {query_id}: all_books does not list the author's books in order "
+                             "(the release's views and tables disagree)")
+        truth = QueryTruth(query_id, tuple(parse_criteria(constraints)), author_books,
+                           tuple(ast.literal_eval(mapped)), tuple(ast.literal_eval(raw)))
+        out[query_id] = QueryInfo(truth, qid, (author, ctype, constraints), n_constraints, ctype, n_mapped,
+                                  n_books, kappa, sitelinks)
+    return out
+
+
+def match_answers(answers: Iterable[Answer], queries: dict[str, QueryInfo], path: Path) -> list[tuple[Answer, str]]:
+    """(answer, query id) for every answer; an answer to no query of the release, or a second
+    answer to one query, is an error naming the lines."""
+    by_key: dict[tuple[str, str, str], list[str]] = defaultdict(list)
+    for query_id, info in queries.items():
+        by_key[info.kitab_key].append(query_id)
+    matched, unknown, ambiguous, seen = [], [], [], {}
+    for answer in answers:
+        if answer.query_id is not None:
+            ids = [answer.query_id] if answer.query_id in queries else []
+        else:
+            ids = by_key.get(answer.kitab_key, [])
+        if not ids:
+            unknown.append(answer)
+        elif len(ids) > 1:
+            ambiguous.append(answer)
+        elif ids[0] in seen:
+            raise KitabError(f"{path}: lines {seen[ids[0]]} and {answer.line} both answer query {ids[0]}")
+        else:
+            seen[ids[0]] = answer.line
+            matched.append((answer, ids[0]))
+    if unknown:
+        shown = ", ".join(f"line {a.line} ({a.query_id or a.kitab_key[0]})" for a in unknown[:5])
+        raise KitabError(f"{path}: {len(unknown)} answer(s) match no query of this release: {shown}"
+                         f"{' …' if len(unknown) > 5 else ''}")
+    if ambiguous:
+        raise KitabError(f"{path}: line {ambiguous[0].line} matches several queries by Author, constraint_type "
+                         "and constraints; add a query_id column")
+    return matched
+
+
+def score_rows(matched: list[tuple[Answer, str]], queries: dict[str, QueryInfo], *, model: str, sha256: str,
+               answers_file: str, evaluated_at: datetime, queries_sha256: str | None) -> list[dict]:
+    """One ``evaluations`` row per answered query."""
+    rows = []
+    for answer, query_id in matched:
+        info = queries[query_id]
+        score = score_answer(info.truth, parse_answer(answer.response))
+        rows.append({
+            "model": model, "answers_sha256": sha256, "answers_file": answers_file, "evaluated_at": evaluated_at,
+            "queries_sha256": queries_sha256, "query_id": query_id, "author_qid": info.author_qid,
+            "n_constraints": info.n_constraints, "constraint_type": info.constraint_type,
+            "type_labels": list(dict.fromkeys(spec.label for spec in info.truth.specs)),
+            "constrainedness": info.constrainedness, "kappa_bin": kappa_bin_label(info.n_mapped, info.n_books),
+            "sitelinks": info.sitelinks, "popularity_bin": popularity_bin_label(info.sitelinks),
+            "n_mapped": info.n_mapped, "n_books": info.n_books, **asdict(score),
+        })
+    return rows
+
+
+def write_evaluation(wh: Warehouse, release: str, rows: list[dict]) -> None:
+    """Add ``rows`` (one evaluation) to the release's evaluations, replacing an earlier run of
+    the same (model, answers file); atomic, under the warehouse's writer lock."""
+    key = {(r["model"], r["answers_sha256"]) for r in rows}
+    with wh.lock():
+        current = wh.annex_file(TABLE, release)
+        kept = [r for r in (pq.read_table(current).to_pylist() if current else [])
+                if (r["model"], r["answers_sha256"]) not in key]
+        written = wh.write_table(TABLE, release, kept + rows)
+        for path in wh.partition(TABLE, release).glob("part-*.parquet"):  # one evaluations file per release
+            if path != written.path:
+                path.unlink()
+        wh.build_catalog()  # the raw view of a table with no file yet is an empty stand-in
+
+
+def evaluate_release(warehouse: Path, release: str, answers_path: Path, *, model: str | None = None,
+                     response_column: str | None = None) -> dict:
+    """Score ``answers_path`` against release ``release`` and store the scores. Returns a
+    summary: model, sha256, queries answered / in the release, and the aggregates of
+    ``evaluation_summary`` for this evaluation."""
+    wh = Warehouse(Path(warehouse))
+    if release not in wh.committed_releases():
+        raise KitabError(f"no committed release {release!r} in {wh.root} "
+                         f"(have: {', '.join(wh.committed_releases()) or 'none'})")
+    answers_path = Path(answers_path)
+    answers, sha256 = read_answers(answers_path, response_column=response_column)
+    model = model or answers_path.stem
+    with wh.connect(release=release) as con:
+        queries = load_truths(con)
+        ledger = con.execute("SELECT checksums FROM releases").fetchall()
+    queries_sha256 = json.loads(ledger[0][0]).get("queries") if ledger else None
+    matched = match_answers(answers, queries, answers_path)
+    rows = score_rows(matched, queries, model=model, sha256=sha256, answers_file=answers_path.name,
+                      evaluated_at=datetime.now(timezone.utc).replace(microsecond=0), queries_sha256=queries_sha256)
+    write_evaluation(wh, release, rows)
+    with wh.connect(release=release) as con:
+        summary = con.execute(
+            "SELECT * FROM evaluation_summary WHERE model = ? AND answers_sha256 = ? "
+            "ORDER BY n_constraints NULLS FIRST, dimension, bin_order, bin", [model, sha256])
+        columns = [d[0] for d in summary.description]
+        aggregates = [dict(zip(columns, row)) for row in summary.fetchall()]
+    return {"release": release, "model": model, "answers_sha256": sha256, "answered": len(rows),
+            "queries": len(queries), "aggregates": aggregates}
+
+
+# -- presenting ----------------------------------------------------------------------------
+METRICS = (("satisfied", "satisfied ↑"), ("unsatisfied", "unsatisfied ↓"), ("not_from_author", "not from author ↓"),
+           ("completeness", "completeness ↑"), ("all_correct", "all correct ↑"))
+DIMENSIONS = (("all", "All queries"), ("type", "By constraint type"), ("kappa", "By constrainedness κ"),
+              ("popularity", "By author popularity (WikiData sitelinks)"))
+_SIZES = {1: "one", 2: "two", None: "all"}
+
+
+def _type_order(label: str) -> int:
+    from tasks.constraints.table2 import PAPER_TABLE2
+
+    labels = list(PAPER_TABLE2)
+    return labels.index(label) if label in labels else len(labels)
+
+
+def format_aggregates(aggregates: list[dict]) -> str:
+    """``evaluation_summary`` rows of one evaluation -> markdown: one table per dimension,
+    a row per bin and query size (one / two constraints, all), the paper's five metrics."""
+    def cell(value) -> str:
+        return "–" if value is None else f"{value:.3f}"
+
+    out = []
+    for dimension, heading in DIMENSIONS:
+        rows = [a for a in aggregates if a["dimension"] == dimension]
+        order = {a["bin"]: a["bin_order"] for a in rows if a["n_constraints"] is None}  # over all sizes
+        rows.sort(key=lambda a: (_type_order(a["bin"]) if dimension == "type" else order.get(a["bin"], 0.0), a["bin"],
+                                 a["n_constraints"] is None, a["n_constraints"] or 0))
+        lines = [f"**{heading}**", "",
+                 "| " + " | ".join(["bin", "constraints", "queries", *(h for _, h in METRICS)]) + " |",
+                 "|---|---|" + "---:|" * (1 + len(METRICS))]
+        lines += ["| " + " | ".join([a["bin"], _SIZES[a["n_constraints"]], str(a["queries"]),
+                                     *(cell(a[m]) for m, _ in METRICS)]) + " |" for a in rows]
+        out.append("\n".join(lines))
+    return "\n\n".join(out) + "\n"

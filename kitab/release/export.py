@@ -1,0 +1,324 @@
+"""``kitab export``: one release -> a Hugging Face dataset folder.
+
+Layout of the folder (the card's ``configs`` list exactly the Parquet files)::
+
+    README.md                      dataset card: YAML header (configs, license, ...), columns,
+                                   version, provenance, quality section, license, citation
+    provenance.json                the release's ledger row, earlier releases, file checksums
+    data/<config>/test-00000-of-00001.parquet
+    plots/kappa.png, plots/popularity.png
+
+Configs: ``one-book-constraints``, ``two-book-constraints``, ``author-metadata`` (KITAB's
+columns; the first two add ``query_id`` last, author-metadata ``synthetic`` last: KITAB's
+readers ignore a column they do not know), ``book-metadata`` (one row per book, ``synthetic``
+last), and
+``constraints`` and ``rejects`` (byte-for-byte copies of the warehouse's partitions, so their
+sha256 equal the ledger's checksums). Every config has one split, ``test``, like KITAB's card.
+
+The folder is a pure function of the release: exporting again gives identical bytes (rows in
+a fixed order, deterministic Parquet and PNG, no export timestamp). It is built in a temp
+folder beside ``out`` and renamed into place; an existing non-empty ``out`` with different
+contents is replaced only with ``force``.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from string import Template
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import yaml
+
+from kitab.release.report import quality_section
+from kitab.core.files import sha256_file, swap_dir
+from kitab.core.warehouse import Warehouse
+
+TEMPLATE = Path(__file__).resolve().parent / "templates" / "dataset_card.md"
+SPLIT = "test"
+LICENSE = "mit"
+CARD = "README.md"
+PROVENANCE = "provenance.json"
+
+KITAB_QUERY_COLUMNS = ('"Author"', '"Birth Year"', '"# of sitelinks"', "constraint_id", "constraint_type",
+                       "constraints", "mapped_books", "all_books", "raw_books")
+KITAB_AUTHOR_COLUMNS = ('"Author"', '"Birth Year"', '"# of sitelinks"', '"WikiData ID"', '"OpenLibrary ID"')
+
+
+@dataclass(frozen=True)
+class Config:
+    name: str
+    description: str
+    sql: str | None = None    # a query over the release-scoped views ...
+    table: str | None = None  # ... or a warehouse table, copied as is
+
+    @property
+    def path(self) -> str:
+        return f"data/{self.name}/{SPLIT}-00000-of-00001.parquet"
+
+
+def _kitab_queries(view: str) -> str:
+    return (f"SELECT {', '.join(KITAB_QUERY_COLUMNS)}, query_id FROM {view} "
+            'ORDER BY "# of sitelinks" DESC, "Author", constraint_id, query_id')
+
+
+CONFIGS: tuple[Config, ...] = (
+    Config("one-book-constraints", "queries with one book constraint besides the author (KITAB's columns + query_id)",
+           sql=_kitab_queries("kitab_one_book_constraints")),
+    Config("two-book-constraints", "queries with two book constraints besides the author (KITAB's columns + query_id)",
+           sql=_kitab_queries("kitab_two_book_constraints")),
+    Config("author-metadata", "authors with at least one query (KITAB's columns + synthetic)",
+           sql=f"SELECT {', '.join(KITAB_AUTHOR_COLUMNS)}, synthetic FROM kitab_author_metadata "
+               'ORDER BY "# of sitelinks" DESC, "Author", "WikiData ID"'),
+    Config("book-metadata", "one row per book: variants, first year, Open Library works, human and city names, "
+                            "synthetic",
+           sql="""
+            SELECT b.book_id, b.author_qid, a.name AS author, b.canonical_title, b.first_year, b.n_variants,
+                   b.variant_titles,
+                   coalesce(v.work_keys, []::VARCHAR[])       AS work_keys,
+                   coalesce(f.has_human_name, false)          AS has_human_name,
+                   coalesce(f.human_names, []::VARCHAR[])     AS human_names,
+                   coalesce(f.has_city_name, false)           AS has_city_name,
+                   coalesce(f.city_names, []::VARCHAR[])      AS city_names,
+                   coalesce(v.synthetic, false)               AS synthetic
+            FROM books b
+            JOIN authors a ON a.qid = b.author_qid
+            LEFT JOIN book_entity_flags f ON f.book_id = b.book_id
+            LEFT JOIN (SELECT t.book_id, list(t.work_key ORDER BY t.work_key) AS work_keys,
+                              bool_or(kitab_synthetic_id(t.work_key, w.source)) AS synthetic
+                       FROM title_variants t JOIN authors w ON w.qid = t.author_qid
+                       GROUP BY t.book_id) v ON v.book_id = b.book_id
+            ORDER BY b.author_qid, b.book_id"""),
+    Config("constraints", "every candidate constraint per author, before sampling (kitab's table)", table="constraints"),
+    Config("rejects", "every record a stage dropped, with reason and evidence (kitab's table)", table="rejects"),
+)
+CONFIG_NAMES = tuple(c.name for c in CONFIGS)
+
+
+class ExportExists(FileExistsError):
+    """``out`` holds something else; pass ``force=True`` to replace it."""
+
+
+# -- small helpers ---------------------------------------------------------------------
+def _plain_lists(table: pa.Table) -> pa.Table:
+    """DuckDB names list children ``l``; use Arrow's standard ``item`` (what datasets writes)."""
+    def plain(t: pa.DataType) -> pa.DataType:
+        return pa.list_(plain(t.value_type)) if pa.types.is_list(t) else t
+
+    return table.cast(pa.schema([pa.field(f.name, plain(f.type), f.nullable) for f in table.schema]))
+
+
+def _iso(ts) -> str:
+    if isinstance(ts, datetime):
+        return ts.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return str(ts)
+
+
+def _md_table(header: tuple[str, ...], rows: list[tuple]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join("---" for _ in header) + " |"]
+    lines += ["| " + " | ".join("" if v is None else str(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _size_category(n: int) -> str:
+    for limit, label in ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"),
+                         (1_000_000, "100K<n<1M"), (10_000_000, "1M<n<10M")):
+        if n < limit:
+            return label
+    return "10M<n<100M"
+
+
+def _tree(folder: Path) -> dict[str, str]:
+    """Every file under ``folder`` (relative POSIX path) with its sha256."""
+    return {p.relative_to(folder).as_posix(): sha256_file(p) for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+# -- ledger ----------------------------------------------------------------------------
+def _ledger(wh: Warehouse, release: str) -> tuple[dict, list[dict]]:
+    """This release's row of the ``releases`` ledger, and the releases committed before it
+    (by creation time, then id): later releases never change an earlier release's card."""
+    rows = wh.read_table("releases").to_pylist()
+    this = next(r for r in rows if r["release_id"] == release)
+    key = (this["created_at"], this["release_id"])
+    earlier = sorted((r for r in rows if (r["created_at"], r["release_id"]) < key),
+                     key=lambda r: (r["created_at"], r["release_id"]), reverse=True)
+    return this, earlier
+
+
+# -- the card --------------------------------------------------------------------------
+def card_metadata(release: str, rows: dict[str, int]) -> dict:
+    """The card's YAML header; ``configs`` lists every config with its one file."""
+    n_queries = rows.get("one-book-constraints", 0) + rows.get("two-book-constraints", 0)
+    return {
+        "license": LICENSE,
+        "pretty_name": f"KITAB rebuild (kitab release {release})",
+        "language": ["en"],
+        "task_categories": ["question-answering", "text-generation"],
+        "tags": ["kitab", "constraint-satisfaction", "information-retrieval", "books", "benchmark"],
+        "size_categories": [_size_category(n_queries)],
+        "configs": [{"config_name": c.name, "data_files": [{"split": SPLIT, "path": c.path}]} for c in CONFIGS],
+    }
+
+
+def _source_note(ledger: dict) -> str:
+    if ledger["source"] == "live":
+        return (f"Built from the live WikiData Query Service and Open Library API "
+                f"(`{ledger['snapshot_id'] or 'live'}`).")
+    note = (f"Built from the snapshot `{ledger['snapshot_id']}` (source `{ledger['source']}`), not from the "
+            "live services.")
+    if str(ledger["snapshot_id"] or "").startswith("kitab-s"):
+        note += (" Snapshots made by `kitab snapshot generate`, such as kitab's bundled one, mix real public "
+                 "seed rows with seeded synthetic records: this release demonstrates the pipeline and is not "
+                 "a benchmark of real bibliographies.")
+    return note
+
+
+def _render_card(release: str, ledger: dict, earlier: list[dict], rows: dict[str, int],
+                 files: dict[str, dict], quality: str) -> str:
+    header = yaml.safe_dump(card_metadata(release, rows), sort_keys=False, allow_unicode=True, width=1000)
+    configs_table = _md_table(("config", "split", "file", "rows", "contents"),
+                              [(f"`{c.name}`", SPLIT, f"`{c.path}`", rows[c.name], c.description) for c in CONFIGS])
+    if earlier:
+        previous = _md_table(("release", "created (UTC)", "seed", "source", "snapshot", "queries"),
+                             [(f"`{r['release_id']}`", _iso(r["created_at"]), r["seed"], r["source"],
+                               f"`{r['snapshot_id']}`" if r["snapshot_id"] else "",
+                               json.loads(r["counts"]).get("queries", "")) for r in earlier])
+    else:
+        previous = "None: this is the warehouse's first release."
+    provenance = _md_table(("field", "value"), [
+        ("release id (version, Hub tag)", f"`{release}`"),
+        ("created (UTC)", _iso(ledger["created_at"])),
+        ("sampling seed", ledger["seed"]),
+        ("source", ledger["source"]),
+        ("snapshot", f"`{ledger['snapshot_id']}`" if ledger["snapshot_id"] else ""),
+        ("writers requested", ledger["n_authors_requested"]),
+        ("HTTP requests sent by the refresh", "" if ledger["requests_made"] is None else ledger["requests_made"]),
+        ("kitab code version", f"`{ledger['code_version']}`"),
+    ])
+    counts, checksums = json.loads(ledger["counts"]), json.loads(ledger["checksums"])
+    warehouse_table = _md_table(("table", "rows", "sha256"),
+                                [(f"`{t}`", counts.get(t, ""), f"`{checksums.get(t, '')}`") for t in sorted(counts)])
+    files_table = _md_table(("file", "rows", "sha256"),
+                            [(f"`{path}`", "" if info.get("rows") is None else info["rows"], f"`{info['sha256']}`")
+                             for path, info in files.items()])
+    return Template(TEMPLATE.read_text(encoding="utf-8")).substitute(
+        yaml_header=header, pretty_name=f"KITAB rebuild: kitab release {release}", release=release,
+        created_at=_iso(ledger["created_at"]), source_note=_source_note(ledger), configs_table=configs_table,
+        previous_releases=previous, provenance_table=provenance, warehouse_table=warehouse_table,
+        files_table=files_table, quality=quality)
+
+
+def card_configs(card_text: str) -> dict[str, dict[str, str]]:
+    """``{config: {split: path}}`` from a card's YAML header (what ``datasets`` reads)."""
+    if not card_text.startswith("---\n"):
+        raise ValueError("the card has no YAML header")
+    meta = yaml.safe_load(card_text[4:card_text.index("\n---\n", 4)])
+    return {c["config_name"]: {f["split"]: f["path"] for f in c["data_files"]} for c in meta.get("configs", [])}
+
+
+# -- building the folder ---------------------------------------------------------------
+def _build(wh: Warehouse, release: str, folder: Path) -> dict:
+    ledger, earlier = _ledger(wh, release)
+    rows: dict[str, int] = {}
+    files: dict[str, dict] = {}
+    with wh.connect(release=release) as con:
+        for config in CONFIGS:
+            target = folder / config.path
+            target.parent.mkdir(parents=True)
+            if config.table is not None:
+                source = wh.committed_files(release)[config.table]
+                shutil.copyfile(source, target)
+                rows[config.name] = pq.ParquetFile(target).metadata.num_rows
+            else:
+                table = _plain_lists(con.sql(config.sql).to_arrow_table())
+                pq.write_table(table, target, compression="zstd")
+                rows[config.name] = table.num_rows
+            files[config.path] = {"config": config.name, "split": SPLIT, "rows": rows[config.name],
+                                  "sha256": sha256_file(target)}
+        quality = quality_section(con, release, folder / "plots")
+    for png in sorted((folder / "plots").glob("*.png")):
+        files[png.relative_to(folder).as_posix()] = {"sha256": sha256_file(png)}
+    provenance = {
+        "release_id": release,
+        "version": release,
+        "hub_tag": release,
+        "ledger": {k: _iso(v) if k == "created_at" else json.loads(v) if k in ("counts", "checksums", "stages")
+                   and v is not None else v for k, v in ledger.items() if k != "release"},
+        "earlier_releases": [r["release_id"] for r in earlier],
+        "configs": {c.name: {"split": SPLIT, "path": c.path, "rows": rows[c.name]} for c in CONFIGS},
+        "files": files,
+    }
+    (folder / PROVENANCE).write_text(json.dumps(provenance, indent=2, sort_keys=True, ensure_ascii=False) + "\n",
+                                     encoding="utf-8")
+    (folder / CARD).write_text(_render_card(release, ledger, earlier, rows, files, quality), encoding="utf-8")
+    return rows
+
+
+def _holds_other_things(out: Path, release: str) -> bool:
+    """``out`` is non-empty and is not an export of ``release`` (checked before building)."""
+    if not (out.is_symlink() or out.exists()):
+        return False
+    if not out.is_dir() or out.is_symlink():
+        return True
+    if not any(out.iterdir()):
+        return False
+    try:
+        return json.loads((out / PROVENANCE).read_text(encoding="utf-8")).get("release_id") != release
+    except (OSError, ValueError):
+        return True
+
+
+def _refuse(out: Path) -> ExportExists:
+    return ExportExists(f"{out} exists and differs from the export of this release; "
+                        "use --force to replace it, or choose another --out")
+
+
+def _install(tmp: Path, out: Path, force: bool) -> bool:
+    """Move the built folder ``tmp`` to ``out``; False when ``out`` already holds the same files."""
+    if out.is_symlink() or out.exists():
+        if out.is_dir() and not out.is_symlink() and not any(out.iterdir()):
+            out.rmdir()
+        elif out.is_dir() and not out.is_symlink() and _tree(out) == _tree(tmp):
+            return False
+        elif not force:
+            raise _refuse(out)
+    swap_dir(tmp, out)
+    return True
+
+
+def export_release(warehouse: Path, release: str, out: Path, *, force: bool = False) -> dict:
+    """Write release ``release`` of ``warehouse`` as a Hugging Face dataset folder at ``out``.
+
+    Returns ``{"release", "out", "files", "rows", "written"}``: the folder's files (relative
+    paths), rows per config, and whether ``out`` changed (False: it already held exactly
+    this export). Raises ``ValueError`` for an uncommitted release and ``ExportExists`` when
+    ``out`` holds something else and ``force`` is False.
+    """
+    wh = Warehouse(Path(warehouse))
+    if release not in wh.committed_releases():
+        raise ValueError(f"no committed release {release!r} in {wh.root} "
+                         f"(have: {', '.join(wh.committed_releases()) or 'none'})")
+    out = Path(out).absolute()
+    if not force and _holds_other_things(out, release):
+        raise _refuse(out)  # fail fast; an older export of the same release is compared after the build
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    try:
+        os.chmod(tmp, 0o777 & ~_umask())
+        rows = _build(wh, release, tmp)
+        files = sorted(_tree(tmp))
+        written = _install(tmp, out, force)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return {"release": release, "out": str(out), "files": files, "rows": rows, "written": written}
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

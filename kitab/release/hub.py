@@ -1,0 +1,122 @@
+"""``kitab export --push REPO``: upload an exported release folder to the Hugging Face Hub
+and tag the commit with the release id.
+
+Token: never an argument. ``HfApi()`` finds it itself (``HF_TOKEN``, else the login saved by
+``hf auth login``); kitab only checks that one is configured (``get_token() is None``) and
+never passes, prints, logs or writes it.
+
+Endpoint: ``endpoint``, else ``HF_ENDPOINT`` read at call time, else huggingface.co.
+
+Offline mode: kitab sets ``HF_HUB_OFFLINE=1`` by default (``kitab/core/env.py``) so nothing else
+reaches the Hub. huggingface_hub 2.x reads that variable once, at import, into
+``huggingface_hub.constants.HF_HUB_OFFLINE``, and its HTTP client refuses every request while
+``constants.is_offline_mode()`` (which returns that constant) is true. So the push lifts it by
+setting the constant to False for the duration of the push only and restores it after, even
+on error; the environment variable is left alone. Telemetry stays off during the push:
+``constants.HF_HUB_DISABLE_TELEMETRY`` (with it on, huggingface_hub fetches an agent registry
+from its default endpoint while building headers) and ``HF_XET_TELEMETRY_ENABLED=false`` unless
+the user set it (hf_xet, which uploads files to the Hub's Xet storage, enables its own telemetry
+by default and reads the variable when its session starts).
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+from contextlib import contextmanager
+from pathlib import Path
+
+from kitab.release.export import CARD, PROVENANCE, card_configs
+from kitab.core.files import sha256_file
+
+REPO_TYPE = "dataset"
+# Paths the export owns in the repo: replaced wholesale by each release (stale files deleted).
+MANAGED = ["data/**", "plots/**"]
+_TAG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_ONLINE = threading.Lock()
+XET_TELEMETRY = "HF_XET_TELEMETRY_ENABLED"
+
+
+class ReleaseAlreadyPushed(RuntimeError):
+    """The repo already has a tag named like the release: a published version is immutable."""
+
+
+def valid_tag(release: str) -> bool:
+    return bool(_TAG.match(release)) and ".." not in release and not release.endswith((".", ".lock"))
+
+
+@contextmanager
+def hub_online():
+    """Let huggingface_hub reach its endpoint inside this block only (see the module doc)."""
+    from huggingface_hub import constants
+
+    with _ONLINE:
+        saved = constants.HF_HUB_OFFLINE, constants.HF_HUB_DISABLE_TELEMETRY
+        saved_xet = os.environ.get(XET_TELEMETRY)
+        constants.HF_HUB_OFFLINE, constants.HF_HUB_DISABLE_TELEMETRY = False, True
+        os.environ.setdefault(XET_TELEMETRY, "false")  # read by hf_xet when its session starts
+        try:
+            yield
+        finally:
+            constants.HF_HUB_OFFLINE, constants.HF_HUB_DISABLE_TELEMETRY = saved
+            if saved_xet is None:
+                os.environ.pop(XET_TELEMETRY, None)
+
+
+def _check_folder(folder: Path, release: str) -> dict:
+    card, provenance = folder / CARD, folder / PROVENANCE
+    if not card.is_file() or not provenance.is_file():
+        raise ValueError(f"{folder} is not a kitab export (no {CARD} or {PROVENANCE}); run `kitab export` first")
+    meta = json.loads(provenance.read_text(encoding="utf-8"))
+    if meta.get("release_id") != release:
+        raise ValueError(f"{folder} holds release {meta.get('release_id')!r}, not {release!r}")
+    for config, splits in card_configs(card.read_text(encoding="utf-8")).items():
+        for path in splits.values():
+            if not (folder / path).is_file():
+                raise ValueError(f"{folder}: the card's config {config} names {path}, which is missing")
+    for path, info in meta.get("files", {}).items():
+        if not (folder / path).is_file() or sha256_file(folder / path) != info["sha256"]:
+            raise ValueError(f"{folder}/{path} is missing or changed since the export; export the release again")
+    return meta
+
+
+def push_release(folder: Path, repo_id: str, *, release: str, endpoint: str | None = None,
+                 private: bool = False) -> dict:
+    """Upload the export ``folder`` of ``release`` to the dataset repo ``repo_id`` (created if
+    missing, ``private`` then) in one commit, and tag that commit ``release``.
+
+    Refuses (before uploading anything) when ``release`` is not a valid tag name, when the
+    folder is not the export of ``release``, when no token is configured, and when the repo
+    already has the tag (``ReleaseAlreadyPushed``). Files under ``data/`` and ``plots/`` that
+    the folder lacks are deleted in the same commit, so each tagged commit holds exactly one
+    release; other files of the repo (e.g. ``.gitattributes``) are kept.
+
+    Returns ``{"repo_id", "release", "tag", "commit", "commit_url", "repo_url", "endpoint"}``.
+    """
+    folder = Path(folder)
+    if not valid_tag(release):
+        raise ValueError(f"release id {release!r} is not usable as a git tag")
+    _check_folder(folder, release)
+    endpoint = endpoint or os.environ.get("HF_ENDPOINT") or None
+
+    from huggingface_hub import HfApi, get_token
+
+    if get_token() is None:
+        raise PermissionError("no Hugging Face token: set HF_TOKEN or run `hf auth login` (kitab never takes "
+                              "the token as an argument)")
+    with hub_online():
+        api = HfApi(endpoint=endpoint)  # token=None: huggingface_hub resolves it (HF_TOKEN, then the login)
+        repo_url = api.create_repo(repo_id, repo_type=REPO_TYPE, private=private, exist_ok=True)
+        tags = {t.name: t.target_commit for t in api.list_repo_refs(repo_id, repo_type=REPO_TYPE).tags}
+        if release in tags:
+            raise ReleaseAlreadyPushed(f"{repo_id} already has tag {release} (commit {tags[release]}); a release "
+                                       "is immutable: publish a new release id instead")
+        info = api.upload_folder(repo_id=repo_id, repo_type=REPO_TYPE, folder_path=folder,
+                                 commit_message=f"kitab release {release}",
+                                 commit_description=f"Export of kitab release {release}; tagged {release}.",
+                                 delete_patterns=MANAGED)
+        api.create_tag(repo_id, repo_type=REPO_TYPE, tag=release, revision=info.oid,
+                       tag_message=f"kitab release {release}")
+    return {"repo_id": repo_id, "release": release, "tag": release, "commit": info.oid,
+            "commit_url": info.commit_url, "repo_url": str(repo_url), "endpoint": api.endpoint}

@@ -1,0 +1,94 @@
+"""``kitab prompts``: the paper's prompt templates (App. D) rendered for every query of a release.
+
+One JSON line per query, ``{"query_id", "template", "prompt"}``: send ``prompt`` to a model,
+add its text as ``response`` to the line, and the file is an answers file for ``kitab
+evaluate`` (which reads ``query_id`` and ``response``), so prompts -> model -> evaluate is a
+loop. The template texts are the paper's, word for word; the placeholders are filled from
+the query's KITAB row: ``{author}``, ``{birth_year}``, ``{constraints}`` (KITAB's
+``constraints`` field, "Criterion 1: …") and ``{all_books}`` (the ``all_books`` entries,
+"Title (YYYY)", one per line).
+
+Templates (kitab name: the paper's condition, §3.2):
+
+- ``no-context``: Template 2a, NO-CONTEXT (the model's own knowledge).
+- ``with-context``: Template 2b, WITH-CONTEXT (the author's books are given).
+- ``self-context``: Template 3, SELF-CONTEXT (the model lists the author's books first).
+  The paper used it for one-constraint queries; its text says "Constraint 1" and is kept.
+- ``cot``: the same text as ``no-context``. The paper has no separate chain-of-thought
+  prompt: its standard chain-of-thought (§1 iv, §3.2) is the "Think step-by-step. Give a
+  1-2 sentence reason" that Templates 2a, 2b and 3 all carry.
+"""
+from __future__ import annotations
+
+import ast
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+from kitab.core.errors import KitabError
+
+_OUTPUT_WITH_REASONS = """Output:
+1. Reason: <reason>. Title: <title>
+2. Reason: <reason>. Title: <title>
+...
+N. Reason: <reason>. Title: <title>"""
+
+NO_CONTEXT = (
+    "List of all books written by {author} (born in {birth_year}) satisfying all the following criteria. "
+    "All book titles need to be in English. Think step-by-step. Give a 1-2 sentence reason for why the books "
+    "satisfy the criteria. Criteria: {constraints} Remember that every book in the output list needs to satisfy "
+    "all the criteria. Always finish your response with the following format. Do not add any additional text or "
+    "comments after the output list.\n\n" + _OUTPUT_WITH_REASONS)
+
+WITH_CONTEXT = (
+    "The following is a list of books by {author} (born in {birth_year}) with publication dates in parenthesis. "
+    "List:\n{all_books}\n\n"
+    "Find all books in this list that satisfy all the following criteria. Think step-by-step. Give a 1-2 sentence "
+    "reason for why the books satisfy the criteria. Criteria: {constraints} Remember that every book in the output "
+    "list needs to satisfy all the criteria. Always finish your response with the following format. Do not add any "
+    "additional text or comments after the output list.\n\n" + _OUTPUT_WITH_REASONS)
+
+SELF_CONTEXT = (
+    "List of all books written by {author} (born in {birth_year}) satisfying all the following criteria. "
+    "All book titles need to be in English. Criteria: {constraints} First, retrieve all books by {author} "
+    "(born in {birth_year}) and list them in the \"All Books\" list. Then, select the subset of books that satisfy "
+    "Constraint 1 and list them under the \"Final Output\" list. Think step-by-step. Give a 1-2 sentence reason for "
+    "why the books satisfy the criteria. Remember that every book in the final output list needs to satisfy all "
+    "the criteria. Always finish your response with the following format. Do not add any additional text or "
+    "comments after the output list.\n\n"
+    "All Books:\n1. Title: <title>\n2. Title: <title>\n...\nN. Title: <title>\n\n"
+    "Final " + _OUTPUT_WITH_REASONS)
+
+TEMPLATES = {"no-context": NO_CONTEXT, "with-context": WITH_CONTEXT, "self-context": SELF_CONTEXT,
+             "cot": NO_CONTEXT}
+
+
+def render_prompt(template: str, *, author: str, birth_year: int, constraints: str, all_books: list[str]) -> str:
+    """The prompt of ``template`` for one query (its KITAB row's fields)."""
+    try:
+        text = TEMPLATES[template]
+    except KeyError:
+        raise KitabError(f"unknown template {template!r} (known: {', '.join(TEMPLATES)})") from None
+    return text.format(author=author, birth_year=birth_year, constraints=constraints,
+                       all_books="\n".join(all_books))
+
+
+def release_prompts(warehouse: Path, release: str, template: str) -> Iterator[str]:
+    """One JSON line per query of ``release`` (KITAB's file order: one- then two-constraint
+    queries, authors by sitelinks descending), with the rendered prompt."""
+    from kitab.core.warehouse import Warehouse
+
+    if template not in TEMPLATES:
+        raise KitabError(f"unknown template {template!r} (known: {', '.join(TEMPLATES)})")
+    wh = Warehouse(Path(warehouse))
+    if release not in wh.committed_releases():
+        raise KitabError(f"no committed release {release!r} in {wh.root} "
+                         f"(have: {', '.join(wh.committed_releases()) or 'none'})")
+    with wh.connect(release=release) as con:
+        rows = con.execute(
+            'SELECT query_id, "Author", "Birth Year", constraints, all_books FROM kitab_book_constraints '
+            'ORDER BY n_constraints, "# of sitelinks" DESC, "Author", constraint_id, query_id').fetchall()
+    for query_id, author, birth_year, constraints, all_books in rows:
+        prompt = render_prompt(template, author=author, birth_year=birth_year, constraints=constraints,
+                               all_books=ast.literal_eval(all_books))
+        yield json.dumps({"query_id": query_id, "template": template, "prompt": prompt}, ensure_ascii=False)

@@ -1,0 +1,372 @@
+"""A release's quality section: headline rates, the paper's Table 2, constrainedness and
+author-popularity histograms (PNG), rejects by reason.
+
+``quality_section`` is the one renderer: the dataset card of ``kitab export`` embeds its text
+and ``kitab report`` prints it, so the two never disagree. Images are linked as
+``plots/<name>.png``, relative to the markdown, and written to ``plots_dir`` when given.
+
+Plots are deterministic: matplotlib's Agg canvas on a bare ``Figure`` (no pyplot state, no
+global backend switch), matplotlib's default style whatever the user's matplotlibrc says, and
+no ``Software`` entry in the PNG metadata, so the same release gives byte-identical PNGs.
+"""
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from pathlib import Path
+from statistics import median
+
+import duckdb
+
+from kitab.core.files import write_bytes
+from kitab.release.bins import KAPPA_BINS, bin_index, kappa_labels, sitelink_bucket, sitelink_labels
+from tasks.constraints.table2 import format_table2, table2
+
+PLOTS = ("kappa.png", "popularity.png")
+# Reference rates from the paper (kitab-original.md §2.4): unsatisfiable one-constraint
+# queries, jointly unsatisfiable two-constraint queries.
+PAPER_ONE_UNSATISFIABLE = 0.0799
+PAPER_TWO_UNSATISFIABLE = 0.0076
+HIST_BINS = 20
+
+
+@dataclass(frozen=True)
+class _Stats:
+    release: str
+    n_authors: int
+    n_books: int
+    n_constraints: int
+    one_sn: list[tuple[int, int]]  # (S, N) per one-constraint query
+    two_sn: list[tuple[int, int]]
+
+    @property
+    def one_kappas(self) -> list[float]:
+        return [(n - s) / n for s, n in self.one_sn]
+
+    @property
+    def two_kappas(self) -> list[float]:
+        return [(n - s) / n for s, n in self.two_sn]
+    books_per_author: list[int]
+    books_with_human: int
+    books_with_city: int
+    author_sitelinks: list[int]
+    query_sitelinks: list[tuple[int, int]]  # (sitelinks, n_constraints) per query
+    rejects: list[tuple[str, str, str, int]]
+    table2_text: str
+
+
+def _rows(con: duckdb.DuckDBPyConnection, sql: str) -> list[tuple]:
+    return con.execute(sql).fetchall()  # fetch everything: DuckDB 2 refuses new work on a half-read result
+
+
+def _dicts(con: duckdb.DuckDBPyConnection, sql: str) -> list[dict]:
+    return con.sql(sql).to_arrow_table().to_pylist()
+
+
+def _collect(con: duckdb.DuckDBPyConnection, release: str) -> _Stats:
+    sn = _rows(con, "SELECT n_constraints, n_mapped, n_books FROM queries ORDER BY query_id")
+    flags = _rows(con, "SELECT count(*) FILTER (WHERE has_human_name), count(*) FILTER (WHERE has_city_name) "
+                       "FROM book_entity_flags")[0]
+    t2 = table2(_dicts(con, "SELECT constraint_id, spec FROM constraints ORDER BY constraint_id"),
+                _dicts(con, "SELECT n_constraints, constraint_ids, constrainedness FROM queries ORDER BY query_id"))
+    return _Stats(
+        release=release,
+        n_authors=_rows(con, "SELECT count(*) FROM kitab_author_metadata")[0][0],
+        n_books=_rows(con, "SELECT count(*) FROM books")[0][0],
+        n_constraints=_rows(con, "SELECT count(*) FROM constraints")[0][0],
+        one_sn=[(s, n) for c, s, n in sn if c == 1],
+        two_sn=[(s, n) for c, s, n in sn if c == 2],
+        books_per_author=[r[0] for r in _rows(con, "SELECT books FROM books_per_author ORDER BY qid")],
+        books_with_human=flags[0] or 0,
+        books_with_city=flags[1] or 0,
+        author_sitelinks=[r[0] for r in _rows(con, 'SELECT "# of sitelinks" FROM kitab_author_metadata '
+                                                   'ORDER BY "WikiData ID"')],
+        query_sitelinks=[(r[0], r[1]) for r in _rows(
+            con, "SELECT a.sitelinks, q.n_constraints FROM queries q JOIN authors a ON a.qid = q.author_qid "
+                 "ORDER BY q.query_id")],
+        rejects=[tuple(r) for r in _rows(
+            con, "SELECT stage, reason, record_kind, sum(n) AS n FROM rejects_by_reason GROUP BY ALL "
+                 "ORDER BY stage, n DESC, reason, record_kind")],
+        table2_text=format_table2(t2),
+    )
+
+
+# -- numbers ---------------------------------------------------------------------------
+def _pct(part: int, whole: int) -> str:
+    return f"{100.0 * part / whole:.1f}%" if whole else "–"
+
+
+def _mean(values: list[float]) -> str:
+    return f"{sum(values) / len(values):.2f}" if values else "–"
+
+
+def _kappa_bin_counts(sn: list[tuple[int, int]]) -> list[int]:
+    counts = [0] * (len(KAPPA_BINS) + 1)
+    for s, n in sn:
+        counts[-1 if s == 0 else bin_index(s, n, len(KAPPA_BINS))] += 1  # S = 0: unsatisfiable
+    return counts
+
+
+def _popularity(stats: _Stats) -> list[tuple[str, int, int, int]]:
+    """(bucket label, authors, one-constraint queries, two-constraint queries) per bucket."""
+    labels = sitelink_labels()
+    authors, one, two = [0] * len(labels), [0] * len(labels), [0] * len(labels)
+    for s in stats.author_sitelinks:
+        authors[sitelink_bucket(s)] += 1
+    for s, n in stats.query_sitelinks:
+        (one if n == 1 else two)[sitelink_bucket(s)] += 1
+    return list(zip(labels, authors, one, two))
+
+
+# -- plots -----------------------------------------------------------------------------
+def _save_png(fig, path: Path) -> None:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100, metadata={"Software": None})
+    write_bytes(path, buf.getvalue())
+
+
+def _figure(width: float, height: float):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height))  # fixed margins: constrained layout costs extra draws
+    fig.subplots_adjust(left=0.07, right=0.985, bottom=0.15, top=0.82, wspace=0.22)
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _write_plots(stats: _Stats, plots_dir: Path) -> None:
+    import matplotlib.style
+
+    with matplotlib.style.context("default"):
+        fig = _figure(9.0, 3.4)
+        axes = fig.subplots(1, 2, sharey=False)
+        bins = [i / HIST_BINS for i in range(HIST_BINS + 1)]
+        centers = [(lo + hi) / 2 for lo, hi in zip(bins, bins[1:])]
+        for ax, sn, kappas, label, color in (
+                (axes[0], stats.one_sn, stats.one_kappas, "one-constraint", "tab:blue"),
+                (axes[1], stats.two_sn, stats.two_kappas, "two-constraint", "tab:orange")):
+            counts = [0] * HIST_BINS
+            for s, n in sn:  # binned in integers, see _bin_index
+                counts[bin_index(s, n, HIST_BINS)] += 1
+            ax.hist(centers, bins=bins, weights=counts, color=color, edgecolor="white")
+            ax.set_title(f"{label} queries (n={len(sn)}, mean κ {_mean(kappas)})", fontsize=10)
+            ax.set_xlabel("constrainedness κ = 1 − S/N")
+            ax.set_ylabel("queries")
+            ax.set_xlim(0, 1)
+        fig.suptitle(f"kitab release {stats.release}: constrainedness", fontsize=11)
+        _save_png(fig, plots_dir / "kappa.png")
+
+        rows = _popularity(stats)
+        labels = [r[0] for r in rows]
+        x = list(range(len(rows)))
+        fig = _figure(9.0, 3.4)
+        left, right = fig.subplots(1, 2)
+        left.bar(x, [r[1] for r in rows], color="tab:green")
+        left.set_title(f"authors with queries (n={len(stats.author_sitelinks)})", fontsize=10)
+        left.set_ylabel("authors")
+        one, two = [r[2] for r in rows], [r[3] for r in rows]
+        right.bar(x, one, color="tab:blue", label="one-constraint")
+        right.bar(x, two, bottom=one, color="tab:orange", label="two-constraint")
+        right.set_title("queries by author popularity", fontsize=10)
+        right.set_ylabel("queries")
+        right.legend(fontsize=8)
+        for ax in (left, right):
+            ax.set_xticks(x, labels)
+            ax.set_xlabel("WikiData sitelinks of the author")
+        fig.suptitle(f"kitab release {stats.release}: author popularity", fontsize=11)
+        _save_png(fig, plots_dir / "popularity.png")
+
+
+# -- markdown --------------------------------------------------------------------------
+def _table(header: tuple[str, ...], rows: list[tuple], align: str | None = None) -> str:
+    align = align or "l" + "r" * (len(header) - 1)
+    rule = ["---:" if a == "r" else "---" for a in align]
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(rule) + " |"]
+    lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _markdown(stats: _Stats) -> str:
+    n_one, n_two = len(stats.one_sn), len(stats.two_sn)
+    one_unsat = sum(1 for s, _ in stats.one_sn if s == 0)
+    two_unsat = sum(1 for s, _ in stats.two_sn if s == 0)
+    bpa = sorted(stats.books_per_author)
+    bpa_text = f"{bpa[0]} / {median(bpa):g} / {bpa[-1]}" if bpa else "–"
+    headline = _table(("measure", "this release", "KITAB (paper)"), [
+        ("one-constraint queries that are unsatisfiable (S = 0)", f"{_pct(one_unsat, n_one)} ({one_unsat} of {n_one})",
+         f"{100 * PAPER_ONE_UNSATISFIABLE:.2f}%"),
+        ("two-constraint queries that are jointly unsatisfiable", f"{_pct(two_unsat, n_two)} ({two_unsat} of {n_two})",
+         f"{100 * PAPER_TWO_UNSATISFIABLE:.2f}%"),
+        ("books per author (min / median / max)", bpa_text, "≥ 5"),
+        ("books with a human name in a title", f"{_pct(stats.books_with_human, stats.n_books)}", "–"),
+        ("books with a city name in a title", f"{_pct(stats.books_with_city, stats.n_books)}", "–"),
+    ], align="lrr")
+    kappa_table = _table(("constrainedness", "one-constraint", "two-constraint"),
+                         list(zip(kappa_labels(), _kappa_bin_counts(stats.one_sn),
+                                  _kappa_bin_counts(stats.two_sn))))
+    popularity_table = _table(("author sitelinks", "authors", "one-constraint queries", "two-constraint queries"),
+                              _popularity(stats))
+    rejects_table = (_table(("stage", "reason", "record kind", "rows"), stats.rejects, align="lllr")
+                     if stats.rejects else "No record was rejected.")
+    n_rejects = sum(r[3] for r in stats.rejects)
+    return f"""## Quality
+
+Release `{stats.release}`: {stats.n_authors} authors with queries, {stats.n_books} books,
+{stats.n_constraints} candidate constraints, {n_one} one-constraint and {n_two} two-constraint queries.
+Every release passed kitab's data tests (`sql/tests/`) before it was committed.
+
+{headline}
+
+### Queries and constrainedness per constraint type (the paper's Table 2)
+
+Each cell is `queries / mean κ`; a two-constraint query counts under each of its types, the
+Summary row counts it once. The paper's columns are KITAB's full release (611 authors).
+
+```text
+{stats.table2_text}
+```
+
+### Constrainedness
+
+κ = 1 − S/N, where S is the number of the author's books that satisfy the query and N the
+number of the author's books.
+
+![Histograms of the constrainedness of one- and two-constraint queries](plots/kappa.png)
+
+{kappa_table}
+
+### Author popularity
+
+Popularity is the author's number of WikiData sitelinks (KITAB's `# of sitelinks`).
+
+![Authors and queries per bucket of WikiData sitelinks](plots/popularity.png)
+
+{popularity_table}
+
+### Rejects by reason
+
+Every record a stage dropped is kept in the `rejects` config with its evidence
+({n_rejects} rows in this release).
+
+{rejects_table}
+"""
+
+
+def quality_section(con: duckdb.DuckDBPyConnection, release: str, plots_dir: Path | None = None) -> str:
+    """The quality section (markdown) of ``release``; ``con`` is a connection scoped to it
+    (``Warehouse.connect(release=...)``). Writes ``kappa.png`` and ``popularity.png`` into
+    ``plots_dir`` when given. The text does not depend on ``plots_dir``."""
+    stats = _collect(con, release)
+    if plots_dir is not None:
+        _write_plots(stats, Path(plots_dir))
+    return _markdown(stats)
+
+
+# -- model evaluations (kitab evaluate) -------------------------------------------------
+EVALUATION_PLOTS = ("evaluations_kappa.png", "evaluations_popularity.png")
+_EVALUATION_METRICS = (("not_from_author", "not from author ↓"), ("unsatisfied", "unsatisfied ↓"),
+                       ("satisfied", "satisfied ↑"), ("completeness", "completeness ↑"),
+                       ("all_correct", "all correct ↑"))
+
+
+def _write_evaluation_plots(release: str, curves: dict[str, dict[str, list[tuple[str, float | None]]]],
+                            plots_dir: Path) -> None:
+    """One figure per dimension (κ, popularity), a panel per metric, a line per evaluation
+    (the paper's Figures 2 and 3)."""
+    import matplotlib.style
+
+    titles = {"kappa": ("evaluations_kappa.png", "constrainedness κ"),
+              "popularity": ("evaluations_popularity.png", "WikiData sitelinks of the author")}
+    with matplotlib.style.context("default"):
+        for dimension, (name, xlabel) in titles.items():
+            fig = _figure(15.0, 3.4)
+            fig.subplots_adjust(left=0.04, right=0.99, bottom=0.3, top=0.8, wspace=0.25)
+            axes = fig.subplots(1, len(_EVALUATION_METRICS))
+            for ax, (metric, label) in zip(axes, _EVALUATION_METRICS):
+                for evaluation, by_metric in curves[dimension].items():
+                    points = by_metric[metric]
+                    x = list(range(len(points)))
+                    ax.plot(x, [float("nan") if v is None else v for _, v in points], marker="o", label=evaluation)
+                    ax.set_xticks(x, [b for b, _ in points], rotation=30, ha="right", fontsize=7)
+                ax.set_title(label, fontsize=9)
+                ax.set_ylim(-0.05, 1.05)
+            axes[0].legend(fontsize=7)
+            fig.supxlabel(xlabel, fontsize=9)
+            fig.suptitle(f"kitab release {release}: model evaluations by {xlabel}", fontsize=11)
+            _save_png(fig, plots_dir / name)
+
+
+def evaluation_section(con: duckdb.DuckDBPyConnection, release: str, plots_dir: Path | None = None) -> str:
+    """The ``kitab evaluate`` results of ``release`` (every model and answers file), as
+    markdown tables and, with ``plots_dir``, the plots; "" when nothing was evaluated."""
+    from kitab.release.evaluation.run import format_aggregates
+
+    rows = _dicts(con, "SELECT * FROM evaluation_summary ORDER BY model, answers_sha256, n_constraints NULLS FIRST, "
+                       "dimension, bin_order, bin")
+    if not rows:
+        return ""
+    evaluations = sorted({(r["model"], r["answers_sha256"]) for r in rows})
+    models = [m for m, _ in evaluations]
+    label = {e: e[0] if models.count(e[0]) == 1 else f"{e[0]} ({e[1][:8]})" for e in evaluations}
+    parts = ["## Model evaluations", "",
+             f"KITAB's metrics (paper §4.1, docs/evaluate.md) of every answers file scored with `kitab evaluate` "
+             f"against release `{release}`: {len(evaluations)} evaluation(s).", "",
+             *(f"![Model evaluations by {d}](plots/{name})" for d, name in zip(("constrainedness", "popularity"),
+                                                                                EVALUATION_PLOTS)), ""]
+    curves: dict[str, dict[str, dict]] = {"kappa": {}, "popularity": {}}
+    for evaluation in evaluations:
+        mine = [r for r in rows if (r["model"], r["answers_sha256"]) == evaluation]
+        parts += [f"### {label[evaluation]}", "", f"Answers file sha256 `{evaluation[1]}`.", "",
+                  format_aggregates(mine)]
+        for dimension in curves:
+            points = sorted((r for r in mine if r["dimension"] == dimension and r["n_constraints"] is None),
+                            key=lambda r: (r["bin_order"], r["bin"]))
+            curves[dimension][label[evaluation]] = {m: [(r["bin"], r[m]) for r in points]
+                                                    for m, _ in _EVALUATION_METRICS}
+    if plots_dir is not None:
+        _write_evaluation_plots(release, curves, Path(plots_dir))
+    return "\n".join(parts)
+
+
+def stages_section(release: str, ledger_row: dict) -> str:
+    """How long each stage of the refresh that made ``release`` took, with its rows: from the
+    ledger's ``stages`` column (a release from before it was recorded says so)."""
+    from kitab.core.progress import format_seconds, parse_stages
+    from kitab.core.progress import stage_rows
+
+    stages = parse_stages(ledger_row.get("stages"))
+    if not stages:
+        body = f"Not recorded: release `{release}` was made before kitab recorded stage timings."
+    else:
+        total = sum(r["seconds"] for r in stages)
+        requests = sum(r.get("requests", 0) for r in stages)
+        slowest = max(stages, key=lambda r: r["seconds"])
+        rows = [(f"**{r[0]}**" if r[0] == slowest["stage"] else r[0], *r[1:]) for r in stage_rows(stages)]
+        rows.append(("total", format_seconds(total), "100%", "", "", f"{requests:,}" if requests else ""))
+        body = (f"Wall time of each stage and its output rows, recorded in the ledger when the release was "
+                f"published (publish: up to the commit). The slowest stage, in bold, is `{slowest['stage']}`.\n\n"
+                + _table(("stage", "time", "share", "rows", "tasks", "requests"), rows, align="lrrrrr"))
+    return f"## Refresh stages\n\n{body}\n"
+
+
+def render_report(warehouse: Path, release: str, out_dir: Path | None = None) -> str:
+    """``kitab report --release R``: the quality section of ``release``, exactly as in its
+    dataset card, then how long each stage of its refresh took (:func:`stages_section`), then
+    the release's model evaluations when there are any (``kitab evaluate``). Neither of the
+    last two is part of the card. With ``out_dir``, also writes ``out_dir/report.md`` and the
+    plots under ``out_dir/plots/`` (the markdown's image links are relative to ``report.md``)."""
+    from kitab.core.warehouse import Warehouse
+
+    wh = Warehouse(Path(warehouse))
+    plots = Path(out_dir) / "plots" if out_dir is not None else None
+    with wh.connect(release=release) as con:
+        text = quality_section(con, release, plots)
+        evaluations = evaluation_section(con, release, plots)
+    text += "\n" + stages_section(release, wh.ledger_row(release))
+    if evaluations:
+        text = f"{text}\n{evaluations}"
+    if out_dir is not None:
+        write_bytes(Path(out_dir) / "report.md",
+                     f"# kitab release {release}: quality report\n\n{text}".encode())
+    return text

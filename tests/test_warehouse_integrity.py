@@ -172,12 +172,16 @@ def test_verify_passes_on_an_intact_warehouse_and_names_a_tampered_file(wh):
     assert gone.exit_code == 1 and gone.stdout.split("\t")[2:] == [str(missing.relative_to(wh.root)), "missing\n"]
 
 
-def test_reads_warn_in_one_line_when_a_committed_file_changed(wh):
+def test_a_changed_file_fails_its_table_in_one_line_and_the_others_answer_with_a_warning(wh):
     target = wh.committed_files("k1")["authors"]
     duckdb.sql(f"copy (select * from '{target}' limit 1) to '{target}' (format parquet)")  # fewer rows, same path
+    damaged = runner.invoke(app, ["sql", "--warehouse", str(wh.root), "select count(*) as n from authors"])
+    assert damaged.exit_code == 1 and damaged.stdout == ""  # never an answer from a damaged table
+    error = damaged.stderr.strip().splitlines()
+    assert len(error) == 1 and "authors of release k1 is damaged" in error[0] and "kitab verify" in error[0], error
     result = runner.invoke(app, ["sql", "--warehouse", str(wh.root), "--output", "json",
-                                 "select count(*) as n from authors"])
-    assert result.exit_code == 0 and result.stdout.strip() == '{"n": 2}'  # still answers, with what is there
+                                 "select count(*) as n from works_raw"])
+    assert result.exit_code == 0 and result.stdout.strip() == '{"n": 3}', result.stdout  # the others answer
     warning = result.stderr.strip().splitlines()
     assert len(warning) == 1 and "k1/authors" in warning[0] and "kitab verify" in warning[0], result.stderr
     # scoped to the other release: nothing to warn about

@@ -51,8 +51,9 @@ def _existing_warehouse(path: Optional[Path], release: Optional[str] = None) -> 
     from kitab.core.warehouse import CATALOG, Warehouse
 
     root = _warehouse(path, create=False)
-    if not (root / CATALOG).is_file():
-        raise KitabError(f"no warehouse at {root} (no {CATALOG}): run `kitab refresh` or `kitab demo` first, "
+    # the ledger alone makes a warehouse (reads build their views from it; the catalog is a copy)
+    if not (root / CATALOG).is_file() and not Warehouse(root).committed_releases():
+        raise KitabError(f"no warehouse at {root} (no committed release): run `kitab refresh` or `kitab demo` first, "
                          "or point --warehouse / $KITAB_WAREHOUSE at one")
     if release is not None:
         committed = Warehouse(root).committed_releases()
@@ -88,17 +89,24 @@ def user_errors():
 def sql(query: str = typer.Argument(..., help="any DuckDB SQL over the warehouse views"),
         release: Optional[str] = typer.Option(None, help="scope every view to one release"),
         warehouse: Optional[Path] = WarehouseOpt,
-        output: str = typer.Option("table", help="table | json | csv")) -> None:
+        output: str = typer.Option("table", help="table | json | csv"),
+        timeout: float = typer.Option(300.0, min=0.1, help="stop the query after this many seconds"),
+        memory_limit: str = typer.Option("2GB", help="DuckDB's memory limit (and this process's, plus 1 GiB)")
+        ) -> None:
     """Run read-only SQL over the warehouse views and print the result (anything that would
-    write a file, attach a database or change a setting is refused)."""
-    from kitab.core.warehouse import Warehouse, read_only_query
+    write a file, attach a database or change a setting is refused; Ctrl-C stops a query)."""
+    from kitab.app.guard import limit_memory
+    from kitab.core.warehouse import Warehouse, bounded_query, describe_problems
 
     if output not in OUTPUTS:
         raise KitabError(f"--output {output!r}: expected one of {', '.join(OUTPUTS)}")
     wh = Warehouse(_existing_warehouse(warehouse, release))
     with user_errors():
-        with wh.connect(release=release) as con:
-            columns, rows = read_only_query(con, query)
+        limit_memory(memory_limit)
+        with wh.connect(release=release, warn=False, memory_limit=memory_limit) as con:
+            columns, rows = bounded_query(con, query, timeout)
+            if con.problems:  # after the answer: a failed read says it in its one error line
+                _warn(describe_problems(con.problems))
     if output == "json":
         for row in rows:
             print(json.dumps(dict(zip(columns, row)), default=str, ensure_ascii=False))
@@ -134,6 +142,9 @@ def verify(release: Optional[str] = typer.Option(None, help="check only this rel
     wh = Warehouse(_existing_warehouse(warehouse, release))
     checks = wh.check_files(None if release is None else [release])
     bad = [c for c in checks if c.problem]
+    if not bad and not wh.catalog_path.exists():  # views come from the ledger: the catalog can be rebuilt
+        wh.build_catalog()
+        console.print(f"rebuilt {wh.catalog_path.name} from the ledger")
     if bad:  # plain lines, not a table: each names its file in full, whatever the terminal width
         for c in bad:
             print(f"{c.release}\t{c.table}\t{c.path.relative_to(wh.root)}\t{c.problem}")
@@ -168,8 +179,11 @@ def refresh(source: str = typer.Option("mirror", help="live | mirror | dump"),
     terminal, plain progress lines on stderr otherwise (none with --quiet); then a summary."""
     from kitab.core.locking import refuse_if_busy
 
+    from kitab.app.guard import check_free_space
+
     root = _warehouse(warehouse, create=False)
     refuse_if_busy(root)  # before the slow imports: a second refresh is told at once
+    check_free_space(root)  # a full disk is told now, not after Prefect has started on it
     from flows.runners import TASK_RUNNERS
     from kitab.app.runs import run_refresh
 
@@ -220,14 +234,21 @@ def export(release: str = typer.Option(..., help="release id to export"),
            private: bool = typer.Option(False, help="create the Hub repo private"),
            warehouse: Optional[Path] = WarehouseOpt) -> None:
     """Write a release as a Hugging Face dataset folder (Parquet per config + card); optionally push and tag it."""
+    from kitab.core.warehouse import Warehouse
     from kitab.release.export import export_release
 
+    root = _existing_warehouse(warehouse, release)
+    bad = [c for c in Warehouse(root).check_files([release]) if c.problem]
+    if bad:  # damage is never exported, so never pushed
+        raise KitabError(f"release {release} fails verification ({bad[0].table}: "
+                         f"{bad[0].path.relative_to(root)}: {bad[0].problem}); nothing exported; run `kitab verify`")
     summary = export_release(_existing_warehouse(warehouse, release), release, out, force=force)
     print_rows(["config", "rows"], list(summary["rows"].items()), title=f"release {release} -> {summary['out']}")
     if push:
         from kitab.release.hub import push_release
 
-        pushed = push_release(Path(summary["out"]), push, release=release, private=private)
+        with user_errors():
+            pushed = push_release(Path(summary["out"]), push, release=release, private=private)
         console.print(f"pushed {pushed['repo_url']} at commit {pushed['commit']}, tag {pushed['tag']}")
 
 
@@ -423,20 +444,29 @@ def main() -> None:
     """The ``kitab`` command: a KitabError (a user's mistake, a busy warehouse, a broken
     snapshot) is one or two lines on stderr and exit 1; its traceback only with --debug.
     Usage errors are click's (exit 2); any other exception is a bug and keeps its traceback."""
+    from kitab.app.guard import environment_error, terminate_as_interrupt
+
+    terminate_as_interrupt()
     try:
-        app()
+        app()  # (click prints "Aborted!" for Ctrl-C and SIGTERM, and exits 1)
     except KitabError as exc:
         if _debug():
             raise
         _print_error(exc)
         sys.exit(1)
+    except BaseException as exc:
+        line = environment_error(exc)
+        if line is None or _debug():
+            raise
+        _print_error(KitabError(line), exc)
+        sys.exit(130 if isinstance(exc, KeyboardInterrupt) else 1)
 
 
-def _print_error(exc: KitabError) -> None:
-    """A KitabError as at most two lines on stderr, and its frames released."""
+def _print_error(exc: KitabError, cause: BaseException | None = None) -> None:
+    """A KitabError as at most two lines on stderr, and its frames (or ``cause``'s) released."""
     lines = str(exc).strip().splitlines() or [type(exc).__name__]
     print(f"kitab: error: {lines[0]}" + ("\n" + " ".join(lines[1:]) if len(lines) > 1 else ""), file=sys.stderr)
-    _release_frames(exc)
+    _release_frames(cause or exc)
 
 
 def _release_frames(exc: BaseException) -> None:

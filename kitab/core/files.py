@@ -34,9 +34,11 @@ def atomic_file(path: str | os.PathLike) -> Iterator[Path]:
     try:
         yield Path(tmp)
         os.replace(tmp, path)
-    finally:
+    except BaseException:
+        # only on failure: after the rename (a commit, for the ledger row) nothing else may fail
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        raise
 
 
 def write_via_temp(path: str | os.PathLike, write: Callable[[str], object]) -> None:

@@ -26,6 +26,8 @@ import os
 import re
 import sys
 import tempfile
+import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
@@ -35,7 +37,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from kitab.core.env import PROJECT_ROOT
-from kitab.core.errors import KitabError
+from kitab.core.errors import BadValue, KitabError
 from kitab.core.schemas import arrow_schema, known_tables, table_spec, to_arrow
 from kitab.core.files import sha256_file, write_via_temp
 
@@ -46,6 +48,11 @@ CATALOG = "kitab.duckdb"
 # Warehouse.committed_file).
 LEDGER_FILE = "part-0.parquet"
 STAMPS = ".stamps"
+# Readers hold a shared flock on this file from connect to close; a publish sweeps a rebuilt
+# release's old files only once it gets the exclusive lock (so no reader still uses them),
+# waiting at most SWEEP_WAIT seconds, else it leaves them for the next publish to sweep.
+READERS = ".readers"
+SWEEP_WAIT = 10.0
 # Tables kept beside a release but not part of it: written after its commit by their own
 # command (`kitab evaluate`), so its ledger row does not name them. The views read their file
 # in every committed release, and a rebuild of the release keeps it (each evaluation row
@@ -197,9 +204,47 @@ class Warehouse:
         write_via_temp(target, lambda tmp: pq.write_table(arrow, tmp, compression="zstd"))
         return target
 
-    def sweep(self, release: str) -> list[Path]:
+    @contextlib.contextmanager
+    def _readers(self, mode: int, wait: float | None = None) -> Iterator[bool]:
+        """A flock on READERS: readers share it (LOCK_SH, blocking: a sweep holds it briefly),
+        a sweep takes it exclusively (LOCK_EX, polled for ``wait`` seconds). Yields whether
+        it is held; a warehouse a reader may not write to has no such file: nothing to hold."""
+        try:
+            fd = os.open(self.root / READERS, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        except OSError:
+            try:
+                fd = os.open(self.root / READERS, os.O_RDONLY | os.O_CLOEXEC)
+            except OSError:
+                yield False
+                return
+        try:
+            deadline = None if wait is None else time.monotonic() + wait
+            while True:
+                try:
+                    fcntl.flock(fd, mode | (0 if deadline is None else fcntl.LOCK_NB))
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        yield False
+                        return
+                    time.sleep(0.05)
+            yield True
+        finally:
+            os.close(fd)  # (drops the flock)
+
+    def sweep(self, release: str, wait: float = SWEEP_WAIT) -> list[Path]:
         """Remove the files of ``release`` that its ledger row does not name (an older
-        version, or leftovers of a crashed publish); call it with the lock held."""
+        version, or leftovers of a crashed publish); call it with the lock held. Waits (up
+        to ``wait`` s) until no reader holds the warehouse: a reader that connected before
+        the commit still reads the old files; if one still does, nothing is removed now."""
+        with self._readers(fcntl.LOCK_EX, wait) as alone:
+            if not alone:
+                print(f"kitab: warning: a reader still holds the warehouse; the replaced files of release "
+                      f"{release} stay until its next publish", file=sys.stderr)
+                return []
+            return self._sweep(release)
+
+    def _sweep(self, release: str) -> list[Path]:
         keep = set(self.committed_files(release).values()) if release in self.committed_releases() else set()
         keep.add(self.partition("releases", release) / LEDGER_FILE)
         removed = []
@@ -274,25 +319,36 @@ class Warehouse:
         parts = []
         for release in committed if releases is None else releases:
             path = self._files(table, release) if release in committed else None
-            if path is not None and path.exists():
-                part = pq.read_table(path)
+            if path is not None and not path.exists() and table not in ANNEX_TABLES:
+                raise KitabError(f"release {release}: the {table} file {path.relative_to(self.root)} is missing; "
+                                 "run `kitab verify`")
+            if path is not None:
+                try:
+                    part = pq.read_table(path)
+                except (OSError, pa.ArrowException) as exc:
+                    raise KitabError(f"release {release}: the {table} file {path.relative_to(self.root)} is "
+                                     f"unreadable ({_first_line(exc)}); run `kitab verify`") from None
                 parts.append(part.append_column("release", pa.array([release] * part.num_rows, pa.string())))
         if not parts:
             schema = arrow_schema(table).append(pa.field("release", pa.string()))
             return schema.empty_table()
         return pa.concat_tables(parts, promote_options="default")
 
-    def check_files(self, releases: list[str] | None = None, *, full: bool = True) -> list[FileCheck]:
+    def check_files(self, releases: list[str] | None = None, *, full: bool = True,
+                    rows: dict[str, dict] | None = None) -> list[FileCheck]:
         """Every committed file of ``releases`` (default: all) against the ledger: missing,
         or sha256 / row count different from the row's ``checksums`` / ``counts``. ``full``
         hashes every file; otherwise only files whose size, mtime or inode changed since the
         commit's stamp (or that have no stamp) are hashed: cheap enough for every read, and a
-        file rewritten in place (e.g. by COPY) always gets a new mtime and inode."""
+        file rewritten in place (e.g. by COPY) always gets a new mtime and inode. ``rows``:
+        ledger rows already read (a reader's snapshot). Over all releases, table files of a
+        release without a ledger row (a deleted ledger file, a publish that crashed before
+        its commit) are a problem too."""
         checks = []
         for release in self.committed_releases() if releases is None else releases:
             ledger_path = self.partition("releases", release) / LEDGER_FILE
             try:
-                row = self.ledger_row(release)
+                row = rows[release] if rows and release in rows else self.ledger_row(release)
             except KitabError as exc:
                 checks.append(FileCheck(release, "releases", ledger_path, str(exc)))
                 continue
@@ -309,10 +365,19 @@ class Warehouse:
                     if actual != sha:
                         problem = f"sha256 {actual[:16]}…, ledger {sha[:16]}…"
                         with contextlib.suppress(OSError, pa.ArrowException):
-                            rows = pq.ParquetFile(path).metadata.num_rows
-                            if rows != counts.get(table):
-                                problem += f"; {rows} rows, ledger {counts.get(table)}"
+                            found = pq.ParquetFile(path).metadata.num_rows
+                            if found != counts.get(table):
+                                problem += f"; {found} rows, ledger {counts.get(table)}"
                 checks.append(FileCheck(release, table, path, problem))
+        if releases is None:
+            committed = set(self.committed_releases())
+            for folder in sorted(self.tables_dir.glob("*/release=*")) if self.tables_dir.exists() else []:
+                release = folder.name.split("=", 1)[1]
+                files = [p for p in folder.glob("*.parquet") if p.is_file()]
+                if release not in committed and files:
+                    checks.append(FileCheck(release, folder.parent.name, folder,
+                                            f"{len(files)} file(s) of a release with no ledger row (ledger "
+                                            "deleted, or a publish that crashed before its commit)"))
         return checks
 
     def _stamps(self, release: str) -> dict:
@@ -322,33 +387,51 @@ class Warehouse:
             return {}  # none recorded (older warehouse, or a crash right after the commit): hash
 
     # -- catalog -----------------------------------------------------------------------
-    def view_files(self, releases: list[str]) -> dict[str, list[Path]]:
-        """Table -> the committed files of ``releases`` that exist (what the views read)."""
+    def view_files(self, releases: list[str], rows: dict[str, dict] | None = None) -> dict[str, list[Path]]:
+        """Table -> the committed files of ``releases`` (what the views read), per the ledger
+        rows (``rows``: already read). A file that is missing is listed all the same: reading
+        it fails, it is never an empty table (:meth:`connect` makes a damaged table's view an
+        error)."""
         files: dict[str, list[Path]] = {table: [] for table in known_tables()}
         for release in releases:
             files.setdefault("releases", []).append(self.partition("releases", release) / LEDGER_FILE)
-            for table, path in self.committed_files(release).items():
-                if path.exists():
-                    files.setdefault(table, []).append(path)
+            checksums = json.loads((rows[release] if rows and release in rows else self.ledger_row(release))["checksums"])
+            for table, sha in sorted(checksums.items()):
+                files.setdefault(table, []).append(self.committed_file(table, release, sha))
             for table in ANNEX_TABLES:
                 if (path := self.annex_file(table, release)) is not None:
                     files.setdefault(table, []).append(path)
         return files
 
     @staticmethod
+    def _empty_view_sql(table: str, where: str = "false") -> str:
+        cols = ", ".join(f"CAST(NULL AS {_duck_type(c['type'])}) AS \"{c['name']}\""
+                         for c in table_spec(table)["columns"])
+        return f'CREATE OR REPLACE VIEW "{table}" AS SELECT {cols}, CAST(NULL AS VARCHAR) AS release WHERE {where}'
+
+    @staticmethod
     def _raw_view_sql(table: str, files: list[Path]) -> str:
         if not files:  # no data yet: an empty view with the schema's columns
-            cols = ", ".join(f"CAST(NULL AS {_duck_type(c['type'])}) AS \"{c['name']}\""
-                             for c in table_spec(table)["columns"])
-            return f'CREATE OR REPLACE VIEW "{table}" AS SELECT {cols}, CAST(NULL AS VARCHAR) AS release WHERE false'
+            return Warehouse._empty_view_sql(table)
         listed = ", ".join(_literal(p.as_posix()) for p in files)
         return (f"CREATE OR REPLACE VIEW \"{table}\" AS SELECT * FROM read_parquet([{listed}], "
                 f"hive_partitioning = true, union_by_name = true, hive_types = {{'release': 'VARCHAR'}})")
 
-    def create_views(self, con: duckdb.DuckDBPyConnection, files: dict[str, list[Path]]) -> None:
-        """All views, each table's over exactly ``files[table]`` (none: an empty view)."""
+    def create_views(self, con: duckdb.DuckDBPyConnection, files: dict[str, list[Path]],
+                     damaged: dict[str, str] | None = None, ledger: str | None = None) -> None:
+        """All views, each table's over exactly ``files[table]`` (none: an empty view). A
+        table in ``damaged`` gets a view that fails with its message whenever a query reads
+        it (the other tables answer); ``ledger``: the name of a registered relation holding
+        the ledger rows the reader read, which the ``releases`` view then shows (not the
+        ledger files, which a commit may replace while the reader runs)."""
+        damaged = damaged or {}
         for table in known_tables():
-            con.execute(self._raw_view_sql(table, files.get(table, [])))
+            if table in damaged:
+                con.execute(self._empty_view_sql(table, f"error({_literal(damaged[table])}) IS NULL"))
+            elif table == "releases" and ledger is not None:
+                con.execute(f'CREATE OR REPLACE VIEW "releases" AS SELECT * FROM "{ledger}"')
+            else:
+                con.execute(self._raw_view_sql(table, files.get(table, [])))
         for layer in ("staging", "marts"):
             for path in sorted((SQL_DIR / layer).glob("*.sql")):
                 try:
@@ -358,16 +441,18 @@ class Warehouse:
 
     def build_catalog(self) -> Path:
         """(Re)create kitab.duckdb with every view over the committed files, atomically, for
-        tools other than kitab (kitab's own reads build the views from the ledger). Views
-        hold absolute paths; the catalog records its root."""
+        tools other than kitab (kitab's own reads build the views from the ledger alone, so
+        a deleted catalog is rebuilt by any publish or by `kitab verify`). Views hold
+        absolute paths; the catalog records its root; a damaged table's view fails."""
         self.root.mkdir(parents=True, exist_ok=True)
+        snapshot = self.read_snapshot(self.committed_releases())
         fd, tmp = tempfile.mkstemp(dir=self.root, prefix=f".{CATALOG}.", suffix=".tmp")
         os.close(fd)
         os.unlink(tmp)  # DuckDB wants to create the file itself
         try:
             con = duckdb.connect(tmp)
             try:
-                self.create_views(con, self.view_files(self.committed_releases()))
+                self.create_views(con, snapshot.files, snapshot.damaged)
                 con.execute("CREATE TABLE kitab_catalog AS SELECT ? AS root", [self.root.as_posix()])
             finally:
                 con.close()
@@ -377,26 +462,50 @@ class Warehouse:
                 os.unlink(tmp)
         return self.catalog_path
 
-    def connect(self, release: str | None = None) -> duckdb.DuckDBPyConnection:
+    def read_snapshot(self, releases: list[str]) -> "ReadSnapshot":
+        """The ledger rows of ``releases``, read once, and what they name: the files each
+        view reads, the tables whose file is damaged (missing, changed, unreadable: the
+        message a read of it fails with) and every problem found."""
+        rows, bad = {}, []
+        for release in releases:
+            try:
+                rows[release] = self.ledger_row(release)
+            except KitabError as exc:  # a ledger file that is unreadable: that release is left out
+                bad.append(FileCheck(release, "releases", self.partition("releases", release) / LEDGER_FILE,
+                                     _first_line(exc)))
+        bad += [c for c in self.check_files(list(rows), full=False, rows=rows) if c.problem]
+        damaged: dict[str, str] = {}
+        for c in bad:
+            if c.table != "releases" and c.table not in damaged:
+                damaged[c.table] = (f"table {c.table} of release {c.release} is damaged "
+                                    f"({c.path.relative_to(self.root)}: {c.problem}); run `kitab verify`")
+        return ReadSnapshot(rows, self.view_files(list(rows), rows), damaged, bad)
+
+    def connect(self, release: str | None = None, *, warn: bool = True,
+                memory_limit: str | None = None) -> "ReadConnection":
         """The views over every committed release (or only ``release``), built in memory
-        from the ledger, in a DuckDB that may read only those files, no other file, and whose
-        settings are locked. Warns (one line on stderr) when a committed file no longer
-        matches the ledger."""
+        from the ledger (read once: the reader sees one committed version of each release
+        until it closes, a rebuild's sweep waits for it), in a DuckDB that may read only
+        those files, no other file, and whose settings are locked. A table with a damaged
+        file fails when read; the others answer. ``warn``: say so at once (one line on
+        stderr); else the caller finds them in ``.problems``."""
         committed = self.committed_releases()
         if release is not None and release not in committed:
-            raise ValueError(f"no committed release {release!r} in {self.root} "
-                             f"(have: {', '.join(committed) or 'none'})")
+            raise BadValue(f"no committed release {release!r} in {self.root} "
+                           f"(have: {', '.join(committed) or 'none'})")
         if release is None and not committed and not self.catalog_path.exists():
-            raise FileNotFoundError(f"no catalog at {self.catalog_path}: run `kitab refresh` or `kitab demo` first")
-        releases = committed if release is None else [release]
-        bad = [c for c in self.check_files(releases, full=False) if c.problem]
-        if bad:
-            named = ", ".join(f"{c.release}/{c.table} ({c.problem})" for c in bad[:3])
-            more = f" and {len(bad) - 3} more" if len(bad) > 3 else ""
-            print(f"kitab: warning: {len(bad)} committed file(s) no longer match the ledger: {named}{more}; "
-                  "run `kitab verify`", file=sys.stderr)
-        unreadable = {c.release for c in bad if c.table == "releases"}
-        return read_only_views(self, self.view_files([r for r in releases if r not in unreadable]))
+            raise KitabError(f"no warehouse at {self.root}: run `kitab refresh` or `kitab demo` first")
+        hold = self._readers(fcntl.LOCK_SH)
+        hold.__enter__()
+        try:
+            snapshot = self.read_snapshot(committed if release is None else [release])
+            if warn and snapshot.problems:
+                print(f"kitab: warning: {describe_problems(snapshot.problems)}", file=sys.stderr)
+            con = read_only_views(self, snapshot, memory_limit=memory_limit)
+        except BaseException:
+            hold.__exit__(None, None, None)
+            raise
+        return ReadConnection(con, hold, snapshot.problems)
 
     def run_data_tests(self, con: duckdb.DuckDBPyConnection) -> dict[str, int]:
         """Every sql/tests/*.sql must return no rows; raise with the offending rows if any does."""
@@ -413,19 +522,76 @@ class Warehouse:
         return checked
 
 
+def describe_problems(problems: list[FileCheck]) -> str:
+    named = ", ".join(f"{c.release}/{c.table} ({c.problem})" for c in problems[:3])
+    more = f" and {len(problems) - 3} more" if len(problems) > 3 else ""
+    return f"{len(problems)} committed file(s) no longer match the ledger: {named}{more}; run `kitab verify`"
+
+
+@dataclass(frozen=True)
+class ReadSnapshot:
+    """What one reader reads: see :meth:`Warehouse.read_snapshot`."""
+
+    rows: dict[str, dict]
+    files: dict[str, list[Path]]
+    damaged: dict[str, str]
+    problems: list[FileCheck]
+
+    def ledger(self) -> pa.Table:
+        """The ledger rows as the ``releases`` view shows them (with the ``release`` column)."""
+        schema = arrow_schema("releases").append(pa.field("release", pa.string()))
+        rows = [{**row, "release": release} for release, row in sorted(self.rows.items())]
+        return pa.Table.from_pylist(rows, schema=schema) if rows else schema.empty_table()
+
+
+class ReadConnection:
+    """A reader's DuckDB connection (every attribute is the connection's) that also holds
+    the warehouse's readers lock until it is closed."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, hold, problems: list[FileCheck]):
+        self._con, self._hold, self.problems = con, hold, problems
+
+    def __getattr__(self, name: str):
+        return getattr(self._con, name)
+
+    def __enter__(self) -> "ReadConnection":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        try:
+            self._con.close()
+        finally:
+            if self._hold is not None:
+                hold, self._hold = self._hold, None
+                hold.__exit__(None, None, None)
+
+
 # -- read-only SQL ---------------------------------------------------------------------
-def read_only_views(warehouse: Warehouse, files: dict[str, list[Path]]) -> duckdb.DuckDBPyConnection:
-    """An in-memory DuckDB with ``warehouse``'s views over ``files``, locked down with DuckDB's
-    own settings: external access off except for exactly those files (no other file can be
-    read, written or attached; no extension installed or loaded), then the configuration
-    locked (no SET / RESET / PRAGMA that changes a setting, including these)."""
-    con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
+def read_only_views(warehouse: Warehouse, snapshot: ReadSnapshot, *,
+                    memory_limit: str | None = None) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB with ``warehouse``'s views over ``snapshot``, locked down with
+    DuckDB's own settings: external access off except for exactly those files (no other
+    file can be read, written or attached; no extension installed or loaded; no temp folder,
+    which DuckDB would otherwise allow, at ``<cwd>/.tmp``), then the configuration locked (no
+    SET / RESET / PRAGMA that changes a setting, including these)."""
+    config = {"autoinstall_known_extensions": False, "autoload_known_extensions": False, "temp_directory": ""}
+    if memory_limit is not None:
+        config["memory_limit"] = memory_limit
     try:
+        con = duckdb.connect(config=config)
+    except duckdb.Error as exc:
+        raise KitabError(f"memory limit {memory_limit!r}: {_first_line(exc)}") from None
+    try:
+        files = {t: paths for t, paths in snapshot.files.items() if t != "releases" and t not in snapshot.damaged}
         allowed = sorted({p.as_posix() for paths in files.values() for p in paths})
         if allowed:  # must precede turning external access off (DuckDB refuses it after)
             con.execute(f"SET allowed_paths = [{', '.join(_literal(p) for p in allowed)}]")
         con.execute("SET enable_external_access = false")
-        warehouse.create_views(con, files)
+        con.register("kitab_ledger_rows", snapshot.ledger())
+        warehouse.create_views(con, files, snapshot.damaged, ledger="kitab_ledger_rows")
         con.execute("SET lock_configuration = true")
     except BaseException:
         con.close()
@@ -475,4 +641,36 @@ def read_only_query(con: duckdb.DuckDBPyConnection, query: str) -> tuple[list[st
         cursor = con.execute(query)
         return [d[0] for d in cursor.description or []], cursor.fetchall()
     except duckdb.Error as exc:
-        raise KitabError(_first_line(exc)) from exc
+        # a damaged table's view fails with kitab's message (Warehouse.create_views): no DuckDB prefix
+        raise KitabError(_first_line(exc).removeprefix("Invalid Input Error: ")) from exc
+
+
+def bounded_query(con, query: str, timeout: float | None) -> tuple[list[str], list[tuple]]:
+    """:func:`read_only_query` with a time bound: the query runs in a thread while this one
+    waits, so ``timeout`` seconds or a Ctrl-C (KeyboardInterrupt here) interrupt DuckDB at
+    once (``con.interrupt()``; DuckDB stops within milliseconds, recursive CTEs included)
+    and end as one :class:`KitabError`."""
+    check_read_only(query)
+    done: dict = {}
+
+    def run() -> None:
+        try:
+            done["result"] = read_only_query(con, query)
+        except BaseException as exc:  # handed to the waiting thread
+            done["error"] = exc
+
+    worker = threading.Thread(target=run, name="kitab-sql", daemon=True)
+    worker.start()
+    try:
+        worker.join(timeout)
+    except KeyboardInterrupt:
+        con.interrupt()
+        worker.join(5)
+        raise KitabError("query interrupted (Ctrl-C)") from None
+    if worker.is_alive():
+        con.interrupt()
+        worker.join(5)
+        raise KitabError(f"query stopped after {timeout:g} s (--timeout); narrow it, or give it more time")
+    if "error" in done:
+        raise done["error"]
+    return done["result"]

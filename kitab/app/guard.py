@@ -1,0 +1,99 @@
+"""The process around a kitab command: what the machine or the person does to it (a full disk,
+Ctrl-C, SIGTERM) ends as one line and a non-zero exit, never a traceback; and ``kitab sql``'s
+memory bound.
+
+- :func:`environment_error`: an exception the environment caused (no space left, SIGTERM,
+  Ctrl-C), as the one line to print, or None for anything else (a bug keeps its traceback).
+- :func:`terminate_as_interrupt`: SIGTERM raises :class:`Terminated` in the main thread, which
+  unwinds like Ctrl-C (temp files removed, locks released) instead of dying mid-write.
+- :func:`check_free_space`: refuse a refresh before Prefect starts when the warehouse's disk
+  has less than ``KITAB_MIN_FREE_MB`` (default 200) free.
+- :func:`limit_memory`: RLIMIT_DATA for the whole process. DuckDB's ``memory_limit`` bounds
+  its buffer pool, not every allocation (``repeat('x', 2e9)`` builds a 2 GB string past a
+  100 MB limit); with the process limit such an allocation fails inside DuckDB, which reports
+  it as an "Out of Memory Error" (a KitabError like any other failed query).
+"""
+from __future__ import annotations
+
+import errno
+import os
+import re
+import resource
+import shutil
+import signal
+from pathlib import Path
+
+from kitab.core.errors import BadValue, KitabError
+
+FULL = (errno.ENOSPC, errno.EDQUOT)
+MIN_FREE_MB = 200
+# what Python, Arrow and the printed result may take on top of DuckDB's own limit
+HEADROOM = 1 << 30
+_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+          "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread (a KeyboardInterrupt: everything that cleans up
+    after Ctrl-C cleans up after it too)."""
+
+
+def terminate_as_interrupt() -> None:
+    def handler(signum, frame):
+        raise Terminated()
+
+    signal.signal(signal.SIGTERM, handler)
+
+
+def _causes(exc: BaseException):
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        yield exc
+        exc = exc.__cause__ or exc.__context__
+
+
+def environment_error(exc: BaseException) -> str | None:
+    """The one line for an exception the environment caused, else None."""
+    for cause in _causes(exc):
+        if isinstance(cause, Terminated) or type(cause).__name__ == "TerminationSignal":
+            return "stopped by SIGTERM"
+        if isinstance(cause, KeyboardInterrupt):
+            return "interrupted (Ctrl-C)"
+        if isinstance(cause, OSError) and cause.errno in FULL:
+            where = f" writing {cause.filename}" if cause.filename else ""
+            return f"no space left on the device{where}; free some space and run the command again"
+        if "database or disk is full" in str(cause) or "No space left on device" in str(cause):
+            return "no space left on the device; free some space and run the command again"
+    return None
+
+
+def check_free_space(root: Path, minimum_mb: int | None = None) -> None:
+    """Refuse (a KitabError) when the file system that holds ``root`` (or its nearest existing
+    parent) has less than ``minimum_mb`` MB free: a refresh would fail on it later."""
+    minimum_mb = int(os.environ.get("KITAB_MIN_FREE_MB", MIN_FREE_MB)) if minimum_mb is None else minimum_mb
+    where = Path(root)
+    while not where.exists() and where != where.parent:
+        where = where.parent
+    free = shutil.disk_usage(where).free
+    if free < minimum_mb * 10**6:
+        raise KitabError(f"only {free / 10**6:.0f} MB free on the disk of {root} (a refresh needs at least "
+                         f"{minimum_mb} MB, KITAB_MIN_FREE_MB); free some space first")
+
+
+def parse_size(text: str) -> int:
+    """'2GB', '512MiB', '1.5 gb' -> bytes (DuckDB's units)."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text or "")
+    if not match or match.group(2).lower() not in _UNITS:
+        raise BadValue(f"memory limit {text!r}: expected a size such as 512MB or 2GB")
+    return int(float(match.group(1)) * _UNITS[match.group(2).lower()])
+
+
+def limit_memory(duckdb_limit: str) -> None:
+    """Bound this process's data memory to DuckDB's limit plus HEADROOM (never raised)."""
+    wanted = parse_size(duckdb_limit) + HEADROOM
+    soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+    if hard != resource.RLIM_INFINITY:
+        wanted = min(wanted, hard)
+    if soft == resource.RLIM_INFINITY or wanted < soft:
+        resource.setrlimit(resource.RLIMIT_DATA, (wanted, hard))

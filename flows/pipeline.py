@@ -101,6 +101,8 @@ class RefreshParams:
             raise BadValue(f"batch size must be >= 1, got {self.batch_size}")
         if self.authors < 1:
             raise BadValue(f"authors must be >= 1, got {self.authors}")
+        if self.seed is not None and not 0 <= self.seed < 2**63:  # the ledger's seed is an int64
+            raise BadValue(f"seed must be between 0 and {2**63 - 1}, got {self.seed}")
         if self.release is not None:  # "" too: an empty id is an error, not the default
             try:
                 validate_release_id(self.release)

@@ -123,6 +123,26 @@ def _collect(futures: dict, n: int, on_done: OnDone | None) -> list[StepResult]:
     return results  # type: ignore[return-value]
 
 
+def worth_retrying(task: Any, task_run: Any, state: Any) -> bool:
+    """Prefect's retry of a failed step: not for a KitabError (a user's mistake, a source that
+    already had its own retries, a bad snapshot) nor a full disk, which will not be different
+    five seconds later (they only made the failure later and its output longer)."""
+    import errno
+
+    from kitab.core.errors import KitabError
+
+    exc = getattr(state, "data", None)
+    if isinstance(exc, KitabError) or (isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)):
+        NOT_RETRIED.add(getattr(task_run, "id", None))  # (Prefect then logs no traceback, only its end state)
+        return False
+    return True
+
+
+# Task runs that failed with an error worth_retrying refused to retry: the console need not
+# show their "Finished in state Failed" line (kitab.app.prefect_guard), the caller says it.
+NOT_RETRIED: set = set()
+
+
 class PrefectRunner:
     """Each step call is a Prefect task run on the flow's task runner (threads or Dask)."""
 
@@ -138,7 +158,8 @@ class PrefectRunner:
             # No Prefect result cache and no persisted results: a result is a few refs, and the
             # work folder's checkpoints are the cache (kitab/core/workdir.py).
             self._tasks[key] = task(call_step, name=step.__name__.removesuffix("_step"), cache_policy=NO_CACHE,
-                                    persist_result=False, retries=2, retry_delay_seconds=5)
+                                    persist_result=False, retries=2, retry_delay_seconds=5,
+                                    retry_condition_fn=worth_retrying)
         return self._tasks[key]
 
     def run(self, step: Step, *args: Any, cpu: bool = False, name: str = "") -> StepResult:

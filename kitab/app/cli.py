@@ -376,8 +376,8 @@ def tag(titles: Optional[list[str]] = typer.Argument(None, help="titles; none: o
             _warn(f"{invalid} argument{'s' if invalid > 1 else ''} had invalid UTF-8, read with U+FFFD in place "
                   "of the bad bytes")
         lines = _short_titles([t for t, _ in checked], with_year=False, noun="argument")
-    else:
-        lines = _stdin_lines(with_year=False)
+    else:  # a blank line is no title: no output line for it (as dedup and constraints skip it)
+        lines = [line for line in _stdin_lines(with_year=False) if line.strip()]
     for line in tag_probe(lines):
         print(line)
 

@@ -116,10 +116,15 @@ class _UserErrorFilter(logging.Filter):
         from kitab.core.errors import KitabError
 
         run = getattr(record, "task_run_id", None) or getattr(record, "flow_run_id", None)
-        if record.exc_info and isinstance(record.exc_info[1], KitabError):
+        from kitab.app.guard import environment_error
+
+        exc = record.exc_info[1] if record.exc_info else None
+        if exc is not None and (isinstance(exc, KitabError) or environment_error(exc)):
             self.failed_runs.add(run)
             return False
-        if run in self.failed_runs and record.getMessage().startswith("Finished in state"):
+        from flows.runners import NOT_RETRIED
+
+        if (run in self.failed_runs or run in NOT_RETRIED) and record.getMessage().startswith("Finished in state"):
             return False
         return True
 

@@ -5,10 +5,12 @@ server and database in the warehouse, before any source is asked) and holds it t
 a second refresh on the same warehouse is refused at once, with a message naming the one
 that runs, instead of failing at publish after all its work.
 
-The lock is an ``flock`` on that file; the kernel releases it when the holder dies, however
+The lock is an ``flock`` on the warehouse folder itself, and one on that file; the kernel releases it when the holder dies, however
 it dies (``kill -9`` included), so a lock left by a killed refresh is simply taken over by the
 next one. The file's content is only a description of the holder (pid, host, release, start
-time) for the refusal message; the lock itself is the flock. (``Warehouse.lock()`` is another,
+time) for the refusal message. The folder's flock is what survives the file being deleted
+(``rm .refresh.lock`` during a refresh): a second refresh still finds the folder locked and is
+refused, instead of taking a new file's lock and colliding with the first at publish. (``Warehouse.lock()`` is another,
 shorter lock: publishing's commit.)
 
 Within one process the lock is re-entrant: ``kitab.app.runs.run_refresh`` takes it before the flow
@@ -66,6 +68,7 @@ class LockHolder:
 class _Held:
     fd: int
     holder: LockHolder
+    folder_fd: int = -1
     depth: int = 1
 
 
@@ -85,19 +88,47 @@ def _read(fd: int) -> str:
     return b"".join(chunks).decode("utf-8", "replace")
 
 
+def _folder_busy(root: Path) -> WarehouseBusy:
+    """The refusal when the folder is locked: the holder as its lock file says, if it is there."""
+    try:
+        fd = os.open(lock_path(root), os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return WarehouseBusy(f"warehouse {root} is busy: another refresh is running (its {LOCK_FILE} was "
+                             "deleted, the lock holds all the same); wait for it to finish, or stop it")
+    try:
+        return _busy(root, fd)
+    finally:
+        os.close(fd)
+
+
 def _acquire(root: Path, release: str) -> _Held:
     root.mkdir(parents=True, exist_ok=True)
     # O_CLOEXEC: a child process (Prefect's server, a worker) must not inherit the lock and
     # keep it after this process is gone.
-    fd = os.open(lock_path(root), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    folder_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        fcntl.flock(folder_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(folder_fd)
+        raise _folder_busy(root) from None
+    except BaseException:
+        os.close(folder_fd)
+        raise
+    try:
+        fd = os.open(lock_path(root), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    except BaseException:
+        os.close(folder_fd)
+        raise
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
+    except BlockingIOError:  # a holder that locks only the file (kitab before the folder lock)
         busy = _busy(root, fd)
         os.close(fd)
+        os.close(folder_fd)
         raise busy from None
     except BaseException:
         os.close(fd)
+        os.close(folder_fd)
         raise
     stale = LockHolder.parse(_read(fd))
     if stale is not None:  # its holder died without releasing: the kernel dropped its flock
@@ -106,7 +137,7 @@ def _acquire(root: Path, release: str) -> _Held:
                         started_at=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
     os.ftruncate(fd, 0)
     os.pwrite(fd, json.dumps(asdict(holder)).encode(), 0)
-    return _Held(fd, holder)
+    return _Held(fd, holder, folder_fd)
 
 
 def refuse_if_busy(root: Path) -> None:
@@ -116,6 +147,16 @@ def refuse_if_busy(root: Path) -> None:
     root = Path(root).resolve()
     if root in _HELD:
         return
+    try:
+        folder_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    try:
+        fcntl.flock(folder_fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise _folder_busy(root) from None
+    finally:
+        os.close(folder_fd)
     try:
         fd = os.open(lock_path(root), os.O_RDONLY | os.O_CLOEXEC)
     except (FileNotFoundError, NotADirectoryError):
@@ -155,3 +196,4 @@ def refresh_lock(root: Path, release: str) -> Iterator[LockHolder]:
                 del _HELD[root]
                 os.ftruncate(held.fd, 0)  # an empty file: nobody holds it (content is only a description)
                 os.close(held.fd)  # closing the last descriptor releases the flock
+                os.close(held.folder_fd)

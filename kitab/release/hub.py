@@ -27,6 +27,7 @@ import threading
 from contextlib import contextmanager
 from pathlib import Path
 
+from kitab.core.errors import BadValue, KitabError
 from kitab.release.export import CARD, PROVENANCE, card_configs
 from kitab.core.files import sha256_file
 
@@ -38,7 +39,11 @@ _ONLINE = threading.Lock()
 XET_TELEMETRY = "HF_XET_TELEMETRY_ENABLED"
 
 
-class ReleaseAlreadyPushed(RuntimeError):
+class PushFailed(KitabError):
+    """The Hub (or the way to it) refused or failed a push: one line, the token never in it."""
+
+
+class ReleaseAlreadyPushed(KitabError, RuntimeError):
     """The repo already has a tag named like the release: a published version is immutable."""
 
 
@@ -64,20 +69,54 @@ def hub_online():
                 os.environ.pop(XET_TELEMETRY, None)
 
 
+class _NoToken(KitabError, PermissionError):
+    pass
+
+
+_SECRETS = (re.compile(r"(?i)(bearer|token)(\s*[:=]?\s*)[A-Za-z0-9_\-.]{8,}"), re.compile(r"hf_[A-Za-z0-9]{6,}"))
+
+
+def redact(text: str, token: str | None) -> str:
+    """``text`` without the token (by value, and anything shaped like a bearer or HF token)."""
+    if token:
+        text = text.replace(token, "***")
+    text = _SECRETS[0].sub(lambda m: f"{m.group(1)}{m.group(2)}***", text)
+    return _SECRETS[1].sub("hf_***", text)
+
+
+@contextmanager
+def _one_line_errors():
+    """Any failure of the Hub's client (an HTTP error and the server's body, no network, a
+    refused upload) -> PushFailed: its first line, shortened, with the token redacted (a
+    server may echo the request's Authorization header in its error body)."""
+    try:
+        yield
+    except KitabError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - whatever the client raises is reported, never its traceback
+        from huggingface_hub import get_token
+
+        lines = str(exc).strip().splitlines() or [type(exc).__name__]
+        line = redact(lines[0], get_token())
+        if len(line) > 300:
+            line = line[:300] + "…"
+        raise PushFailed(f"push failed: {type(exc).__name__}: {line}") from None
+
+
 def _check_folder(folder: Path, release: str) -> dict:
     card, provenance = folder / CARD, folder / PROVENANCE
     if not card.is_file() or not provenance.is_file():
-        raise ValueError(f"{folder} is not a kitab export (no {CARD} or {PROVENANCE}); run `kitab export` first")
+        raise BadValue(f"{folder} is not a kitab export (no {CARD} or {PROVENANCE}); run `kitab export` first")
     meta = json.loads(provenance.read_text(encoding="utf-8"))
     if meta.get("release_id") != release:
-        raise ValueError(f"{folder} holds release {meta.get('release_id')!r}, not {release!r}")
+        raise BadValue(f"{folder} holds release {meta.get('release_id')!r}, not {release!r}")
     for config, splits in card_configs(card.read_text(encoding="utf-8")).items():
         for path in splits.values():
             if not (folder / path).is_file():
-                raise ValueError(f"{folder}: the card's config {config} names {path}, which is missing")
+                raise BadValue(f"{folder}: the card's config {config} names {path}, which is missing")
     for path, info in meta.get("files", {}).items():
         if not (folder / path).is_file() or sha256_file(folder / path) != info["sha256"]:
-            raise ValueError(f"{folder}/{path} is missing or changed since the export; export the release again")
+            raise BadValue(f"{folder}/{path} is missing or changed since the export; export the release again")
     return meta
 
 
@@ -96,16 +135,16 @@ def push_release(folder: Path, repo_id: str, *, release: str, endpoint: str | No
     """
     folder = Path(folder)
     if not valid_tag(release):
-        raise ValueError(f"release id {release!r} is not usable as a git tag")
+        raise BadValue(f"release id {release!r} is not usable as a git tag")
     _check_folder(folder, release)
     endpoint = endpoint or os.environ.get("HF_ENDPOINT") or None
 
     from huggingface_hub import HfApi, get_token
 
     if get_token() is None:
-        raise PermissionError("no Hugging Face token: set HF_TOKEN or run `hf auth login` (kitab never takes "
+        raise _NoToken("no Hugging Face token: set HF_TOKEN or run `hf auth login` (kitab never takes "
                               "the token as an argument)")
-    with hub_online():
+    with hub_online(), _one_line_errors():
         api = HfApi(endpoint=endpoint)  # token=None: huggingface_hub resolves it (HF_TOKEN, then the login)
         repo_url = api.create_repo(repo_id, repo_type=REPO_TYPE, private=private, exist_ok=True)
         tags = {t.name: t.target_commit for t in api.list_repo_refs(repo_id, repo_type=REPO_TYPE).tags}

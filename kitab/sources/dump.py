@@ -30,6 +30,7 @@ Semantics that are easy to get wrong, and are reproduced on purpose:
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import logging
@@ -47,6 +48,7 @@ from typing import Any, Iterable, Iterator
 import duckdb
 
 from kitab.core.config import Settings
+from kitab.core.errors import KitabError
 from kitab.sources.queries import SQL_DIR, sparql, sparql_string
 from kitab.sources.snapshot.format import (DATA_FILES, OL_AUTHOR, OL_AUTHORS_FILE, OL_EDITIONS_FILE, OL_REDIRECT, OL_WORK,
                                    OL_WORKS_FILE, RDFS_LABEL, WD, WDT, WIKIBASE_SITELINKS, WIKIDATA_FILE,
@@ -323,6 +325,9 @@ def _reading(path: Path) -> Iterator[None]:
         raise
     except (duckdb.Error, ValueError, OSError) as exc:
         message = str(exc).replace("\n", " ")
+        if "No space left on device" in message or getattr(exc, "errno", None) == errno.ENOSPC:
+            # the machine's problem, not the snapshot's: say which
+            raise KitabError(f"no space left on the device while reading {path.name}: {message[:300]}") from None
         raise SnapshotFormatError(f"{path}: {message[:600]}") from None
 
 

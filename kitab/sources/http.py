@@ -150,14 +150,41 @@ def retrying(settings: Settings, url: str, gate: "Gate | None" = None,
 
     def exhausted(state: RetryCallState) -> None:
         exc = state.outcome.exception() if state.outcome else None
+        if dns_failure(exc):
+            raise unavailable(state, f"name not resolved (no network, or no DNS): {urlsplit(url).hostname}") from exc
         raise unavailable(state, f"retries exhausted: {exc}") from exc
+
+    attempts = stop_after_attempt(settings.max_attempts)
+
+    def stop(state: RetryCallState) -> bool:
+        # a name that did not resolve will not resolve in a minute either: no network, or a wrong host
+        return attempts(state) or dns_failure(state.outcome.exception() if state.outcome else None)
 
     def is_retryable(exc: BaseException) -> bool:
         return isinstance(exc, (RetryableError, requests.ConnectionError, requests.Timeout,
                                 requests.exceptions.ChunkedEncodingError, *retry_on))
 
-    return Retrying(stop=stop_after_attempt(settings.max_attempts), wait=wait,
+    return Retrying(stop=stop, wait=wait,
                     retry=retry_if_exception(is_retryable), retry_error_callback=exhausted)
+
+
+def dns_failure(exc: BaseException | None) -> bool:
+    """Whether a failed request never left because its host name did not resolve (urllib3's
+    NameResolutionError, or a socket.gaierror, somewhere in the exception's chain or args)."""
+    import socket
+
+    from urllib3.exceptions import NameResolutionError
+
+    seen, todo = set(), [exc]
+    while todo:
+        e = todo.pop()
+        if e is None or id(e) in seen or not isinstance(e, BaseException):
+            continue
+        seen.add(id(e))
+        if isinstance(e, (NameResolutionError, socket.gaierror)):
+            return True
+        todo += [e.__cause__, e.__context__, getattr(e, "reason", None), *e.args]
+    return False
 
 
 class Gate:

@@ -41,6 +41,13 @@ _TITLE = re.compile(r"\btitle\s*:\s*(.*)$", re.IGNORECASE)
 _LIST_ITEM = re.compile(r"^\s*(?:\d+\s*[.)]|[-*•])\s+(.+)$")
 _WRAPPING = "\"'“”‘’«»*_`"
 _NO_TITLE = frozenset({"", "none", "n/a", "na", "-", "<title>"})
+# Bounds that keep time and memory small for any file (a model's book list is a few thousand
+# characters; KITAB's longest sample answers are under 20,000): a bigger file, or a response
+# beyond MAX_RESPONSE_CHARS, is refused naming it; a line beyond MAX_LINE_CHARS is not a title
+# line (and would make the Reason/Title pattern slow).
+MAX_FILE_BYTES = 256 * 2**20
+MAX_RESPONSE_CHARS = 200_000
+MAX_LINE_CHARS = 4_096
 
 
 @dataclass(frozen=True)
@@ -62,7 +69,7 @@ def parse_answer(text: str | None) -> list[str]:
     text = text or ""
     markers = list(_OUTPUT_MARKER.finditer(text))
     body = text[markers[-1].end():] if markers else text
-    lines = body.splitlines()
+    lines = [line for line in body.splitlines() if len(line) <= MAX_LINE_CHARS]
     found = [m.group(1) for line in lines if (m := _REASON_TITLE.search(line) or _TITLE.search(line))]
     if not found:
         found = [m.group(1) for line in lines if (m := _LIST_ITEM.match(line))]
@@ -83,6 +90,10 @@ def read_answers(path: Path, *, response_column: str | None = None) -> tuple[lis
     (``.jsonl``/``.json``/``.csv``), else by the first character ("{": JSON lines)."""
     path = Path(path)
     try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise KitabError(f"{path}: {size:,} bytes, more than an answers file may have ({MAX_FILE_BYTES:,}); "
+                             "split it")
         data = path.read_bytes()
     except OSError as exc:
         raise KitabError(f"cannot read the answers file {path}: {exc.strerror or exc}") from None
@@ -95,6 +106,10 @@ def read_answers(path: Path, *, response_column: str | None = None) -> tuple[lis
     answers = _read_json_lines(path, text) if is_json else _read_csv(path, text, response_column)
     if not answers:
         raise KitabError(f"{path}: no answers in the file")
+    for answer in answers:
+        if len(answer.response) > MAX_RESPONSE_CHARS:
+            raise KitabError(f"{path}:{answer.line}: a response of {len(answer.response):,} characters "
+                             f"(at most {MAX_RESPONSE_CHARS:,}): not a model's book list")
     return answers, sha256_bytes(data)
 
 
@@ -107,6 +122,8 @@ def _read_json_lines(path: Path, text: str) -> list[Answer]:
             row = json.loads(line)
         except json.JSONDecodeError as exc:
             raise KitabError(f"{path}:{number}: not JSON ({exc.msg})") from None
+        except RecursionError:
+            raise KitabError(f"{path}:{number}: JSON nested too deeply to be an answer") from None
         if not isinstance(row, dict):
             raise KitabError(f"{path}:{number}: expected an object with query_id and response")
         missing = [key for key in ("query_id", "response") if key not in row]
@@ -120,6 +137,13 @@ def _read_json_lines(path: Path, text: str) -> list[Answer]:
 
 
 def _read_csv(path: Path, text: str, response_column: str | None) -> list[Answer]:
+    try:
+        return _read_csv_rows(path, text, response_column)
+    except csv.Error as exc:  # e.g. a cell over the csv module's field limit (131,072 characters)
+        raise KitabError(f"{path}: not a CSV file this reads ({exc})") from None
+
+
+def _read_csv_rows(path: Path, text: str, response_column: str | None) -> list[Answer]:
     reader = csv.DictReader(io.StringIO(text, newline=""))
     columns = reader.fieldnames or []
     if response_column is None:

@@ -183,10 +183,16 @@ def deterministic_gzip(path: Path, compresslevel: int = 6) -> Iterator[IO[str]]:
                 yield text
 
 
+# Snapshots up to this size are hashed before a refresh starts (~1 s per 500 MB).
+HASH_CHECK_BYTES = 512 * 2**20
+
+
 def check_snapshot(snapshot_dir: str | os.PathLike) -> dict[str, Any]:
     """The snapshot's manifest, after a quick look at its files: each data file present,
     non-empty and (``.gz``) starting like a gzip stream. Cheap at any size, so a refresh
-    checks it before it starts; a file cut short is found when it is read (which names it)."""
+    checks it before it starts. A snapshot of at most HASH_CHECK_BYTES is also hashed against
+    the manifest's checksums (a second or so), so a file cut short is found before a refresh
+    starts; a bigger one is found when it is read (which names it)."""
     snapshot_dir = Path(snapshot_dir)
     if not snapshot_dir.is_dir():
         raise SnapshotFormatError(f"{snapshot_dir}: no such snapshot folder")
@@ -201,6 +207,14 @@ def check_snapshot(snapshot_dir: str | os.PathLike) -> dict[str, Any]:
             raise SnapshotFormatError(f"{path}: empty file")
         if name.endswith(".gz") and head != b"\x1f\x8b":
             raise SnapshotFormatError(f"{path}: not a gzip file")
+    checksums = manifest.get("checksums") or {}
+    if sum((snapshot_dir / name).stat().st_size for name in checksums if (snapshot_dir / name).is_file()) \
+            <= HASH_CHECK_BYTES:
+        for name, expected in sorted(checksums.items()):
+            path = snapshot_dir / name
+            if path.is_file() and sha256_file(path) != expected:
+                raise SnapshotFormatError(f"{path}: its sha256 differs from MANIFEST.json's (a truncated or "
+                                          "changed file); copy the snapshot again")
     return manifest
 
 

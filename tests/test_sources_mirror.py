@@ -24,7 +24,6 @@ WRITER_OCCUPATIONS = {"Q36180", "Q6625963", "Q49757", "Q482980", "Q214917", "Q11
                       "Q4853732", "Q18844224", "Q15980158"}
 TRIPLE = re.compile(r'^<([^>]+)> <([^>]+)> (.+) \.$')
 PROVENANCE = {"source", "request_fingerprint", "fetched_at"}
-IN_FLIGHT = 0.25  # seconds: how late a request sent before a 429 was received may still arrive
 
 
 def writers_passing_filters(snapshot_dir) -> set[str]:
@@ -216,9 +215,10 @@ def test_retry_after_holds_every_thread_of_the_client(mirror, via_mirror):
         list(pool.map(via_mirror.openlibrary.search_authors, names))
     entries = log_since(mirror, mark, "/search/authors.json")
     refused = next(e for e in entries if e.status == 429)
-    # requests already in flight when the 429 was sent may still arrive just after it
-    late = [round(e.t - refused.t, 3) for e in entries if refused.t + IN_FLIGHT < e.t < refused.t + 2.0]
-    assert late == []
+    # Only requests already in flight when the 429 was sent (one per other worker: 3) may
+    # arrive before Retry-After has passed: a count, not a time window a busy machine can miss.
+    early = [round(e.t - refused.t, 3) for e in entries if refused.t < e.t < refused.t + 2.0]
+    assert len(early) <= 3, early
     assert sum(e.status == 200 for e in entries) == len(names)
 
 

@@ -16,6 +16,19 @@ settings. Cases:
   the default: the pipeline without Prefect, in this process; ``--rerun cli``: the command
   again), which resumes from the work folder and the HTTP cache.
 
+Hostile cases (issue 21; ``--cases hostile``), each through the real ``kitab`` command on a copy
+of the clean release, with the stderr lines and exit code of every error counted:
+
+- **damage** (a table file deleted, a byte flipped, truncated to 100 bytes): ``kitab export
+  --push`` must write nothing; ``kitab sql`` on the damaged table must fail, on another answer;
+- **reader during a rebuild**: a process reading in a loop (``Warehouse.connect``, what ``kitab
+  sql`` runs: the books count against the ``releases`` row it sees; plus a slow reader that holds
+  its connection 3 s) while the same release is rebuilt with another seed;
+- **disk full** on a small tmpfs (root only: ``mount -t tmpfs``): a refresh on a nearly full disk,
+  one that fills it while it runs, and a rebuild of a committed release that fills it;
+- **deleted lock**: ``rm .refresh.lock`` during refresh A, then refresh B;
+- **Ctrl-C / SIGTERM** on a recursive query: measured time from the signal to the exit.
+
 Per case: writers lost (clean run's authors missing), tables identical to the clean run (every
 table of the release; ``authors`` and ``works_raw`` compared without ``fetched_at``, the
 services' Date header, the one column a rerun changes; every other table byte for byte by the
@@ -157,6 +170,197 @@ def run_cli(cmd: list[str], timeout: float | None = None) -> tuple[float, int]:
     return time.monotonic() - started, proc.returncode
 
 
+def kitab_cli(*args, env: dict | None = None, timeout: float = 600, cwd: Path = ROOT) -> dict:
+    """``kitab ARGS`` as a person runs it: exit code, stderr lines, seconds, stdout."""
+    started = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "kitab.app.cli", *map(str, args)], cwd=cwd, capture_output=True,
+                          text=True, timeout=timeout, env={**os.environ, **(env or {})})
+    lines = proc.stderr.strip().splitlines()
+    return {"exit": proc.returncode, "lines": len(lines), "seconds": round(time.monotonic() - started, 1),
+            "stdout": proc.stdout, "first": lines[0][:160] if lines else "", "traceback": "Traceback" in proc.stderr}
+
+
+def copy_release(clean: Path, target: Path) -> Path:
+    import shutil
+
+    shutil.rmtree(target, ignore_errors=True)
+    shutil.copytree(clean, target, ignore=shutil.ignore_patterns(".prefect", ".work", ".cache"))
+    return target
+
+
+def damage_cases(clean: Path, out: Path) -> list[dict]:
+    from kitab.core.warehouse import Warehouse
+
+    rows = []
+    for how in ("deleted", "flipped byte", "truncated"):
+        wh = Warehouse(copy_release(clean, out / f"damage-{how.replace(' ', '-')}"))
+        path = wh.committed_files(RELEASE)["books"]
+        if how == "deleted":
+            path.unlink()
+        elif how == "truncated":
+            os.truncate(path, 100)
+        else:
+            data = bytearray(path.read_bytes())
+            data[len(data) // 2] ^= 0xFF
+            path.write_bytes(bytes(data))
+        hf = out / f"hf-{how.replace(' ', '-')}"
+        export = kitab_cli("export", "--release", RELEASE, "--out", hf, "--push", "org/kitab", "--warehouse", wh.root,
+                           env={"HF_TOKEN": "hf_benchmarknotused", "HF_ENDPOINT": "http://127.0.0.1:9"})
+        books = kitab_cli("sql", "select count(*) from books", "--warehouse", wh.root)
+        authors = kitab_cli("sql", "select count(*) from authors", "--output", "csv", "--warehouse", wh.root)
+        held = (export["exit"] != 0 and not hf.exists() and export["lines"] <= 2 and books["exit"] != 0
+                and books["lines"] <= 2 and books["stdout"] == "" and authors["exit"] == 0)
+        rows.append({"case": f"damage: books {how}", "held": held, "lines": max(export["lines"], books["lines"]),
+                     "exit": export["exit"], "measured": f"export exit {export['exit']}, nothing written: "
+                     f"{not hf.exists()}; sql books exit {books['exit']}; sql authors answers "
+                     f"{authors['stdout'].split()[-1] if authors['exit'] == 0 else 'no'}", "first": export["first"]})
+    return rows
+
+
+READER = r"""
+import json, sys, time
+from pathlib import Path
+from kitab.core.warehouse import Warehouse
+wh, stop = Warehouse(Path(sys.argv[1])), Path(sys.argv[2])
+stats = {"reads": 0, "inconsistent": 0, "errors": 0, "slow_reads": 0, "slow_errors": 0, "versions": []}
+n = 0
+while not stop.exists():
+    n += 1
+    try:
+        with wh.connect(warn=False) as con:
+            if n % 25 == 0:  # a slow reader: holds its connection while the release may be swapped
+                time.sleep(3)
+                stats["slow_reads"] += 1
+            books, counts = con.execute("select (select count(*) from books), (select counts from releases)").fetchone()
+            if books != json.loads(counts)["books"]:
+                stats["inconsistent"] += 1
+            if not stats["versions"] or stats["versions"][-1] != books:
+                stats["versions"].append(books)
+        stats["reads"] += 1
+    except Exception as exc:
+        stats["errors"] += 1
+        stats["last_error"] = str(exc)[:200]
+print(json.dumps(stats))
+"""
+
+
+def reader_during_rebuild(mirror, clean: Path, out: Path, authors: int, seed: int) -> dict:
+    wh = copy_release(clean, out / "reader")
+    stop = out / "reader.stop"
+    stop.unlink(missing_ok=True)
+    reader = subprocess.Popen([sys.executable, "-c", READER, str(wh), str(stop)], cwd=ROOT, stdout=subprocess.PIPE,
+                              text=True)
+    time.sleep(2)
+    started = time.monotonic()
+    refresh_direct(mirror, wh, authors, seed + 1)  # the same release id, other writers: every table changes
+    time.sleep(4)  # let a slow reader that connected before the commit finish
+    stop.touch()
+    stats = json.loads(reader.communicate(timeout=120)[0])
+    held = stats["inconsistent"] == 0 and stats["errors"] == 0 and len(stats["versions"]) >= 2
+    return {"case": "reader in a loop during a rebuild of its release", "held": held, "lines": 0, "exit": 0,
+            "measured": f"{stats['reads']} reads ({stats['slow_reads']} slow, 3 s each), {stats['inconsistent']} "
+                        f"inconsistent, {stats['errors']} errors; books counts seen {stats['versions']}; rebuild "
+                        f"{time.monotonic() - started:.0f} s", "first": stats.get("last_error", "")}
+
+
+def cli_refresh_args(mirror, warehouse: Path, authors: int, seed: int) -> list[str]:
+    return cli_command(mirror, warehouse, authors, seed)[3:]  # without the interpreter and -m kitab.app.cli
+
+
+def disk_full_cases(mirror, clean: Path, out: Path, authors: int, seed: int) -> list[dict]:
+    """On a 64 MB tmpfs (needs root)."""
+    import shutil
+
+    mount = out / "tmpfs"
+    mount.mkdir(exist_ok=True)
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(mount)]).returncode:
+        return [{"case": "disk full (tmpfs)", "held": None, "lines": "-", "exit": "-",
+                 "measured": "skipped: needs root to mount a tmpfs", "first": ""}]
+    rows = []
+
+    def fill(leave_mb: float) -> None:
+        free = shutil.disk_usage(mount).free
+        with open(mount / "filler", "ab") as handle:
+            os.posix_fallocate(handle.fileno(), 0, max(0, int(free - leave_mb * 2**20)) + handle.tell())
+
+    try:
+        fill(50)  # under KITAB_MIN_FREE_MB's 200
+        r = kitab_cli("refresh", *cli_refresh_args(mirror, mount / "wh1", authors, seed))
+        rows.append({"case": "disk full: refresh on a disk with 50 MB free", "exit": r["exit"], "lines": r["lines"],
+                     "held": r["exit"] != 0 and r["lines"] <= 2 and not r["traceback"] and not (mount / "wh1").exists(),
+                     "measured": f"refused in {r['seconds']} s, before Prefect", "first": r["first"]})
+        (mount / "filler").unlink()
+        fill(6)  # Prefect's database fits, the release does not
+        r = kitab_cli("refresh", *cli_refresh_args(mirror, mount / "wh2", authors, seed), env={"KITAB_MIN_FREE_MB": "1"})
+        rows.append({"case": "disk full: fills during a refresh (6 MB free, check off)", "exit": r["exit"],
+                     "lines": r["lines"], "held": r["exit"] != 0 and r["lines"] <= 2 and not r["traceback"],
+                     "measured": f"failed after {r['seconds']} s", "first": r["first"]})
+        shutil.rmtree(mount / "wh2", ignore_errors=True)
+        (mount / "filler").unlink()
+        from kitab.core.warehouse import Warehouse
+
+        wh = copy_release(clean, mount / "wh3")
+        before = Warehouse(wh).ledger_row(RELEASE)["checksums"]
+        fill(4)
+        r = kitab_cli("refresh", *cli_refresh_args(mirror, wh, authors, seed + 1), env={"KITAB_MIN_FREE_MB": "1"})
+        (mount / "filler").unlink()
+        verify = kitab_cli("verify", "--warehouse", wh)
+        same = Warehouse(wh).ledger_row(RELEASE)["checksums"] == before
+        rows.append({"case": "disk full: fills during a rebuild of a committed release", "exit": r["exit"],
+                     "lines": r["lines"], "held": r["exit"] != 0 and r["lines"] <= 2 and not r["traceback"]
+                     and verify["exit"] == 0 and same,
+                     "measured": f"failed after {r['seconds']} s; old release intact: {same}, verify exit "
+                                 f"{verify['exit']}", "first": r["first"]})
+    finally:
+        subprocess.run(["umount", str(mount)])
+    return rows
+
+
+def deleted_lock_case(mirror, out: Path, authors: int, seed: int) -> dict:
+    from kitab.core.locking import lock_path
+
+    root = out / "lock"
+    first = subprocess.Popen(cli_command(mirror, root, authors, seed), cwd=ROOT, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while not (lock_path(root).exists() and lock_path(root).read_text()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    lock_path(root).unlink()
+    second = kitab_cli("refresh", *cli_refresh_args(mirror, root, authors, seed + 1)[:-4], "--release", "second",
+                       "--warehouse", root)
+    code = first.wait(timeout=900)
+    verify = kitab_cli("verify", "--warehouse", root)
+    held = second["exit"] != 0 and second["lines"] <= 2 and "busy" in second["first"] and code == 0 \
+        and verify["exit"] == 0
+    return {"case": "lock file deleted during refresh A, then refresh B", "held": held, "exit": second["exit"],
+            "lines": second["lines"], "measured": f"B refused in {second['seconds']} s; A exit {code}, "
+            f"verify exit {verify['exit']}", "first": second["first"]}
+
+
+def signal_cases(clean: Path, out: Path) -> list[dict]:
+    rows = []
+    query = "with recursive r(n) as (select 1 union all select n + 1 from r) select count(*) from r"
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        proc = subprocess.Popen([sys.executable, "-m", "kitab.app.cli", "sql", query, "--warehouse", str(clean)],
+                                cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        time.sleep(4)
+        sent = time.monotonic()
+        proc.send_signal(sig)
+        err = proc.communicate(timeout=60)[1]
+        took = time.monotonic() - sent
+        lines = err.strip().splitlines()
+        rows.append({"case": f"{sig.name} during a recursive query", "exit": proc.returncode, "lines": len(lines),
+                     "held": proc.returncode != 0 and len(lines) <= 2 and took <= 1.0,
+                     "measured": f"exited {took:.2f} s after the signal", "first": lines[0] if lines else ""})
+    return rows
+
+
+def hostile_cases(mirror, clean: Path, out: Path, authors: int, seed: int) -> list[dict]:
+    return [*damage_cases(clean, out), reader_during_rebuild(mirror, clean, out, authors, seed),
+            *disk_full_cases(mirror, clean, out, authors, seed), deleted_lock_case(mirror, out, authors, seed),
+            *signal_cases(clean, out)]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--authors", type=int, default=40)
@@ -166,7 +370,9 @@ def main() -> None:
     parser.add_argument("--kills", type=int, default=10, help="kill -9 points")
     parser.add_argument("--kill-seed", type=int, default=10)
     parser.add_argument("--rerun", choices=("direct", "cli"), default="direct")
+    parser.add_argument("--cases", default="faults,kills,hostile", help="which groups of cases to run")
     args = parser.parse_args()
+    groups = set(args.cases.split(","))
 
     from kitab.core.env import BUNDLED_SNAPSHOT
     from kitab.simulate.mirror.faults import RandomFaults
@@ -182,7 +388,8 @@ def main() -> None:
 
     with Mirror(BUNDLED_SNAPSHOT) as mirror:
         clean = out / "clean"
-        for rate in [0.0, *(float(r) for r in args.rates.split(",") if r)]:
+        rates = [float(r) for r in args.rates.split(",") if r] if "faults" in groups else []
+        for rate in [0.0, *rates]:
             warehouse = clean if rate == 0 else out / f"faults-{rate:g}"
             mirror.faults.random = RandomFaults.parse(f"rate={rate},seed={args.fault_seed},kinds={KINDS}") \
                 if rate else None
@@ -201,7 +408,12 @@ def main() -> None:
                     "error": error, **compare(clean, warehouse)})
         mirror.faults.random = None
 
+        if "hostile" in groups:
+            for case in hostile_cases(mirror, clean, out, args.authors, args.seed):
+                report(case)
         mark = len(mirror.log())
+        if "kills" not in groups:
+            args.kills = 0
         full, code = run_cli(cli_command(mirror, out / "cli", args.authors, args.seed))
         report({"case": "CLI refresh, not killed", "wall_s": round(full, 1), "requests": len(mirror.log()) - mark,
                 "exit": code, **compare(clean, out / "cli")})
@@ -212,10 +424,12 @@ def main() -> None:
             warehouse = out / f"kill-{n:02d}"
             proc = subprocess.Popen(cli_command(mirror, warehouse, args.authors, args.seed), cwd=ROOT,
                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+            launched = time.monotonic()
             try:
                 proc.wait(timeout=delay)
-                left, at_kill = [], "finished before the kill"
+                left, at_kill, killed_at = [], "finished before the kill", None
             except subprocess.TimeoutExpired:
+                killed_at = time.monotonic() - launched  # measured: when the SIGKILL was sent
                 left = kill_tree(proc)
                 at_kill = checkpoints(warehouse)
             started = time.monotonic()
@@ -229,7 +443,8 @@ def main() -> None:
                 except Exception as exc:  # noqa: BLE001
                     error = f"{type(exc).__name__}: {exc}"
             rerun = time.monotonic() - started
-            report({"case": f"kill -9 at {delay:.1f}s, rerun", "wall_s": round(delay + rerun, 1),
+            report({"case": f"kill -9 at {killed_at:.1f}s (measured; drawn {delay:.1f}s), rerun" if killed_at
+                    else f"no kill: finished before {delay:.1f}s", "wall_s": round((killed_at or delay) + rerun, 1),
                     "rerun_s": round(rerun, 1), "checkpoints_at_kill": at_kill, "processes_left": left,
                     "error": error, **compare(clean, warehouse)})
 
@@ -238,9 +453,18 @@ def main() -> None:
     print(f"{args.authors} writers, seed {args.seed}; faults seed {args.fault_seed} ({KINDS}); "
           f"kill seed {args.kill_seed}; rerun {args.rerun}; results in {out / 'results.json'}")
     print()
+    hostile = [c for c in cases if "held" in c]
+    if hostile:
+        print("| hostile case | held | measured | stderr lines | exit | first stderr line |")
+        print("|---|---|---|---|---|---|")
+        for c in hostile:
+            held = "skipped" if c["held"] is None else "yes" if c["held"] else "**no**"
+            print(f"| {c['case']} | {held} | {c['measured']} | {c['lines']} | {c['exit']} | "
+                  f"{c['first'].replace('|', '/')} |")
+        print()
     print("| case | writers lost | tables identical to the clean run | faults injected | wall (s) | notes |")
     print("|---|---|---|---|---|---|")
-    for c in cases:
+    for c in (c for c in cases if "held" not in c):
         notes = []
         if c.get("error"):
             notes.append(c["error"][:120])

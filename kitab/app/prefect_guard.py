@@ -42,7 +42,7 @@ def guard_server() -> None:
         return
 
     def run_uvicorn_command(self):
-        server = start(self)
+        server = _with_stderr_to_log(lambda: start(self))
         _WATCHDOGS[:] = [w for w in _WATCHDOGS if w.poll() is None]
         _WATCHDOGS.append(subprocess.Popen(
             [sys.executable, "-m", "kitab.app.prefect_guard", str(os.getpid()), str(server.pid)],
@@ -51,6 +51,28 @@ def guard_server() -> None:
 
     run_uvicorn_command.kitab_guarded = True
     SubprocessASGIServer._run_uvicorn_command = run_uvicorn_command
+
+
+def _with_stderr_to_log(start):
+    """Run ``start()`` (which launches the server) with file descriptor 2 pointing to
+    ``$PREFECT_HOME/server.log``, so the server's own stderr goes there: a server that cannot
+    start (a full disk, a broken database) printed thousands of lines of uvicorn tracebacks
+    on the refresh's terminal; the refresh reports its failure in one line."""
+    home = os.environ.get("PREFECT_HOME")
+    try:
+        log = os.open(os.path.join(home, "server.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC,
+                      0o644) if home else os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC)
+    except OSError:
+        log = os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC)
+    saved = os.dup(2)
+    sys.stderr.flush()
+    try:
+        os.dup2(log, 2, inheritable=True)  # the child inherits this fd 2
+        return start()
+    finally:
+        os.dup2(saved, 2, inheritable=True)
+        os.close(saved)
+        os.close(log)
 
 
 def running(pid: int) -> bool:

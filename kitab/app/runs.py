@@ -8,6 +8,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterator
 
+from kitab.core.errors import KitabError
+
 
 def run_refresh(*, source: str, snapshot: Path, authors: int, seed: int | None, release: str | None,
                 warehouse: Path, mirror_url: str | None = None, batch_size: int | None = None,
@@ -50,7 +52,14 @@ def run_refresh(*, source: str, snapshot: Path, authors: int, seed: int | None, 
 
         guard_server()  # Prefect's temporary server goes when this process goes, kill -9 included
         with quiet_user_errors():  # a KitabError reaches the caller whole; Prefect's traceback of it is noise
-            return with_task_runner(task_runner, dask_address)(**dataclasses.asdict(params))
+            try:
+                return with_task_runner(task_runner, dask_address)(**dataclasses.asdict(params))
+            except Exception as exc:
+                full = _disk_full(Path(warehouse))
+                if full:  # e.g. Prefect's server could not write its database: the disk, not a bug
+                    raise KitabError(f"the refresh failed with the disk of {warehouse} full ({full}); free some "
+                                     "space and run it again") from exc
+                raise
 
 
 @contextlib.contextmanager
@@ -64,3 +73,14 @@ def serving(params) -> Iterator[object]:
 
     with Mirror(params.snapshot_dir()) as mirror:
         yield dataclasses.replace(params, snapshot=str(params.snapshot_dir()), mirror_url=mirror.url)
+
+
+def _disk_full(root: Path) -> str | None:
+    """How full the disk of ``root`` is, if (nearly) full: under 1 MB free."""
+    import shutil
+
+    where = root
+    while not where.exists() and where != where.parent:
+        where = where.parent
+    free = shutil.disk_usage(where).free
+    return f"{free // 1024} KB free" if free < 2**20 else None

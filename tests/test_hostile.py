@@ -207,16 +207,16 @@ def test_a_truncated_snapshot_is_refused_before_the_refresh_starts(tmp_path, sou
     assert not (tmp_path / "wh").exists()  # nothing started: no lock, no Prefect home
 
 
-def hostile_answers(kind: str, path: Path) -> Path:
+def hostile_answers(kind: str, path: Path, query_id: str) -> Path:
     if kind == "deep JSON":
         path.write_text("[" * 100_000 + "]" * 100_000 + "\n")
     elif kind == "a huge response":
-        path.write_text(json.dumps({"query_id": "q", "response": "x" * 108_000_000}) + "\n")
+        path.write_text(json.dumps({"query_id": query_id, "response": "x" * 108_000_000}) + "\n")
     elif kind == "5M Title: lines":
-        path.write_text(json.dumps({"query_id": "q", "response": "Title: a\n" * 5_000_000}) + "\n")
+        path.write_text(json.dumps({"query_id": query_id, "response": "Title: a\n" * 5_000_000}) + "\n")
     elif kind == "a huge CSV cell":
         path = path.with_suffix(".csv")
-        path.write_text("query_id,response\nq," + "y" * 200_000 + "\n")
+        path.write_text(f"query_id,response\n{query_id}," + "y" * 200_000 + "\n")
     elif kind == "a 300 MB file":
         with open(path, "wb") as handle:
             handle.truncate(300 * 2**20)  # sparse: refused by its size, never read
@@ -226,7 +226,9 @@ def hostile_answers(kind: str, path: Path) -> Path:
 @pytest.mark.parametrize("kind", ["deep JSON", "a huge response", "5M Title: lines", "a huge CSV cell",
                                   "a 300 MB file"])
 def test_hostile_answers_files_are_one_line_in_bounded_time(wh, tmp_path, kind):
-    answers = hostile_answers(kind, tmp_path / "answers.jsonl")
+    with wh.connect() as con:  # a real query: the answer is read, matched and scored unless refused first
+        (query_id,) = con.execute("select query_id from queries order by query_id limit 1").fetchone()
+    answers = hostile_answers(kind, tmp_path / "answers.jsonl", query_id)
     result = kitab("evaluate", "--release", RELEASE, "--answers", answers, "--warehouse", wh.root, timeout=120)
     assert_user_error(result, answers.name)
 

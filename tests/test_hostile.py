@@ -165,7 +165,7 @@ def test_ctrl_c_or_sigterm_stops_a_recursive_query_in_one_line(wh, sig):
     query = "with recursive r(n) as (select 1 union all select n + 1 from r) select count(*) from r"
     proc = subprocess.Popen([*kitab_cmd(), "sql", query, "--warehouse", str(wh.root)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
-    time.sleep(3)  # started (if not, the signal stops the start: the same one line)
+    time.sleep(6)  # started (if not, the signal stops the start: the same one line)
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)  # generous: benchmarks/faults.py measures how fast
     lines = err.decode().strip().splitlines()

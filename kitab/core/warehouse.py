@@ -647,11 +647,15 @@ def read_only_query(con: duckdb.DuckDBPyConnection, query: str) -> tuple[list[st
 
 def bounded_query(con, query: str, timeout: float | None) -> tuple[list[str], list[tuple]]:
     """:func:`read_only_query` with a time bound: the query runs in a thread while this one
-    waits, so ``timeout`` seconds or a Ctrl-C (KeyboardInterrupt here) interrupt DuckDB at
-    once (``con.interrupt()``; DuckDB stops within milliseconds, recursive CTEs included)
-    and end as one :class:`KitabError`."""
+    waits, so ``timeout`` seconds, Ctrl-C or SIGTERM interrupt DuckDB at once
+    (``con.interrupt()``: DuckDB stops within milliseconds, recursive CTEs included) and end as
+    one :class:`KitabError`. While it waits (in the main thread), SIGINT and SIGTERM only set
+    a flag: no exception unwinds through DuckDB or the command line's machinery."""
+    import signal
+
     check_read_only(query)
     done: dict = {}
+    stopped: list[str] = []
 
     def run() -> None:
         try:
@@ -659,17 +663,27 @@ def bounded_query(con, query: str, timeout: float | None) -> tuple[list[str], li
         except BaseException as exc:  # handed to the waiting thread
             done["error"] = exc
 
-    worker = threading.Thread(target=run, name="kitab-sql", daemon=True)
-    worker.start()
+    def on_signal(signum, frame) -> None:
+        stopped.append(signal.Signals(signum).name)
+        con.interrupt()
+
+    main = threading.current_thread() is threading.main_thread()
+    saved = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)} if main else {}
     try:
-        worker.join(timeout)
-    except KeyboardInterrupt:
-        con.interrupt()
-        worker.join(5)
-        raise KitabError("query interrupted (Ctrl-C)") from None
-    if worker.is_alive():
-        con.interrupt()
-        worker.join(5)
+        worker = threading.Thread(target=run, name="kitab-sql", daemon=True)
+        worker.start()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while worker.is_alive() and not stopped and (deadline is None or time.monotonic() < deadline):
+            worker.join(0.05)  # short waits: a signal's flag is seen within 50 ms
+        if worker.is_alive():
+            con.interrupt()
+            worker.join(5)
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+    if stopped:
+        raise KitabError(f"query interrupted ({stopped[0]})")
+    if "error" not in done and "result" not in done:
         raise KitabError(f"query stopped after {timeout:g} s (--timeout); narrow it, or give it more time")
     if "error" in done:
         raise done["error"]

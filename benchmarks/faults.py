@@ -177,7 +177,8 @@ def kitab_cli(*args, env: dict | None = None, timeout: float = 600, cwd: Path = 
                           text=True, timeout=timeout, env={**os.environ, **(env or {})})
     lines = proc.stderr.strip().splitlines()
     return {"exit": proc.returncode, "lines": len(lines), "seconds": round(time.monotonic() - started, 1),
-            "stdout": proc.stdout, "first": lines[0][:160] if lines else "", "traceback": "Traceback" in proc.stderr}
+            "stdout": proc.stdout, "first": lines[0][:160] if lines else "", "traceback": "Traceback" in proc.stderr,
+            "stderr": proc.stderr[-3000:]}
 
 
 def copy_release(clean: Path, target: Path) -> Path:
@@ -264,7 +265,8 @@ def reader_during_rebuild(mirror, clean: Path, out: Path, authors: int, seed: in
 
 
 def cli_refresh_args(mirror, warehouse: Path, authors: int, seed: int) -> list[str]:
-    return cli_command(mirror, warehouse, authors, seed)[4:]  # without "python -m kitab.app.cli refresh"
+    # without "python -m kitab.app.cli refresh"; --quiet: stderr holds only warnings and errors
+    return ["--quiet", *cli_command(mirror, warehouse, authors, seed)[4:]]
 
 
 def disk_full_cases(mirror, clean: Path, out: Path, authors: int, seed: int) -> list[dict]:
@@ -288,13 +290,13 @@ def disk_full_cases(mirror, clean: Path, out: Path, authors: int, seed: int) -> 
         r = kitab_cli("refresh", *cli_refresh_args(mirror, mount / "wh1", authors, seed))
         rows.append({"case": "disk full: refresh on a disk with 50 MB free", "exit": r["exit"], "lines": r["lines"],
                      "held": r["exit"] != 0 and r["lines"] <= 2 and not r["traceback"] and not (mount / "wh1").exists(),
-                     "measured": f"refused in {r['seconds']} s, before Prefect", "first": r["first"]})
+                     "measured": f"refused in {r['seconds']} s, before Prefect", "first": r["first"], "stderr": r["stderr"]})
         (mount / "filler").unlink()
         fill(6)  # Prefect's database fits, the release does not
         r = kitab_cli("refresh", *cli_refresh_args(mirror, mount / "wh2", authors, seed), env={"KITAB_MIN_FREE_MB": "1"})
         rows.append({"case": "disk full: fills during a refresh (6 MB free, check off)", "exit": r["exit"],
                      "lines": r["lines"], "held": r["exit"] != 0 and r["lines"] <= 2 and not r["traceback"],
-                     "measured": f"failed after {r['seconds']} s", "first": r["first"]})
+                     "measured": f"failed after {r['seconds']} s", "first": r["first"], "stderr": r["stderr"]})
         shutil.rmtree(mount / "wh2", ignore_errors=True)
         (mount / "filler").unlink()
         from kitab.core.warehouse import Warehouse
@@ -310,7 +312,7 @@ def disk_full_cases(mirror, clean: Path, out: Path, authors: int, seed: int) -> 
                      "lines": r["lines"], "held": r["exit"] != 0 and r["lines"] <= 2 and not r["traceback"]
                      and verify["exit"] == 0 and same,
                      "measured": f"failed after {r['seconds']} s; old release intact: {same}, verify exit "
-                                 f"{verify['exit']}", "first": r["first"]})
+                                 f"{verify['exit']}", "first": r["first"], "stderr": r["stderr"]})
     finally:
         subprocess.run(["umount", str(mount)])
     return rows

@@ -52,6 +52,9 @@ STAMPS = ".stamps"
 # release's old files only once it gets the exclusive lock (so no reader still uses them),
 # waiting at most SWEEP_WAIT seconds, else it leaves them for the next publish to sweep.
 READERS = ".readers"
+# A sweep waiting for the readers holds this one exclusively: a new reader passes it (shared,
+# at once released) before it takes READERS, so readers that keep coming cannot starve a sweep.
+TURNSTILE = ".readers.turnstile"
 SWEEP_WAIT = 10.0
 # Tables kept beside a release but not part of it: written after its commit by their own
 # command (`kitab evaluate`), so its ledger row does not name them. The views read their file
@@ -205,15 +208,15 @@ class Warehouse:
         return target
 
     @contextlib.contextmanager
-    def _readers(self, mode: int, wait: float | None = None) -> Iterator[bool]:
+    def _readers(self, mode: int, wait: float | None = None, name: str = READERS) -> Iterator[bool]:
         """A flock on READERS: readers share it (LOCK_SH, blocking: a sweep holds it briefly),
         a sweep takes it exclusively (LOCK_EX, polled for ``wait`` seconds). Yields whether
         it is held; a warehouse a reader may not write to has no such file: nothing to hold."""
         try:
-            fd = os.open(self.root / READERS, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+            fd = os.open(self.root / name, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
         except OSError:
             try:
-                fd = os.open(self.root / READERS, os.O_RDONLY | os.O_CLOEXEC)
+                fd = os.open(self.root / name, os.O_RDONLY | os.O_CLOEXEC)
             except OSError:
                 yield False
                 return
@@ -237,7 +240,7 @@ class Warehouse:
         version, or leftovers of a crashed publish); call it with the lock held. Waits (up
         to ``wait`` s) until no reader holds the warehouse: a reader that connected before
         the commit still reads the old files; if one still does, nothing is removed now."""
-        with self._readers(fcntl.LOCK_EX, wait) as alone:
+        with self._readers(fcntl.LOCK_EX, name=TURNSTILE), self._readers(fcntl.LOCK_EX, wait) as alone:
             if not alone:
                 print(f"kitab: warning: a reader still holds the warehouse; the replaced files of release "
                       f"{release} stay until its next publish", file=sys.stderr)
@@ -495,6 +498,8 @@ class Warehouse:
                            f"(have: {', '.join(committed) or 'none'})")
         if release is None and not committed and not self.catalog_path.exists():
             raise KitabError(f"no warehouse at {self.root}: run `kitab refresh` or `kitab demo` first")
+        with self._readers(fcntl.LOCK_SH, name=TURNSTILE):
+            pass  # (waits while a sweep waits for the readers before this one)
         hold = self._readers(fcntl.LOCK_SH)
         hold.__enter__()
         try:

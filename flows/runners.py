@@ -133,7 +133,8 @@ def worth_retrying(task: Any, task_run: Any, state: Any) -> bool:
 
     exc = getattr(state, "data", None)
     if isinstance(exc, KitabError) or (isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)):
-        NOT_RETRIED.add(getattr(task_run, "id", None))  # (Prefect then logs no traceback, only its end state)
+        NOT_RETRIED.add(str(getattr(task_run, "id", None)))  # (as log records carry it; Prefect then logs
+        # no traceback, only its end state)
         return False
     return True
 

@@ -282,3 +282,13 @@ def test_a_name_that_does_not_resolve_is_not_retried(tmp_path):
     with pytest.raises(SourceUnavailable) as failed:
         get_json(session, "http://kitab-no-such-host.invalid/authors.json", {}, settings, RequestCounter(), gate)
     assert failed.value.attempts == 1 and "name not resolved" in str(failed.value)
+
+
+def test_live_without_dns_fails_after_one_attempt_in_one_line(tmp_path):
+    """`kitab refresh --source live` where no name resolves (no network): one attempt, not 3 x 6
+    retries, and one line (Prefect's own "Finished in state Failed" line kept off the console)."""
+    result = kitab("refresh", "--source", "live", "--authors", "3", "--seed", "1", "--quiet",
+                   "--warehouse", tmp_path / "wh", timeout=300,
+                   env={"KITAB_CONTACT": "ops@example.org", "KITAB_WIKIDATA_ENDPOINT": "http://wdqs.invalid/sparql",
+                        "KITAB_OPENLIBRARY_BASE": "http://openlibrary.invalid"})
+    assert_user_error(result, "name not resolved", "1 attempt")

@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/table2.py [--authors 600] [--seed 0] [--synthetic]
 
-By default the input is a generated snapshot of ``--authors`` candidate writers
+By default the input is a generated snapshot of ``--authors`` candidate authors
 (``kitab.simulate.generator.generate``) run through the real stages: sample all, match, fetch
 (``benchmarks/snapshot_input.py``), clean_books, dedup_titles, tag_entities (spaCy), then
 generate_constraints and sample_queries. ``--synthetic`` instead draws books and entity flags

@@ -28,6 +28,7 @@ from kitab.core.env import BUNDLED_SNAPSHOT
 from kitab.core.errors import BadValue, KitabError
 from kitab.core.locking import refresh_lock
 from kitab.core.progress import Progress, tracking
+from kitab.core.stages import GENERATE_CONSTRAINTS, SAMPLE_AUTHORS, TAG_ENTITIES
 from kitab.core.refs import TableRef, duck, read_rows, write_query, write_rows
 from kitab.sources import SOURCES, Origin, SourceSpec, close_sources, sources_for
 from kitab.core.warehouse import Warehouse, validate_release_id
@@ -36,11 +37,11 @@ from tasks.constraints import spec_type
 from tasks.publish import other_releases, publish, released_authors_rows
 from tasks.sample_queries import ONE_UNSATISFIABLE, TWO_UNSATISFIABLE, SamplingRates, fill_count, query_rows
 from tasks.steps import (Batch, RunContext, collect_step, constrain_step, merge_stats, sample_step, tag_step,
-                         unavailable_writers)
+                         unavailable_authors)
 
 log = logging.getLogger("kitab.refresh")
-DEFAULT_BATCH_SIZE = 250  # writers per batch: tens of task runs for 10,000 writers
-DEFAULT_MAX_FAILED_SHARE = 0.10  # of the sampled writers, lost to an unavailable source
+DEFAULT_BATCH_SIZE = 250  # authors per batch: tens of task runs for 10,000 authors
+DEFAULT_MAX_FAILED_SHARE = 0.10  # of the sampled authors, lost to an unavailable source
 TAG_CHUNK_MIN, TAG_CHUNK_MAX = 2_000, 20_000  # distinct titles per tagging task
 
 
@@ -51,10 +52,10 @@ def tag_chunk_size(titles: int, workers: int) -> int:
 
 
 def check_failed_share(failed: int, sampled: int, max_share: float) -> None:
-    """A release may do without a few writers a source did not answer for (each is a
+    """A release may do without a few authors a source did not answer for (each is a
     ``source_unavailable`` reject), not without more than ``max_share`` of them."""
     if sampled and failed / sampled > max_share:
-        raise KitabError(f"{failed} of {sampled} writers ({_percent(failed / sampled)}) failed: source unavailable "
+        raise KitabError(f"{failed} of {sampled} authors ({_percent(failed / sampled)}) failed: source unavailable "
                          f"(max {_percent(max_share)}); nothing published")
 
 
@@ -84,11 +85,11 @@ class RefreshParams:
     warehouse: str | None = None
     mirror_url: str | None = None
     batch_size: int = DEFAULT_BATCH_SIZE
-    # More writers asked for than are eligible: publish the fewer (the summary says how many
+    # More authors asked for than are eligible: publish the fewer (the summary says how many
     # short) instead of failing.
     allow_fewer: bool = False
-    # Writers lost to a source that did not answer (rejected as source_unavailable) may be at
-    # most this share of the sampled writers; above it the refresh fails and publishes nothing.
+    # Authors lost to a source that did not answer (rejected as source_unavailable) may be at
+    # most this share of the sampled authors; above it the refresh fails and publishes nothing.
     max_failed_share: float = DEFAULT_MAX_FAILED_SHARE
 
     def __post_init__(self) -> None:
@@ -167,7 +168,7 @@ def watch_requests(progress: Progress, spec: SourceSpec) -> contextlib.AbstractC
 
 
 def run_pipeline(params: RefreshParams, runner, *, progress: Progress | None = None) -> dict:
-    """Sample ``params.authors`` writers not released before, collect their Open Library
+    """Sample ``params.authors`` authors not released before, collect their Open Library
     works and publish the tables as one release. Returns the run summary. ``progress`` (else
     the one registered for the release in this process, else a new one) hears of every stage
     and finished batch (kitab/core/progress.py)."""
@@ -196,41 +197,41 @@ def _run_pipeline(params: RefreshParams, runner, settings: Settings, today: date
         ctx = RunContext(release=release, seed=seed, today_year=today.year,
                          work=WorkDir(str(wh.root / ".work" / release)), sources=spec,
                          released_ol_keys=tuple(sorted(ledger.ol_keys)))
-        progress.stage("sample")
+        progress.stage(SAMPLE_AUTHORS)
         sampled = runner.run(sample_step, ctx, params.authors, tuple(sorted(ledger.qids)), tuple(sorted(ledger.names)),
                              settings.birth_year_min, today.year + 1, settings.birth_year_window, settings.min_works,
-                             settings.max_works, name="sample")
-        writers = sampled.outputs["sampled"]
-        log.info("sampled %d writers (%d eligible, %d excluded as released)", writers.rows,
+                             settings.max_works, name=SAMPLE_AUTHORS)
+        sampled_authors = sampled.outputs["sampled"]
+        log.info("sampled %d authors (%d eligible, %d excluded as released)", sampled_authors.rows,
                  sampled.stats["eligible"], sampled.stats["excluded_released"])
         shortfall = author_shortfall(params.authors, sampled.stats)
         if shortfall["shortfall"] and not params.allow_fewer:
             released = sampled.stats["excluded_released"]
-            raise BadValue(f"--authors {params.authors}: only {shortfall['eligible']} writers are eligible"
+            raise BadValue(f"--authors {params.authors}: only {shortfall['eligible']} authors are eligible"
                            + (f" ({released} more were released before)" if released else "")
                            + "; ask for fewer, or pass --allow-fewer to publish them")
-        progress.end_stage(rows=writers.rows, requests=sampled.stats["requests_sent"])
+        progress.end_stage(rows=sampled_authors.rows, requests=sampled.stats["requests_sent"])
 
-        batches = [Batch(n, start, min(start + params.batch_size, writers.rows))
-                   for n, start in enumerate(range(0, writers.rows, params.batch_size))]
+        batches = [Batch(n, start, min(start + params.batch_size, sampled_authors.rows))
+                   for n, start in enumerate(range(0, sampled_authors.rows, params.batch_size))]
 
         def part_done(parts: list[Batch], with_requests: bool = False):
             """A runner's on_done: the finished batch's items (and the requests it counted)."""
             return lambda n, r: progress.part_done(n, parts[n].stop - parts[n].start,
                                                    requests=r.stats["requests_sent"] if with_requests else 0)
 
-        progress.stage("collect", total=writers.rows, unit="writers", tasks=len(batches))
+        progress.stage("collect", total=sampled_authors.rows, unit="authors", tasks=len(batches))
         # From the dump, collecting is CPU work (DuckDB lookups, cleaning, dedup): one process
         # per core. Over HTTP it stays on threads: one client per process keeps the rate limits.
-        collected = runner.map(collect_step, [(ctx, b, writers) for b in batches], cpu=params.source == "dump",
+        collected = runner.map(collect_step, [(ctx, b, sampled_authors) for b in batches], cpu=params.source == "dump",
                                names=[f"collect-{b.part}" for b in batches], on_done=part_done(batches, True))
-        failed = sum(unavailable_writers(c) for c in collected)
+        failed = sum(unavailable_authors(c) for c in collected)
         if failed:
-            log.warning("%d of %d writers rejected: source unavailable", failed, writers.rows)
-        check_failed_share(failed, writers.rows, params.max_failed_share)
+            log.warning("%d of %d authors rejected: source unavailable", failed, sampled_authors.rows)
+        check_failed_share(failed, sampled_authors.rows, params.max_failed_share)
         progress.end_stage(rows=sum(c.stats["collect_authors"]["works_raw"] for c in collected))
 
-        progress.stage("tag")
+        progress.stage(TAG_ENTITIES)
         runner.release_workers()  # fresh workers for tagging: the dump lookups' memory goes with these
         titles = distinct_titles(ctx, [c.outputs["title_variants"] for c in collected])
         size = tag_chunk_size(titles.rows, cpu_workers())
@@ -241,7 +242,7 @@ def _run_pipeline(params: RefreshParams, runner, settings: Settings, today: date
         tags = tuple(r.outputs["title_tags"] for r in tagged)
         progress.end_stage(rows=titles.rows)
 
-        progress.stage("constrain", total=writers.rows, unit="writers", tasks=len(batches))
+        progress.stage(GENERATE_CONSTRAINTS, total=sampled_authors.rows, unit="authors", tasks=len(batches))
         constrained = runner.map(constrain_step, [(ctx, b, c, tags) for b, c in zip(batches, collected)],
                                  cpu=True, names=[f"constrain-{b.part}" for b in batches], on_done=part_done(batches))
         progress.end_stage(rows=sum(c.outputs["constraints"].rows for c in constrained))
@@ -288,7 +289,7 @@ def _run_pipeline(params: RefreshParams, runner, settings: Settings, today: date
         "release": release, "seed": seed, "source": params.source, "snapshot_id": origin.snapshot_id,
         "warehouse": str(wh.root),
         "authors": shortfall,
-        "stage_counts": {"candidate writers": sampled.stats["candidates"], "sampled": writers.rows,
+        "stage_counts": {"candidate authors": sampled.stats["candidates"], "sampled": sampled_authors.rows,
                          "source unavailable": failed,
                          "matched on Open Library": methods.get("p648", 0) + methods.get("name_birth_year", 0),
                          "works_raw": counts["works_raw"],
@@ -303,8 +304,8 @@ def _run_pipeline(params: RefreshParams, runner, settings: Settings, today: date
                         "tag_entities": {**constrain_stats["tag_entities"], "titles_tagged": titles.rows},
                         "generate_constraints": constrain_stats["generate_constraints"],
                         "sample_queries": query_stats},
-        "batches": {"writers_per_batch": params.batch_size, "collect": len(batches), "tag": len(chunks),
-                    "constrain": len(batches)},
+        "batches": {"authors_per_batch": params.batch_size, "collect": len(batches), TAG_ENTITIES: len(chunks),
+                    GENERATE_CONSTRAINTS: len(batches)},
         "stages": stages,
         "stage_seconds": {r["stage"]: r["seconds"] for r in stages},
         "requests_made": requests_made,
@@ -314,7 +315,7 @@ def _run_pipeline(params: RefreshParams, runner, settings: Settings, today: date
 
 
 def author_shortfall(requested: int, sample_stats: dict) -> dict:
-    """Writers requested, eligible (not released before, with a label) and sampled, and how
+    """Authors requested, eligible (not released before, with a label) and sampled, and how
     many short of the request the sample is."""
     sampled = sample_stats["sampled"]
     return {"requested": requested, "eligible": sample_stats["eligible"], "sampled": sampled,

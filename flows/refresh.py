@@ -1,6 +1,6 @@
 """The ``refresh`` flow: what users run and schedule. Composition lives in
 flows/pipeline.py (``run_pipeline``); the flow gives it a runner whose steps are Prefect task
-runs (tens per 10,000 writers: one per batch, not per writer) and shows the refresh's progress
+runs (tens per 10,000 authors: one per batch, not per author) and shows the refresh's progress
 (kitab/core/progress.py, the object ``kitab refresh`` displays too) as a Prefect progress artifact.
 
 The task runner is ``threads`` unless ``KITAB_TASK_RUNNER=dask`` (optionally
@@ -40,11 +40,11 @@ def refresh(source: str = "mirror", snapshot: str | None = None, authors: int = 
             release: str | None = None, warehouse: str | None = None, mirror_url: str | None = None,
             batch_size: int = DEFAULT_BATCH_SIZE, allow_fewer: bool = False,
             max_failed_share: float = DEFAULT_MAX_FAILED_SHARE) -> dict:
-    """Sample ``authors`` writers not released before, collect their Open Library works and
+    """Sample ``authors`` authors not released before, collect their Open Library works and
     publish the tables as release ``release``. Defaults for scheduled runs: the seed is the
     UTC date (YYYYMMDD) and the release id ``YYYY.MM.DD-s<seed>``, so each day's run is a
-    new release and a rerun the same day rebuilds it. Fewer eligible writers than ``authors``
-    fail the run unless ``allow_fewer``. If more than ``max_failed_share`` of the writers are
+    new release and a rerun the same day rebuilds it. Fewer eligible authors than ``authors``
+    fail the run unless ``allow_fewer``. If more than ``max_failed_share`` of the authors are
     lost to a source that does not answer, the run fails and publishes nothing."""
     params = RefreshParams(source=source, snapshot=snapshot, authors=authors, seed=seed, release=release,
                            warehouse=warehouse, mirror_url=mirror_url, batch_size=batch_size,

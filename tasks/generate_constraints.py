@@ -8,11 +8,12 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 
+from kitab.core.stages import GENERATE_CONSTRAINTS
 from tasks.base import StageResult, reject
 from tasks.constraints import SPEC_VERSION, Book, Candidate, author_candidates, constraint_id, spec_to_json
 from tasks.constraints.matching import author_books
 
-STAGE = "generate_constraints"
+STAGE = GENERATE_CONSTRAINTS  # rejects.stage of what this stage drops (kitab/core/stages.py)
 
 
 def entity_flags(books: Iterable[Mapping], title_entities: Iterable[Mapping]) -> dict[str, dict[str, bool]]:

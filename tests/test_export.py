@@ -117,8 +117,8 @@ def test_every_config_loads_offline_with_kitab_columns_and_the_views_rows(export
     assert {one.features["Birth Year"].dtype, one.features["constraint_id"].dtype} == {"int64"}
 
 
-def test_synthetic_flags_mark_the_generated_writers_and_books(exported):
-    """The bundled snapshot mixes real KITAB writers with generated ones (ids above 990000000,
+def test_synthetic_flags_mark_the_generated_authors_and_books(exported):
+    """The bundled snapshot mixes real KITAB authors with generated ones (ids above 990000000,
     MANIFEST.json synthetic.rule): the last column of author-metadata and book-metadata says which."""
     out, _ = exported
 
@@ -220,7 +220,7 @@ def test_report_renders_the_same_quality_section_as_the_card(exported, warehouse
     quality, stages = text.split("\n## Refresh stages\n")
     assert text.startswith("## Quality\n") and quality in card and "## Refresh stages" not in card
     recorded = json.loads(Warehouse(warehouse).ledger_row(RELEASE)["stages"])
-    assert [r["stage"] for r in recorded] == ["start", "sample", "collect", "tag", "constrain", "sample_queries",
+    assert [r["stage"] for r in recorded] == ["start", "sample_authors", "collect", "tag_entities", "generate_constraints", "sample_queries",
                                               "publish"]
     for r in recorded:
         assert re.search(rf"^\| (\*\*)?{r['stage']}(\*\*)? \| ", stages, re.MULTILINE), (r, stages)

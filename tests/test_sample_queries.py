@@ -27,7 +27,7 @@ def bibliography(n_authors: int, seed: int):
     authors, books, flags = [], [], {}
     for a in range(n_authors):
         qid = f"Q{a + 1}"
-        authors.append({"qid": qid, "name": f"Writer {a}", "birth_year": 1900 + a % 80, "sitelinks": a % 50})
+        authors.append({"qid": qid, "name": f"Author {a}", "birth_year": 1900 + a % 80, "sitelinks": a % 50})
         for b in range(rng.randint(5, 20)):
             title = " ".join(rng.choice(WORDS).capitalize() for _ in range(rng.choice([1, 1, 2, 2, 3, 3, 4, 5, 6])))
             variants = [title, f"{title}: A Novel"] if rng.random() < 0.2 else [title]

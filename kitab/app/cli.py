@@ -146,18 +146,18 @@ def verify(release: Optional[str] = typer.Option(None, help="check only this rel
 @app.command()
 def refresh(source: str = typer.Option("mirror", help="live | mirror | dump"),
             snapshot: Path = typer.Option(BUNDLED_SNAPSHOT, help="snapshot folder (mirror / dump)"),
-            authors: int = typer.Option(40, min=1, help="writers to sample"),
+            authors: int = typer.Option(40, min=1, help="authors to sample"),
             seed: Optional[int] = typer.Option(None, help="sampling seed (default: the UTC date, YYYYMMDD)"),
             release: Optional[str] = typer.Option(None, help="release id (default YYYY.MM.DD-s<seed>)"),
             mirror_url: Optional[str] = typer.Option(None, help="use a running mirror instead of starting one"),
-            batch_size: int = typer.Option(250, min=1, help="writers per batch (one task run per batch and step)"),
+            batch_size: int = typer.Option(250, min=1, help="authors per batch (one task run per batch and step)"),
             task_runner: str = typer.Option("threads", help="threads (this machine, nothing to start) | dask "
                                             "(a LocalCluster, one worker per core, or --dask-address)"),
             dask_address: Optional[str] = typer.Option(None, help="a running Dask scheduler, e.g. tcp://host:8786"),
-            allow_fewer: bool = typer.Option(False, "--allow-fewer", help="fewer eligible writers than --authors: "
+            allow_fewer: bool = typer.Option(False, "--allow-fewer", help="fewer eligible authors than --authors: "
                                              "publish those (the summary says the shortfall) instead of failing"),
             max_failed_share: float = typer.Option(0.10, min=0.0, max=1.0, help="fail, publishing nothing, if more "
-                                                   "than this share of the writers is lost to a source that does "
+                                                   "than this share of the authors is lost to a source that does "
                                                    "not answer (each is a source_unavailable reject)"),
             quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress while it runs: only the summary "
                                        "(or --json) on stdout, and warnings and errors on stderr"),
@@ -194,13 +194,13 @@ def refresh(source: str = typer.Option("mirror", help="live | mirror | dump"),
         print_summary(summary, wall=time.monotonic() - started, command="kitab refresh")
     wanted = summary["authors"]
     if wanted["shortfall"]:
-        _warn(f"{wanted['sampled']} writers sampled of {wanted['requested']} requested: only {wanted['eligible']} "
+        _warn(f"{wanted['sampled']} authors sampled of {wanted['requested']} requested: only {wanted['eligible']} "
               f"were eligible ({wanted['shortfall']} short)")
 
 
 @app.command()
 def demo(warehouse: Optional[Path] = WarehouseOpt,
-         authors: int = typer.Option(40, min=1, help="writers to sample from the bundled snapshot"),
+         authors: int = typer.Option(40, min=1, help="authors to sample from the bundled snapshot"),
          seed: int = typer.Option(42)) -> None:
     """The whole refresh on the bundled snapshot, through the local mirror, then a summary."""
     from kitab.app.demo import run_demo

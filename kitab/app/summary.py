@@ -45,8 +45,9 @@ def print_summary(summary: dict, *, wall: float, command: str,
 
 
 # -- kitab releases ---------------------------------------------------------------------------
-STAGE_HEADERS = {"start": "start", "sample": "sample", "collect": "collect", "tag": "tag",
-                 "constrain": "constrain", "sample_queries": "queries", "publish": "publish"}
+# column headers, abbreviated so the table fits 100 columns
+STAGE_HEADERS = {"start": "start", "sample_authors": "sample", "collect": "collect", "tag_entities": "tag",
+                 "generate_constraints": "constrain", "sample_queries": "queries", "publish": "publish"}
 
 
 def releases_tables(ledger: list[dict]) -> tuple[Table, Table]:

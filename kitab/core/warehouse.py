@@ -131,7 +131,7 @@ class Warehouse:
 
     @contextlib.contextmanager
     def lock(self) -> Iterator[None]:
-        """One writer at a time: the ledger check and the commit must not interleave."""
+        """One author at a time: the ledger check and the commit must not interleave."""
         self.root.mkdir(parents=True, exist_ok=True)
         with open(self.root / ".lock", "w") as fh:
             fcntl.flock(fh, fcntl.LOCK_EX)

@@ -196,7 +196,7 @@ def _render_card(release: str, ledger: dict, earlier: list[dict], rows: dict[str
         ("sampling seed", ledger["seed"]),
         ("source", ledger["source"]),
         ("snapshot", f"`{ledger['snapshot_id']}`" if ledger["snapshot_id"] else ""),
-        ("writers requested", ledger["n_authors_requested"]),
+        ("authors requested", ledger["n_authors_requested"]),
         ("HTTP requests sent by the refresh", "" if ledger["requests_made"] is None else ledger["requests_made"]),
         ("kitab code version", f"`{ledger['code_version']}`"),
     ])

@@ -5,7 +5,7 @@ The ground truth is read from the release exactly as it is exported (the KITAB v
 book metadata of the export (each book's first year and entity flags). Scores go to the
 warehouse table ``evaluations`` (schemas/evaluations.json), in the release's partition: one
 file per release holding every evaluation of it, rewritten atomically (temp file + rename,
-under the warehouse's writer lock); evaluating the same answers file again with the same
+under the warehouse's author lock); evaluating the same answers file again with the same
 model replaces its rows. The view ``evaluation_summary`` aggregates them.
 """
 from __future__ import annotations
@@ -127,7 +127,7 @@ def score_rows(matched: list[tuple[Answer, str]], queries: dict[str, QueryInfo],
 
 def write_evaluation(wh: Warehouse, release: str, rows: list[dict]) -> None:
     """Add ``rows`` (one evaluation) to the release's evaluations, replacing an earlier run of
-    the same (model, answers file); atomic, under the warehouse's writer lock."""
+    the same (model, answers file); atomic, under the warehouse's author lock."""
     key = {(r["model"], r["answers_sha256"]) for r in rows}
     with wh.lock():
         current = wh.annex_file(TABLE, release)

@@ -25,7 +25,7 @@ from itertools import islice
 from types import MappingProxyType
 
 from tasks.base import StageResult
-from tasks.constraints import SPEC_VERSION, Spec, render_criteria, spec_from_json, spec_type
+from tasks.constraints import SPEC_VERSION, Spec, entity_types, render_criteria, spec_from_json, spec_type
 
 ONE_ALWAYS = "one:always"
 ONE_SATISFIABLE = "one:satisfiable"
@@ -46,7 +46,7 @@ class SamplingRates:
         default_factory=lambda: MappingProxyType({"starts_with": 0.15, "ends_with": 0.15, "word_count": 0.50})
     )
     # types asked for every author, satisfiable or not (paper Table 2: 611 queries each)
-    always_asked: frozenset[str] = frozenset({"human_name", "city_name"})
+    always_asked: frozenset[str] = field(default_factory=entity_types)
     # target share of unsatisfiable queries among one-constraint queries (paper: 7.99%)
     one_unsatisfiable_share: float = 0.0799
     # the "more easily satisfiable" pair the paper isolates, kept when it maps to > 1 book

@@ -37,6 +37,7 @@ from tasks.generate_constraints import entity_flags, generate_constraints
 from tasks.sample_authors import fetch_candidates, sample_authors
 from tasks.sample_queries import SamplingRates, group_constraints, query_rows, sample_authors_queries
 from tasks.tag_entities import default_taggers, entity_rows, title_tags
+from tasks.taggers.registry import fingerprints
 
 
 @dataclass(frozen=True)
@@ -181,7 +182,10 @@ def tag_step(ctx: RunContext, chunk: Batch, titles: TableRef) -> StepResult:
         return StepResult(outputs, {"titles_tagged": len(chunk_titles),
                                     "taggers": {t.name: t.version for t in taggers}})
 
-    return ctx.work.run(TAG_ENTITIES, chunk.part, compute, titles=titles, chunk=chunk)
+    # the selected taggers' names, versions and model versions are part of the key: another
+    # tagger, or another spaCy model, never reuses these tags
+    return ctx.work.run(TAG_ENTITIES, chunk.part, compute, titles=titles, chunk=chunk,
+                        taggers=fingerprints(default_taggers()))
 
 
 # -- constrain: entities, constraints, per-author query draws ------------------------------

@@ -64,7 +64,7 @@ def rows():
             book_id = f"{qid}-b{i}"
             books.append({"book_id": book_id, "author_qid": qid, "canonical_title": title, "first_year": year,
                           "n_variants": 1 + len(variants), "variant_titles": [title, *variants]})
-            flags[book_id] = {"has_human_name": human, "has_city_name": title.startswith("Love")}
+            flags[book_id] = {"human": human, "city": title.startswith("Love")}
             works.extend({"author_qid": qid, "ol_author_key": "OL1A", "work_key": f"/works/{book_id}-{j}W",
                           "title": t, "source": "dump", "request_fingerprint": "x"}
                          for j, t in enumerate([title, *variants]))

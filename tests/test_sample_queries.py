@@ -35,7 +35,7 @@ def bibliography(n_authors: int, seed: int):
             books.append({"book_id": book_id, "author_qid": qid, "canonical_title": title,
                           "first_year": rng.randint(1930, 2000), "n_variants": len(variants),
                           "variant_titles": variants})
-            flags[book_id] = {"has_human_name": rng.random() < 0.2, "has_city_name": rng.random() < 0.04}
+            flags[book_id] = {"human": rng.random() < 0.2, "city": rng.random() < 0.04}
     return authors, books, flags
 
 

@@ -255,7 +255,9 @@ def serve(cron: str = typer.Option("0 3 * * 1", help="cron schedule (UTC)"),
 
     from flows.deploy import refresh_deployment
 
-    prefect_serve(refresh_deployment(cron=cron, source=source, authors=authors, mirror_url=mirror_url,
+    # prefect.yaml's mirror_url names compose's mirror host; a served source other than mirror drops it
+    prefect_serve(refresh_deployment(cron=cron, source=source, authors=authors,
+                                     mirror_url=mirror_url or ("" if source != "mirror" else None),
                                      snapshot=str(snapshot) if snapshot else None, warehouse=str(root)))
 
 
@@ -378,8 +380,7 @@ def constraints(human: bool = typer.Option(False, "--human", help="add human-nam
         spans = tag_titles(titles, taggers)
         found = {t.name: {title: bool(spans[t.name][i]) for i, title in enumerate(titles)} for t in taggers}
 
-    for line in constraints_probe(lines, human=found["human"].get if human else None,
-                                  city=found["city"].get if city else None):
+    for line in constraints_probe(lines, taggers={kind: flags.get for kind, flags in found.items()}):
         print(line)
 
 

@@ -25,7 +25,8 @@ from kitab.release.evaluation.answers import Answer, parse_answer, read_answers
 from kitab.release.evaluation.metrics import QueryTruth, score_answer
 from kitab.release.bins import kappa_bin_label, popularity_bin_label
 from kitab.core.warehouse import Warehouse
-from tasks.constraints import Book, parse_criteria
+from tasks.constraints import Book, entity_kinds, parse_criteria
+from tasks.generate_constraints import entity_flags
 
 TABLE = "evaluations"
 
@@ -48,11 +49,14 @@ class QueryInfo:
 def load_truths(con) -> dict[str, QueryInfo]:
     """Every query of the release ``con`` is scoped to, from its KITAB rows and book metadata."""
     books: dict[str, list[Book]] = defaultdict(list)  # per author, shared by the author's queries
-    for qid, book_id, title, year, human, city in con.execute(
-            "SELECT b.author_qid, b.book_id, b.canonical_title, b.first_year, f.has_human_name, f.has_city_name "
-            "FROM books b LEFT JOIN book_entity_flags f ON f.book_id = b.book_id "
-            "ORDER BY b.author_qid, b.canonical_title, b.book_id").fetchall():
-        books[qid].append(Book(book_id, (title,), year, human, city))
+    rows = con.execute("SELECT author_qid, book_id, canonical_title, first_year FROM books "
+                       "ORDER BY author_qid, canonical_title, book_id").fetchall()
+    # every entity kind a constraint type reads, from the release's own tags (as generation did)
+    flags = entity_flags([{"book_id": r[1]} for r in rows],
+                         ({"book_id": b, "kind": k} for b, k in con.execute(
+                             "SELECT DISTINCT book_id, kind FROM title_entities").fetchall()), kinds=entity_kinds())
+    for qid, book_id, title, year in rows:
+        books[qid].append(Book(book_id, (title,), year, entities=tuple(sorted(flags[book_id].items()))))
     rows = con.execute(
         'SELECT k.query_id, q.author_qid, k."Author", k.constraint_type, k.constraints, k.mapped_books, k.all_books, '
         "k.raw_books, q.n_constraints, q.n_mapped, q.n_books, q.constrainedness, a.sitelinks "

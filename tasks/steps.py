@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from kitab.core.progress import step_progress
-from kitab.core.refs import TableRef, duck, read_rows, write_rows
+from kitab.core.refs import TableRef, duck, read_rows, write_query, write_rows
+from kitab.core.schemas import arrow_schema
 from kitab.core.stages import GENERATE_CONSTRAINTS, SAMPLE_AUTHORS, TAG_ENTITIES
 from kitab.sources import SourceSpec, sources_for
 from kitab.sources.wikidata import works_with_labels
@@ -35,7 +36,9 @@ from tasks.dedup_titles import dedup_titles
 from tasks.fetch_works import SOURCE_UNAVAILABLE, collect_authors
 from tasks.generate_constraints import entity_flags, generate_constraints
 from tasks.sample_authors import fetch_candidates, sample_authors
-from tasks.sample_queries import SamplingRates, group_constraints, query_rows, sample_authors_queries
+from tasks.sample_queries import (ONE_UNSATISFIABLE, TWO_UNSATISFIABLE, SamplingRates, choose_top_ups_sql, fill_count,
+                                  group_constraints, number_queries_sql, query_rows, sample_authors_queries,
+                                  sampling_summary_sql)
 from tasks.tag_entities import default_taggers, entity_rows, title_tags
 from tasks.taggers.registry import fingerprints
 
@@ -237,3 +240,43 @@ def _tags_for(titles: list[str], tags: tuple[TableRef, ...]) -> list[dict]:
         con.execute("CREATE TEMP TABLE wanted AS SELECT unnest(?::VARCHAR[]) AS title", [titles])
         return con.sql("SELECT t.* FROM read_parquet(?) t SEMI JOIN wanted USING (title) ORDER BY title, tagger, start",
                        params=[files]).to_arrow_table().to_pylist()
+
+
+# -- sample_queries (global part) -----------------------------------------------------------
+
+def sample_queries_step(ctx: RunContext, collected: list[StepResult], constrained: list[StepResult],
+                        rates: SamplingRates = SamplingRates()) -> tuple[TableRef, dict]:
+    """The global part of query sampling over every batch (tasks/sample_queries.py): the
+    unsatisfiable top-ups (``choose_top_ups_sql``), then every author's queries numbered
+    (``number_queries_sql``) into the release's queries file, and its stats."""
+    counts = merge_stats([c.stats["sample_queries"] for c in constrained])
+    n_one = fill_count(counts.get("kept_one", 0), counts.get("kept_one_unsatisfiable", 0),
+                       rates.one_unsatisfiable_share)
+    n_two = fill_count(counts.get("kept_two", 0), 0, rates.two_unsatisfiable_share)
+
+    def files(name: str) -> list[str]:
+        return [c.outputs[name].path for c in constrained if c.outputs[name].rows]
+
+    with duck(ctx.work.root) as con:
+        one_ids, pairs = choose_top_ups_sql(con, files("one_unsatisfiable"), files("two_unsatisfiable"), n_one, n_two)
+        wanted = sorted(set(one_ids) | {i for pair in pairs for i in pair})
+        rows: dict[str, dict] = {}
+        if wanted:
+            rows = {r["constraint_id"]: r for r in con.sql(
+                "SELECT * FROM read_parquet(?) WHERE constraint_id IN (SELECT unnest(?::VARCHAR[]))",
+                params=[files("constraints"), wanted]).to_arrow_table().to_pylist()}
+        qids = {r["author_qid"] for r in rows.values()}
+        authors = {a["qid"]: a for a in read_rows([c.outputs["authors"] for c in collected]) if a["qid"] in qids}
+        sampled = [([rows[i]], ONE_UNSATISFIABLE) for i in one_ids]
+        sampled += [([rows[a], rows[b]], TWO_UNSATISFIABLE) for a, b in pairs]
+        top_ups = write_rows("queries_kept", query_rows(sampled, authors, ctx.seed),
+                             ctx.work.path("queries", "all", "top_ups"))
+        parts = [*files("queries_kept"), *([top_ups.path] if top_ups.rows else [])]
+        if parts:
+            ref = write_query(con, f"SELECT {number_queries_sql(arrow_schema('queries').names)} "
+                                   "FROM read_parquet(?, union_by_name = true)", [parts],
+                              "queries", ctx.work.path("queries", "all", "queries"))
+        else:
+            ref = write_rows("queries", [], ctx.work.path("queries", "all", "queries"))
+        summary = sampling_summary_sql(con, ref.path, counts, ctx.seed, rates)
+    return ref, summary

@@ -12,6 +12,7 @@ from typing import Optional
 
 import typer
 from kitab.app.console import console, print_rows
+from kitab.core.params import DEFAULTS
 from kitab.core.env import BUNDLED_SNAPSHOT, quiet_prefect_env
 from kitab.core.errors import KitabError
 
@@ -144,19 +145,19 @@ def verify(release: Optional[str] = typer.Option(None, help="check only this rel
 
 
 @app.command()
-def refresh(source: str = typer.Option("mirror", help="live | mirror | dump"),
+def refresh(source: str = typer.Option(DEFAULTS.source, help="live | mirror | dump"),
             snapshot: Path = typer.Option(BUNDLED_SNAPSHOT, help="snapshot folder (mirror / dump)"),
-            authors: int = typer.Option(40, min=1, help="authors to sample"),
+            authors: int = typer.Option(DEFAULTS.authors, min=1, help="authors to sample"),
             seed: Optional[int] = typer.Option(None, help="sampling seed (default: the UTC date, YYYYMMDD)"),
             release: Optional[str] = typer.Option(None, help="release id (default YYYY.MM.DD-s<seed>)"),
             mirror_url: Optional[str] = typer.Option(None, help="use a running mirror instead of starting one"),
-            batch_size: int = typer.Option(250, min=1, help="authors per batch (one task run per batch and step)"),
+            batch_size: int = typer.Option(DEFAULTS.batch_size, min=1, help="authors per batch (one task run per batch and step)"),
             task_runner: str = typer.Option("threads", help="threads (this machine, nothing to start) | dask "
                                             "(a LocalCluster, one worker per core, or --dask-address)"),
             dask_address: Optional[str] = typer.Option(None, help="a running Dask scheduler, e.g. tcp://host:8786"),
             allow_fewer: bool = typer.Option(False, "--allow-fewer", help="fewer eligible authors than --authors: "
                                              "publish those (the summary says the shortfall) instead of failing"),
-            max_failed_share: float = typer.Option(0.10, min=0.0, max=1.0, help="fail, publishing nothing, if more "
+            max_failed_share: float = typer.Option(DEFAULTS.max_failed_share, min=0.0, max=1.0, help="fail, publishing nothing, if more "
                                                    "than this share of the authors is lost to a source that does "
                                                    "not answer (each is a source_unavailable reject)"),
             quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress while it runs: only the summary "
@@ -200,7 +201,7 @@ def refresh(source: str = typer.Option("mirror", help="live | mirror | dump"),
 
 @app.command()
 def demo(warehouse: Optional[Path] = WarehouseOpt,
-         authors: int = typer.Option(40, min=1, help="authors to sample from the bundled snapshot"),
+         authors: int = typer.Option(DEFAULTS.authors, min=1, help="authors to sample from the bundled snapshot"),
          seed: int = typer.Option(42)) -> None:
     """The whole refresh on the bundled snapshot, through the local mirror, then a summary."""
     from kitab.app.demo import run_demo
@@ -244,8 +245,8 @@ def report(release: str = typer.Option(..., help="release id"),
 
 @app.command()
 def serve(cron: str = typer.Option("0 3 * * 1", help="cron schedule (UTC)"),
-          source: str = typer.Option("mirror", help="live | mirror | dump"),
-          authors: int = typer.Option(40, min=1),
+          source: str = typer.Option(DEFAULTS.source, help="live | mirror | dump"),
+          authors: int = typer.Option(DEFAULTS.authors, min=1),
           mirror_url: Optional[str] = typer.Option(None, help="a running mirror (source mirror)"),
           snapshot: Optional[Path] = typer.Option(None, help="snapshot folder (source dump, or mirror without URL)"),
           warehouse: Optional[Path] = WarehouseOpt) -> None:

@@ -35,7 +35,7 @@ def atomic_file(path: str | os.PathLike) -> Iterator[Path]:
         yield Path(tmp)
         os.replace(tmp, path)
     finally:
-        with contextlib.suppress(FileNotFoundError):
+        if os.path.exists(tmp):  # no file operation after the rename: it was the last step
             os.unlink(tmp)
 
 

@@ -137,7 +137,7 @@ def joint_answers(members: Sequence[Mapping]) -> list[tuple[str, str]]:
 
 
 def query_row(members: Sequence[dict], stratum: str, author: Mapping, seed: int) -> dict:
-    """One row of the ``queries`` table (schema: schemas/queries.json); kitab_constraint_id
+    """One row of the ``queries`` table (schema: schemas/queries.json); kitab_index
     is filled in once the author's queries are ordered."""
     specs = [spec_from_json(row["spec"]) for row in members]
     answers = joint_answers(members)
@@ -150,7 +150,7 @@ def query_row(members: Sequence[dict], stratum: str, author: Mapping, seed: int)
         "n_constraints": len(members),
         "constraint_ids": [row["constraint_id"] for row in members],
         "constraint_types": [spec.TYPE for spec in specs],
-        "kitab_constraint_id": None,
+        "kitab_index": None,
         # KITAB: a plain string for one constraint, a stringified Python list for two
         "kitab_constraint_type": kitab_types[0] if len(specs) == 1 else repr(kitab_types),
         "constraints": render_criteria(specs),
@@ -282,9 +282,9 @@ def choose_top_ups_sql(con, one_unsatisfiable: list[str], two_unsatisfiable: lis
 def number_queries_sql(columns: Sequence[str]) -> str:
     """``number_queries``' numbering as a SELECT list over queries rows with ``order``: KITAB's
     integer id is the candidate's index for one constraint, the per-author position for two."""
-    return ", ".join(f'"{c}"' if c != "kitab_constraint_id" else
+    return ", ".join(f'"{c}"' if c != "kitab_index" else
                      'CASE WHEN n_constraints = 1 THEN "order"[1] ELSE row_number() OVER '
-                     '(PARTITION BY author_qid, n_constraints ORDER BY "order") - 1 END AS kitab_constraint_id'
+                     '(PARTITION BY author_qid, n_constraints ORDER BY "order") - 1 END AS kitab_index'
                      for c in columns)
 
 
@@ -344,9 +344,9 @@ def number_queries(rows: list[dict]) -> list[dict]:
     for row in rows:
         order = row.pop("order")
         if row["n_constraints"] == 1:
-            row["kitab_constraint_id"] = order[0]
+            row["kitab_index"] = order[0]
         else:
-            row["kitab_constraint_id"] = next_two[row["author_qid"]]
+            row["kitab_index"] = next_two[row["author_qid"]]
             next_two[row["author_qid"]] += 1
         out.append(row)
     return out

@@ -127,7 +127,7 @@ def test_one_book_rows_have_kitab_columns_and_formats(catalog):
         q = by_query[row["query_id"]]
         assert row["constraint_type"] == q["kitab_constraint_type"]
         assert row["constraints"] == q["constraints"] and row["constraints"].startswith("Criterion 1: ")
-        assert row["constraint_id"] == q["kitab_constraint_id"]
+        assert row["constraint_id"] == q["kitab_index"]
         assert ast.literal_eval(row["mapped_books"]) == q["mapped_titles"]
         assert row["mapped_books"] == repr(q["mapped_titles"])  # Python's own repr, quote choice included
         author_books = sorted((b for b in books if b["author_qid"] == q["author_qid"]),

@@ -325,10 +325,10 @@ def test_releases_from_before_the_stages_column_still_list_and_report(tmp_path):
     put(wh, "new", ["Q2"])
     both = releases_output(tmp_path)
     assert re.search(r"old(\s+–){8}", both) and "12m 34s" in both, both
-    result = CliRunner().invoke(app, ["sql", "select release_id, stages is null as missing from releases "
+    result = CliRunner().invoke(app, ["sql", "select release, stages is null as missing from releases "
                                       "order by all", "--warehouse", str(tmp_path), "--output", "json"])
     assert [json.loads(line) for line in result.output.splitlines()] == [
-        {"release_id": "new", "missing": False}, {"release_id": "old", "missing": True}]
+        {"release": "new", "missing": False}, {"release": "old", "missing": True}]
     assert "Not recorded: release `old` was made before kitab recorded stage timings." in \
         stages_section("old", wh.ledger_row("old"))
     section = stages_section("new", wh.ledger_row("new"))

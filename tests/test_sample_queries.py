@@ -199,14 +199,14 @@ def test_query_rows(inputs, seed):
         assert q["query"].startswith(f"List all books written by {a['name']} (born in {a['birth_year']}) ")
         if q["n_constraints"] == 1:
             assert q["kitab_constraint_type"] == specs[0].KITAB_TYPE
-            assert q["kitab_constraint_id"] == members[0]["constraint_index"]
+            assert q["kitab_index"] == members[0]["constraint_index"]
             assert q["constraints"] == f"Criterion 1: {specs[0].render()}"
         else:
             assert all(m["satisfiable"] for m in members)  # individually satisfiable
             assert specs[0].ORDER < specs[1].ORDER  # different types, in type order
             assert ast.literal_eval(q["kitab_constraint_type"]) == [s.KITAB_TYPE for s in specs]
             assert q["constraints"].split(", ")[1].startswith("Criterion 2: ")
-            assert q["kitab_constraint_id"] == two_ids[q["author_qid"]]
+            assert q["kitab_index"] == two_ids[q["author_qid"]]
             two_ids[q["author_qid"]] += 1
 
 

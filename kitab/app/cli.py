@@ -56,9 +56,7 @@ def _existing_warehouse(path: Optional[Path], release: Optional[str] = None) -> 
         raise KitabError(f"no warehouse at {root} (no {CATALOG}): run `kitab refresh` or `kitab demo` first, "
                          "or point --warehouse / $KITAB_WAREHOUSE at one")
     if release is not None:
-        committed = Warehouse(root).committed_releases()
-        if release not in committed:
-            raise KitabError(f"no committed release {release!r} in {root} (have: {', '.join(committed) or 'none'})")
+        Warehouse(root).require_release(release)
     return root
 
 
@@ -120,7 +118,7 @@ def releases(warehouse: Optional[Path] = WarehouseOpt) -> None:
     from kitab.core.warehouse import Warehouse
 
     with Warehouse(_existing_warehouse(warehouse)).connect() as con:
-        ledger = con.sql("SELECT * FROM releases ORDER BY created_at, release_id").to_arrow_table().to_pylist()
+        ledger = con.sql("SELECT * FROM releases ORDER BY created_at, release").to_arrow_table().to_pylist()
     for table in releases_tables(ledger):
         console.print(table)
 

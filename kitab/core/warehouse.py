@@ -35,7 +35,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from kitab.core.env import PROJECT_ROOT
-from kitab.core.errors import KitabError
+from kitab.core.errors import KitabError, UnknownRelease
 from kitab.core.schemas import arrow_schema, known_tables, table_spec, to_arrow
 from kitab.core.files import sha256_file, write_via_temp
 
@@ -62,6 +62,9 @@ class DataTestFailure(RuntimeError):
 # A release id is a folder name, a hive partition value and a Hub tag: keep it plain.
 _RELEASE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
+
+# the column a ledger file (releases, released_authors) names its own release by; views call it release
+STORED_RELEASE = "release_id"
 
 def validate_release_id(release: str) -> str:
     if not _RELEASE_ID.match(release or ""):
@@ -240,7 +243,7 @@ class Warehouse:
             rows = pq.read_table(path).to_pylist()
         except (OSError, pa.ArrowException) as exc:
             raise KitabError(f"release {release}: ledger file {path} is unreadable ({exc})") from exc
-        if len(rows) != 1 or rows[0].get("release_id") != release:
+        if len(rows) != 1 or rows[0].get(STORED_RELEASE) != release:
             raise KitabError(f"release {release}: ledger file {path} holds {len(rows)} rows, not this release's one")
         return rows[0]
 
@@ -269,16 +272,22 @@ class Warehouse:
         return self.committed_files(release).get(table)
 
     def read_table(self, table: str, releases: list[str] | None = None) -> pa.Table:
-        """A table's rows over the given (default: all committed) releases, with ``release``."""
+        """A table's rows over the given (default: all committed) releases, with ``release``
+        (and without the stored ``release_id``, as the views)."""
         committed = self.committed_releases()
         parts = []
         for release in committed if releases is None else releases:
             path = self._files(table, release) if release in committed else None
             if path is not None and path.exists():
                 part = pq.read_table(path)
+                if STORED_RELEASE in part.column_names:
+                    part = part.drop_columns([STORED_RELEASE])
                 parts.append(part.append_column("release", pa.array([release] * part.num_rows, pa.string())))
         if not parts:
-            schema = arrow_schema(table).append(pa.field("release", pa.string()))
+            schema = arrow_schema(table)
+            if STORED_RELEASE in schema.names:
+                schema = schema.remove(schema.get_field_index(STORED_RELEASE))
+            schema = schema.append(pa.field("release", pa.string()))
             return schema.empty_table()
         return pa.concat_tables(parts, promote_options="default")
 
@@ -337,12 +346,17 @@ class Warehouse:
 
     @staticmethod
     def _raw_view_sql(table: str, files: list[Path]) -> str:
+        # One name for a release id in every view: ``release`` (the partition). The ledger
+        # files also store it as ``release_id``, so that a file names its own release
+        # (ledger_row checks it); readers never see that column.
+        stored = [c["name"] for c in table_spec(table)["columns"]]
         if not files:  # no data yet: an empty view with the schema's columns
             cols = ", ".join(f"CAST(NULL AS {_duck_type(c['type'])}) AS \"{c['name']}\""
-                             for c in table_spec(table)["columns"])
+                             for c in table_spec(table)["columns"] if c["name"] != STORED_RELEASE)
             return f'CREATE OR REPLACE VIEW "{table}" AS SELECT {cols}, CAST(NULL AS VARCHAR) AS release WHERE false'
         listed = ", ".join(_literal(p.as_posix()) for p in files)
-        return (f"CREATE OR REPLACE VIEW \"{table}\" AS SELECT * FROM read_parquet([{listed}], "
+        exclude = f" EXCLUDE ({STORED_RELEASE})" if STORED_RELEASE in stored else ""
+        return (f"CREATE OR REPLACE VIEW \"{table}\" AS SELECT *{exclude} FROM read_parquet([{listed}], "
                 f"hive_partitioning = true, union_by_name = true, hive_types = {{'release': 'VARCHAR'}})")
 
     def create_views(self, con: duckdb.DuckDBPyConnection, files: dict[str, list[Path]]) -> None:
@@ -377,15 +391,21 @@ class Warehouse:
                 os.unlink(tmp)
         return self.catalog_path
 
+    def require_release(self, release: str, committed: list[str] | None = None) -> None:
+        """The one check that ``release`` is committed here: UnknownRelease naming the ones that are."""
+        committed = self.committed_releases() if committed is None else committed
+        if release not in committed:
+            raise UnknownRelease(f"no committed release {release!r} in {self.root} "
+                                 f"(have: {', '.join(committed) or 'none'})")
+
     def connect(self, release: str | None = None) -> duckdb.DuckDBPyConnection:
         """The views over every committed release (or only ``release``), built in memory
         from the ledger, in a DuckDB that may read only those files, no other file, and whose
         settings are locked. Warns (one line on stderr) when a committed file no longer
         matches the ledger."""
         committed = self.committed_releases()
-        if release is not None and release not in committed:
-            raise ValueError(f"no committed release {release!r} in {self.root} "
-                             f"(have: {', '.join(committed) or 'none'})")
+        if release is not None:
+            self.require_release(release, committed)
         if release is None and not committed and not self.catalog_path.exists():
             raise FileNotFoundError(f"no catalog at {self.catalog_path}: run `kitab refresh` or `kitab demo` first")
         releases = committed if release is None else [release]

@@ -49,7 +49,7 @@ select
     a.name                            as "Author",
     cast(a.birth_year as bigint)      as "Birth Year",
     cast(a.sitelinks as bigint)       as "# of sitelinks",
-    cast(q.kitab_constraint_id as bigint) as constraint_id,
+    cast(q.kitab_index as bigint) as constraint_id,
     q.kitab_constraint_type           as constraint_type,
     q.constraints                     as constraints,
     kitab_py_list(q.mapped_titles)    as mapped_books,

@@ -150,9 +150,7 @@ def evaluate_release(warehouse: Path, release: str, answers_path: Path, *, model
     summary: model, sha256, queries answered / in the release, and the aggregates of
     ``evaluation_summary`` for this evaluation."""
     wh = Warehouse(Path(warehouse))
-    if release not in wh.committed_releases():
-        raise KitabError(f"no committed release {release!r} in {wh.root} "
-                         f"(have: {', '.join(wh.committed_releases()) or 'none'})")
+    wh.require_release(release)
     answers_path = Path(answers_path)
     answers, sha256 = read_answers(answers_path, response_column=response_column)
     model = model or answers_path.stem

@@ -25,7 +25,6 @@ import json
 import os
 import re
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
@@ -37,7 +36,7 @@ import pyarrow.parquet as pq
 from kitab.core.env import PROJECT_ROOT
 from kitab.core.errors import KitabError, UnknownRelease
 from kitab.core.schemas import arrow_schema, known_tables, table_spec, to_arrow
-from kitab.core.files import sha256_file, write_via_temp
+from kitab.core.files import atomic_file, sha256_file, write_named, write_via_temp
 
 SQL_DIR = PROJECT_ROOT / "sql"
 CATALOG = "kitab.duckdb"
@@ -146,19 +145,14 @@ class Warehouse:
     def _write_named(self, table: str, release: str, write: Callable[[str], int]) -> WrittenTable:
         """``write(tmp)`` fills a temp file in the partition and returns its rows; the file is
         then renamed to its content name (a reader never sees half a file)."""
-        folder = self.partition(table, release)
-        folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".part.", suffix=".tmp")
-        os.close(fd)
-        try:
-            rows = write(tmp)
-            sha = sha256_file(tmp)
-            target = folder / table_file_name(sha)
-            os.replace(tmp, target)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-        return WrittenTable(table, target, rows, sha)
+        shas = []
+
+        def content_name(tmp: Path) -> str:
+            shas.append(sha256_file(tmp))
+            return table_file_name(shas[0])
+
+        target, rows = write_named(self.partition(table, release), write, content_name)
+        return WrittenTable(table, target, rows, shas[0])
 
     def write_table(self, table: str, release: str, rows: list[dict]) -> WrittenTable:
         """Rows in key order -> one Parquet file, atomically; same rows -> same bytes."""
@@ -374,21 +368,14 @@ class Warehouse:
         """(Re)create kitab.duckdb with every view over the committed files, atomically, for
         tools other than kitab (kitab's own reads build the views from the ledger). Views
         hold absolute paths; the catalog records its root."""
-        self.root.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self.root, prefix=f".{CATALOG}.", suffix=".tmp")
-        os.close(fd)
-        os.unlink(tmp)  # DuckDB wants to create the file itself
-        try:
-            con = duckdb.connect(tmp)
+        with atomic_file(self.catalog_path) as tmp:
+            tmp.unlink()  # DuckDB wants to create the file itself
+            con = duckdb.connect(str(tmp))
             try:
                 self.create_views(con, self.view_files(self.committed_releases()))
                 con.execute("CREATE TABLE kitab_catalog AS SELECT ? AS root", [self.root.as_posix()])
             finally:
                 con.close()
-            os.replace(tmp, self.catalog_path)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
         return self.catalog_path
 
     def require_release(self, release: str, committed: list[str] | None = None) -> None:

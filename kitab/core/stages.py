@@ -5,6 +5,10 @@ and the value of ``rejects.stage`` for what it drops. A *step* is what the pipel
 times, shows in its progress, records in the ledger (``releases.stages``) and caches in the
 work folder: one stage each, except ``collect``, which runs four stages per batch of authors,
 and ``start``, which opens the sources.
+
+So a stage function returns a ``StageResult`` (tasks/base.py: rows, rejects, stats, in
+memory) and a step returns a ``StepResult`` (kitab/core/workdir.py: Parquet refs and stats,
+what travels between processes): two ideas, two names.
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Throughput and peak memory of dedup_titles over a generated snapshot, against a naive pairwise loop.
 
 The titles are the ``works_clean`` rows of a generated snapshot (``kitab.simulate.generator.generate``,
-every candidate writer sampled, matched, fetched and cleaned by the real stages: see
+every candidate author sampled, matched, fetched and cleaned by the real stages: see
 ``benchmarks/snapshot_input.py``). The generator plants title variants only in its edge cases,
 so nearly all titles are distinct books: per-title normalisation dominates the per-author runs,
 and the pairwise cost shows in the prolific-author row (several authors merged into one).

@@ -1,6 +1,6 @@
 """Reliability: a refresh through a faulty mirror, and a refresh killed with SIGKILL then rerun.
 
-    .venv/bin/python benchmarks/faults.py                  # 40 writers, seed 7, 10 kill points
+    .venv/bin/python benchmarks/faults.py                  # 40 authors, seed 7, 10 kill points
     .venv/bin/python benchmarks/faults.py --kills 3 --rates 0.1
 
 One in-process mirror of the bundled snapshot (the real clients talk to it over HTTP), a fresh
@@ -29,7 +29,7 @@ of the clean release, with the stderr lines and exit code of every error counted
 - **deleted lock**: ``rm .refresh.lock`` during refresh A, then refresh B;
 - **Ctrl-C / SIGTERM** on a recursive query: measured time from the signal to the exit.
 
-Per case: writers lost (clean run's authors missing), tables identical to the clean run (every
+Per case: authors lost (clean run's authors missing), tables identical to the clean run (every
 table of the release; ``authors`` and ``works_raw`` compared without ``fetched_at``, the
 services' Date header, the one column a rerun changes; every other table byte for byte by the
 ``checksums`` of the ``releases`` row), faults injected, wall time. Kill cases also list the
@@ -102,15 +102,15 @@ def qids(warehouse: Path) -> set[str]:
 
 
 def compare(clean: Path, warehouse: Path) -> dict:
-    """Writers lost and table equality against the clean run's release."""
+    """Authors lost and table equality against the clean run's release."""
     row, reference = committed(warehouse), committed(clean)
     clean_qids = qids(clean)
     if row is None:
-        return {"published": False, "writers_lost": len(clean_qids), "identical": False, "differing": ["(none)"]}
+        return {"published": False, "authors_lost": len(clean_qids), "identical": False, "differing": ["(none)"]}
     sums, clean_sums = json.loads(row["checksums"]), json.loads(reference["checksums"])
     differing = sorted(t for t in clean_sums if sums.get(t) != clean_sums[t]
                        and table_rows(warehouse, t) != table_rows(clean, t))
-    return {"published": True, "writers_lost": len(clean_qids - qids(warehouse)), "identical": not differing,
+    return {"published": True, "authors_lost": len(clean_qids - qids(warehouse)), "identical": not differing,
             "differing": differing, "byte_identical": sorted(t for t in clean_sums if sums.get(t) == clean_sums[t])}
 
 
@@ -121,7 +121,7 @@ def faults_injected(mirror, since: int) -> dict:
 def checkpoints(warehouse: Path) -> str:
     """Steps with at least one checkpoint in the release's work folder (what a rerun resumes)."""
     work = warehouse / ".work" / RELEASE
-    steps = [s for s in ("sample", "collect", "tag", "constrain") if any((work / s).glob("*.json"))]
+    steps = [s for s in ("sample_authors", "collect", "tag_entities", "generate_constraints") if any((work / s).glob("*.json"))]
     if committed(warehouse) is not None:
         return "published"
     return "+".join(steps) or "none"
@@ -455,7 +455,7 @@ def main() -> None:
 
     (out / "results.json").write_text(json.dumps(cases, indent=2))
     print()
-    print(f"{args.authors} writers, seed {args.seed}; faults seed {args.fault_seed} ({KINDS}); "
+    print(f"{args.authors} authors, seed {args.seed}; faults seed {args.fault_seed} ({KINDS}); "
           f"kill seed {args.kill_seed}; rerun {args.rerun}; results in {out / 'results.json'}")
     print()
     hostile = [c for c in cases if "held" in c]
@@ -467,7 +467,7 @@ def main() -> None:
             print(f"| {c['case']} | {held} | {c['measured']} | {c['lines']} | {c['exit']} | "
                   f"{c['first'].replace('|', '/')} |")
         print()
-    print("| case | writers lost | tables identical to the clean run | faults injected | wall (s) | notes |")
+    print("| case | authors lost | tables identical to the clean run | faults injected | wall (s) | notes |")
     print("|---|---|---|---|---|---|")
     for c in (c for c in cases if "held" not in c):
         notes = []
@@ -483,7 +483,7 @@ def main() -> None:
             notes.append("differ: " + ", ".join(c["differing"]))
         faults = sum(c.get("faults", {}).values())
         injected = f"{faults} of {c['requests']} requests" if "faults" in c else "-"
-        print(f"| {c['case']} | {c['writers_lost']} | {'yes' if c['identical'] else 'no'} | {injected} | "
+        print(f"| {c['case']} | {c['authors_lost']} | {'yes' if c['identical'] else 'no'} | {injected} | "
               f"{c['wall_s']} | {'; '.join(notes)} |")
 
 

@@ -14,7 +14,7 @@ means per query size and lists the queries that are not all correct.
     .venv/bin/python benchmarks/port_contract.py --warehouse warehouse --release 2026.11.22-s11
 
 kitab evaluate scores the same answers 1.0 everywhere; what this shows is what remains under
-the port's first-substring rule: writers with one title nested in another ("Clock" / "The Old
+the port's first-substring rule: authors with one title nested in another ("Clock" / "The Old
 Clock") cannot be scored right by it whichever way ``all_books`` is ordered (docs/evaluate.md).
 """
 from __future__ import annotations

@@ -21,7 +21,7 @@ from kitab.core.env import BUNDLED_SNAPSHOT
 from kitab.simulate.mirror.server import Mirror
 from kitab.sources import open_sources
 from tasks.fetch_works import collect_author
-from tasks.sample_authors import fetch_candidates, sample_writers
+from tasks.sample_authors import fetch_candidates, sample_authors
 
 
 def main() -> None:
@@ -39,7 +39,7 @@ def main() -> None:
         pool, _ = fetch_candidates(sources.wikidata, first_year=settings.birth_year_min, last_year_exclusive=2027,
                                    window=settings.birth_year_window, min_works=settings.min_works,
                                    max_works=settings.max_works)
-        sampled = sample_writers(pool, n=args.authors, seed=args.seed, exclude_qids=set())
+        sampled = sample_authors(pool, n=args.authors, seed=args.seed, exclude_qids=set())
         for author in sampled.tables["sampled"]:
             collect_author(author, sources.openlibrary)
         wall = time.monotonic() - started

@@ -1,4 +1,4 @@
-"""Scale: `kitab refresh --source dump` at 1,000, 10,000 and 100,000 writers, as a user runs it.
+"""Scale: `kitab refresh --source dump` at 1,000, 10,000 and 100,000 authors, as a user runs it.
 
     .venv/bin/python benchmarks/scale.py                       # 1,000 and 10,000 (flow and direct)
     .venv/bin/python benchmarks/scale.py --sizes 1000,10000,100000
@@ -9,7 +9,7 @@ warehouse, then
 - **flow**: `kitab refresh --source dump` in a subprocess (the Prefect flow with its temporary
   server, default task runner), and
 - **direct**: the same pipeline without Prefect (kitab.app.runs.run_refresh(direct=True)), up to
-  --direct-max writers,
+  --direct-max authors,
 
 each timed (wall) with the peak RSS of its whole process tree (the refresh, its process pool,
 Prefect's server), sampled every 0.2 s. Printed per run: wall, peak RSS, rows per table, the
@@ -34,13 +34,13 @@ import psutil
 ROOT = Path(__file__).resolve().parents[1]
 BENCH_OUT = ROOT / "bench_out"  # gitignored
 KITAB = [sys.executable, "-m", "kitab.app.cli"]
-# (writers, snapshot seed, snapshot candidates): the issue's snapshots, and one for 100,000
+# (authors, snapshot seed, snapshot candidates): the issue's snapshots, and one for 100,000
 SNAPSHOTS = {1_000: (5, 2_000), 10_000: (9, 11_000), 100_000: (13, 110_000)}
 DROPPED = re.compile(r"queue is full|dropping message", re.IGNORECASE)
 
 
-def snapshot(writers: int) -> Path:
-    seed, candidates = SNAPSHOTS[writers]
+def snapshot(authors: int) -> Path:
+    seed, candidates = SNAPSHOTS[authors]
     out = BENCH_OUT / f"snapshot-s{seed}-n{candidates}"
     if not (out / "MANIFEST.json").exists():
         print(f"generating {out.name} ...", flush=True)
@@ -101,14 +101,14 @@ def measured(cmd: list[str], env: dict) -> tuple[float, float, str, str]:
     return wall, peak / 2**30, out, err
 
 
-def run(writers: int, mode: str, batch_size: int | None) -> dict:
-    snap = snapshot(writers)
-    warehouse = Path(tempfile.mkdtemp(prefix=f"kitab-scale-{writers}-{mode}-", dir=BENCH_OUT))
+def run(authors: int, mode: str, batch_size: int | None) -> dict:
+    snap = snapshot(authors)
+    warehouse = Path(tempfile.mkdtemp(prefix=f"kitab-scale-{authors}-{mode}-", dir=BENCH_OUT))
     env = {**os.environ, "KITAB_WAREHOUSE": str(warehouse)}
-    args = dict(source="dump", snapshot=str(snap), authors=writers, seed=1, release=f"scale-{writers}",
+    args = dict(source="dump", snapshot=str(snap), authors=authors, seed=1, release=f"scale-{authors}",
                 warehouse=str(warehouse), batch_size=batch_size)
     if mode == "flow":
-        cmd = [*KITAB, "refresh", "--source", "dump", "--snapshot", str(snap), "--authors", str(writers),
+        cmd = [*KITAB, "refresh", "--source", "dump", "--snapshot", str(snap), "--authors", str(authors),
                "--seed", "1", "--release", args["release"], "--warehouse", str(warehouse), "--json"]
         if batch_size:
             cmd += ["--batch-size", str(batch_size)]
@@ -119,7 +119,7 @@ def run(writers: int, mode: str, batch_size: int | None) -> dict:
         cmd = [sys.executable, "-c", code, json.dumps(args)]
     wall, rss, out, err = measured(cmd, env)
     summary = json.loads(out[out.index("{"):])
-    return {"writers": writers, "mode": mode, "wall_s": round(wall, 1), "peak_rss_gib": round(rss, 2),
+    return {"authors": authors, "mode": mode, "wall_s": round(wall, 1), "peak_rss_gib": round(rss, 2),
             "rows": json.loads(summary["counts"]) if "counts" in summary else _rows(summary),
             "stage_seconds": summary.get("stage_seconds"), "dropped_event_warnings": len(DROPPED.findall(err)),
             "peak_rss_gib_by_process": measured.roles,  # type: ignore[attr-defined]
@@ -137,32 +137,32 @@ def _rows(summary: dict) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", default="1000,10000", help="writers per run, comma-separated")
-    parser.add_argument("--direct-max", type=int, default=10_000, help="also run direct up to this many writers")
+    parser.add_argument("--sizes", default="1000,10000", help="authors per run, comma-separated")
+    parser.add_argument("--direct-max", type=int, default=10_000, help="also run direct up to this many authors")
     parser.add_argument("--batch-size", type=int, default=None)
     args = parser.parse_args()
     BENCH_OUT.mkdir(exist_ok=True)
     results = []
-    for writers in [int(s) for s in args.sizes.split(",")]:
-        modes = ["flow", "direct"] if writers <= args.direct_max else ["flow"]
+    for authors in [int(s) for s in args.sizes.split(",")]:
+        modes = ["flow", "direct"] if authors <= args.direct_max else ["flow"]
         for mode in modes:
-            result = run(writers, mode, args.batch_size)
+            result = run(authors, mode, args.batch_size)
             results.append(result)
             print(json.dumps(result), flush=True)
     print()
-    print("| writers | run | wall | peak RSS (tree) | flow ÷ direct | authors | works_raw | books | title_entities "
+    print("| authors | run | wall | peak RSS (tree) | flow ÷ direct | authors | works_raw | books | title_entities "
           "| constraints | queries | rejects | dropped-event warnings |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    by = {(r["writers"], r["mode"]): r for r in results}
+    by = {(r["authors"], r["mode"]): r for r in results}
     for r in results:
-        direct = by.get((r["writers"], "direct"))
+        direct = by.get((r["authors"], "direct"))
         ratio = f"{r['wall_s'] / direct['wall_s']:.2f}" if r["mode"] == "flow" and direct else "–"
         rows = r["rows"]
-        print(f"| {r['writers']:,} | {r['mode']} | {r['wall_s']:.0f} s | {r['peak_rss_gib']:.2f} GiB | {ratio} | "
+        print(f"| {r['authors']:,} | {r['mode']} | {r['wall_s']:.0f} s | {r['peak_rss_gib']:.2f} GiB | {ratio} | "
               + " | ".join(f"{rows.get(t, 0):,}" for t in ("authors", "works_raw", "books", "title_entities",
                                                               "constraints", "queries", "rejects"))
               + f" | {r['dropped_event_warnings']} |")
-    flows = {r["writers"]: r for r in results if r["mode"] == "flow"}
+    flows = {r["authors"]: r for r in results if r["mode"] == "flow"}
     if 1_000 in flows and 10_000 in flows:
         print(f"\n10k ÷ 1k wall (flow): {flows[10_000]['wall_s'] / flows[1_000]['wall_s']:.2f}")
 

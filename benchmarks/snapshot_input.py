@@ -24,7 +24,7 @@ from kitab.sources.wikidata import works_with_labels
 from tasks.base import StageResult
 from tasks.clean_books import clean_books
 from tasks.fetch_works import collect_authors
-from tasks.sample_authors import fetch_candidates, sample_writers
+from tasks.sample_authors import fetch_candidates, sample_authors
 
 BENCH_OUT = Path(__file__).resolve().parents[1] / "bench_out"  # gitignored
 
@@ -53,7 +53,7 @@ def _dump_sources(snapshot_dir: Path):
 
 
 def works_for(snapshot_dir: Path, seed: int, sources=None) -> tuple[list[dict], list[dict]]:
-    """(``authors`` rows, ``works_raw`` rows) for every candidate writer of the snapshot: the
+    """(``authors`` rows, ``works_raw`` rows) for every candidate author of the snapshot: the
     pipeline's sample and collect stages (tasks/steps.py), sampling all candidates."""
     own = sources is None
     sources = sources or _dump_sources(snapshot_dir)
@@ -63,7 +63,7 @@ def works_for(snapshot_dir: Path, seed: int, sources=None) -> tuple[list[dict], 
                                          last_year_exclusive=_as_of_year(snapshot_dir) + 1,
                                          window=settings.birth_year_window, min_works=settings.min_works,
                                          max_works=settings.max_works)
-        sampled = sample_writers(candidates, n=len(candidates), seed=seed, exclude_qids=set())
+        sampled = sample_authors(candidates, n=len(candidates), seed=seed, exclude_qids=set())
         collected = collect_authors(sampled.tables["sampled"], sources.openlibrary)
         return collected.tables["authors"], collected.tables["works_raw"]
     finally:
@@ -74,7 +74,7 @@ def works_for(snapshot_dir: Path, seed: int, sources=None) -> tuple[list[dict], 
 @dataclass
 class CleanedInput:
     snapshot_id: str
-    authors: list[dict]  # every sampled writer, matched or not (as the flow's ``authors`` table)
+    authors: list[dict]  # every sampled author, matched or not (as the flow's ``authors`` table)
     works_raw: list[dict]
     cleaned: StageResult  # clean_books: tables["works_clean"], rejects, stats
 

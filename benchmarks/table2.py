@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/table2.py [--authors 600] [--seed 0] [--synthetic]
 
-By default the input is a generated snapshot of ``--authors`` candidate writers
+By default the input is a generated snapshot of ``--authors`` candidate authors
 (``kitab.simulate.generator.generate``) run through the real stages: sample all, match, fetch
 (``benchmarks/snapshot_input.py``), clean_books, dedup_titles, tag_entities (spaCy), then
 generate_constraints and sample_queries. ``--synthetic`` instead draws books and entity flags
@@ -108,7 +108,7 @@ def synthetic_inputs(n_authors: int = 600, seed: int = 0) -> tuple[list[dict], l
             books.append({"book_id": book_id, "author_qid": qid, "canonical_title": title, "first_year": year,
                           "n_variants": 1, "variant_titles": [title, *_variants(rng, title)]})
             books[-1]["n_variants"] = len(books[-1]["variant_titles"])
-            flags[book_id] = {"has_human_name": has_human, "has_city_name": has_city}
+            flags[book_id] = {"human": has_human, "city": has_city}
     return authors, books, flags
 
 

@@ -1,29 +1,44 @@
-"""The scheduled refresh: a Prefect deployment of ``refresh`` with a cron schedule.
+"""The scheduled refresh: a Prefect deployment of ``refresh`` with a cron schedule, defined
+once, in prefect.yaml (what ``prefect deploy`` and the compose worker register). ``kitab
+serve`` reads the same definition here and overrides only what its options name.
 
 Each scheduled run leaves ``seed`` and ``release`` unset, so the flow derives them from the
 UTC date: every run is a new release, disjoint from all earlier ones (the ledger), and a
 rerun on the same day rebuilds that day's release instead of adding another. One run at
-a time (``concurrency_limit=1``, as in prefect.yaml): two at once would sample against the
-same ledger, and the second would be refused at publish; later runs wait for a slot.
+a time (``concurrency_limit``): two at once would sample against the same ledger, and the
+second would be refused at publish; later runs wait for a slot.
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
+import yaml
 from prefect.deployments.runner import RunnerDeployment
 
 from flows.refresh import refresh
+from kitab.core.env import PROJECT_ROOT
 
-DEPLOYMENT_NAME = "scheduled-refresh"
-DEFAULT_CRON = "0 3 * * 1"  # Mondays 03:00 UTC
+PREFECT_YAML = PROJECT_ROOT / "prefect.yaml"
 
 
-def refresh_deployment(*, cron: str = DEFAULT_CRON, source: str = "mirror", authors: int = 40,
-                       mirror_url: str | None = None, snapshot: str | None = None, warehouse: str | None = None,
-                       work_pool_name: str | None = None) -> RunnerDeployment:
-    """The deployment object; ``.apply()`` registers it with the Prefect API, ``serve`` runs it."""
-    parameters = {"source": source, "authors": authors, "mirror_url": mirror_url, "snapshot": snapshot,
-                  "warehouse": warehouse}
+@lru_cache(maxsize=1)
+def deployment_spec() -> dict:
+    """The scheduled refresh as prefect.yaml defines it."""
+    [spec] = [d for d in yaml.safe_load(PREFECT_YAML.read_text())["deployments"] if d["name"] == "scheduled-refresh"]
+    return spec
+
+
+DEPLOYMENT_NAME = deployment_spec()["name"]
+DEFAULT_CRON = deployment_spec()["schedules"][0]["cron"]
+
+
+def refresh_deployment(*, cron: str | None = None, work_pool_name: str | None = None,
+                       **parameters: object) -> RunnerDeployment:
+    """prefect.yaml's deployment as an object (``.apply()`` registers it, ``serve`` runs it);
+    ``cron`` and any flow parameter given here (not None) replace prefect.yaml's."""
+    spec = deployment_spec()
+    merged = {**spec.get("parameters", {}), **{k: v for k, v in parameters.items() if v is not None}}
     return refresh.to_deployment(
-        name=DEPLOYMENT_NAME, cron=cron, parameters={k: v for k, v in parameters.items() if v is not None},
-        description="Refresh the KITAB benchmark: a new release with a fresh, disjoint author sample.",
-        tags=["kitab"], work_pool_name=work_pool_name, concurrency_limit=1,
+        name=spec["name"], cron=cron or DEFAULT_CRON, parameters=merged, description=spec["description"],
+        tags=spec["tags"], work_pool_name=work_pool_name, concurrency_limit=spec["concurrency_limit"],
     )

@@ -12,35 +12,29 @@ so memory is bounded by a batch, not by the release.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import logging
 import time
-from dataclasses import dataclass
 from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Iterator
 
-import duckdb
 
 from flows.runners import cpu_workers
 from kitab.core.config import Settings
-from kitab.core.env import BUNDLED_SNAPSHOT
 from kitab.core.errors import BadValue, KitabError
 from kitab.core.locking import refresh_lock
+from kitab.core.params import RefreshParams
 from kitab.core.progress import Progress, tracking
+from kitab.core.stages import GENERATE_CONSTRAINTS, SAMPLE_AUTHORS, TAG_ENTITIES
 from kitab.core.refs import TableRef, duck, read_rows, write_query, write_rows
-from kitab.sources import SOURCES, Origin, SourceSpec, close_sources, sources_for
-from kitab.core.warehouse import Warehouse, validate_release_id
+from kitab.sources import Origin, SourceSpec, close_sources, sources_for
+from kitab.core.warehouse import Warehouse
 from kitab.core.workdir import StepResult, WorkDir
-from tasks.constraints import spec_type
 from tasks.publish import other_releases, publish, released_authors_rows
-from tasks.sample_queries import ONE_UNSATISFIABLE, TWO_UNSATISFIABLE, SamplingRates, fill_count, query_rows
-from tasks.steps import (Batch, RunContext, collect_step, constrain_step, merge_stats, sample_step, tag_step,
-                         unavailable_writers)
+from tasks.steps import (Batch, RunContext, collect_step, constrain_step, merge_stats, sample_queries_step, sample_step, tag_step,
+                         unavailable_authors)
 
 log = logging.getLogger("kitab.refresh")
-DEFAULT_BATCH_SIZE = 250  # writers per batch: tens of task runs for 10,000 writers
-DEFAULT_MAX_FAILED_SHARE = 0.10  # of the sampled writers, lost to an unavailable source
 TAG_CHUNK_MIN, TAG_CHUNK_MAX = 2_000, 20_000  # distinct titles per tagging task
 
 
@@ -51,73 +45,15 @@ def tag_chunk_size(titles: int, workers: int) -> int:
 
 
 def check_failed_share(failed: int, sampled: int, max_share: float) -> None:
-    """A release may do without a few writers a source did not answer for (each is a
+    """A release may do without a few authors a source did not answer for (each is a
     ``source_unavailable`` reject), not without more than ``max_share`` of them."""
     if sampled and failed / sampled > max_share:
-        raise KitabError(f"{failed} of {sampled} writers ({_percent(failed / sampled)}) failed: source unavailable "
+        raise KitabError(f"{failed} of {sampled} authors ({_percent(failed / sampled)}) failed: source unavailable "
                          f"(max {_percent(max_share)}); nothing published")
 
 
 def _percent(share: float) -> str:
     return f"{100 * share:.3g}%"
-
-
-def default_seed(today: date) -> int:
-    return int(f"{today:%Y%m%d}")
-
-
-def default_release_id(seed: int, today: date) -> str:
-    """Release ids are <UTC date>-s<seed>, e.g. 2026.11.21-s42: the version scheme of the
-    warehouse and of the Hugging Face dataset (its tag). See README, Releases."""
-    return f"{today:%Y.%m.%d}-s{seed}"
-
-
-@dataclass(frozen=True)
-class RefreshParams:
-    """One refresh, as the CLI, the flow and the deployment give it."""
-
-    source: str = "mirror"
-    snapshot: str | None = None
-    authors: int = 40
-    seed: int | None = None
-    release: str | None = None
-    warehouse: str | None = None
-    mirror_url: str | None = None
-    batch_size: int = DEFAULT_BATCH_SIZE
-    # More writers asked for than are eligible: publish the fewer (the summary says how many
-    # short) instead of failing.
-    allow_fewer: bool = False
-    # Writers lost to a source that did not answer (rejected as source_unavailable) may be at
-    # most this share of the sampled writers; above it the refresh fails and publishes nothing.
-    max_failed_share: float = DEFAULT_MAX_FAILED_SHARE
-
-    def __post_init__(self) -> None:
-        """Every value checked here, before a flow starts (a BadValue is one line for the user)."""
-        if self.source not in SOURCES:
-            raise BadValue(f"source {self.source!r}: expected one of {', '.join(SOURCES)}")
-        if not 0.0 <= self.max_failed_share <= 1.0:
-            raise BadValue(f"max failed share must be between 0 and 1, got {self.max_failed_share}")
-        if self.batch_size < 1:
-            raise BadValue(f"batch size must be >= 1, got {self.batch_size}")
-        if self.authors < 1:
-            raise BadValue(f"authors must be >= 1, got {self.authors}")
-        if self.seed is not None and not 0 <= self.seed < 2**63:  # the ledger's seed is an int64
-            raise BadValue(f"seed must be between 0 and {2**63 - 1}, got {self.seed}")
-        if self.release is not None:  # "" too: an empty id is an error, not the default
-            try:
-                validate_release_id(self.release)
-            except ValueError as exc:
-                raise BadValue(str(exc)) from None
-
-    def resolved(self, today: date) -> "RefreshParams":
-        """These parameters with the defaults of ``today`` filled in: the seed is the date
-        (YYYYMMDD), the release id ``YYYY.MM.DD-s<seed>``."""
-        seed = default_seed(today) if self.seed is None else self.seed
-        release = default_release_id(seed, today) if self.release is None else self.release
-        return dataclasses.replace(self, seed=seed, release=release)
-
-    def snapshot_dir(self) -> Path:
-        return Path(self.snapshot) if self.snapshot else BUNDLED_SNAPSHOT
 
 
 def check_inputs(params: RefreshParams) -> None:
@@ -169,7 +105,7 @@ def watch_requests(progress: Progress, spec: SourceSpec) -> contextlib.AbstractC
 
 
 def run_pipeline(params: RefreshParams, runner, *, progress: Progress | None = None) -> dict:
-    """Sample ``params.authors`` writers not released before, collect their Open Library
+    """Sample ``params.authors`` authors not released before, collect their Open Library
     works and publish the tables as one release. Returns the run summary. ``progress`` (else
     the one registered for the release in this process, else a new one) hears of every stage
     and finished batch (kitab/core/progress.py)."""
@@ -198,41 +134,41 @@ def _run_pipeline(params: RefreshParams, runner, settings: Settings, today: date
         ctx = RunContext(release=release, seed=seed, today_year=today.year,
                          work=WorkDir(str(wh.root / ".work" / release)), sources=spec,
                          released_ol_keys=tuple(sorted(ledger.ol_keys)))
-        progress.stage("sample")
+        progress.stage(SAMPLE_AUTHORS)
         sampled = runner.run(sample_step, ctx, params.authors, tuple(sorted(ledger.qids)), tuple(sorted(ledger.names)),
                              settings.birth_year_min, today.year + 1, settings.birth_year_window, settings.min_works,
-                             settings.max_works, name="sample")
-        writers = sampled.outputs["sampled"]
-        log.info("sampled %d writers (%d eligible, %d excluded as released)", writers.rows,
+                             settings.max_works, name=SAMPLE_AUTHORS)
+        sampled_authors = sampled.outputs["sampled"]
+        log.info("sampled %d authors (%d eligible, %d excluded as released)", sampled_authors.rows,
                  sampled.stats["eligible"], sampled.stats["excluded_released"])
         shortfall = author_shortfall(params.authors, sampled.stats)
         if shortfall["shortfall"] and not params.allow_fewer:
             released = sampled.stats["excluded_released"]
-            raise BadValue(f"--authors {params.authors}: only {shortfall['eligible']} writers are eligible"
+            raise BadValue(f"--authors {params.authors}: only {shortfall['eligible']} authors are eligible"
                            + (f" ({released} more were released before)" if released else "")
                            + "; ask for fewer, or pass --allow-fewer to publish them")
-        progress.end_stage(rows=writers.rows, requests=sampled.stats["requests_sent"])
+        progress.end_stage(rows=sampled_authors.rows, requests=sampled.stats["requests_sent"])
 
-        batches = [Batch(n, start, min(start + params.batch_size, writers.rows))
-                   for n, start in enumerate(range(0, writers.rows, params.batch_size))]
+        batches = [Batch(n, start, min(start + params.batch_size, sampled_authors.rows))
+                   for n, start in enumerate(range(0, sampled_authors.rows, params.batch_size))]
 
         def part_done(parts: list[Batch], with_requests: bool = False):
             """A runner's on_done: the finished batch's items (and the requests it counted)."""
             return lambda n, r: progress.part_done(n, parts[n].stop - parts[n].start,
                                                    requests=r.stats["requests_sent"] if with_requests else 0)
 
-        progress.stage("collect", total=writers.rows, unit="writers", tasks=len(batches))
+        progress.stage("collect", total=sampled_authors.rows, unit="authors", tasks=len(batches))
         # From the dump, collecting is CPU work (DuckDB lookups, cleaning, dedup): one process
         # per core. Over HTTP it stays on threads: one client per process keeps the rate limits.
-        collected = runner.map(collect_step, [(ctx, b, writers) for b in batches], cpu=params.source == "dump",
+        collected = runner.map(collect_step, [(ctx, b, sampled_authors) for b in batches], cpu=params.source == "dump",
                                names=[f"collect-{b.part}" for b in batches], on_done=part_done(batches, True))
-        failed = sum(unavailable_writers(c) for c in collected)
+        failed = sum(unavailable_authors(c) for c in collected)
         if failed:
-            log.warning("%d of %d writers rejected: source unavailable", failed, writers.rows)
-        check_failed_share(failed, writers.rows, params.max_failed_share)
+            log.warning("%d of %d authors rejected: source unavailable", failed, sampled_authors.rows)
+        check_failed_share(failed, sampled_authors.rows, params.max_failed_share)
         progress.end_stage(rows=sum(c.stats["collect_authors"]["works_raw"] for c in collected))
 
-        progress.stage("tag")
+        progress.stage(TAG_ENTITIES)
         runner.release_workers()  # fresh workers for tagging: the dump lookups' memory goes with these
         titles = distinct_titles(ctx, [c.outputs["title_variants"] for c in collected])
         size = tag_chunk_size(titles.rows, cpu_workers())
@@ -243,13 +179,13 @@ def _run_pipeline(params: RefreshParams, runner, settings: Settings, today: date
         tags = tuple(r.outputs["title_tags"] for r in tagged)
         progress.end_stage(rows=titles.rows)
 
-        progress.stage("constrain", total=writers.rows, unit="writers", tasks=len(batches))
+        progress.stage(GENERATE_CONSTRAINTS, total=sampled_authors.rows, unit="authors", tasks=len(batches))
         constrained = runner.map(constrain_step, [(ctx, b, c, tags) for b, c in zip(batches, collected)],
                                  cpu=True, names=[f"constrain-{b.part}" for b in batches], on_done=part_done(batches))
         progress.end_stage(rows=sum(c.outputs["constraints"].rows for c in constrained))
         progress.stage("sample_queries")
         runner.release_workers()  # the rest is DuckDB in this process: free the workers' memory first
-        queries, query_stats = finish_queries(ctx, collected, constrained)
+        queries, query_stats = sample_queries_step(ctx, collected, constrained)
         progress.end_stage(rows=queries.rows)
         progress.stage("publish")
 
@@ -290,7 +226,7 @@ def _run_pipeline(params: RefreshParams, runner, settings: Settings, today: date
         "release": release, "seed": seed, "source": params.source, "snapshot_id": origin.snapshot_id,
         "warehouse": str(wh.root),
         "authors": shortfall,
-        "stage_counts": {"candidate writers": sampled.stats["candidates"], "sampled": writers.rows,
+        "stage_counts": {"candidate authors": sampled.stats["candidates"], "sampled": sampled_authors.rows,
                          "source unavailable": failed,
                          "matched on Open Library": methods.get("p648", 0) + methods.get("name_birth_year", 0),
                          "works_raw": counts["works_raw"],
@@ -305,8 +241,8 @@ def _run_pipeline(params: RefreshParams, runner, settings: Settings, today: date
                         "tag_entities": {**constrain_stats["tag_entities"], "titles_tagged": titles.rows},
                         "generate_constraints": constrain_stats["generate_constraints"],
                         "sample_queries": query_stats},
-        "batches": {"writers_per_batch": params.batch_size, "collect": len(batches), "tag": len(chunks),
-                    "constrain": len(batches)},
+        "batches": {"authors_per_batch": params.batch_size, "collect": len(batches), TAG_ENTITIES: len(chunks),
+                    GENERATE_CONSTRAINTS: len(batches)},
         "stages": stages,
         "stage_seconds": {r["stage"]: r["seconds"] for r in stages},
         "requests_made": requests_made,
@@ -316,7 +252,7 @@ def _run_pipeline(params: RefreshParams, runner, settings: Settings, today: date
 
 
 def author_shortfall(requested: int, sample_stats: dict) -> dict:
-    """Writers requested, eligible (not released before, with a label) and sampled, and how
+    """Authors requested, eligible (not released before, with a label) and sampled, and how
     many short of the request the sample is."""
     sampled = sample_stats["sampled"]
     return {"requested": requested, "eligible": sample_stats["eligible"], "sampled": sampled,
@@ -344,78 +280,3 @@ def distinct_titles(ctx: RunContext, variants: list[TableRef]) -> TableRef:
                                schema=pa.schema([("title", pa.string())]))
         return write_query(con, "SELECT DISTINCT title FROM read_parquet(?) WHERE title <> '' ORDER BY title",
                            [files], "titles", target, schema=pa.schema([("title", pa.string())]))
-
-
-def finish_queries(ctx: RunContext, collected: list[StepResult], constrained: list[StepResult],
-                   rates: SamplingRates = SamplingRates()) -> tuple[TableRef, dict]:
-    """The global part of query sampling (tasks/sample_queries.py): the unsatisfiable top-ups,
-    chosen over every batch's candidates in SQL by the rule of ``choose_top_ups``, then every
-    author's queries numbered as ``number_queries`` does."""
-    from kitab.core.schemas import arrow_schema
-
-    counts = merge_stats([c.stats["sample_queries"] for c in constrained])
-    n_one = fill_count(counts.get("kept_one", 0), counts.get("kept_one_unsatisfiable", 0),
-                       rates.one_unsatisfiable_share)
-    n_two = fill_count(counts.get("kept_two", 0), 0, rates.two_unsatisfiable_share)
-
-    def files(name: str) -> list[str]:
-        return [c.outputs[name].path for c in constrained if c.outputs[name].rows]
-
-    with duck(ctx.work.root) as con:
-        one_ids: list[str] = []
-        if files("one_unsatisfiable") and n_one:
-            orders = [(t, spec_type(t).ORDER) for (t,) in con.sql(
-                "SELECT DISTINCT constraint_type FROM read_parquet(?)", params=[files("one_unsatisfiable")]).fetchall()]
-            con.execute("CREATE TEMP TABLE type_order (constraint_type VARCHAR, type_order INTEGER)")
-            con.executemany("INSERT INTO type_order VALUES (?, ?)", orders)
-            # round robin over types: each type's k-th draw, types in their ORDER, k = 1, 2, ...
-            one_ids = [i for (i,) in con.sql(
-                "SELECT constraint_id FROM (SELECT u.*, o.type_order, row_number() OVER "
-                "(PARTITION BY u.constraint_type ORDER BY draw, constraint_id) AS k FROM read_parquet(?) u "
-                "JOIN type_order o USING (constraint_type)) ORDER BY k, type_order LIMIT ?",
-                params=[files("one_unsatisfiable"), n_one]).fetchall()]
-        pairs: list[tuple[str, str]] = []
-        if files("two_unsatisfiable") and n_two:
-            pairs = con.sql("SELECT first_id, second_id FROM read_parquet(?) ORDER BY draw, first_id, second_id "
-                            "LIMIT ?", params=[files("two_unsatisfiable"), n_two]).fetchall()
-        wanted = sorted(set(one_ids) | {i for pair in pairs for i in pair})
-        rows: dict[str, dict] = {}
-        if wanted:
-            rows = {r["constraint_id"]: r for r in con.sql(
-                "SELECT * FROM read_parquet(?) WHERE constraint_id IN (SELECT unnest(?::VARCHAR[]))",
-                params=[files("constraints"), wanted]).to_arrow_table().to_pylist()}
-        qids = sorted({r["author_qid"] for r in rows.values()})
-        authors = {a["qid"]: a for a in read_rows([c.outputs["authors"] for c in collected]) if a["qid"] in set(qids)}
-        sampled = [([rows[i]], ONE_UNSATISFIABLE) for i in one_ids]
-        sampled += [([rows[a], rows[b]], TWO_UNSATISFIABLE) for a, b in pairs]
-        top_ups = write_rows("queries_kept", query_rows(sampled, authors, ctx.seed),
-                             ctx.work.path("queries", "all", "top_ups"))
-        schema = arrow_schema("queries")
-        parts = [*files("queries_kept"), *([top_ups.path] if top_ups.rows else [])]
-        columns = ", ".join(f'"{c}"' if c != "kitab_constraint_id" else
-                            'CASE WHEN n_constraints = 1 THEN "order"[1] ELSE row_number() OVER '
-                            '(PARTITION BY author_qid, n_constraints ORDER BY "order") - 1 END AS kitab_constraint_id'
-                            for c in schema.names)
-        if parts:
-            ref = write_query(con, f"SELECT {columns} FROM read_parquet(?, union_by_name = true)", [parts],
-                              "queries", ctx.work.path("queries", "all", "queries"))
-        else:
-            ref = write_rows("queries", [], ctx.work.path("queries", "all", "queries"))
-        summary = _sampling_summary(con, ref.path, counts, ctx.seed, rates)
-    return ref, summary
-
-
-def _sampling_summary(con: duckdb.DuckDBPyConnection, queries: str, counts: dict, seed: int,
-                      rates: SamplingRates) -> dict:
-    """The stats of tasks/sample_queries.py::sampling_stats, over the release's queries file."""
-    (one, two, one_unsat, two_unsat), = con.sql(
-        "SELECT count(*) FILTER (n_constraints = 1), count(*) FILTER (n_constraints = 2), "
-        "count(*) FILTER (n_constraints = 1 AND NOT satisfiable), count(*) FILTER (n_constraints = 2 AND NOT satisfiable) "
-        "FROM read_parquet(?)", params=[queries]).fetchall()
-    strata = dict(con.sql("SELECT sample_stratum, count(*) FROM read_parquet(?) GROUP BY ALL ORDER BY 1",
-                          params=[queries]).fetchall())
-    return {"seed": seed, "rates": rates.as_dict(), "authors": counts.get("authors", 0),
-            "candidates": counts.get("candidates", 0), "candidates_satisfiable": counts.get("candidates_satisfiable", 0),
-            "queries_one": one, "queries_two": two, "kept_by_stratum": strata,
-            "one_unsatisfiable_share": one_unsat / one if one else None,
-            "two_unsatisfiable_share": two_unsat / two if two else None}

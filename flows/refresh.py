@@ -1,6 +1,6 @@
 """The ``refresh`` flow: what users run and schedule. Composition lives in
 flows/pipeline.py (``run_pipeline``); the flow gives it a runner whose steps are Prefect task
-runs (tens per 10,000 writers: one per batch, not per writer) and shows the refresh's progress
+runs (tens per 10,000 authors: one per batch, not per author) and shows the refresh's progress
 (kitab/core/progress.py, the object ``kitab refresh`` displays too) as a Prefect progress artifact.
 
 The task runner is ``threads`` unless ``KITAB_TASK_RUNNER=dask`` (optionally
@@ -17,8 +17,9 @@ from typing import Iterator
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_progress_artifact, update_progress_artifact
 
-from flows.pipeline import DEFAULT_BATCH_SIZE, DEFAULT_MAX_FAILED_SHARE, RefreshParams, default_release_id, default_seed, run_pipeline
+from flows.pipeline import run_pipeline
 from flows.runners import PrefectRunner, task_runner
+from kitab.core.params import RefreshParams, default_release_id, default_seed, flow_signature
 from kitab.core.progress import Progress, Throttled, status_line, tracking
 
 __all__ = ["refresh", "default_release_id", "default_seed", "with_task_runner"]
@@ -35,21 +36,15 @@ def with_task_runner(kind: str | None = None, address: str | None = None):
     return refresh.with_options(task_runner=configured_task_runner(kind, address))
 
 
-@flow(name="refresh", log_prints=True, task_runner=configured_task_runner())
-def refresh(source: str = "mirror", snapshot: str | None = None, authors: int = 40, seed: int | None = None,
-            release: str | None = None, warehouse: str | None = None, mirror_url: str | None = None,
-            batch_size: int = DEFAULT_BATCH_SIZE, allow_fewer: bool = False,
-            max_failed_share: float = DEFAULT_MAX_FAILED_SHARE) -> dict:
-    """Sample ``authors`` writers not released before, collect their Open Library works and
+def _refresh(**parameters) -> dict:
+    """Sample ``authors`` authors not released before, collect their Open Library works and
     publish the tables as release ``release``. Defaults for scheduled runs: the seed is the
     UTC date (YYYYMMDD) and the release id ``YYYY.MM.DD-s<seed>``, so each day's run is a
-    new release and a rerun the same day rebuilds it. Fewer eligible writers than ``authors``
-    fail the run unless ``allow_fewer``. If more than ``max_failed_share`` of the writers are
-    lost to a source that does not answer, the run fails and publishes nothing."""
-    params = RefreshParams(source=source, snapshot=snapshot, authors=authors, seed=seed, release=release,
-                           warehouse=warehouse, mirror_url=mirror_url, batch_size=batch_size,
-                           allow_fewer=allow_fewer, max_failed_share=max_failed_share
-                           ).resolved(datetime.now(timezone.utc).date())
+    new release and a rerun the same day rebuilds it. Fewer eligible authors than ``authors``
+    fail the run unless ``allow_fewer``. If more than ``max_failed_share`` of the authors are
+    lost to a source that does not answer, the run fails and publishes nothing.
+    The parameters are kitab.core.params.RefreshParams' fields, declared there once."""
+    params = RefreshParams(**parameters).resolved(datetime.now(timezone.utc).date())
     runner = PrefectRunner()
     # the progress `kitab refresh` registered for this release (it displays it too), else a new one
     with tracking(params.release) as progress, progress_artifact(progress):
@@ -57,6 +52,10 @@ def refresh(source: str = "mirror", snapshot: str | None = None, authors: int = 
             return run_pipeline(params, runner, progress=progress)
         finally:
             runner.close()
+
+
+_refresh.__signature__ = flow_signature()  # what Prefect reads for the parameters and their schema
+refresh = flow(name="refresh", log_prints=True, task_runner=configured_task_runner())(_refresh)
 
 
 @contextlib.contextmanager

@@ -26,13 +26,14 @@ from collections.abc import Callable
 from functools import lru_cache
 from importlib.metadata import version
 
+from kitab.core.stages import CLEAN_BOOKS
 from tasks.base import StageResult, reject
 from tasks.text import MAX_TITLE_CHARS, fold, match_key
 
-STAGE = "clean_books"
+STAGE = CLEAN_BOOKS  # rejects.stage of what this stage drops (kitab/core/stages.py)
 ENGLISH = "eng"
 MIN_NON_ENGLISH_CONFIDENCE = 0.5
-# A title WikiData credits to more writers than this (none of them ours) is a common title
+# A title WikiData credits to more authors than this (none of them ours) is a common title
 # ("Home"): its other holders say nothing about our author's book, so it is kept.
 MAX_OTHER_WRITERS = 2
 PLACEHOLDER_YEAR = 9999
@@ -80,19 +81,19 @@ def _year(raw: int | None, birth_year: int | None, today_year: int) -> tuple[int
 
 
 def _misattributed(title: str, author_qid: str, wd_works: dict[str, set[tuple[str, str]]]) -> dict | None:
-    """Evidence (the other writers' and their works' QIDs) if WikiData attributes ``title`` to someone else.
+    """Evidence (the other authors' and their works' QIDs) if WikiData attributes ``title`` to someone else.
 
     Rule: WikiData has works whose English label is exactly this title (case aside), none of
-    them by our author, and between 1 and MAX_OTHER_WRITERS other writers. Trade-off: WikiData
+    them by our author, and between 1 and MAX_OTHER_WRITERS other authors. Trade-off: WikiData
     lacks many minor books, so a genuine book of ours that shares its title with another
-    writer's known work is dropped (a completeness loss, visible in rejects with evidence);
-    titles shared by many writers ("Home") are kept rather than risk that for every author.
+    author's known work is dropped (a completeness loss, visible in rejects with evidence);
+    titles shared by many authors ("Home") are kept rather than risk that for every author.
     """
     works = wd_works.get(_label_key(title), set())
-    writers = {writer for writer, _ in works}
-    if not writers or author_qid in writers or len(writers) > MAX_OTHER_WRITERS:
+    authors = {author for author, _ in works}
+    if not authors or author_qid in authors or len(authors) > MAX_OTHER_WRITERS:
         return None
-    return {"other_author_qids": sorted(writers), "wikidata_work_qids": sorted({work for _, work in works})}
+    return {"other_author_qids": sorted(authors), "wikidata_work_qids": sorted({work for _, work in works})}
 
 
 def _wikidata_works(
@@ -106,7 +107,7 @@ def _wikidata_works(
         batch = sorted(set().union(*(titles_by_author[qid] for qid in qids[start : start + batch_size])))
         calls, sent = calls + 1, sent + len(batch)
         for row in wikidata_titles(batch):
-            if row.get("author_qid"):  # a work without P50 names no other writer
+            if row.get("author_qid"):  # a work without P50 names no other author
                 works[_label_key(row["title"])].add((row["author_qid"], row["work_qid"]))
     return works, {"wikidata_queries": calls, "wikidata_titles_sent": sent}
 

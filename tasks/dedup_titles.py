@@ -39,10 +39,11 @@ import numpy as np
 from rapidfuzz import fuzz, process
 from rapidfuzz.distance import OSA
 
+from kitab.core.stages import DEDUP_TITLES
 from tasks.base import StageResult, reject
 from tasks.text import main_title, match_key, split_title_year
 
-STAGE = "dedup_titles"
+STAGE = DEDUP_TITLES  # rejects.stage of what this stage drops (kitab/core/stages.py)
 FUZZY_MIN_RATIO = 80  # the paper's fuzzywuzzy threshold
 LETTERS_PER_EDIT = 8  # a misspelling: one edit per 8 letters of the differing words, at least one
 SUBSET_MIN_CONTENT_WORDS = 3  # a bare prefix this specific is the same book ("Harry Potter" is not)

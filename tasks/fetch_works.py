@@ -6,11 +6,12 @@ from typing import Callable
 
 from kitab.sources.http import Fetched, SourceUnavailable
 from kitab.sources.openlibrary import OpenLibrary
+from kitab.core.stages import FETCH_WORKS
 from tasks.base import StageResult, reject
 from tasks.match_openlibrary import match_author
 
-STAGE = "fetch_works"
-SOURCE_UNAVAILABLE = "source_unavailable"  # the reject reason, and the stat counting such writers
+STAGE = FETCH_WORKS  # rejects.stage of what this stage drops (kitab/core/stages.py)
+SOURCE_UNAVAILABLE = "source_unavailable"  # the reject reason, and the stat counting such authors
 
 
 def work_row(doc: dict, author: dict, fetched: Fetched, source: str) -> dict:
@@ -52,7 +53,7 @@ def fetch_author_works(author: dict, ol: OpenLibrary) -> StageResult:
 
 
 def source_unavailable(author: dict, stage: str, exc: SourceUnavailable) -> StageResult:
-    """A writer whose Open Library requests did not get an answer (``stage``: where): a
+    """An author whose Open Library requests did not get an answer (``stage``: where): a
     ``source_unavailable`` reject with the URL, status and attempts, and no row in any table,
     so it is not published (a later release may sample it again)."""
     return StageResult(tables={"authors": [], "works_raw": []},
@@ -61,7 +62,7 @@ def source_unavailable(author: dict, stage: str, exc: SourceUnavailable) -> Stag
                        stats={SOURCE_UNAVAILABLE: 1})
 
 
-Matched = tuple[dict, "dict | None"] | StageResult  # (authors row, reject or None), or the writer's failure
+Matched = tuple[dict, "dict | None"] | StageResult  # (authors row, reject or None), or the author's failure
 
 
 def _matched(author: dict, ol: OpenLibrary, released_ol_keys: frozenset[str]) -> Matched:
@@ -93,34 +94,34 @@ def _with_works(matched: Matched, ol: OpenLibrary) -> StageResult:
 
 
 def collect_author(author: dict, ol: OpenLibrary, released_ol_keys: frozenset[str] = frozenset()) -> StageResult:
-    """One sampled writer: its Open Library match, then all its works (none when unmatched,
+    """One sampled author: its Open Library match, then all its works (none when unmatched,
     or when that Open Library author was released before under another WikiData item). If
-    Open Library does not answer (:class:`SourceUnavailable`), the writer is a
+    Open Library does not answer (:class:`SourceUnavailable`), the author is a
     ``source_unavailable`` reject and nothing else."""
     return _with_works(_matched(author, ol, released_ol_keys), ol)
 
 
-def collect_authors(writers: list[dict], ol: OpenLibrary, released_ol_keys: frozenset[str] = frozenset(),
-                    on_writer: Callable[[int], None] | None = None) -> StageResult:
-    """:func:`collect_author` for a batch of writers, in their order; one writer's failure does
+def collect_authors(authors: list[dict], ol: OpenLibrary, released_ol_keys: frozenset[str] = frozenset(),
+                    on_author: Callable[[int], None] | None = None) -> StageResult:
+    """:func:`collect_author` for a batch of authors, in their order; one author's failure does
     not stop the others. A source that can look things up in bulk (the dump:
     ``prefetch_authors``, ``prefetch_works``) is asked once per batch for every author record,
-    name search and works list, instead of once per writer; others go writer by writer.
-    ``on_writer(n)`` is told each time the first ``n`` writers are done (progress). Stats:
-    ``source_unavailable``, the writers lost that way."""
+    name search and works list, instead of once per author; others go author by author.
+    ``on_author(n)`` is told each time the first ``n`` authors are done (progress). Stats:
+    ``source_unavailable``, the authors lost that way."""
     bulk = hasattr(ol, "prefetch_authors")
     matched: list[Matched] = []
     if bulk:
-        ol.prefetch_authors([k for w in writers for k in w.get("wd_ol_ids") or []], [w["name"] for w in writers])
-        matched = [_matched(w, ol, released_ol_keys) for w in writers]
+        ol.prefetch_authors([k for w in authors for k in w.get("wd_ol_ids") or []], [w["name"] for w in authors])
+        matched = [_matched(w, ol, released_ol_keys) for w in authors]
         ol.prefetch_works([m[0]["ol_author_key"] for m in matched
                            if not isinstance(m, StageResult) and m[0]["ol_author_key"] and not m[1]])
     results = []
     try:
-        for n, writer in enumerate(writers):
-            results.append(_with_works(matched[n] if bulk else _matched(writer, ol, released_ol_keys), ol))
-            if on_writer is not None:
-                on_writer(n + 1)
+        for n, author in enumerate(authors):
+            results.append(_with_works(matched[n] if bulk else _matched(author, ol, released_ol_keys), ol))
+            if on_author is not None:
+                on_author(n + 1)
     finally:
         if bulk:
             ol.clear()

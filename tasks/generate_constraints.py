@@ -8,22 +8,36 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 
+from kitab.core.stages import GENERATE_CONSTRAINTS
 from tasks.base import StageResult, reject
-from tasks.constraints import SPEC_VERSION, Book, Candidate, author_candidates, constraint_id, spec_to_json
+from tasks.constraints import SPEC_VERSION, Book, Candidate, author_candidates, constraint_id, entity_kinds, spec_to_json
 from tasks.constraints.matching import author_books
+from tasks.taggers.registry import TAGGERS, selected_versions
 
-STAGE = "generate_constraints"
+STAGE = GENERATE_CONSTRAINTS  # rejects.stage of what this stage drops (kitab/core/stages.py)
 
 
-def entity_flags(books: Iterable[Mapping], title_entities: Iterable[Mapping]) -> dict[str, dict[str, bool]]:
-    """``title_entities`` rows -> each book's flags: a book has a human (city) name if any of
-    its titles carries such a span. Every book gets an entry (tagged, possibly with nothing
-    found). Same rule as the SQL view ``book_entity_flags``; a data test checks they agree."""
-    flags = {b["book_id"]: {"has_human_name": False, "has_city_name": False} for b in books}
+def entity_flags(books: Iterable[Mapping], title_entities: Iterable[Mapping],
+                 kinds: Iterable[str] | None = None) -> dict[str, dict[str, bool]]:
+    """``title_entities`` rows -> each book's flags per entity kind (default: the kinds of the
+    selected taggers that a registered constraint type reads; a kind no tagger looked for
+    stays unknown, so it makes no constraints): a book has a human (city, ...) name if any
+    of its titles carries such a span. Every book gets an entry (tagged, possibly with
+    nothing found). Same rule as the SQL view ``book_entity_flags``; a data test checks
+    they agree."""
+    kinds = tuple(tagged_kinds() if kinds is None else kinds)
+    flags = {b["book_id"]: dict.fromkeys(kinds, False) for b in books}
     for e in title_entities:
-        if e["book_id"] in flags and e["kind"] in ("human", "city"):
-            flags[e["book_id"]][f"has_{e['kind']}_name"] = True
+        if e["book_id"] in flags and e["kind"] in kinds:
+            flags[e["book_id"]][e["kind"]] = True
     return flags
+
+
+def tagged_kinds() -> tuple[str, ...]:
+    """The entity kinds this release's taggers tag (tasks/taggers/registry.py) and some
+    constraint type reads."""
+    selected = {TAGGERS[v].name for v in selected_versions()}
+    return tuple(k for k in entity_kinds() if k in selected)
 
 
 def book_view(row: Mapping, flags: Mapping[str, bool] | None) -> Book:
@@ -35,8 +49,7 @@ def book_view(row: Mapping, flags: Mapping[str, bool] | None) -> Book:
         book_id=row["book_id"],
         titles=titles,
         first_year=row.get("first_year"),
-        has_human_name=flags.get("has_human_name"),
-        has_city_name=flags.get("has_city_name"),
+        entities=tuple(sorted(flags.items())),
         canonical=row["canonical_title"],
     )
 
@@ -87,6 +100,7 @@ def generate_constraints(
             continue
         by_author[row["author_qid"]].append(book_view(row, flags.get(row["book_id"])))
 
+    kinds = tagged_kinds()
     rows: list[dict] = []
     not_credited = 0  # variant titles KITAB's evaluator would not map back to their book
     for qid in qids:
@@ -102,7 +116,7 @@ def generate_constraints(
         "authors_without_books": sum(1 for qid in qids if not by_author.get(qid)),
         "authors_without_entity_flags": sum(
             1 for qid in qids
-            if by_author.get(qid) and any(b.has_human_name is None or b.has_city_name is None for b in by_author[qid])
+            if by_author.get(qid) and any(b.has(kind) is None for b in by_author[qid] for kind in kinds)
         ),
         "books": sum(len(v) for v in by_author.values()),
         "titles_not_credited_by_evaluator": not_credited,

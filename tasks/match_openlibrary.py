@@ -1,7 +1,7 @@
-"""Stage 2: find each sampled writer's Open Library author.
+"""Stage 2: find each sampled author's Open Library author.
 
 P648 (WikiData's Open Library id) first, when it resolves to an author record; otherwise
-an author search by name, chosen by birth year. A writer with no match is a reject with
+an author search by name, chosen by birth year. An author with no match is a reject with
 the candidates seen as evidence, never a silent drop.
 """
 from __future__ import annotations
@@ -9,10 +9,11 @@ from __future__ import annotations
 import re
 
 from kitab.sources.openlibrary import OpenLibrary, bare_key, is_author_key
+from kitab.core.stages import MATCH_OPENLIBRARY
 from tasks.base import StageResult, reject
 from tasks.text import fold
 
-STAGE = "match_openlibrary"
+STAGE = MATCH_OPENLIBRARY  # rejects.stage of what this stage drops (kitab/core/stages.py)
 _YEAR = re.compile(r"\b(\d{3,4})\b")
 _NON_WORD = re.compile(r"[\W_]+")
 
@@ -51,7 +52,7 @@ def choose_by_name_and_birth_year(docs: list[dict], name: str, birth_year: int) 
 
 
 def match_author(author: dict, ol: OpenLibrary) -> tuple[dict, dict | None]:
-    """One sampled writer -> (authors row, reject row or None)."""
+    """One sampled author -> (authors row, reject row or None)."""
     row = {"qid": author["qid"], "name": author["name"], "birth_year": author["birth_year"],
            "sitelinks": author["sitelinks"], "wd_work_count": author["wd_work_count"],
            "wd_ol_id": " ".join(author.get("wd_ol_ids", [])) or None, "ol_author_key": None,

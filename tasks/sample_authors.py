@@ -1,4 +1,4 @@
-"""Stage 1: candidate writers from WikiData, then a seeded sample that excludes every
+"""Stage 1: candidate authors from WikiData, then a seeded sample that excludes every
 author of earlier releases."""
 from __future__ import annotations
 
@@ -9,10 +9,11 @@ from typing import Iterable
 from kitab.core.errors import KitabError
 from kitab.sources.http import Fetched
 from kitab.sources.wikidata import QueryTimeout, Wikidata, bindings
+from kitab.core.stages import SAMPLE_AUTHORS
 from tasks.base import StageResult, reject
 from tasks.match_openlibrary import name_key
 
-STAGE = "sample_authors"
+STAGE = SAMPLE_AUTHORS  # rejects.stage of what this stage drops (kitab/core/stages.py)
 log = logging.getLogger("kitab.refresh")
 ENTITY_PREFIX = "http://www.wikidata.org/entity/"
 
@@ -28,8 +29,8 @@ def qid_number(qid: str) -> int:
 
 
 def parse_candidate(row: dict[str, str]) -> dict:
-    """One SPARQL binding row -> a candidate writer record (lexical values -> typed)."""
-    qid = row["writer"].removeprefix(ENTITY_PREFIX)
+    """One SPARQL binding row -> a candidate author record (lexical values -> typed)."""
+    qid = row["author"].removeprefix(ENTITY_PREFIX)
     return {
         "qid": qid,
         "name": row.get("name"),
@@ -44,7 +45,7 @@ def fetch_candidates(wikidata: Wikidata, *, first_year: int, last_year_exclusive
                      min_works: int, max_works: int) -> tuple[list[dict], list[str]]:
     """Run the sampling query per birth-year window; returns candidates and the request
     fingerprints (provenance of the sample). A window WDQS cannot answer inside its time
-    limit is split (:func:`window_answers`); a writer lands in exactly one window however they
+    limit is split (:func:`window_answers`); an author lands in exactly one window however they
     are cut (its earliest birth year decides), so the candidates do not depend on the splits."""
     candidates: dict[str, dict] = {}
     fingerprints = []
@@ -62,10 +63,10 @@ def window_answers(wikidata: Wikidata, start: int, end: int, *, min_works: int, 
     at its time limit (a dense window), the answers of both halves, split again as needed down
     to one year. A one-year window that still times out is an error naming it."""
     try:
-        return [wikidata.sample_writers(from_year=start, to_year=end, min_works=min_works, max_works=max_works)]
+        return [wikidata.candidate_authors(from_year=start, to_year=end, min_works=min_works, max_works=max_works)]
     except QueryTimeout as exc:
         if end - start <= 1:
-            raise KitabError(f"WikiData timed out on the writers born in {start} (a one-year window cannot be "
+            raise KitabError(f"WikiData timed out on the authors born in {start} (a one-year window cannot be "
                              "split further); try again later") from exc
         log.info("WDQS timed out on births %d-%d: splitting the window", start, end - 1)
     middle = (start + end) // 2
@@ -73,10 +74,10 @@ def window_answers(wikidata: Wikidata, start: int, end: int, *, min_works: int, 
             + window_answers(wikidata, middle, end, min_works=min_works, max_works=max_works))
 
 
-def sample_writers(candidates: Iterable[dict], *, n: int, seed: int, exclude_qids: set[str],
+def sample_authors(candidates: Iterable[dict], *, n: int, seed: int, exclude_qids: set[str],
                    exclude_names: frozenset[str] = frozenset()) -> StageResult:
-    """Seeded uniform sample of ``n`` writers, never one in ``exclude_qids`` nor one whose
-    normalised name was released before (a duplicate WikiData item of a released writer;
+    """Seeded uniform sample of ``n`` authors, never one in ``exclude_qids`` nor one whose
+    normalised name was released before (a duplicate WikiData item of a released author;
     the price is that a namesake is not sampled either).
 
     Deterministic: candidates are put in QID order before ``random.Random(seed)`` draws,

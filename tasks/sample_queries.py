@@ -25,7 +25,7 @@ from itertools import islice
 from types import MappingProxyType
 
 from tasks.base import StageResult
-from tasks.constraints import SPEC_VERSION, Spec, render_criteria, spec_from_json, spec_type
+from tasks.constraints import SPEC_VERSION, Spec, entity_types, render_criteria, spec_from_json, spec_type
 
 ONE_ALWAYS = "one:always"
 ONE_SATISFIABLE = "one:satisfiable"
@@ -46,7 +46,7 @@ class SamplingRates:
         default_factory=lambda: MappingProxyType({"starts_with": 0.15, "ends_with": 0.15, "word_count": 0.50})
     )
     # types asked for every author, satisfiable or not (paper Table 2: 611 queries each)
-    always_asked: frozenset[str] = frozenset({"human_name", "city_name"})
+    always_asked: frozenset[str] = field(default_factory=entity_types)
     # target share of unsatisfiable queries among one-constraint queries (paper: 7.99%)
     one_unsatisfiable_share: float = 0.0799
     # the "more easily satisfiable" pair the paper isolates, kept when it maps to > 1 book
@@ -137,7 +137,7 @@ def joint_answers(members: Sequence[Mapping]) -> list[tuple[str, str]]:
 
 
 def query_row(members: Sequence[dict], stratum: str, author: Mapping, seed: int) -> dict:
-    """One row of the ``queries`` table (schema: schemas/queries.json); kitab_constraint_id
+    """One row of the ``queries`` table (schema: schemas/queries.json); kitab_index
     is filled in once the author's queries are ordered."""
     specs = [spec_from_json(row["spec"]) for row in members]
     answers = joint_answers(members)
@@ -150,7 +150,7 @@ def query_row(members: Sequence[dict], stratum: str, author: Mapping, seed: int)
         "n_constraints": len(members),
         "constraint_ids": [row["constraint_id"] for row in members],
         "constraint_types": [spec.TYPE for spec in specs],
-        "kitab_constraint_id": None,
+        "kitab_index": None,
         # KITAB: a plain string for one constraint, a stringified Python list for two
         "kitab_constraint_type": kitab_types[0] if len(specs) == 1 else repr(kitab_types),
         "constraints": render_criteria(specs),
@@ -244,7 +244,7 @@ def choose_top_ups(one_unsatisfiable: Sequence[dict], two_unsatisfiable: Sequenc
                    n_one: int, n_two: int) -> list[Sampled]:
     """The unsatisfiable queries appended: one-constraint ones round-robin over types, each
     type's pool in draw order; two-constraint pairs in draw order. (The pipeline runs the
-    same rule in SQL over every batch's candidates: flows/pipeline.py, TOP_UPS_SQL.)"""
+    same rule in SQL over every batch's candidates: ``choose_top_ups_sql`` below.)"""
     pools: dict[str, list[dict]] = defaultdict(list)
     for row in one_unsatisfiable:
         pools[row["constraint_type"]].append(row)
@@ -253,6 +253,55 @@ def choose_top_ups(one_unsatisfiable: Sequence[dict], two_unsatisfiable: Sequenc
     pairs = sorted(two_unsatisfiable, key=lambda pair: pair[2])[:n_two]
     chosen += [([first, second], TWO_UNSATISFIABLE) for first, second, _ in pairs]
     return chosen
+
+
+def choose_top_ups_sql(con, one_unsatisfiable: list[str], two_unsatisfiable: list[str], n_one: int,
+                       n_two: int) -> tuple[list[str], list[tuple[str, str]]]:
+    """``choose_top_ups`` in DuckDB over Parquet files of every batch's unsatisfiable
+    candidates (``sample_authors_queries``' pools, with their draws), so the release's
+    candidates are never all in memory: the chosen one-constraint ids, round robin over
+    types (each type's k-th draw, types in ORDER, k = 1, 2, ...), and the chosen pairs."""
+    one_ids: list[str] = []
+    if one_unsatisfiable and n_one:
+        orders = [(t, spec_type(t).ORDER) for (t,) in con.sql(
+            "SELECT DISTINCT constraint_type FROM read_parquet(?)", params=[one_unsatisfiable]).fetchall()]
+        con.execute("CREATE OR REPLACE TEMP TABLE type_order (constraint_type VARCHAR, type_order INTEGER)")
+        con.executemany("INSERT INTO type_order VALUES (?, ?)", orders)
+        one_ids = [i for (i,) in con.sql(
+            "SELECT constraint_id FROM (SELECT u.*, o.type_order, row_number() OVER "
+            "(PARTITION BY u.constraint_type ORDER BY draw, constraint_id) AS k FROM read_parquet(?) u "
+            "JOIN type_order o USING (constraint_type)) ORDER BY k, type_order LIMIT ?",
+            params=[one_unsatisfiable, n_one]).fetchall()]
+    pairs: list[tuple[str, str]] = []
+    if two_unsatisfiable and n_two:
+        pairs = con.sql("SELECT first_id, second_id FROM read_parquet(?) ORDER BY draw, first_id, second_id "
+                        "LIMIT ?", params=[two_unsatisfiable, n_two]).fetchall()
+    return one_ids, pairs
+
+
+def number_queries_sql(columns: Sequence[str]) -> str:
+    """``number_queries``' numbering as a SELECT list over queries rows with ``order``: KITAB's
+    integer id is the candidate's index for one constraint, the per-author position for two."""
+    return ", ".join(f'"{c}"' if c != "kitab_index" else
+                     'CASE WHEN n_constraints = 1 THEN "order"[1] ELSE row_number() OVER '
+                     '(PARTITION BY author_qid, n_constraints ORDER BY "order") - 1 END AS kitab_index'
+                     for c in columns)
+
+
+def sampling_summary_sql(con, queries: str, counts: Mapping, seed: int, rates: SamplingRates) -> dict:
+    """``sampling_stats`` over the release's queries file (``counts``: the batches' merged
+    sample_authors_queries stats)."""
+    (one, two, one_unsat, two_unsat), = con.sql(
+        "SELECT count(*) FILTER (n_constraints = 1), count(*) FILTER (n_constraints = 2), "
+        "count(*) FILTER (n_constraints = 1 AND NOT satisfiable), count(*) FILTER (n_constraints = 2 AND NOT satisfiable) "
+        "FROM read_parquet(?)", params=[queries]).fetchall()
+    strata = dict(con.sql("SELECT sample_stratum, count(*) FROM read_parquet(?) GROUP BY ALL ORDER BY 1",
+                          params=[queries]).fetchall())
+    return {"seed": seed, "rates": rates.as_dict(), "authors": counts.get("authors", 0),
+            "candidates": counts.get("candidates", 0), "candidates_satisfiable": counts.get("candidates_satisfiable", 0),
+            "queries_one": one, "queries_two": two, "kept_by_stratum": strata,
+            "one_unsatisfiable_share": one_unsat / one if one else None,
+            "two_unsatisfiable_share": two_unsat / two if two else None}
 
 
 def group_constraints(constraints: Iterable[Mapping], authors: Iterable[Mapping],
@@ -295,9 +344,9 @@ def number_queries(rows: list[dict]) -> list[dict]:
     for row in rows:
         order = row.pop("order")
         if row["n_constraints"] == 1:
-            row["kitab_constraint_id"] = order[0]
+            row["kitab_index"] = order[0]
         else:
-            row["kitab_constraint_id"] = next_two[row["author_qid"]]
+            row["kitab_index"] = next_two[row["author_qid"]]
             next_two[row["author_qid"]] += 1
         out.append(row)
     return out

@@ -7,10 +7,10 @@ worker; each opens its own sources from ``ctx.sources`` and checkpoints in ``ctx
 step               stage functions                            runs
 =================  =========================================  ====================
 sample_step        sample_authors                             once
-collect_step       match_openlibrary, fetch_works,            per batch of writers
+collect_step       match_openlibrary, fetch_works,            per batch of authors
                    clean_books, dedup_titles
 tag_step           tag_entities.title_tags                    per chunk of titles
-constrain_step     tag_entities.entity_rows,                  per batch of writers
+constrain_step     tag_entities.entity_rows,                  per batch of authors
                    generate_constraints, sample_queries
                    (the per-author draws)
 =================  =========================================  ====================
@@ -25,7 +25,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from kitab.core.progress import step_progress
-from kitab.core.refs import TableRef, duck, read_rows, write_rows
+from kitab.core.refs import TableRef, duck, read_rows, write_query, write_rows
+from kitab.core.schemas import arrow_schema
+from kitab.core.stages import GENERATE_CONSTRAINTS, SAMPLE_AUTHORS, TAG_ENTITIES
 from kitab.sources import SourceSpec, sources_for
 from kitab.sources.wikidata import works_with_labels
 from kitab.core.workdir import StepResult, WorkDir
@@ -33,9 +35,12 @@ from tasks.clean_books import clean_books
 from tasks.dedup_titles import dedup_titles
 from tasks.fetch_works import SOURCE_UNAVAILABLE, collect_authors
 from tasks.generate_constraints import entity_flags, generate_constraints
-from tasks.sample_authors import fetch_candidates, sample_writers
-from tasks.sample_queries import SamplingRates, group_constraints, query_rows, sample_authors_queries
+from tasks.sample_authors import fetch_candidates, sample_authors
+from tasks.sample_queries import (ONE_UNSATISFIABLE, TWO_UNSATISFIABLE, SamplingRates, choose_top_ups_sql, fill_count,
+                                  group_constraints, number_queries_sql, query_rows, sample_authors_queries,
+                                  sampling_summary_sql)
 from tasks.tag_entities import default_taggers, entity_rows, title_tags
+from tasks.taggers.registry import fingerprints
 
 
 @dataclass(frozen=True)
@@ -52,7 +57,7 @@ class RunContext:
 
 @dataclass(frozen=True)
 class Batch:
-    """Writers ``start:stop`` of the sampled writers (in sample order)."""
+    """Authors ``start:stop`` of the sampled authors (in sample order)."""
 
     index: int
     start: int
@@ -101,14 +106,14 @@ def sample_step(ctx: RunContext, n: int, exclude_qids: tuple[str, ...], exclude_
         candidates, fingerprints = fetch_candidates(sources.wikidata, first_year=first_year,
                                                     last_year_exclusive=last_year_exclusive, window=window,
                                                     min_works=min_works, max_works=max_works)
-        result = sample_writers(candidates, n=n, seed=ctx.seed, exclude_qids=set(exclude_qids),
+        result = sample_authors(candidates, n=n, seed=ctx.seed, exclude_qids=set(exclude_qids),
                                 exclude_names=frozenset(exclude_names))
-        outputs = _write(ctx, "sample", "all", {"sampled": result.tables["sampled"],
+        outputs = _write(ctx, SAMPLE_AUTHORS, "all", {"sampled": result.tables["sampled"],
                                                 "rejects.sample_authors": result.rejects})
         return StepResult(outputs, {**result.stats, "sparql_fingerprints": fingerprints,
                                     "requests_sent": sources.requests_sent_by_this_thread() - before})
 
-    return ctx.work.run("sample", "all", compute, source=ctx.sources.kind, cache_scope=ctx.sources.cache_scope,
+    return ctx.work.run(SAMPLE_AUTHORS, "all", compute, source=ctx.sources.kind, cache_scope=ctx.sources.cache_scope,
                         snapshot=ctx.sources.snapshot, **params)
 
 
@@ -118,25 +123,25 @@ COLLECT_OUTPUTS = ("authors", "works_raw", "books", "title_variants", "rejects.c
                    "rejects.clean_books", "rejects.dedup_titles")
 
 
-def unavailable_writers(collected: StepResult) -> int:
-    """Writers of a collect step rejected because Open Library did not answer."""
+def unavailable_authors(collected: StepResult) -> int:
+    """Authors of a collect step rejected because Open Library did not answer."""
     return collected.stats["collect_authors"].get(SOURCE_UNAVAILABLE, 0)
 
 
 def collect_step(ctx: RunContext, batch: Batch, sampled: TableRef) -> StepResult:
-    """Writers of one batch: their Open Library match and works, cleaned and deduplicated. A
-    writer Open Library did not answer for is a ``source_unavailable`` reject, not an error:
+    """Authors of one batch: their Open Library match and works, cleaned and deduplicated. A
+    author Open Library did not answer for is a ``source_unavailable`` reject, not an error:
     the composition decides whether the release can do without it (flows/pipeline.py)."""
 
     def compute() -> StepResult:
         sources = sources_for(ctx.sources)
         before = sources.requests_sent_by_this_thread()
-        writers = read_rows(sampled)[batch.start:batch.stop]
-        collected = collect_authors(writers, sources.openlibrary, frozenset(ctx.released_ol_keys),
-                                    on_writer=step_progress(ctx.release, "collect", batch.index))
+        batch_authors = read_rows(sampled)[batch.start:batch.stop]
+        collected = collect_authors(batch_authors, sources.openlibrary, frozenset(ctx.released_ol_keys),
+                                    on_author=step_progress(ctx.release, "collect", batch.index))
         authors = collected.tables.get("authors", [])
         works_raw = collected.tables.get("works_raw", [])
-        # writers already rejected (no match, no works, released before) are not rejected again
+        # authors already rejected (no match, no works, released before) are not rejected again
         rejected = {r["record_id"] for r in collected.rejects if r["record_kind"] == "author"}
         kept = [a for a in authors if a["qid"] not in rejected]
         cleaned = clean_books(works_raw, kept, lambda titles: works_with_labels(sources.wikidata, titles),
@@ -149,15 +154,15 @@ def collect_step(ctx: RunContext, batch: Batch, sampled: TableRef) -> StepResult
             "rejects.clean_books": cleaned.rejects, "rejects.dedup_titles": deduped.rejects})
         methods = Counter(a["match_method"] for a in authors)
         return StepResult(outputs, {
-            "writers": len(writers),
+            "authors": len(batch_authors),
             "collect_authors": {"match_method": dict(methods), "works_raw": len(works_raw),
                                 SOURCE_UNAVAILABLE: collected.stats[SOURCE_UNAVAILABLE]},
             "clean_books": cleaned.stats, "dedup_titles": deduped.stats,
             "requests_sent": sources.requests_sent_by_this_thread() - before})
 
-    # a batch that lost writers to an unavailable source is not checkpointed: a rerun asks again
-    # (its other writers' answers come from the HTTP cache)
-    return ctx.work.run("collect", batch.part, compute, final=lambda r: not unavailable_writers(r),
+    # a batch that lost authors to an unavailable source is not checkpointed: a rerun asks again
+    # (its other authors' answers come from the HTTP cache)
+    return ctx.work.run("collect", batch.part, compute, final=lambda r: not unavailable_authors(r),
                         sampled=sampled, batch=batch, source=ctx.sources.kind,
                         cache_scope=ctx.sources.cache_scope, snapshot=ctx.sources.snapshot,
                         released_ol_keys=ctx.released_ol_keys, today_year=ctx.today_year)
@@ -176,11 +181,14 @@ def tag_step(ctx: RunContext, chunk: Batch, titles: TableRef) -> StepResult:
                 params=[titles.path, chunk.start, chunk.stop]).fetchall()]
         taggers = default_taggers()
         tags = title_tags(chunk_titles, taggers)
-        outputs = _write(ctx, "tag", chunk.part, {"title_tags": tags})
+        outputs = _write(ctx, TAG_ENTITIES, chunk.part, {"title_tags": tags})
         return StepResult(outputs, {"titles_tagged": len(chunk_titles),
                                     "taggers": {t.name: t.version for t in taggers}})
 
-    return ctx.work.run("tag", chunk.part, compute, titles=titles, chunk=chunk)
+    # the selected taggers' names, versions and model versions are part of the key: another
+    # tagger, or another spaCy model, never reuses these tags
+    return ctx.work.run(TAG_ENTITIES, chunk.part, compute, titles=titles, chunk=chunk,
+                        taggers=fingerprints(default_taggers()))
 
 
 # -- constrain: entities, constraints, per-author query draws ------------------------------
@@ -206,7 +214,7 @@ def constrain_step(ctx: RunContext, batch: Batch, collected: StepResult, tags: t
         two_unsat = [{"author_qid": a["author_qid"], "first_id": a["constraint_id"], "second_id": b["constraint_id"],
                       "draw": draw} for a, b, draw in part.two_unsatisfiable]
         kept = query_rows(part.kept, authors_by_qid, ctx.seed)
-        outputs = _write(ctx, "constrain", batch.part, {
+        outputs = _write(ctx, GENERATE_CONSTRAINTS, batch.part, {
             "title_entities": entities, "constraints": constraints.tables["constraints"],
             "rejects.generate_constraints": constraints.rejects, "queries_kept": kept,
             "one_unsatisfiable": one_unsat, "two_unsatisfiable": two_unsat})
@@ -220,7 +228,7 @@ def constrain_step(ctx: RunContext, batch: Batch, collected: StepResult, tags: t
                                                              if len(m) == 1 and not m[0]["satisfiable"]),
                                "kept_two": sum(1 for m, _ in part.kept if len(m) == 2)}})
 
-    return ctx.work.run("constrain", batch.part, compute, tags=tags, rates=rates.as_dict(), seed=ctx.seed, **inputs)
+    return ctx.work.run(GENERATE_CONSTRAINTS, batch.part, compute, tags=tags, rates=rates.as_dict(), seed=ctx.seed, **inputs)
 
 
 def _tags_for(titles: list[str], tags: tuple[TableRef, ...]) -> list[dict]:
@@ -232,3 +240,43 @@ def _tags_for(titles: list[str], tags: tuple[TableRef, ...]) -> list[dict]:
         con.execute("CREATE TEMP TABLE wanted AS SELECT unnest(?::VARCHAR[]) AS title", [titles])
         return con.sql("SELECT t.* FROM read_parquet(?) t SEMI JOIN wanted USING (title) ORDER BY title, tagger, start",
                        params=[files]).to_arrow_table().to_pylist()
+
+
+# -- sample_queries (global part) -----------------------------------------------------------
+
+def sample_queries_step(ctx: RunContext, collected: list[StepResult], constrained: list[StepResult],
+                        rates: SamplingRates = SamplingRates()) -> tuple[TableRef, dict]:
+    """The global part of query sampling over every batch (tasks/sample_queries.py): the
+    unsatisfiable top-ups (``choose_top_ups_sql``), then every author's queries numbered
+    (``number_queries_sql``) into the release's queries file, and its stats."""
+    counts = merge_stats([c.stats["sample_queries"] for c in constrained])
+    n_one = fill_count(counts.get("kept_one", 0), counts.get("kept_one_unsatisfiable", 0),
+                       rates.one_unsatisfiable_share)
+    n_two = fill_count(counts.get("kept_two", 0), 0, rates.two_unsatisfiable_share)
+
+    def files(name: str) -> list[str]:
+        return [c.outputs[name].path for c in constrained if c.outputs[name].rows]
+
+    with duck(ctx.work.root) as con:
+        one_ids, pairs = choose_top_ups_sql(con, files("one_unsatisfiable"), files("two_unsatisfiable"), n_one, n_two)
+        wanted = sorted(set(one_ids) | {i for pair in pairs for i in pair})
+        rows: dict[str, dict] = {}
+        if wanted:
+            rows = {r["constraint_id"]: r for r in con.sql(
+                "SELECT * FROM read_parquet(?) WHERE constraint_id IN (SELECT unnest(?::VARCHAR[]))",
+                params=[files("constraints"), wanted]).to_arrow_table().to_pylist()}
+        qids = {r["author_qid"] for r in rows.values()}
+        authors = {a["qid"]: a for a in read_rows([c.outputs["authors"] for c in collected]) if a["qid"] in qids}
+        sampled = [([rows[i]], ONE_UNSATISFIABLE) for i in one_ids]
+        sampled += [([rows[a], rows[b]], TWO_UNSATISFIABLE) for a, b in pairs]
+        top_ups = write_rows("queries_kept", query_rows(sampled, authors, ctx.seed),
+                             ctx.work.path("queries", "all", "top_ups"))
+        parts = [*files("queries_kept"), *([top_ups.path] if top_ups.rows else [])]
+        if parts:
+            ref = write_query(con, f"SELECT {number_queries_sql(arrow_schema('queries').names)} "
+                                   "FROM read_parquet(?, union_by_name = true)", [parts],
+                              "queries", ctx.work.path("queries", "all", "queries"))
+        else:
+            ref = write_rows("queries", [], ctx.work.path("queries", "all", "queries"))
+        summary = sampling_summary_sql(con, ref.path, counts, ctx.seed, rates)
+    return ref, summary

@@ -14,7 +14,8 @@ from time import perf_counter
 from typing import Protocol
 
 from tasks.base import StageResult
-from tasks.taggers import DEFAULT_MODEL, CityTagger, HumanTagger, Span
+from tasks.taggers import DEFAULT_MODEL, Span
+from tasks.taggers.registry import make_taggers
 from tasks.taggers.pipeline import PipelineTagger
 
 TABLE = "title_entities"
@@ -23,15 +24,18 @@ PARSE_BATCH = 2000  # titles parsed together: a title's spans do not depend on i
 
 
 class Tagger(Protocol):
-    name: str
-    version: str
+    name: str  # the kind of span it finds
+    version: str  # its registry id (tasks/taggers/registry.py)
 
     def tag_many(self, titles: list[str]) -> list[list[Span]]: ...
 
+    def fingerprint(self) -> dict: ...
+
 
 def default_taggers(model: str = DEFAULT_MODEL) -> list[Tagger]:
-    """The human and city taggers on one shared pipeline (model and gazetteers load once per process)."""
-    return [HumanTagger(model), CityTagger(model)]
+    """The configured taggers (tasks/taggers/registry.py: $KITAB_TAGGERS, else human_v3 and
+    city_v3); pipeline taggers share one spaCy pipeline (model and gazetteers load once per process)."""
+    return make_taggers(model=model)
 
 
 def tag_titles(titles: list[str], taggers: Sequence[Tagger]) -> dict[str, list[list[Span]]]:
@@ -136,10 +140,9 @@ def tag_probe(titles: Iterable[str], *, taggers: Sequence[Tagger] | None = None)
     while batch := [t.rstrip("\r\n") for t in islice(it, PROBE_BATCH)]:
         tagged = tag_titles(batch, taggers)
         for n, title in enumerate(batch):
-            names: dict[str, list[str]] = {"human": [], "city": []}
+            names: dict[str, list[str]] = {t.name: [] for t in taggers}
             for tagger in taggers:
                 for span in tagged[tagger.name][n]:
                     names.setdefault(span.kind, []).append(span.text)
-            yield json.dumps(
-                {"title": title, "human_names": names["human"], "city_names": names["city"]}, ensure_ascii=False
-            )
+            yield json.dumps({"title": title, **{f"{kind}_names": found for kind, found in names.items()}},
+                             ensure_ascii=False)

@@ -87,7 +87,7 @@ def test_more_than_two_authors_is_an_anthology() -> None:
 
 def test_empty_titles_and_the_authors_own_name() -> None:
     rows = [work(None, 1), work("  ", 2), work("!!!", 3), work("Toni Morrison", 4), work("MORRISON, Toni", 5),
-            work("Conversations with Toni Morrison", 6), work("Jules Verne", 7)]  # another writer's name is a title
+            work("Conversations with Toni Morrison", 6), work("Jules Verne", 7)]  # another author's name is a title
     result = run(rows)
     assert reasons(result) == {"/works/OL1W": "empty_title", "/works/OL2W": "empty_title", "/works/OL3W": "empty_title",
                                "/works/OL4W": "title_is_author_name", "/works/OL5W": "title_is_author_name"}
@@ -120,10 +120,10 @@ def test_impossible_years_become_missing_with_a_reason() -> None:
 
 def test_wikidata_cross_check_rule() -> None:
     wikidata = FakeWikidata([
-        ("Q1", "Hamlet", "Q692"),  # by another writer only -> dropped
+        ("Q1", "Hamlet", "Q692"),  # by another author only -> dropped
         ("Q2", "Beloved", "Q72334"),  # by our author (our title differs in case) -> kept
         ("Q3", "Beloved", "Q999"),  # also by someone else: still ours
-        ("Q5", "Sula", "Q999"),  # ours in different case, by another writer only -> dropped
+        ("Q5", "Sula", "Q999"),  # ours in different case, by another author only -> dropped
         *[(f"Q1{i}", "Home", f"Q50{i}") for i in range(MAX_OTHER_WRITERS + 1)],  # a common title -> kept
         ("Q4", "Untitled Work", None),  # no author on WikiData: no evidence
     ])
@@ -136,9 +136,9 @@ def test_wikidata_cross_check_rule() -> None:
 
 
 def test_wikidata_is_queried_once_per_batch_of_authors() -> None:
-    authors = [{"qid": f"Q{i:03d}", "name": f"Writer {i}", "birth_year": 1900} for i in range(120)]
-    rows = [work(f"Book {t} of writer {i}", i * 10 + t, f"Q{i:03d}") for i in range(120) for t in range(4)]
-    rows.append(work("Book 0 of writer 0", 9999, "Q001"))  # a title shared by two authors is sent once
+    authors = [{"qid": f"Q{i:03d}", "name": f"Author {i}", "birth_year": 1900} for i in range(120)]
+    rows = [work(f"Book {t} of author {i}", i * 10 + t, f"Q{i:03d}") for i in range(120) for t in range(4)]
+    rows.append(work("Book 0 of author 0", 9999, "Q001"))  # a title shared by two authors is sent once
     wikidata = FakeWikidata()
     result = clean_books(rows, authors, wikidata, today_year=TODAY, batch_size=50)
     assert len(wikidata.calls) == math.ceil(120 / 50) == result.stats["wikidata_queries"]

@@ -70,7 +70,7 @@ def test_snapshot_manifest_makes_a_folder_of_dump_files_a_snapshot(tmp_path):
     assert manifest["checksums"] == read_manifest(BUNDLED_SNAPSHOT)["checksums"]
     sources = open_sources("dump", Settings(warehouse=tmp_path / "wh"), snapshot=folder)
     try:  # the same files answer as the bundled snapshot does
-        rows = sources.wikidata.sample_writers(from_year=1925, to_year=1950, min_works=10, max_works=300)
+        rows = sources.wikidata.candidate_authors(from_year=1925, to_year=1950, min_works=10, max_works=300)
         assert rows.data["results"]["bindings"]
     finally:
         sources.close()

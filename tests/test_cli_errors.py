@@ -100,7 +100,7 @@ def test_a_truncated_file_is_named_by_the_mirror(tmp_path, name):
 
 @pytest.fixture(scope="module")
 def small_snapshot(tmp_path_factory) -> Path:
-    """26 candidate writers (the generator's minimum): a whole refresh is quick."""
+    """26 candidate authors (the generator's minimum): a whole refresh is quick."""
     from kitab.simulate.generator.generate import generate_snapshot
 
     folder = tmp_path_factory.mktemp("small") / "snapshot"
@@ -110,7 +110,7 @@ def small_snapshot(tmp_path_factory) -> Path:
 
 @pytest.mark.flow
 def test_an_error_inside_the_flow_is_one_line_and_publishes_nothing(tmp_path, small_snapshot):
-    """More writers asked for than are eligible: found after sampling, inside the Prefect flow,
+    """More authors asked for than are eligible: found after sampling, inside the Prefect flow,
     and still one line (no Prefect traceback); no release."""
     from kitab.core.warehouse import Warehouse
 
@@ -118,18 +118,18 @@ def test_an_error_inside_the_flow_is_one_line_and_publishes_nothing(tmp_path, sm
     # --quiet: the progress lines that precede an error found this late are left out
     result = kitab("refresh", "--source", "dump", "--snapshot", small_snapshot, "--authors", 1000,
                    "--release", "r", "--warehouse", tmp_path / "wh", "--quiet", env=env)
-    assert_user_error(result, "--authors 1000: only ", "writers are eligible", "--allow-fewer")
+    assert_user_error(result, "--authors 1000: only ", "authors are eligible", "--allow-fewer")
     assert Warehouse(tmp_path / "wh").committed_releases() == []
 
 
-def test_allow_fewer_publishes_the_eligible_writers_and_says_the_shortfall(tmp_path, small_snapshot):
+def test_allow_fewer_publishes_the_eligible_authors_and_says_the_shortfall(tmp_path, small_snapshot):
     from kitab.core.errors import BadValue
     from kitab.app.runs import run_refresh
     from kitab.core.warehouse import Warehouse
 
     kwargs = dict(source="dump", snapshot=small_snapshot, authors=1000, seed=3, release="r",
                   warehouse=tmp_path / "wh", direct=True)
-    with pytest.raises(BadValue, match="only .* writers are eligible"):
+    with pytest.raises(BadValue, match="only .* authors are eligible"):
         run_refresh(**kwargs)
     summary = run_refresh(**kwargs, allow_fewer=True)
     wanted = summary["authors"]

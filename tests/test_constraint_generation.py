@@ -37,7 +37,7 @@ def bibliographies(draw, max_authors=3):
                           "first_year": draw(st.none() | st.integers(1890, 2020)), "n_variants": len(variants),
                           "variant_titles": variants})
             if tagged == "all" or (tagged == "some" and b % 2):
-                flags[book_id] = {"has_human_name": draw(st.booleans()), "has_city_name": draw(st.booleans())}
+                flags[book_id] = {"human": draw(st.booleans()), "city": draw(st.booleans())}
     return authors, books, flags
 
 
@@ -91,7 +91,7 @@ def test_candidates_cover_every_letter_count_window_and_entity(data):
             assert all(b[0] == a[1] + 1 for a, b in zip(windows, windows[1:]))
         else:
             assert not windows
-        tagged = all(b.has_human_name is not None and b.has_city_name is not None for b in shelf)
+        tagged = all(b.has("human") is not None and b.has("city") is not None for b in shelf)
         assert len(by_type.get("human_name", ())) == len(by_type.get("city_name", ())) == (2 if tagged else 0)
         # every letter a title actually has is a satisfiable candidate
         present = {first_letter(t) for t in all_titles} - {None}
@@ -125,7 +125,7 @@ def test_rows_match_the_schema_and_read_like_kitab():
     titles = [("Beloved", 1987), ("The Bluest Eye", 1970), ("Sula", 1973), ("Jazz", 1992), ("Song of Solomon", 1977)]
     books = [{"book_id": f"b{i}", "author_qid": "Q72334", "canonical_title": t, "first_year": y,
               "n_variants": 1, "variant_titles": [t]} for i, (t, y) in enumerate(titles)]
-    flags = {f"b{i}": {"has_human_name": t in ("Sula", "Song of Solomon"), "has_city_name": False}
+    flags = {f"b{i}": {"human": t in ("Sula", "Song of Solomon"), "city": False}
              for i, (t, _) in enumerate(titles)}
     result = generate_constraints(authors, books, flags)
     rows = {r["constraint_id"]: r for r in result.tables["constraints"]}
@@ -163,7 +163,7 @@ def test_probe_line_format(line, parsed):
 
 def test_probe_prints_every_candidate_as_json():
     lines = ["Beloved (1987)\n", "The Bluest Eye (1970)\n", "\n", "Sula (1973)\n", "Paradise\n"]
-    out = [json.loads(line) for line in constraints_probe(lines, human=None, city=None)]
+    out = [json.loads(line) for line in constraints_probe(lines)]
     assert {o["type"] for o in out} == {"starts_with", "ends_with", "word_count", "year_range"}
     b = next(o for o in out if o["spec"] == {"type": "starts_with", "letter": "b"})
     assert b == {"type": "starts_with", "spec": {"type": "starts_with", "letter": "b"},
@@ -171,7 +171,7 @@ def test_probe_prints_every_candidate_as_json():
                  "S": 2, "N": 4, "kappa": 0.5}
     assert sum(o["type"] == "starts_with" for o in out) == 26
 
-    tagged = [json.loads(line) for line in constraints_probe(lines, human=lambda t: t == "Sula", city=None)]
+    tagged = [json.loads(line) for line in constraints_probe(lines, taggers={"human": lambda t: t == "Sula"})]
     human = [o for o in tagged if o["type"] == "human_name"]
     assert [(o["text"], o["mapped_titles"]) for o in human] == [
         ("Book contains a human name in its title.", ["Sula"]),
@@ -182,7 +182,7 @@ def test_probe_prints_every_candidate_as_json():
 def test_probe_agrees_with_the_stage():
     rng = random.Random(3)
     lines = [f"{' '.join(rng.sample(VOCAB, 3))} ({rng.randint(1950, 1999)})" for _ in range(12)]
-    probe = [json.loads(line) for line in constraints_probe(lines, human=None, city=None)]
+    probe = [json.loads(line) for line in constraints_probe(lines)]
     books = [{"book_id": f"line:{n}", "author_qid": "Q1", "canonical_title": split_title_year(line)[0],
               "first_year": split_title_year(line)[1], "n_variants": 1, "variant_titles": []}
              for n, line in enumerate(lines, start=1)]

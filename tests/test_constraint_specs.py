@@ -107,11 +107,11 @@ def test_year_range_is_inclusive_and_needs_a_year():
 
 
 def test_entity_verifiers_read_the_tagger_flags():
-    tagged = Book("b", ("Sula",), 1973, has_human_name=True, has_city_name=False)
+    tagged = Book("b", ("Sula",), 1973, entities=(("city", False), ("human", True)))
     assert HumanName(True).matches(tagged) and not HumanName(False).matches(tagged)
     assert CityName(False).matches(tagged) and not CityName(True).matches(tagged)
-    with pytest.raises(ValueError, match="has_city_name"):
-        CityName(True).matches(Book("b", ("Sula",), 1973, has_human_name=True))
+    with pytest.raises(ValueError, match="not tagged for city names"):
+        CityName(True).matches(Book("b", ("Sula",), 1973, entities=(("human", True),)))
 
 
 # --- rendering and parsing --------------------------------------------------------------

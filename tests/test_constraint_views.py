@@ -64,7 +64,7 @@ def rows():
             book_id = f"{qid}-b{i}"
             books.append({"book_id": book_id, "author_qid": qid, "canonical_title": title, "first_year": year,
                           "n_variants": 1 + len(variants), "variant_titles": [title, *variants]})
-            flags[book_id] = {"has_human_name": human, "has_city_name": title.startswith("Love")}
+            flags[book_id] = {"human": human, "city": title.startswith("Love")}
             works.extend({"author_qid": qid, "ol_author_key": "OL1A", "work_key": f"/works/{book_id}-{j}W",
                           "title": t, "source": "dump", "request_fingerprint": "x"}
                          for j, t in enumerate([title, *variants]))
@@ -127,7 +127,7 @@ def test_one_book_rows_have_kitab_columns_and_formats(catalog):
         q = by_query[row["query_id"]]
         assert row["constraint_type"] == q["kitab_constraint_type"]
         assert row["constraints"] == q["constraints"] and row["constraints"].startswith("Criterion 1: ")
-        assert row["constraint_id"] == q["kitab_constraint_id"]
+        assert row["constraint_id"] == q["kitab_index"]
         assert ast.literal_eval(row["mapped_books"]) == q["mapped_titles"]
         assert row["mapped_books"] == repr(q["mapped_titles"])  # Python's own repr, quote choice included
         author_books = sorted((b for b in books if b["author_qid"] == q["author_qid"]),

@@ -93,10 +93,10 @@ def pages(ol, key):
     return [(p.data, p.fingerprint, p.fetched_at) for p in ol.works_pages(key)]
 
 
-def assert_same_writers(dump: DumpWikidata, store: pyoxigraph.Store, windows, min_works=10, max_works=300):
+def assert_same_authors(dump: DumpWikidata, store: pyoxigraph.Store, windows, min_works=10, max_works=300):
     for start, end in windows:
-        mine = dump.sample_writers(from_year=start, to_year=end, min_works=min_works, max_works=max_works)
-        query = sparql("sample_writers", from_year=start, to_year=end, min_works=min_works, max_works=max_works)
+        mine = dump.candidate_authors(from_year=start, to_year=end, min_works=min_works, max_works=max_works)
+        query = sparql("candidate_authors", from_year=start, to_year=end, min_works=min_works, max_works=max_works)
         assert sorted_ol_ids(mine.data) == sorted_ol_ids(reference_select(store, query)), (start, end)
         assert mine.fingerprint == fingerprint("POST", "/sparql", body=query)
 
@@ -161,11 +161,11 @@ def person_labels(store) -> list[str]:
 # --- WikiData -----------------------------------------------------------------------------
 
 
-def test_sample_writers_equal_pyoxigraph_for_every_window(dump_wd, store, manifest):
-    assert_same_writers(dump_wd, store, WINDOWS)
-    # wider filters too: every writer with a work, and a window around the 1850 boundary case
-    assert_same_writers(dump_wd, store, [(1700, 2100), (1849, 1851)], min_works=1, max_works=10_000)
-    fetched = dump_wd.sample_writers(from_year=1850, to_year=1875, min_works=10, max_works=300)
+def test_sample_authors_equal_pyoxigraph_for_every_window(dump_wd, store, manifest):
+    assert_same_authors(dump_wd, store, WINDOWS)
+    # wider filters too: every author with a work, and a window around the 1850 boundary case
+    assert_same_authors(dump_wd, store, [(1700, 2100), (1849, 1851)], min_works=1, max_works=10_000)
+    fetched = dump_wd.candidate_authors(from_year=1850, to_year=1875, min_works=10, max_works=300)
     assert fetched.from_cache and fetched.fetched_at.isoformat().startswith(manifest["created_at"][:10])
 
 
@@ -180,7 +180,7 @@ def test_works_by_titles_equal_pyoxigraph(dump_wd, store, wikidata_labels, refer
 def test_counter_and_provenance(snapshot_dir, module_settings):
     source = DumpWikidata(snapshot_dir, module_settings)
     source.works_by_titles(["Beloved"])
-    source.sample_writers(from_year=1900, to_year=1925, min_works=10, max_works=300)
+    source.candidate_authors(from_year=1900, to_year=1925, min_works=10, max_works=300)
     assert (source.counter.sent, source.counter.cached) == (0, 2)
     source.close()
 
@@ -321,7 +321,7 @@ WD, WDT = "http://www.wikidata.org/entity/", "http://www.wikidata.org/prop/direc
 LABEL, LINKS = "<http://www.w3.org/2000/01/rdf-schema#label>", "<http://wikiba.se/ontology#sitelinks>"
 
 
-def _writer(qid: str, births: list[str], *, label: str | None = None, links: str = '"5"', ol: list[str] = (),
+def _author(qid: str, births: list[str], *, label: str | None = None, links: str = '"5"', ol: list[str] = (),
             works: int = 2, occupation: str = "Q36180", title: str | None = None) -> list[str]:
     me = f"<{WD}{qid}>"
     lines = [f"{me} <{WDT}P31> <{WD}Q5> .", f"{me} <{WDT}P106> <{WD}{occupation}> .",
@@ -344,21 +344,21 @@ def _dt(text: str) -> str:
 
 WIKIDATA_LINES = [
     "# a comment, then a blank line", "",
-    *_writer("Q1", [_dt("1900-05-01T00:00:00Z")], label='"Jos\\u00E9 \\"Pepe\\" O\'Brien \\U0001F600"@en',
+    *_author("Q1", [_dt("1900-05-01T00:00:00Z")], label='"Jos\\u00E9 \\"Pepe\\" O\'Brien \\U0001F600"@en',
              ol=['"OL1A"', '"OL2A"', '"OL2A"'], title='"Tab\\there"@en'),
-    *_writer("Q2", [_dt("1900-01-01T00:00:00Z")], label='"Upper"@EN', links='"07"', title='"Upper"@en'),
-    *_writer("Q3", [_dt("1910-01-01T00:00:00Z"), _dt("1870-01-01T00:00:00Z")], label='"Two births"@en'),
-    *_writer("Q4", [_dt("1900-01-01T00:00:00Z"), '"1890"'], label='"String birth"@en'),
-    *_writer("Q5", [_dt("1899-12-31T10:00:00")], label='"No zone, 14 h from 1900"@en'),
-    *_writer("Q6", [_dt("1899-12-31T09:59:59")], label='"No zone, more than 14 h"@en'),
-    *_writer("Q7", [_dt("1900-01-01T00:00:00+05:00")], label='"East of UTC"@en'),
-    *_writer("Q8", [_dt("1900-02-29T00:00:00Z")], label='"Not a leap year"@en'),
-    *_writer("Q9", [_dt("1899-12-31T24:00:00Z")], label='"Midnight is tomorrow"@en', ol=['"OL9A"@en']),
-    *_writer("Q10", [_dt("1905-01-01T00:00:00Z"), f'"1901-03"^^<{X}gYearMonth>'], label='"Month precision"@en'),
-    *_writer("Q11", [_dt("1901-01-01T00:00:00Z")], label='"Poet"@fr', occupation="Q49757", works=1),
-    *_writer("Q12", [_dt("1901-01-01T00:00:00Z")], label='"Journalist"@en', occupation="Q1930187"),
-    *_writer("Q13", [f"<{WD}genid1>"], label='"Unknown birth"@en'),
-    *_writer("Q14", [_dt("1902-01-01T00:00:00Z")], works=0, label='"No works"@en'),
+    *_author("Q2", [_dt("1900-01-01T00:00:00Z")], label='"Upper"@EN', links='"07"', title='"Upper"@en'),
+    *_author("Q3", [_dt("1910-01-01T00:00:00Z"), _dt("1870-01-01T00:00:00Z")], label='"Two births"@en'),
+    *_author("Q4", [_dt("1900-01-01T00:00:00Z"), '"1890"'], label='"String birth"@en'),
+    *_author("Q5", [_dt("1899-12-31T10:00:00")], label='"No zone, 14 h from 1900"@en'),
+    *_author("Q6", [_dt("1899-12-31T09:59:59")], label='"No zone, more than 14 h"@en'),
+    *_author("Q7", [_dt("1900-01-01T00:00:00+05:00")], label='"East of UTC"@en'),
+    *_author("Q8", [_dt("1900-02-29T00:00:00Z")], label='"Not a leap year"@en'),
+    *_author("Q9", [_dt("1899-12-31T24:00:00Z")], label='"Midnight is tomorrow"@en', ol=['"OL9A"@en']),
+    *_author("Q10", [_dt("1905-01-01T00:00:00Z"), f'"1901-03"^^<{X}gYearMonth>'], label='"Month precision"@en'),
+    *_author("Q11", [_dt("1901-01-01T00:00:00Z")], label='"Poet"@fr', occupation="Q49757", works=1),
+    *_author("Q12", [_dt("1901-01-01T00:00:00Z")], label='"Journalist"@en', occupation="Q1930187"),
+    *_author("Q13", [f"<{WD}genid1>"], label='"Unknown birth"@en'),
+    *_author("Q14", [_dt("1902-01-01T00:00:00Z")], works=0, label='"No works"@en'),
     f"<{WD}Q1W0>\t<{WDT}P50>\t<{WD}Q1> .",  # the same triple again, tab-separated
     f"_:b1 <{WDT}P50> <{WD}Q2> .",
     f'<{WD}T1> {LABEL} "Same title"@en .', f"<{WD}T1> <{WDT}P50> <{WD}Q1> .", f"<{WD}T1> <{WDT}P50> <{WD}Q2> .",
@@ -446,10 +446,10 @@ def tricky(tmp_path_factory) -> Path:
 def test_awkward_wikidata_records_equal_pyoxigraph(tricky, tmp_path):
     source = DumpWikidata(tricky, Settings(warehouse=tmp_path))
     reference = load_store(tricky)
-    assert_same_writers(source, reference, [(1850, 1900), (1900, 1925), (1890, 1910), (1800, 2000)], 1, 300)
-    assert_same_writers(source, reference, [(1900, 1901), (1899, 1900)], 0, 1)
-    got = {b["writer"]["value"].rsplit("/", 1)[1]: b for b in
-           source.sample_writers(from_year=1900, to_year=1925, min_works=1, max_works=300).data["results"]["bindings"]}
+    assert_same_authors(source, reference, [(1850, 1900), (1900, 1925), (1890, 1910), (1800, 2000)], 1, 300)
+    assert_same_authors(source, reference, [(1900, 1901), (1899, 1900)], 0, 1)
+    got = {b["author"]["value"].rsplit("/", 1)[1]: b for b in
+           source.candidate_authors(from_year=1900, to_year=1925, min_works=1, max_works=300).data["results"]["bindings"]}
     # a sanity check that the edge cases are exercised, not only agreed on
     assert {"Q1", "Q2", "Q9", "Q11"} <= got.keys() and not {"Q3", "Q4", "Q5", "Q6", "Q7", "Q8", "Q12"} & got.keys()
     assert got["Q1"]["name"]["value"] == 'José "Pepe" O\'Brien \U0001F600' and got["Q2"]["sitelinks"]["value"] == "7"
@@ -491,7 +491,7 @@ def test_nt_unescape():
 
 
 def test_xsd_year_bounds_match_pyoxigraph():
-    """YEAR() and the window comparisons of sample_writers.rq, for random (often invalid)
+    """YEAR() and the window comparisons of candidate_authors.rq, for random (often invalid)
     dateTime spellings, against pyoxigraph itself."""
     rng = random.Random(7)
     parts = [["1889", "1890", "0000", "-0004", "-0001", "12345", "01890", "999"], ["01", "12", "02", "13", "1"],

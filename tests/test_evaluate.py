@@ -93,9 +93,9 @@ def test_every_answer_title_names_its_own_book(books):
 # --- scoring ------------------------------------------------------------------------------
 
 def truth(criteria: str, mapped: list[str], books=None, raw=()) -> QueryTruth:
-    books = books or [Book("b1", ("Beloved",), 1987, True, False), Book("b2", ("The Bluest Eye",), 1970, False, False),
-                      Book("b3", ("Sula",), 1973, True, False), Book("b4", ("Clock",), 1990, False, False),
-                      Book("b5", ("The Old Clock",), 2001, False, False)]
+    books = books or [Book("b1", ("Beloved",), 1987, entities=(("city", False), ("human", True))), Book("b2", ("The Bluest Eye",), 1970, entities=(("city", False), ("human", False))),
+                      Book("b3", ("Sula",), 1973, entities=(("city", False), ("human", True))), Book("b4", ("Clock",), 1990, entities=(("city", False), ("human", False))),
+                      Book("b5", ("The Old Clock",), 2001, entities=(("city", False), ("human", False)))]
     return QueryTruth("q", tuple(parse_criteria(criteria)), tuple(books), tuple(mapped), tuple(raw))
 
 
@@ -126,7 +126,7 @@ def test_nested_titles_are_credited_to_the_book_named():
 
 
 def test_accents_are_not_folded():
-    books = [Book("b1", ("Bogotá",), 1990, False, True), Book("b2", ("Lima",), 1991, False, True)]
+    books = [Book("b1", ("Bogotá",), 1990, entities=(("city", True), ("human", False))), Book("b2", ("Lima",), 1991, entities=(("city", True), ("human", False)))]
     t = truth("Criterion 1: Book title ends with the letter a.", ["Lima"], books)
     assert rates(score_answer(t, ["Lima"])) == (1.0, 0.0, 0.0, 1.0, True)
     assert score_answer(t, ["Lima", "Bogotá"]).n_unsatisfied == 1
@@ -190,7 +190,7 @@ def bibliography(draw):
         books.append({"book_id": book_id, "author_qid": "Q1", "canonical_title": variants[0],
                       "first_year": draw(st.none() | st.integers(1950, 1965)), "n_variants": len(variants),
                       "variant_titles": sorted(variants)})
-        flags[book_id] = {"has_human_name": draw(st.booleans()), "has_city_name": draw(st.booleans())}
+        flags[book_id] = {"human": draw(st.booleans()), "city": draw(st.booleans())}
     assume(len({normalise_title(b["canonical_title"]) for b in books}) == len(books))  # dedup's job
     return authors, books, flags
 
@@ -205,7 +205,7 @@ def test_every_query_of_a_bibliography_scores_its_own_ground_truth_perfectly(dat
                                two_unsatisfiable_share=0.5)
     queries = sample_queries(constraints, authors, books, seed=1, rates=everything).tables["queries"]
     ordered = sorted(books, key=lambda b: (b["canonical_title"], b["book_id"]))
-    metadata = tuple(Book(b["book_id"], (b["canonical_title"],), b["first_year"], **flags[b["book_id"]])
+    metadata = tuple(Book(b["book_id"], (b["canonical_title"],), b["first_year"], entities=tuple(sorted(flags[b["book_id"]].items())))
                      for b in ordered)
     raw = tuple(t for b in books for t in b["variant_titles"])
     assert queries

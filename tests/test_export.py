@@ -117,8 +117,8 @@ def test_every_config_loads_offline_with_kitab_columns_and_the_views_rows(export
     assert {one.features["Birth Year"].dtype, one.features["constraint_id"].dtype} == {"int64"}
 
 
-def test_synthetic_flags_mark_the_generated_writers_and_books(exported):
-    """The bundled snapshot mixes real KITAB writers with generated ones (ids above 990000000,
+def test_synthetic_flags_mark_the_generated_authors_and_books(exported):
+    """The bundled snapshot mixes real KITAB authors with generated ones (ids above 990000000,
     MANIFEST.json synthetic.rule): the last column of author-metadata and book-metadata says which."""
     out, _ = exported
 
@@ -158,13 +158,13 @@ def test_card_states_license_citation_version_provenance_and_earlier_releases(ex
     header = card_header(out)
     assert header["license"] == "mit"
     assert "2310.15511" in text and "@misc{abdin2023kitab" in text
-    ledger = {r["release_id"]: r for r in Warehouse(warehouse).read_table("releases").to_pylist()}
+    ledger = {r["release"]: r for r in Warehouse(warehouse).read_table("releases").to_pylist()}
     assert f"release **`{RELEASE}`**" in text and f"`{EARLIER}`" in text  # earlier release listed
     assert ledger[RELEASE]["code_version"] in text and ledger[RELEASE]["snapshot_id"] in text
     for table, checksum in json.loads(ledger[RELEASE]["checksums"]).items():
         assert checksum in text, table
     provenance = json.loads((out / "provenance.json").read_text())
-    assert provenance["release_id"] == provenance["hub_tag"] == RELEASE
+    assert provenance["release"] == provenance["hub_tag"] == RELEASE
     assert provenance["earlier_releases"] == [EARLIER]
     for path, info in provenance["files"].items():
         assert sha256(out / path) == info["sha256"], path
@@ -196,7 +196,7 @@ def test_export_is_deterministic_atomic_and_refuses_to_overwrite(exported, wareh
         export_release(warehouse, RELEASE, elsewhere)
     assert (elsewhere / "README.md").read_text() == "edited by hand"
     replaced = export_release(warehouse, EARLIER, elsewhere, force=True)
-    assert replaced["written"] is True and json.loads((elsewhere / "provenance.json").read_text())["release_id"] == EARLIER
+    assert replaced["written"] is True and json.loads((elsewhere / "provenance.json").read_text())["release"] == EARLIER
 
     other = tmp_path / "other"
     other.mkdir()
@@ -220,7 +220,7 @@ def test_report_renders_the_same_quality_section_as_the_card(exported, warehouse
     quality, stages = text.split("\n## Refresh stages\n")
     assert text.startswith("## Quality\n") and quality in card and "## Refresh stages" not in card
     recorded = json.loads(Warehouse(warehouse).ledger_row(RELEASE)["stages"])
-    assert [r["stage"] for r in recorded] == ["start", "sample", "collect", "tag", "constrain", "sample_queries",
+    assert [r["stage"] for r in recorded] == ["start", "sample_authors", "collect", "tag_entities", "generate_constraints", "sample_queries",
                                               "publish"]
     for r in recorded:
         assert re.search(rf"^\| (\*\*)?{r['stage']}(\*\*)? \| ", stages, re.MULTILINE), (r, stages)
@@ -278,7 +278,7 @@ def test_push_uploads_the_folder_and_tags_the_commit_with_the_release(exported, 
         pushed = {path: hashlib.sha256(data).hexdigest() for path, data in repo.head.files.items()}
         assert pushed == {**tree(out), ".gitattributes": pushed[".gitattributes"]}  # stale file deleted
         tagged_earlier = repo.resolve(EARLIER).files
-        assert json.loads(tagged_earlier["provenance.json"])["release_id"] == EARLIER
+        assert json.loads(tagged_earlier["provenance.json"])["release"] == EARLIER
 
         n_commits = len(repo.commits)
         with pytest.raises(ReleaseAlreadyPushed):

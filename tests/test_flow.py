@@ -30,7 +30,7 @@ def test_refresh_twice_is_idempotent_and_free(harness, tmp_path, snapshot_dir, m
     assert first["checksums"] == second["checksums"]
     wh = Warehouse(tmp_path)
     with wh.connect() as con:
-        recorded = json.loads(con.execute("select checksums from releases where release_id = 't1'").fetchone()[0])
+        recorded = json.loads(con.execute("select checksums from releases where release = 't1'").fetchone()[0])
         assert con.execute("select count(*) from authors").fetchone()[0] == 12
     # the ledger's checksums are those of the files on disk, for every table of the release
     assert recorded == {t: sha256_file(path) for t, path in wh.committed_files("t1").items()}

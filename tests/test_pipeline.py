@@ -23,7 +23,7 @@ def _refresh(tmp_path, name: str, **kwargs) -> dict:
 
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory) -> dict:
-    """Direct (no Prefect), threads and a process per core, one batch of every writer."""
+    """Direct (no Prefect), threads and a process per core, one batch of every author."""
     return _refresh(tmp_path_factory.mktemp("pipeline"), "reference", direct=True, batch_size=500)
 
 
@@ -35,7 +35,7 @@ def test_batch_size_one_gives_the_same_bytes(reference, tmp_path):
 
 @pytest.mark.flow
 def test_dask_local_cluster_gives_the_same_bytes(reference, tmp_path):
-    """The Prefect flow on a 2-worker Dask LocalCluster, batches of 4 writers."""
+    """The Prefect flow on a 2-worker Dask LocalCluster, batches of 4 authors."""
     from prefect.testing.utilities import prefect_test_harness
 
     with prefect_test_harness(server_startup_timeout=120):

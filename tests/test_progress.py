@@ -51,14 +51,14 @@ def test_progress_counts_parts_requests_and_eta():
     p = Progress(clock)
     ol = Client(cap=1.0)
     with p.watching({"Open Library": ol}):
-        p.stage("collect", total=10, unit="writers", tasks=2)
+        p.stage("collect", total=10, unit="authors", tasks=2)
         clock.now += 4
         for _ in range(4):
             ol.counter.record(from_cache=False)
         ol.counter.record(from_cache=True)  # a cache hit is not a request
-        p.advance("collect", 0, 2)  # in-process, writer by writer
+        p.advance("collect", 0, 2)  # in-process, author by author
         p.advance("collect", 0, 1)  # late and smaller: ignored
-        p.advance("tag", 0, 9)  # not the running stage: ignored
+        p.advance("tag_entities", 0, 9)  # not the running stage: ignored
         status = p.status()
         assert (status.done, status.total, status.requests) == (2, 10, 4)
         assert status.eta == pytest.approx(4 / 2 * 8)
@@ -95,7 +95,7 @@ def test_unknown_stage_is_refused_and_a_failing_view_is_dropped():
     p.subscribe(broken)
     p.subscribe(lambda progress, event: seen.append(event))
     p.stage("start")  # the refresh goes on
-    p.stage("sample")
+    p.stage("sample_authors")
     assert seen == ["stage", "stage"]
 
 
@@ -106,7 +106,7 @@ def test_tracking_gives_steps_the_outer_progress():
     with tracking("r1", outer) as first:
         with tracking("r1", Progress()) as inner:  # the flow, inside `kitab refresh`: the CLI's object
             assert inner is first is outer
-            outer.stage("collect", total=3, unit="writers")
+            outer.stage("collect", total=3, unit="authors")
             step_progress("r1", "collect", 0)(2)
             step_progress("r2", "collect", 0)(3)  # another release: not this one's
         assert outer.status().done == 2
@@ -145,12 +145,12 @@ def test_plain_lines_one_per_stage_then_every_few_seconds():
     view = PlainLines(lines.append, every=5.0, heartbeat=30.0, clock=clock)
     p.subscribe(view)
     p.begin(release="r", source="mirror", authors=4, batch_size=2)
-    p.stage("sample")
+    p.stage("sample_authors")
     clock.now += 1.5
     p.end_stage(rows=4, requests=3)
-    p.stage("collect", total=4, unit="writers", tasks=2)
+    p.stage("collect", total=4, unit="authors", tasks=2)
     assert lines[-1] == "kitab: 0:01 collect (3/7) started: Open Library match and works, cleaning, dedup " \
-                        "(sample 1.5 s, 4 writers)"
+                        "(sample_authors 1.5 s, 4 authors)"
     n = len(lines)
     for _ in range(3):  # ticks every second: a line once 5 s have passed and something moved
         clock.now += 1
@@ -162,7 +162,7 @@ def test_plain_lines_one_per_stage_then_every_few_seconds():
     clock.now += 1
     view.tick(p)
     assert len(lines) == n + 1
-    assert lines[-1].startswith("kitab: 0:06 collect (3/7): 1 / 4 writers (25%) · 3 requests · ETA 15.0 s")
+    assert lines[-1].startswith("kitab: 0:06 collect (3/7): 1 / 4 authors (25%) · 3 requests · ETA 15.0 s")
     clock.now += 29
     view.tick(p)  # nothing moved: no line before the heartbeat
     assert len(lines) == n + 1
@@ -171,7 +171,7 @@ def test_plain_lines_one_per_stage_then_every_few_seconds():
     assert len(lines) == n + 2
     p.finish()
     assert lines[-1].startswith("kitab: 0:36 done in 36.5 s · 3 requests; collect ")
-    assert [line.split()[2] for line in lines[:2]] == ["refreshing", "sample"]
+    assert [line.split()[2] for line in lines[:2]] == ["refreshing", "sample_authors"]
 
 
 def test_live_view_shows_every_stage_and_the_running_one():
@@ -182,27 +182,27 @@ def test_live_view_shows_every_stage_and_the_running_one():
     p.begin(release="r", source="dump", authors=1000, batch_size=250)
     p.stage("start")
     clock.now += 0.4
-    p.stage("sample")
+    p.stage("sample_authors")
     clock.now += 1.3
     p.end_stage(rows=1000)
-    p.stage("collect", total=1000, unit="writers", tasks=4)
+    p.stage("collect", total=1000, unit="authors", tasks=4)
     p.part_done(0, 250)
     clock.now += 10
     console = Console(width=100, record=True, color_system=None)
     console.print(render_status(p.status()))
     text = console.export_text()
-    assert "kitab refresh · release r · source dump · 1,000 writers · batches of 250" in text
-    assert re.search(r"✓ sample\s+1\.3 s\s+1,000 writers", text)
-    assert re.search(r"collect .*250 / 1,000 writers\s+25% · 1/4 tasks · ETA 30\.0 s", text)
+    assert "kitab refresh · release r · source dump · 1,000 authors · batches of 250" in text
+    assert re.search(r"✓ sample_authors\s+1\.3 s\s+1,000 authors", text)
+    assert re.search(r"collect .*250 / 1,000 authors\s+25% · 1/4 tasks · ETA 30\.0 s", text)
     assert all(name in text for name in STAGES)
     assert max(len(line) for line in text.splitlines()) <= 100
 
 
 # -- the pipeline reports its own progress ------------------------------------------------------
 
-def test_a_direct_run_reports_stages_writers_and_requests(mirror, tmp_path):
-    """Through the session's mirror, batches of 5 writers on threads: every stage in order,
-    writers counted one by one up to the total, and every request the clients sent."""
+def test_a_direct_run_reports_stages_authors_and_requests(mirror, tmp_path):
+    """Through the session's mirror, batches of 5 authors on threads: every stage in order,
+    authors counted one by one up to the total, and every request the clients sent."""
     from kitab.app.runs import run_refresh
 
     p, events = Progress(), []
@@ -212,8 +212,8 @@ def test_a_direct_run_reports_stages_writers_and_requests(mirror, tmp_path):
     started = [s.stage for e, s in events if e == "stage"]
     assert started == list(STAGES)
     collect = [s.done for e, s in events if e == "advance" and s.stage == "collect"]
-    assert max(collect) == collect[-1] == 12  # the last batch's end comes after every writer's report
-    assert set(collect) - {5, 10, 12}, "writers are reported one by one, not only per batch"
+    assert max(collect) == collect[-1] == 12  # the last batch's end comes after every author's report
+    assert set(collect) - {5, 10, 12}, "authors are reported one by one, not only per batch"
     status = p.status()
     assert status.ended and status.requests == summary["requests_made"] > 0
     services = {s.name: s for s in status.services}
@@ -221,11 +221,11 @@ def test_a_direct_run_reports_stages_writers_and_requests(mirror, tmp_path):
     assert sum(s.sent for s in services.values()) == status.requests
     records = {r["stage"]: r for r in summary["stages"]}
     counts = json.loads(Warehouse(tmp_path).ledger_row("p")["counts"])
-    assert (records["sample"]["rows"], records["collect"]["tasks"]) == (12, 3)
+    assert (records["sample_authors"]["rows"], records["collect"]["tasks"]) == (12, 3)
     assert records["collect"]["rows"] == counts["works_raw"]
-    assert records["constrain"]["rows"] == counts["constraints"]
+    assert records["generate_constraints"]["rows"] == counts["constraints"]
     assert records["sample_queries"]["rows"] == counts["queries"]
-    assert records["sample"]["requests"] + records["collect"]["requests"] == summary["requests_made"]
+    assert records["sample_authors"]["requests"] + records["collect"]["requests"] == summary["requests_made"]
     # the ledger keeps the same stages (publish: up to the commit)
     ledger = parse_stages(Warehouse(tmp_path).ledger_row("p")["stages"])
     assert [r["stage"] for r in ledger] == list(STAGES)
@@ -267,10 +267,10 @@ def test_kitab_refresh_prints_progress_lines_then_the_summary_or_json(tmp_path):
 
 # -- the ledger's stages column, shown by `kitab releases` and `kitab report` --------------------
 
-STAGES_BEFORE_PUBLISH = [{"stage": "start", "seconds": 0.4}, {"stage": "sample", "seconds": 1.3, "rows": 2},
+STAGES_BEFORE_PUBLISH = [{"stage": "start", "seconds": 0.4}, {"stage": "sample_authors", "seconds": 1.3, "rows": 2},
                          {"stage": "collect", "seconds": 754.2, "rows": 2, "tasks": 1, "requests": 1234},
-                         {"stage": "tag", "seconds": 8.1, "rows": 2, "tasks": 1},
-                         {"stage": "constrain", "seconds": 2.0, "rows": 0, "tasks": 1},
+                         {"stage": "tag_entities", "seconds": 8.1, "rows": 2, "tasks": 1},
+                         {"stage": "generate_constraints", "seconds": 2.0, "rows": 0, "tasks": 1},
                          {"stage": "sample_queries", "seconds": 0.8, "rows": 0}]
 
 
@@ -325,10 +325,10 @@ def test_releases_from_before_the_stages_column_still_list_and_report(tmp_path):
     put(wh, "new", ["Q2"])
     both = releases_output(tmp_path)
     assert re.search(r"old(\s+–){8}", both) and "12m 34s" in both, both
-    result = CliRunner().invoke(app, ["sql", "select release_id, stages is null as missing from releases "
+    result = CliRunner().invoke(app, ["sql", "select release, stages is null as missing from releases "
                                       "order by all", "--warehouse", str(tmp_path), "--output", "json"])
     assert [json.loads(line) for line in result.output.splitlines()] == [
-        {"release_id": "new", "missing": False}, {"release_id": "old", "missing": True}]
+        {"release": "new", "missing": False}, {"release": "old", "missing": True}]
     assert "Not recorded: release `old` was made before kitab recorded stage timings." in \
         stages_section("old", wh.ledger_row("old"))
     section = stages_section("new", wh.ledger_row("new"))
@@ -341,7 +341,17 @@ def test_status_line_before_and_after():
     clock = Clock()
     p = Progress(clock)
     assert status_line(p.status()) == "starting"
-    p.stage("tag")
-    assert status_line(p.status()) == "tag (4/7): tagging names and cities in titles · 0 requests"
+    p.stage("tag_entities")
+    assert status_line(p.status()) == "tag_entities (4/7): tagging names and cities in titles · 0 requests"
     p.plan(total=0, unit="titles")
-    assert status_line(p.status()) == "tag (4/7): 0 / 0 titles · 0 requests"
+    assert status_line(p.status()) == "tag_entities (4/7): 0 / 0 titles · 0 requests"
+
+
+def test_ledgers_from_before_the_stage_vocabulary_read_with_todays_step_names():
+    from kitab.core.progress import STAGES, parse_stages
+
+    old = [{"stage": "start", "seconds": 0.1}, {"stage": "sample", "seconds": 1.0}, {"stage": "tag", "seconds": 2.0},
+           {"stage": "constrain", "seconds": 3.0}, {"stage": "publish", "seconds": 0.5}]
+    assert [r["stage"] for r in parse_stages(json.dumps(old))] == \
+        ["start", "sample_authors", "tag_entities", "generate_constraints", "publish"]
+    assert set(r["stage"] for r in parse_stages(json.dumps(old))) <= set(STAGES)

@@ -1,6 +1,6 @@
 """Sources that fail, through the real clients and the local mirror: a Retry-After above the
-cap and exhausted retries cost one writer (a ``source_unavailable`` reject), not the release
-and never a hang; too many such writers fail the refresh with nothing published; a sampling
+cap and exhausted retries cost one author (a ``source_unavailable`` reject), not the release
+and never a hang; too many such authors fail the refresh with nothing published; a sampling
 window WDQS times out on is split; a seeded random fault mix changes nothing in the tables."""
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from kitab.sources import open_sources
 from kitab.sources.http import SourceUnavailable
 from kitab.core.warehouse import Warehouse
 from tasks.match_openlibrary import match_author
-from tasks.sample_authors import fetch_candidates, sample_writers
+from tasks.sample_authors import fetch_candidates, sample_authors
 
 AUTHORS, SEED = 12, 11
 TABLES = ("authors", "works_raw", "books", "title_variants", "title_entities", "constraints", "queries", "rejects",
@@ -43,8 +43,8 @@ def faults(mirror):
 
 @pytest.fixture(scope="module")
 def sampled(mirror, tmp_path_factory) -> list[dict]:
-    """The writers a refresh with AUTHORS and SEED samples, each with its Open Library key
-    (computed with the stage functions, so the tests can aim a fault at one writer)."""
+    """The authors a refresh with AUTHORS and SEED samples, each with its Open Library key
+    (computed with the stage functions, so the tests can aim a fault at one author)."""
     from kitab.core.config import Settings
 
     settings = Settings(warehouse=tmp_path_factory.mktemp("sampled"))
@@ -53,8 +53,8 @@ def sampled(mirror, tmp_path_factory) -> list[dict]:
         pool, _ = fetch_candidates(sources.wikidata, first_year=settings.birth_year_min, last_year_exclusive=2100,
                                    window=settings.birth_year_window, min_works=settings.min_works,
                                    max_works=settings.max_works)
-        writers = sample_writers(pool, n=AUTHORS, seed=SEED, exclude_qids=set()).tables["sampled"]
-        return [{**w, "ol_author_key": match_author(w, sources.openlibrary)[0]["ol_author_key"]} for w in writers]
+        authors = sample_authors(pool, n=AUTHORS, seed=SEED, exclude_qids=set()).tables["sampled"]
+        return [{**w, "ol_author_key": match_author(w, sources.openlibrary)[0]["ol_author_key"]} for w in authors]
     finally:
         sources.close()
 
@@ -101,18 +101,18 @@ def rejects_of(warehouse, qid: str) -> list[dict]:
         return [dict(zip([d[0] for d in cursor.description], r)) for r in cursor.fetchall()]
 
 
-def assert_only_writer_lost(warehouse, writer: dict, stage: str, status: int, attempts: int) -> None:
-    """Published, without ``writer``; its one rejects row says why, with the URL it failed on."""
+def assert_only_author_lost(warehouse, author: dict, stage: str, status: int, attempts: int) -> None:
+    """Published, without ``author``; its one rejects row says why, with the URL it failed on."""
     assert rows(warehouse, "releases")  # the release was committed
-    assert writer["qid"] not in {q for (q,) in rows(warehouse, "(select qid from authors)")}
-    assert writer["qid"] not in {q for (q,) in rows(warehouse, "(select qid from released_authors)")}
+    assert author["qid"] not in {q for (q,) in rows(warehouse, "(select qid from authors)")}
+    assert author["qid"] not in {q for (q,) in rows(warehouse, "(select qid from released_authors)")}
     assert len(rows(warehouse, "authors")) == AUTHORS - 1
-    (rejected,) = rejects_of(warehouse, writer["qid"])
+    (rejected,) = rejects_of(warehouse, author["qid"])
     evidence = json.loads(rejected.pop("evidence"))
     assert rejected == {"stage": stage, "reason": "source_unavailable", "record_kind": "author",
-                        "record_id": writer["qid"], "author_qid": writer["qid"]}
+                        "record_id": author["qid"], "author_qid": author["qid"]}
     assert (evidence["status"], evidence["attempts"]) == (status, attempts)
-    assert writer["ol_author_key"] in evidence["url"]
+    assert author["ol_author_key"] in evidence["url"]
 
 
 # -- one request ---------------------------------------------------------------------------
@@ -133,37 +133,37 @@ def test_retry_after_above_the_cap_fails_at_once_and_leaves_the_gate_open(mirror
         sources.close()
 
 
-# -- one writer in a refresh ---------------------------------------------------------------
+# -- one author in a refresh ---------------------------------------------------------------
 
-def test_retry_after_above_the_cap_rejects_that_writer_and_publishes(mirror, faults, sampled, tmp_path, quick_env):
-    writer = next(w for w in sampled if w["ol_author_key"])
-    faults.add(Fault("status", path_prefix="/search.json", query=f"author_key={writer['ol_author_key']}",
+def test_retry_after_above_the_cap_rejects_that_author_and_publishes(mirror, faults, sampled, tmp_path, quick_env):
+    author = next(w for w in sampled if w["ol_author_key"])
+    faults.add(Fault("status", path_prefix="/search.json", query=f"author_key={author['ol_author_key']}",
                      status=429, retry_after=99999, times=None))
     summary = refresh(mirror, tmp_path)
     assert summary["stage_counts"]["source unavailable"] == 1
-    assert_only_writer_lost(tmp_path, writer, "fetch_works", status=429, attempts=1)
+    assert_only_author_lost(tmp_path, author, "fetch_works", status=429, attempts=1)
 
 
-def test_an_always_503_writer_is_rejected_after_bounded_retries(mirror, faults, sampled, tmp_path, quick_env):
-    writer = next(w for w in sampled if w["ol_author_key"] and w["wd_ol_ids"] == [w["ol_author_key"]])
-    faults.add(Fault("status", path_prefix=f"/authors/{writer['ol_author_key']}.json", status=503, times=None))
+def test_an_always_503_author_is_rejected_after_bounded_retries(mirror, faults, sampled, tmp_path, quick_env):
+    author = next(w for w in sampled if w["ol_author_key"] and w["wd_ol_ids"] == [w["ol_author_key"]])
+    faults.add(Fault("status", path_prefix=f"/authors/{author['ol_author_key']}.json", status=503, times=None))
     refresh(mirror, tmp_path)
-    assert_only_writer_lost(tmp_path, writer, "match_openlibrary", status=503, attempts=6)  # max_attempts
+    assert_only_author_lost(tmp_path, author, "match_openlibrary", status=503, attempts=6)  # max_attempts
 
 
 def test_over_the_failure_share_the_refresh_fails_and_publishes_nothing(mirror, faults, sampled, tmp_path,
                                                                        quick_env):
     lost = [w for w in sampled if w["ol_author_key"]][:2]
-    for writer in lost:
-        faults.add(Fault("status", path_prefix="/search.json", query=f"author_key={writer['ol_author_key']}",
+    for author in lost:
+        faults.add(Fault("status", path_prefix="/search.json", query=f"author_key={author['ol_author_key']}",
                          status=503, times=None))
     with pytest.raises(KitabError) as failed:
         refresh(mirror, tmp_path, max_failed_share=0.1)
-    assert str(failed.value) == (f"2 of {AUTHORS} writers (16.7%) failed: source unavailable (max 10%); "
+    assert str(failed.value) == (f"2 of {AUTHORS} authors (16.7%) failed: source unavailable (max 10%); "
                                  "nothing published")
     assert Warehouse(tmp_path).committed_releases() == []
     assert not (tmp_path / "tables" / "authors").exists()
-    # the source is back: the same command asks again for the lost writers (their batch was not
+    # the source is back: the same command asks again for the lost authors (their batch was not
     # checkpointed) and publishes all of them
     faults.clear()
     summary = refresh(mirror, tmp_path, max_failed_share=0.1)
@@ -204,7 +204,7 @@ def sample_through(mirror, settings) -> tuple[list[dict], list[str]]:
 
 
 def test_a_sampling_window_that_times_out_is_split(mirror, faults, settings, tmp_path):
-    """The bundled snapshot has 25, 58 and 35 writers in three 25-year windows, at most 6 per
+    """The bundled snapshot has 25, 58 and 35 authors in three 25-year windows, at most 6 per
     birth year: with 'more than 20 rows times out' those three are split, and the candidates and
     the seeded sample are exactly those of a run without the fault."""
     clean, clean_queries = sample_through(mirror, settings)
@@ -216,12 +216,12 @@ def test_a_sampling_window_that_times_out_is_split(mirror, faults, settings, tmp
     assert len(split_queries) == len(clean_queries) + timeouts  # each timeout: one query becomes two
     assert split == clean
     for seed in (1, 2, 3):
-        assert (sample_writers(split, n=40, seed=seed, exclude_qids=set()).tables
-                == sample_writers(clean, n=40, seed=seed, exclude_qids=set()).tables)
+        assert (sample_authors(split, n=40, seed=seed, exclude_qids=set()).tables
+                == sample_authors(clean, n=40, seed=seed, exclude_qids=set()).tables)
 
 
 def test_a_one_year_window_that_still_times_out_is_an_error_naming_it(mirror, faults, settings):
-    faults.wdqs_timeout_rows = 5  # 1939 has 6 writers
+    faults.wdqs_timeout_rows = 5  # 1939 has 6 authors
     with pytest.raises(KitabError, match="born in 1939"):
         sample_through(mirror, settings)
 
@@ -271,15 +271,15 @@ def test_mirror_serve_rejects_a_bad_fault_spec():
 def test_max_failed_share_from_the_command_line_through_the_flow(mirror, faults, sampled, tmp_path, quick_env,
                                                                  monkeypatch):
     """The one flow-level test: `kitab refresh --max-failed-share` is the refresh flow's parameter.
-    One writer of twelve lost (8.3%): under the default 10% it would publish; 5% refuses."""
+    One author of twelve lost (8.3%): under the default 10% it would publish; 5% refuses."""
     from prefect.testing.utilities import prefect_test_harness
     from typer.testing import CliRunner
 
     from kitab.app.cli import app
 
     monkeypatch.setenv("KITAB_WAREHOUSE", str(tmp_path))  # the CLI sets it; restored after the test
-    writer = next(w for w in sampled if w["ol_author_key"])
-    faults.add(Fault("status", path_prefix="/search.json", query=f"author_key={writer['ol_author_key']}",
+    author = next(w for w in sampled if w["ol_author_key"])
+    faults.add(Fault("status", path_prefix="/search.json", query=f"author_key={author['ol_author_key']}",
                      status=503, times=None))
     args = ["refresh", "--mirror-url", mirror.url, "--authors", str(AUTHORS), "--seed", str(SEED), "--release", "r",
             "--warehouse", str(tmp_path)]
@@ -287,6 +287,6 @@ def test_max_failed_share_from_the_command_line_through_the_flow(mirror, faults,
         refused = CliRunner().invoke(app, [*args, "--max-failed-share", "0.05"])
     assert refused.exit_code != 0
     assert isinstance(refused.exception, KitabError), refused.output
-    assert str(refused.exception) == (f"1 of {AUTHORS} writers (8.33%) failed: source unavailable (max 5%); "
+    assert str(refused.exception) == (f"1 of {AUTHORS} authors (8.33%) failed: source unavailable (max 5%); "
                                       "nothing published")
     assert Warehouse(tmp_path).committed_releases() == []

@@ -27,7 +27,7 @@ def bibliography(n_authors: int, seed: int):
     authors, books, flags = [], [], {}
     for a in range(n_authors):
         qid = f"Q{a + 1}"
-        authors.append({"qid": qid, "name": f"Writer {a}", "birth_year": 1900 + a % 80, "sitelinks": a % 50})
+        authors.append({"qid": qid, "name": f"Author {a}", "birth_year": 1900 + a % 80, "sitelinks": a % 50})
         for b in range(rng.randint(5, 20)):
             title = " ".join(rng.choice(WORDS).capitalize() for _ in range(rng.choice([1, 1, 2, 2, 3, 3, 4, 5, 6])))
             variants = [title, f"{title}: A Novel"] if rng.random() < 0.2 else [title]
@@ -35,7 +35,7 @@ def bibliography(n_authors: int, seed: int):
             books.append({"book_id": book_id, "author_qid": qid, "canonical_title": title,
                           "first_year": rng.randint(1930, 2000), "n_variants": len(variants),
                           "variant_titles": variants})
-            flags[book_id] = {"has_human_name": rng.random() < 0.2, "has_city_name": rng.random() < 0.04}
+            flags[book_id] = {"human": rng.random() < 0.2, "city": rng.random() < 0.04}
     return authors, books, flags
 
 
@@ -199,14 +199,14 @@ def test_query_rows(inputs, seed):
         assert q["query"].startswith(f"List all books written by {a['name']} (born in {a['birth_year']}) ")
         if q["n_constraints"] == 1:
             assert q["kitab_constraint_type"] == specs[0].KITAB_TYPE
-            assert q["kitab_constraint_id"] == members[0]["constraint_index"]
+            assert q["kitab_index"] == members[0]["constraint_index"]
             assert q["constraints"] == f"Criterion 1: {specs[0].render()}"
         else:
             assert all(m["satisfiable"] for m in members)  # individually satisfiable
             assert specs[0].ORDER < specs[1].ORDER  # different types, in type order
             assert ast.literal_eval(q["kitab_constraint_type"]) == [s.KITAB_TYPE for s in specs]
             assert q["constraints"].split(", ")[1].startswith("Criterion 2: ")
-            assert q["kitab_constraint_id"] == two_ids[q["author_qid"]]
+            assert q["kitab_index"] == two_ids[q["author_qid"]]
             two_ids[q["author_qid"]] += 1
 
 

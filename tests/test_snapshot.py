@@ -308,7 +308,7 @@ def test_multi_author_works(manifest, index):
             assert item["ol_work"] in all_work_keys(index, ref["author"]["key"])
 
 
-def test_wikidata_credits_another_writer(manifest, store, index):
+def test_wikidata_credits_another_author(manifest, store, index):
     item = items(manifest, "wikidata_other_author")[0]
     assert item["ol_work"] in all_work_keys(index, item["ol_author"])
     rows = select(store, f'SELECT ?a ?ol WHERE {{ ?w rdfs:label "{item["title"]}"@en ; wdt:P50 ?a . '

@@ -15,10 +15,10 @@ from kitab.sources.http import SourceUnavailable
 from tasks.base import StageResult
 from tasks.fetch_works import collect_author, fetch_author_works
 from tasks.match_openlibrary import match_authors
-from tasks.sample_authors import fetch_candidates, sample_writers
+from tasks.sample_authors import fetch_candidates, sample_authors
 
 WD = "http://www.wikidata.org/entity/"
-# The documented writer occupations (sql/sparql/sample_writers.rq): writer and its
+# The documented author occupations (sql/sparql/candidate_authors.rq): author and its
 # book-writing subclasses, not the whole P279* closure.
 WRITER_OCCUPATIONS = {"Q36180", "Q6625963", "Q49757", "Q482980", "Q214917", "Q11774202", "Q15949613",
                       "Q4853732", "Q18844224", "Q15980158"}
@@ -26,9 +26,9 @@ TRIPLE = re.compile(r'^<([^>]+)> <([^>]+)> (.+) \.$')
 PROVENANCE = {"source", "request_fingerprint", "fetched_at"}
 
 
-def writers_passing_filters(snapshot_dir) -> set[str]:
+def authors_passing_filters(snapshot_dir) -> set[str]:
     """The filters computed independently of any SPARQL engine, straight from the N-Triples."""
-    humans, writers, births, links, works = set(), set(), defaultdict(list), {}, defaultdict(set)
+    humans, authors, births, links, works = set(), set(), defaultdict(list), {}, defaultdict(set)
     with gzip.open(snapshot_dir / "wikidata.nt.gz", "rt", encoding="utf-8") as fh:
         for line in fh:
             s, p, o = TRIPLE.match(line.strip()).groups()
@@ -36,14 +36,14 @@ def writers_passing_filters(snapshot_dir) -> set[str]:
             if prop == "P31" and o == f"<{WD}Q5>":
                 humans.add(s)
             elif prop == "P106" and o.strip("<>").removeprefix(WD) in WRITER_OCCUPATIONS:
-                writers.add(s)
+                authors.add(s)
             elif prop == "P569":
                 births[s].append(int(re.match(r'"(-?\d+)-', o).group(1)))
             elif p == "http://wikiba.se/ontology#sitelinks":
                 links[s] = o
             elif prop == "P50":
                 works[o.strip("<>")].add(s)
-    return {s.removeprefix(WD) for s in humans & writers & set(links)
+    return {s.removeprefix(WD) for s in humans & authors & set(links)
             if births[s] and min(births[s]) >= 1850 and 10 <= len(works[s]) <= 300}
 
 
@@ -56,7 +56,7 @@ def candidates(sources, settings):
 
 def collect(sources, settings, n=40, seed=42):
     """sample -> match -> fetch with the flow's stage functions, no Prefect."""
-    sampled = sample_writers(candidates(sources, settings), n=n, seed=seed, exclude_qids=set())
+    sampled = sample_authors(candidates(sources, settings), n=n, seed=seed, exclude_qids=set())
     collected = StageResult.merge([collect_author(a, sources.openlibrary) for a in sampled.tables["sampled"]])
     return collected, collected.tables["works_raw"]
 
@@ -72,19 +72,19 @@ def log_since(mirror, mark, path):
     return [e for e in mirror.log()[mark:] if e.path == path]
 
 
-def test_sampling_query_returns_exactly_the_writers_that_pass_the_filters(via_mirror, settings, snapshot_dir):
+def test_sampling_query_returns_exactly_the_authors_that_pass_the_filters(via_mirror, settings, snapshot_dir):
     found = {c["qid"] for c in candidates(via_mirror, settings)}
-    assert found == writers_passing_filters(snapshot_dir)
+    assert found == authors_passing_filters(snapshot_dir)
     assert len(found) >= 150
 
 
 def test_sample_is_seeded_and_excludes_released(via_mirror, settings):
     pool = candidates(via_mirror, settings)
-    first = sample_writers(pool, n=30, seed=7, exclude_qids=set()).tables["sampled"]
-    again = sample_writers(list(reversed(pool)), n=30, seed=7, exclude_qids=set()).tables["sampled"]
+    first = sample_authors(pool, n=30, seed=7, exclude_qids=set()).tables["sampled"]
+    again = sample_authors(list(reversed(pool)), n=30, seed=7, exclude_qids=set()).tables["sampled"]
     assert first == again
     released = {a["qid"] for a in first}
-    later = sample_writers(pool, n=30, seed=8, exclude_qids=released)
+    later = sample_authors(pool, n=30, seed=8, exclude_qids=released)
     assert not released & {a["qid"] for a in later.tables["sampled"]}
     assert later.stats["excluded_released"] == 30
 
@@ -178,7 +178,7 @@ def test_dump_and_mirror_give_identical_rows(via_mirror, settings, snapshot_dir)
 def test_planted_match_cases_resolve_as_expected(via_mirror, settings, manifest):
     """Each planted case of the snapshot: homonyms told apart by birth year, name search
     without P648, a P648 that points nowhere (then name search), a P648 redirect followed,
-    and a writer nobody on Open Library matches."""
+    and an author nobody on Open Library matches."""
     cases = manifest["cases"]
     by_qid = {c["qid"]: c for c in candidates(via_mirror, settings)}
     expected = {item["qid"]: item["expected_ol_author"] for case in ("homonym_ol_authors", "no_p648")
@@ -222,8 +222,8 @@ def test_retry_after_holds_every_thread_of_the_client(mirror, via_mirror):
     assert sum(e.status == 200 for e in entries) == len(names)
 
 
-def test_writers_with_several_birth_dates_land_once_with_the_earliest(tmp_path):
-    """The sampling query over a tiny store: a writer born '1849 or 1851' is out (born before
+def test_authors_with_several_birth_dates_land_once_with_the_earliest(tmp_path):
+    """The sampling query over a tiny store: an author born '1849 or 1851' is out (born before
     1850 by its earliest date); one born '1874 or 1876' is in one window only, as 1874."""
     import pyoxigraph
 
@@ -234,8 +234,8 @@ def test_writers_with_several_birth_dates_land_once_with_the_earliest(tmp_path):
     store = pyoxigraph.Store()
     date = lambda y: pyoxigraph.Literal(f"{y}-01-01T00:00:00Z", datatype=pyoxigraph.NamedNode(  # noqa: E731
         "http://www.w3.org/2001/XMLSchema#dateTime"))
-    for writer, years in (("Q1", (1849, 1851)), ("Q2", (1874, 1876))):
-        w = pyoxigraph.NamedNode(wd + writer)
+    for author, years in (("Q1", (1849, 1851)), ("Q2", (1874, 1876))):
+        w = pyoxigraph.NamedNode(wd + author)
         store.add(pyoxigraph.Quad(w, pyoxigraph.NamedNode(wdt + "P31"), pyoxigraph.NamedNode(wd + "Q5")))
         store.add(pyoxigraph.Quad(w, pyoxigraph.NamedNode(wdt + "P106"), pyoxigraph.NamedNode(wd + "Q36180")))
         store.add(pyoxigraph.Quad(w, pyoxigraph.NamedNode("http://wikiba.se/ontology#sitelinks"),
@@ -244,13 +244,13 @@ def test_writers_with_several_birth_dates_land_once_with_the_earliest(tmp_path):
         for y in years:
             store.add(pyoxigraph.Quad(w, pyoxigraph.NamedNode(wdt + "P569"), date(y)))
         for i in range(12):
-            store.add(pyoxigraph.Quad(pyoxigraph.NamedNode(f"{wd}{writer}W{i}"), pyoxigraph.NamedNode(wdt + "P50"), w))
+            store.add(pyoxigraph.Quad(pyoxigraph.NamedNode(f"{wd}{author}W{i}"), pyoxigraph.NamedNode(wdt + "P50"), w))
     found = {}
     for start, end in ((1825, 1850), (1850, 1875), (1875, 1900)):
-        rows = json.loads(query_json(store, sparql("sample_writers", from_year=start, to_year=end, min_works=10,
+        rows = json.loads(query_json(store, sparql("candidate_authors", from_year=start, to_year=end, min_works=10,
                                                    max_works=300)))["results"]["bindings"]
         for row in rows:
-            found.setdefault(row["writer"]["value"].removeprefix(wd), []).append(
+            found.setdefault(row["author"]["value"].removeprefix(wd), []).append(
                 ((start, end), int(row["birth_year"]["value"])))
     assert found == {"Q1": [((1825, 1850), 1849)], "Q2": [((1850, 1875), 1874)]}
 
@@ -258,7 +258,7 @@ def test_writers_with_several_birth_dates_land_once_with_the_earliest(tmp_path):
 def test_a_p648_that_is_not_an_author_key_is_skipped(via_mirror):
     from tasks.match_openlibrary import match_author
 
-    writer = {"qid": "Q72334", "name": "Toni Morrison", "birth_year": 1931, "sitelinks": 1, "wd_work_count": 12,
+    author = {"qid": "Q72334", "name": "Toni Morrison", "birth_year": 1931, "sitelinks": 1, "wd_work_count": 12,
               "wd_ol_ids": ["../works/OL1W", "OL31120A"]}
-    row, rejected = match_author(writer, via_mirror.openlibrary)
+    row, rejected = match_author(author, via_mirror.openlibrary)
     assert rejected is None and row["ol_author_key"] == "OL31120A" and row["match_method"] == "p648"

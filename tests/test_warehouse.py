@@ -12,7 +12,7 @@ from tasks.publish import publish
 
 
 def author(qid, ol="OL1A", method="p648"):
-    return {"qid": qid, "name": f"Writer {qid}", "birth_year": 1931, "sitelinks": 5, "wd_work_count": 12,
+    return {"qid": qid, "name": f"Author {qid}", "birth_year": 1931, "sitelinks": 5, "wd_work_count": 12,
             "wd_ol_id": ol, "ol_author_key": ol, "ol_name": "W", "match_method": method, "source": "dump",
             "request_fingerprint": "f", "fetched_at": datetime(2026, 1, 1, tzinfo=timezone.utc)}
 

@@ -12,6 +12,7 @@ from typing import Optional
 
 import typer
 from kitab.app.console import console, print_rows
+from kitab.core.params import DEFAULTS
 from kitab.core.env import BUNDLED_SNAPSHOT, quiet_prefect_env
 from kitab.core.errors import KitabError
 
@@ -56,9 +57,7 @@ def _existing_warehouse(path: Optional[Path], release: Optional[str] = None) -> 
         raise KitabError(f"no warehouse at {root} (no committed release): run `kitab refresh` or `kitab demo` first, "
                          "or point --warehouse / $KITAB_WAREHOUSE at one")
     if release is not None:
-        committed = Warehouse(root).committed_releases()
-        if release not in committed:
-            raise KitabError(f"no committed release {release!r} in {root} (have: {', '.join(committed) or 'none'})")
+        Warehouse(root).require_release(release)
     return root
 
 
@@ -127,7 +126,7 @@ def releases(warehouse: Optional[Path] = WarehouseOpt) -> None:
     from kitab.core.warehouse import Warehouse
 
     with Warehouse(_existing_warehouse(warehouse)).connect() as con:
-        ledger = con.sql("SELECT * FROM releases ORDER BY created_at, release_id").to_arrow_table().to_pylist()
+        ledger = con.sql("SELECT * FROM releases ORDER BY created_at, release").to_arrow_table().to_pylist()
     for table in releases_tables(ledger):
         console.print(table)
 
@@ -155,20 +154,20 @@ def verify(release: Optional[str] = typer.Option(None, help="check only this rel
 
 
 @app.command()
-def refresh(source: str = typer.Option("mirror", help="live | mirror | dump"),
+def refresh(source: str = typer.Option(DEFAULTS.source, help="live | mirror | dump"),
             snapshot: Path = typer.Option(BUNDLED_SNAPSHOT, help="snapshot folder (mirror / dump)"),
-            authors: int = typer.Option(40, min=1, help="writers to sample"),
+            authors: int = typer.Option(DEFAULTS.authors, min=1, help="authors to sample"),
             seed: Optional[int] = typer.Option(None, help="sampling seed (default: the UTC date, YYYYMMDD)"),
             release: Optional[str] = typer.Option(None, help="release id (default YYYY.MM.DD-s<seed>)"),
             mirror_url: Optional[str] = typer.Option(None, help="use a running mirror instead of starting one"),
-            batch_size: int = typer.Option(250, min=1, help="writers per batch (one task run per batch and step)"),
+            batch_size: int = typer.Option(DEFAULTS.batch_size, min=1, help="authors per batch (one task run per batch and step)"),
             task_runner: str = typer.Option("threads", help="threads (this machine, nothing to start) | dask "
                                             "(a LocalCluster, one worker per core, or --dask-address)"),
             dask_address: Optional[str] = typer.Option(None, help="a running Dask scheduler, e.g. tcp://host:8786"),
-            allow_fewer: bool = typer.Option(False, "--allow-fewer", help="fewer eligible writers than --authors: "
+            allow_fewer: bool = typer.Option(False, "--allow-fewer", help="fewer eligible authors than --authors: "
                                              "publish those (the summary says the shortfall) instead of failing"),
-            max_failed_share: float = typer.Option(0.10, min=0.0, max=1.0, help="fail, publishing nothing, if more "
-                                                   "than this share of the writers is lost to a source that does "
+            max_failed_share: float = typer.Option(DEFAULTS.max_failed_share, min=0.0, max=1.0, help="fail, publishing nothing, if more "
+                                                   "than this share of the authors is lost to a source that does "
                                                    "not answer (each is a source_unavailable reject)"),
             quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress while it runs: only the summary "
                                        "(or --json) on stdout, and warnings and errors on stderr"),
@@ -208,13 +207,13 @@ def refresh(source: str = typer.Option("mirror", help="live | mirror | dump"),
         print_summary(summary, wall=time.monotonic() - started, command="kitab refresh")
     wanted = summary["authors"]
     if wanted["shortfall"]:
-        _warn(f"{wanted['sampled']} writers sampled of {wanted['requested']} requested: only {wanted['eligible']} "
+        _warn(f"{wanted['sampled']} authors sampled of {wanted['requested']} requested: only {wanted['eligible']} "
               f"were eligible ({wanted['shortfall']} short)")
 
 
 @app.command()
 def demo(warehouse: Optional[Path] = WarehouseOpt,
-         authors: int = typer.Option(40, min=1, help="writers to sample from the bundled snapshot"),
+         authors: int = typer.Option(DEFAULTS.authors, min=1, help="authors to sample from the bundled snapshot"),
          seed: int = typer.Option(42)) -> None:
     """The whole refresh on the bundled snapshot, through the local mirror, then a summary."""
     from kitab.app.demo import run_demo
@@ -265,8 +264,8 @@ def report(release: str = typer.Option(..., help="release id"),
 
 @app.command()
 def serve(cron: str = typer.Option("0 3 * * 1", help="cron schedule (UTC)"),
-          source: str = typer.Option("mirror", help="live | mirror | dump"),
-          authors: int = typer.Option(40, min=1),
+          source: str = typer.Option(DEFAULTS.source, help="live | mirror | dump"),
+          authors: int = typer.Option(DEFAULTS.authors, min=1),
           mirror_url: Optional[str] = typer.Option(None, help="a running mirror (source mirror)"),
           snapshot: Optional[Path] = typer.Option(None, help="snapshot folder (source dump, or mirror without URL)"),
           warehouse: Optional[Path] = WarehouseOpt) -> None:
@@ -276,7 +275,9 @@ def serve(cron: str = typer.Option("0 3 * * 1", help="cron schedule (UTC)"),
 
     from flows.deploy import refresh_deployment
 
-    prefect_serve(refresh_deployment(cron=cron, source=source, authors=authors, mirror_url=mirror_url,
+    # prefect.yaml's mirror_url names compose's mirror host; a served source other than mirror drops it
+    prefect_serve(refresh_deployment(cron=cron, source=source, authors=authors,
+                                     mirror_url=mirror_url or ("" if source != "mirror" else None),
                                      snapshot=str(snapshot) if snapshot else None, warehouse=str(root)))
 
 
@@ -399,8 +400,7 @@ def constraints(human: bool = typer.Option(False, "--human", help="add human-nam
         spans = tag_titles(titles, taggers)
         found = {t.name: {title: bool(spans[t.name][i]) for i, title in enumerate(titles)} for t in taggers}
 
-    for line in constraints_probe(lines, human=found["human"].get if human else None,
-                                  city=found["city"].get if city else None):
+    for line in constraints_probe(lines, taggers={kind: flags.get for kind, flags in found.items()}):
         print(line)
 
 

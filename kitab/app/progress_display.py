@@ -1,7 +1,7 @@
 """``kitab refresh`` on a terminal: how a refresh's :class:`~kitab.core.progress.Progress` is shown.
 
 - ``live``: a rich display on stderr, redrawn four times a second (stdout and stderr are
-  terminals): every stage with its time and rows, the running one with a bar, writers (or
+  terminals): every stage with its time and rows, the running one with a bar, authors (or
   titles) done / total, its task runs and ETA, requests sent and each service's rate against
   its client's cap.
 - ``lines``: plain lines on stderr (stdout is not a terminal: a log, a pipe, cron): one when a
@@ -60,7 +60,7 @@ class PlainLines:
         status = progress.status()
         if event == "begin" and self._last_seen is None:  # once: the caller's begin, then the pipeline's
             info = status.info
-            self._emit(status, f"refreshing release {info.get('release')}: {info.get('authors', 0):,} writers from "
+            self._emit(status, f"refreshing release {info.get('release')}: {info.get('authors', 0):,} authors from "
                                f"source {info.get('source')}, batches of {info.get('batch_size', 0):,}")
         elif event == "stage" and status.stage is not None:
             before = f" ({stage_text(status.finished[-1])})" if status.finished else ""
@@ -124,12 +124,12 @@ class LiveView:
 
 
 def render_status(status: Status, spinner: Spinner | None = None, bar_width: int = LiveView.BAR_WIDTH) -> Group:
-    """One frame of the live display (fits 100 columns for up to a million writers)."""
+    """One frame of the live display (fits 100 columns for up to a million authors)."""
     info = status.info
     head = Text("kitab refresh", style="bold")
     if info:
         head.append(f" · release {info.get('release')} · source {info.get('source')} · "
-                    f"{info.get('authors', 0):,} writers · batches of {info.get('batch_size', 0):,}")
+                    f"{info.get('authors', 0):,} authors · batches of {info.get('batch_size', 0):,}")
     grid = Table.grid(padding=(0, 1))
     grid.add_column(width=1)
     grid.add_column(min_width=14, no_wrap=True)

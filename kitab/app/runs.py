@@ -11,11 +11,10 @@ from typing import Iterator
 from kitab.core.errors import KitabError
 
 
-def run_refresh(*, source: str, snapshot: Path, authors: int, seed: int | None, release: str | None,
-                warehouse: Path, mirror_url: str | None = None, batch_size: int | None = None,
-                task_runner: str | None = None, dask_address: str | None = None, direct: bool = False,
-                allow_fewer: bool = False, max_failed_share: float | None = None, progress=None) -> dict:
-    """One release. ``direct``: the pipeline without Prefect (LocalRunner: threads for I/O,
+def run_refresh(*, snapshot: Path | None = None, warehouse: Path, task_runner: str | None = None,
+                dask_address: str | None = None, direct: bool = False, progress=None, **parameters) -> dict:
+    """One release with ``parameters`` (kitab.core.params.RefreshParams' fields; a None
+    batch_size or max_failed_share takes the default). ``direct``: the pipeline without Prefect (LocalRunner: threads for I/O,
     one process per core for CPU steps); else the ``refresh`` flow on ``task_runner``.
     ``progress`` (kitab.core.progress.Progress): updated as the refresh goes, either way (the flow
     finds it registered for the release in this process).
@@ -23,14 +22,13 @@ def run_refresh(*, source: str, snapshot: Path, authors: int, seed: int | None, 
     Before anything starts (Prefect's server, a mirror, a request), the inputs are checked
     (kitab.core.errors.BadValue) and the warehouse's refresh lock is taken (kitab.core.locking.WarehouseBusy
     if another refresh holds it): both fail at once and write nothing but the lock file."""
-    from flows.pipeline import DEFAULT_BATCH_SIZE, DEFAULT_MAX_FAILED_SHARE, RefreshParams, check_inputs, run_pipeline
+    from flows.pipeline import check_inputs, run_pipeline
+    from kitab.core.params import RefreshParams
     from kitab.core.locking import refresh_lock
     from kitab.core.progress import tracking
 
-    params = RefreshParams(source=source, snapshot=str(snapshot), authors=authors, seed=seed, release=release,
-                           warehouse=str(warehouse), mirror_url=mirror_url,
-                           batch_size=batch_size or DEFAULT_BATCH_SIZE, allow_fewer=allow_fewer,
-                           max_failed_share=DEFAULT_MAX_FAILED_SHARE if max_failed_share is None else max_failed_share)
+    params = RefreshParams(**{k: v for k, v in parameters.items() if v is not None or k in ("seed", "release")},
+                           snapshot=str(snapshot) if snapshot else None, warehouse=str(warehouse))
     # the defaults resolved once: the lock names the release the flow then builds
     params = params.resolved(datetime.now(timezone.utc).date())
     check_inputs(params)

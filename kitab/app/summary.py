@@ -45,8 +45,9 @@ def print_summary(summary: dict, *, wall: float, command: str,
 
 
 # -- kitab releases ---------------------------------------------------------------------------
-STAGE_HEADERS = {"start": "start", "sample": "sample", "collect": "collect", "tag": "tag",
-                 "constrain": "constrain", "sample_queries": "queries", "publish": "publish"}
+# column headers, abbreviated so the table fits 100 columns
+STAGE_HEADERS = {"start": "start", "sample_authors": "sample", "collect": "collect", "tag_entities": "tag",
+                 "generate_constraints": "constrain", "sample_queries": "queries", "publish": "publish"}
 
 
 def releases_tables(ledger: list[dict]) -> tuple[Table, Table]:
@@ -67,7 +68,7 @@ def releases_tables(ledger: list[dict]) -> tuple[Table, Table]:
     for row in ledger:
         counts = json.loads(row["counts"])
         created = row["created_at"]
-        overview.add_row(row["release_id"], created.strftime("%Y-%m-%d %H:%M") if created else "", row["source"],
+        overview.add_row(row["release"], created.strftime("%Y-%m-%d %H:%M") if created else "", row["source"],
                          str(row["seed"]), format_count(counts.get("released_authors")), format_count(counts.get("books")),
                          format_count(counts.get("queries")), format_count(row.get("requests_made")))
         stages = {r["stage"]: r for r in parse_stages(row.get("stages")) or []}
@@ -83,5 +84,5 @@ def releases_tables(ledger: list[dict]) -> tuple[Table, Table]:
                 text += "\n" + format_count(record["rows"])
             cells.append(f"[bold]{text}[/bold]" if name == slowest else text)
         total = format_seconds(sum(r["seconds"] for r in stages.values())) if stages else "–"
-        timings.add_row(row["release_id"], *cells, total)
+        timings.add_row(row["release"], *cells, total)
     return overview, timings

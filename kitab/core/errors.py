@@ -10,6 +10,10 @@ class KitabError(Exception):
     say what to do or which file/value is wrong."""
 
 
+class UnknownRelease(KitabError, ValueError):
+    """No committed release of that id in the warehouse (Warehouse.require_release)."""
+
+
 class BadValue(KitabError, ValueError):
     """A value given by the user (an option, a file's content) is wrong. Also a ValueError,
     so Python callers that caught ValueError before still do."""

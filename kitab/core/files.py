@@ -13,6 +13,9 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
 def sha256_file(path: str | os.PathLike) -> str:
@@ -34,17 +37,32 @@ def atomic_file(path: str | os.PathLike) -> Iterator[Path]:
     try:
         yield Path(tmp)
         os.replace(tmp, path)
-    except BaseException:
-        # only on failure: after the rename (a commit, for the ledger row) nothing else may fail
-        with contextlib.suppress(FileNotFoundError):
+    finally:
+        if os.path.exists(tmp):  # no file operation after the rename: it was the last step
             os.unlink(tmp)
-        raise
 
 
 def write_via_temp(path: str | os.PathLike, write: Callable[[str], object]) -> None:
     """``write(tmp)`` fills a temporary file beside ``path``, which is then renamed to it."""
     with atomic_file(path) as tmp:
         write(str(tmp))
+
+
+def write_named(folder: Path, write: Callable[[str], T], name: Callable[[Path], str]) -> tuple[Path, T]:
+    """``write(tmp)`` fills a temp file in ``folder``, which is then renamed to ``name(tmp)``
+    (e.g. its content's hash): the name is known only once the file is whole."""
+    folder.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".part.", suffix=".tmp")
+    os.close(fd)
+    os.chmod(tmp, 0o644)
+    try:
+        result = write(tmp)
+        target = folder / name(Path(tmp))
+        os.replace(tmp, target)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return target, result
 
 
 def write_bytes(path: str | os.PathLike, data: bytes) -> None:

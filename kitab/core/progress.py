@@ -7,10 +7,10 @@ and the ``stages`` column of the release's ledger row (:meth:`Progress.records`)
 Where the steps run decides how fine the progress is:
 
 - in this process (``direct``, or the Prefect flow on threads), a collect step reports every
-  writer it finishes (:func:`step_progress`, through the registry of :func:`tracking`), and the
+  author it finishes (:func:`step_progress`, through the registry of :func:`tracking`), and the
   clients' counters report every request as it goes out;
 - elsewhere (a process pool, Dask workers) there is no registered progress, so a step reports
-  nothing while it runs; the pipeline counts its writers and requests when it finishes.
+  nothing while it runs; the pipeline counts its authors and requests when it finishes.
 
 A stage's requests are the larger of the two counts (in-process counters, finished steps'
 own counts): never both, since in-process steps count the same requests twice.
@@ -25,21 +25,26 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
-# The refresh's stages, in run order: what the pipeline times, the display lists and the
-# ledger records. ``start`` opens the sources (an in-process mirror loads its snapshot there).
-STAGES = ("start", "sample", "collect", "tag", "constrain", "sample_queries", "publish")
+from kitab.core.stages import STEPS
+
+# The refresh's steps, in run order (kitab/core/stages.py): what the pipeline times, the
+# display lists and the ledger records. ``start`` opens the sources and reads the ledger.
+STAGES = tuple(STEPS)
 DOING = {
     "start": "opening the sources, reading the ledger",
-    "sample": "sampling writers (WikiData)",
+    "sample_authors": "sampling authors (WikiData)",
     "collect": "Open Library match and works, cleaning, dedup",
-    "tag": "tagging names and cities in titles",
-    "constrain": "constraints and each author's queries",
+    "tag_entities": "tagging names and cities in titles",
+    "generate_constraints": "constraints and each author's queries",
     "sample_queries": "query top-ups over the release",
     "publish": "writing, testing and committing the release",
 }
 # What a stage's ``rows`` count (its output).
-ROWS = {"start": "", "sample": "writers", "collect": "works", "tag": "titles", "constrain": "constraints",
+ROWS = {"start": "", "sample_authors": "authors", "collect": "works", "tag_entities": "titles",
+        "generate_constraints": "constraints",
         "sample_queries": "queries", "publish": "rows"}
+# Step names in ledgers written before the one stage vocabulary (kitab/core/stages.py).
+LEDGER_STEP_NAMES = {"sample": "sample_authors", "tag": "tag_entities", "constrain": "generate_constraints"}
 RATE_WINDOW = 10.0  # seconds of requests the displayed rate is measured over
 
 Listener = Callable[["Progress", str], None]  # (progress, event): "begin" | "stage" | "advance" | "end"
@@ -52,7 +57,7 @@ class Stage:
     name: str
     started: float
     finished: float | None = None
-    total: int | None = None  # items the stage goes through (writers, titles), when it has a count
+    total: int | None = None  # items the stage goes through (authors, titles), when it has a count
     unit: str = ""
     tasks: int = 0  # task runs (batches, chunks)
     parts: dict[int, int] = field(default_factory=dict)  # items done, per batch or chunk
@@ -175,7 +180,7 @@ class Progress:
 
     # -- what the pipeline reports -----------------------------------------------------------
     def begin(self, **info: Any) -> None:
-        """What is being refreshed (release, source, writers requested): for the views."""
+        """What is being refreshed (release, source, authors requested): for the views."""
         with self._lock:
             self.info.update(info)
         self._notify("begin")
@@ -357,7 +362,10 @@ def parse_stages(value: str | None) -> list[dict] | None:
         parsed = json.loads(value)
     except ValueError:
         return None
-    return parsed if isinstance(parsed, list) else None
+    if not isinstance(parsed, list):
+        return None
+    return [{**r, "stage": LEDGER_STEP_NAMES.get(r.get("stage"), r.get("stage"))} if isinstance(r, dict) else r
+            for r in parsed]
 
 
 # -- numbers for people -----------------------------------------------------------------------
@@ -409,7 +417,7 @@ def requests_text(status: Status) -> str:
 
 
 def stage_text(record: dict) -> str:
-    """A finished stage in a few words: ``sample 1.3 s, 1,000 writers``."""
+    """A finished stage in a few words: ``sample 1.3 s, 1,000 authors``."""
     rows = record.get("rows")
     what = f", {format_count(rows)} {ROWS.get(record['stage'], 'rows')}" if rows is not None else ""
     return f"{record['stage']} {format_seconds(record['seconds'])}{what}"

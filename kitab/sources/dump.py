@@ -12,14 +12,14 @@ Memory stays bounded: DuckDB runs under ``memory_limit`` and spills to a temp di
 of the in-memory reference (pyoxigraph over the N-Triples for the two SPARQL queries of
 ``sql/sparql/``, :class:`kitab.sources.snapshot.olindex.OLIndex` for Open Library), the same
 fingerprints and the same ``fetched_at``. Batch prefetch (``prefetch_authors``,
-``prefetch_works``) turns the per-writer calls of a batch into a few set-based queries.
+``prefetch_works``) turns the per-author calls of a batch into a few set-based queries.
 
 Semantics that are easy to get wrong, and are reproduced on purpose:
 
-* SPARQL: a writer's birth dates are compared as ``xsd:dateTime`` values with time zones (a
+* SPARQL: an author's birth dates are compared as ``xsd:dateTime`` values with time zones (a
   value without a zone is only "in" a window if it is more than 14 hours inside it); a P569
-  whose ``YEAR()`` is an error (a plain string, an invalid date, an IRI) makes the writer's
-  ``MIN(YEAR(?birth))`` an error, so the writer is dropped; ``xsd:integer`` values come back in
+  whose ``YEAR()`` is an error (a plain string, an invalid date, an IRI) makes the author's
+  ``MIN(YEAR(?birth))`` an error, so the author is dropped; ``xsd:integer`` values come back in
   canonical form (``"07"`` -> ``"7"``); language tags are lower case.
 * Open Library: a work's ``edition_count`` counts every edition reference (an edition listing a
   work twice counts twice), an author's ``work_count`` counts every author reference (a work
@@ -175,7 +175,7 @@ def _tz_minutes(tz: str | None) -> int | None:
 def xsd_year_bounds(datatype: str | None, lexical: str | None) -> list[int | None]:
     """``[year, cmp_lo, cmp_hi]`` of a P569 literal, as pyoxigraph evaluates the sampling query.
 
-    ``year`` is ``YEAR(?birth)`` (None = an error, which makes the writer's MIN an error).
+    ``year`` is ``YEAR(?birth)`` (None = an error, which makes the author's MIN an error).
     The value is ``>= "Y-01-01T00:00:00Z"^^xsd:dateTime`` for sure exactly when ``Y <= cmp_lo``
     and ``< "T-01-01T00:00:00Z"`` for sure exactly when ``cmp_hi < T`` (None = never: not a
     dateTime). A dateTime without a time zone may lie 14 hours either way of UTC, so it is only
@@ -228,14 +228,14 @@ def _digits_value(digits: str) -> int:
 
 
 def occupations(query_text: str) -> list[str]:
-    """The occupation IRIs of ``VALUES ?occupation { ... }`` in sample_writers.rq (one list, not two)."""
+    """The occupation IRIs of ``VALUES ?occupation { ... }`` in candidate_authors.rq (one list, not two)."""
     block = re.search(r"VALUES\s+\?occupation\s*\{([^}]*)\}", query_text)
     if not block:
-        raise ValueError("sample_writers.rq has no VALUES ?occupation { ... } block")
+        raise ValueError("candidate_authors.rq has no VALUES ?occupation { ... } block")
     body = re.sub(r"#[^\n]*", "", block.group(1))
     found = [WD + q for q in re.findall(r"\bwd:(Q\d+)\b", body)] + re.findall(r"<([^>]+)>", body)
     if not found:
-        raise ValueError("sample_writers.rq: VALUES ?occupation is empty")
+        raise ValueError("candidate_authors.rq: VALUES ?occupation is empty")
     return found
 
 
@@ -743,32 +743,32 @@ class DumpWikidata:
         self.store = _open_store(snapshot_dir, settings)
         self.counter = RequestCounter()
         self.fetched_at = self.store.fetched_at
-        self.occupations = occupations((SQL_DIR / "sparql" / "sample_writers.rq").read_text())
+        self.occupations = occupations((SQL_DIR / "sparql" / "candidate_authors.rq").read_text())
 
     def _fetched(self, query: str, data: dict) -> Fetched:
         self.counter.record(from_cache=True)  # no request leaves the process
         return Fetched(data, fingerprint("POST", "/sparql", body=query), self.fetched_at, True)
 
     def select(self, query: str) -> Fetched:
-        raise NotImplementedError("the DuckDB dump source answers sample_writers() and works_by_titles(), "
+        raise NotImplementedError("the DuckDB dump source answers candidate_authors() and works_by_titles(), "
                                   "not arbitrary SPARQL")
 
-    def sample_writers(self, *, from_year: int, to_year: int, min_works: int, max_works: int) -> Fetched:
-        """``sql/sparql/sample_writers.rq`` as SQL; each CTE is one clause of the query."""
+    def candidate_authors(self, *, from_year: int, to_year: int, min_works: int, max_works: int) -> Fetched:
+        """``sql/sparql/candidate_authors.rq`` as SQL; each CTE is one clause of the query."""
         from_year, to_year, min_works, max_works = map(int, (from_year, to_year, min_works, max_works))
-        query = sparql("sample_writers", from_year=from_year, to_year=to_year, min_works=min_works,
+        query = sparql("candidate_authors", from_year=from_year, to_year=to_year, min_works=min_works,
                        max_works=max_works)
         rows = self.store.query(f"""
             WITH
-            -- ?writer wdt:P106 ?occupation (VALUES) ; wdt:P31 wd:Q5
-            writer AS (
+            -- ?author wdt:P106 ?occupation (VALUES) ; wdt:P31 wd:Q5
+            author AS (
                 SELECT s FROM wd_triples WHERE p = 'P106' AND o_kind = 'uri' AND o IN {sql_list(self.occupations)}
                 INTERSECT
                 SELECT s FROM wd_triples WHERE p = 'P31' AND o_kind = 'uri' AND o = {sql_string(Q5)}),
             -- wdt:P569 ?any_birth with FILTER(window) ; wdt:P569 ?birth, HAVING on MIN(YEAR(?birth)):
             -- one YEAR() error (unparseable date) makes the MIN an error, which HAVING rejects
             birth AS (
-                SELECT s, min(year) AS birth_year FROM wd_births WHERE s IN (SELECT s FROM writer) GROUP BY s
+                SELECT s, min(year) AS birth_year FROM wd_births WHERE s IN (SELECT s FROM author) GROUP BY s
                 HAVING bool_or(cmp_lo >= {from_year} AND cmp_hi < {to_year}) AND count(year) = count(*)
                    AND min(year) >= {from_year} AND min(year) < {to_year}),
             -- wikibase:sitelinks ?links, MAX(?links)
@@ -776,7 +776,7 @@ class DumpWikidata:
                 SELECT s, arg_max(struct_pack(o, o_kind, o_lang, o_dt),
                                   struct_pack(n := coalesce(TRY_CAST(o AS DOUBLE), '-inf'::DOUBLE), o)) AS links
                 FROM wd_triples WHERE p = 'sitelinks' AND s IN (SELECT s FROM birth) GROUP BY s),
-            -- ?work wdt:P50 ?writer, COUNT(DISTINCT ?work) in HAVING
+            -- ?work wdt:P50 ?author, COUNT(DISTINCT ?work) in HAVING
             works AS (
                 SELECT o AS s, count(DISTINCT s) AS works FROM wd_triples
                 WHERE p = 'P50' AND o_kind <> 'literal' AND o IN (SELECT s FROM links) GROUP BY o
@@ -793,8 +793,8 @@ class DumpWikidata:
             ORDER BY {_term_order('s')}
         """)
         bindings = []
-        for writer, name, birth_year, links, ol_ids, ol_lang, works in rows:
-            row = {"writer": _binding("bnode" if writer.startswith("_:") else "uri", writer)}
+        for author, name, birth_year, links, ol_ids, ol_lang, works in rows:
+            row = {"author": _binding("bnode" if author.startswith("_:") else "uri", author)}
             if name is not None:
                 row["name"] = _binding("literal", name, lang="en")
             row["birth_year"] = _integer(birth_year)
@@ -803,7 +803,7 @@ class DumpWikidata:
                 row["ol_ids"] = _binding("literal", ol_ids, lang=ol_lang)
             row["works"] = _integer(works)
             bindings.append(row)
-        data = {"head": {"vars": ["writer", "name", "birth_year", "sitelinks", "ol_ids", "works"]},
+        data = {"head": {"vars": ["author", "name", "birth_year", "sitelinks", "ol_ids", "works"]},
                 "results": {"bindings": bindings}}
         return self._fetched(query, data)
 

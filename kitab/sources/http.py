@@ -50,7 +50,7 @@ class ServiceError(RuntimeError):
 class SourceUnavailable(ServiceError, KitabError):
     """A service did not answer one request within the retry policy: retries exhausted, or a
     Retry-After above ``max_retry_after`` (never waited for). The caller decides what it costs:
-    one writer rejected (``source_unavailable``), or the refresh stopped."""
+    one author rejected (``source_unavailable``), or the refresh stopped."""
 
     def __init__(self, url: str, status: int | None, attempts: int, why: str):
         self.url, self.status, self.attempts, self.why = url, status, attempts, why

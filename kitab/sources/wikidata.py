@@ -43,8 +43,8 @@ class Wikidata(Protocol):
     # works_by_titles takes the titles of at most this many authors per call (None: any number)
     authors_per_query: int | None
 
-    def sample_writers(self, *, from_year: int, to_year: int, min_works: int, max_works: int) -> Fetched:
-        """Candidate writers whose earliest birth year is in [from_year, to_year)."""
+    def candidate_authors(self, *, from_year: int, to_year: int, min_works: int, max_works: int) -> Fetched:
+        """Candidate authors whose earliest birth year is in [from_year, to_year)."""
 
     def works_by_titles(self, titles: list[str]) -> Fetched:
         """Works whose English label is one of ``titles``, with their authors (P50)."""
@@ -61,10 +61,10 @@ class SparqlQueries:
     def select(self, query: str) -> Fetched:
         raise NotImplementedError
 
-    def sample_writers(self, *, from_year: int, to_year: int, min_works: int, max_works: int) -> Fetched:
+    def candidate_authors(self, *, from_year: int, to_year: int, min_works: int, max_works: int) -> Fetched:
         from kitab.sources.queries import sparql
 
-        return self.select(sparql("sample_writers", from_year=from_year, to_year=to_year, min_works=min_works,
+        return self.select(sparql("candidate_authors", from_year=from_year, to_year=to_year, min_works=min_works,
                                   max_works=max_works))
 
     def works_by_titles(self, titles: list[str]) -> Fetched:

@@ -1,7 +1,7 @@
 -- KITAB's data/KITAB-author-metadata.json: one row per author with at least one query,
 -- KITAB's keys and types (int64 numbers), sorted by sitelinks descending as KITAB's file is.
 -- synthetic (ours, after KITAB's columns): the row's WikiData or Open Library id was made up
--- by kitab's snapshot generator, so the writer is not a real one (sql/staging/synthetic_ids.sql).
+-- by kitab's snapshot generator, so the author is not a real one (sql/staging/synthetic_ids.sql).
 -- release (ours, last): authors rows exist per release, so the match is per release.
 create or replace view kitab_author_metadata as
 select

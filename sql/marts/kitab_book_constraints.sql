@@ -3,7 +3,7 @@
 -- "Title (YYYY)" (just "Title" without a year) sorted by title, raw_books are the distinct
 -- titles fetched before cleaning that are the author's own books (see raw_books below).
 -- Two columns of ours follow KITAB's: query_id (links back
--- to `queries`) and release (every join stays inside one release: a writer sampled but not
+-- to `queries`) and release (every join stays inside one release: an author sampled but not
 -- released in one release may be sampled again in another). The views
 -- kitab_one_book_constraints and kitab_two_book_constraints select from this one (this file
 -- sorts before theirs, so running sql/marts/ in name order creates it first).
@@ -49,7 +49,7 @@ select
     a.name                            as "Author",
     cast(a.birth_year as bigint)      as "Birth Year",
     cast(a.sitelinks as bigint)       as "# of sitelinks",
-    cast(q.kitab_constraint_id as bigint) as constraint_id,
+    cast(q.kitab_index as bigint) as constraint_id,
     q.kitab_constraint_type           as constraint_type,
     q.constraints                     as constraints,
     kitab_py_list(q.mapped_titles)    as mapped_books,

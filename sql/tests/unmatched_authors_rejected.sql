@@ -1,4 +1,4 @@
--- Every writer without an Open Library match has a rejects row saying why.
+-- Every author without an Open Library match has a rejects row saying why.
 SELECT a.release, a.qid
 FROM authors a
 WHERE a.match_method = 'unmatched'

@@ -6,6 +6,7 @@ See docs/constraints.md for the semantics (how letters, words and years are read
 from tasks.constraints import kinds  # noqa: F401  (importing registers every type)
 from tasks.constraints.book import Book
 from tasks.constraints.candidates import Candidate, author_candidates
+from tasks.constraints.kinds._entity import EntitySpec, entity_kinds, entity_types
 from tasks.constraints.probe import constraints_probe
 from tasks.constraints.registry import (
     SPEC_VERSION,
@@ -26,10 +27,13 @@ __all__ = [
     "SPEC_VERSION",
     "Book",
     "Candidate",
+    "EntitySpec",
     "Spec",
     "author_candidates",
     "constraints_probe",
     "constraint_id",
+    "entity_kinds",
+    "entity_types",
     "parse_criteria",
     "parse_criterion",
     "register",

@@ -16,19 +16,23 @@ class Book:
     since a model writing it would not be credited. ``canonical`` is the title ``all_books``
     lists, when it is not ``titles[0]`` (it may even be missing from ``titles`` if another
     book's canonical title reads the same). The entity flags are per book (the taggers look
-    at all variants); None = not tagged.
+    at all variants): ``entities`` holds (kind, found) for every kind tagged, e.g.
+    ``(("city", False), ("human", True))``; a kind not there was not tagged.
     """
 
     book_id: str
     titles: tuple[str, ...]
     first_year: int | None = None
-    has_human_name: bool | None = None
-    has_city_name: bool | None = None
+    entities: tuple[tuple[str, bool], ...] = ()
     canonical: str | None = None
 
     def __post_init__(self) -> None:
         if not self.titles and self.canonical is None:
             raise ValueError(f"book {self.book_id!r} has no title")
+
+    def has(self, kind: str) -> bool | None:
+        """Whether a title of this book names an entity of ``kind`` (None: not tagged)."""
+        return dict(self.entities).get(kind)
 
     @property
     def title(self) -> str:

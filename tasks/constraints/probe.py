@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from tasks.constraints.book import Book
 from tasks.constraints.candidates import author_candidates
@@ -12,12 +12,14 @@ from tasks.text import split_title_year
 Tagger = Callable[[str], bool]
 
 
-def constraints_probe(lines: Iterable[str], *, human: Tagger | None, city: Tagger | None) -> Iterator[str]:
+def constraints_probe(lines: Iterable[str], *, taggers: Mapping[str, Tagger] | None = None) -> Iterator[str]:
     """One JSON line per candidate constraint: type, spec, text, mapped titles, S, N, κ.
 
-    Each non-blank line is one book (no clustering, so no variants); a tagger left None
-    means its entity constraints are not generated. κ is rounded to 4 places for reading.
+    Each non-blank line is one book (no clustering, so no variants); ``taggers`` maps an
+    entity kind ("human", "city") to whether a title names one; a kind without a tagger gets
+    no entity constraints. κ is rounded to 4 places for reading.
     """
+    taggers = taggers or {}
     books = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
@@ -27,8 +29,7 @@ def constraints_probe(lines: Iterable[str], *, human: Tagger | None, city: Tagge
             book_id=f"line:{number}",
             titles=(title,),
             first_year=year,
-            has_human_name=human(title) if human else None,
-            has_city_name=city(title) if city else None,
+            entities=tuple((kind, tagger(title)) for kind, tagger in sorted(taggers.items())),
         ))
     for candidate in author_candidates(author_books(books)):
         spec = candidate.spec

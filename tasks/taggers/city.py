@@ -17,6 +17,7 @@ an English/historical name from city_exonyms.tsv such as "Peking"). A candidate 
 from __future__ import annotations
 
 from tasks.taggers.human import find_people
+from tasks.taggers.registry import register_tagger
 from tasks.taggers.pipeline import PipelineTagger
 from tasks.taggers.spans import Span, evidence_string
 from tasks.taggers.view import BARE_CITY_MIN_POPULATION, LOCATIVES, CityMatch, TitleView
@@ -29,6 +30,7 @@ _REGION_NOUNS = frozenset("county province district region state oblast prefectu
 _PLACE_PREFIXES = frozenset("big little great new old upper lower".split())
 
 
+@register_tagger
 class CityTagger(PipelineTagger):
     name = "city"
     version = "city_v3"

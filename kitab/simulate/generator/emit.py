@@ -107,7 +107,7 @@ class SnapshotWriter:
 
 
 def emit_ontology(out: SnapshotWriter) -> None:
-    """The classes and occupations the snapshot uses, with labels and the writer subclass tree."""
+    """The classes and occupations the snapshot uses, with labels and the author subclass tree."""
     for qid, label in curated.LABELS.items():
         out.triple(wd(qid), iri(RDFS_LABEL), literal(label, lang="en"))
     for sub, sup in curated.SUBCLASS_OF.items():
@@ -327,7 +327,7 @@ def _new_title(rng: random.Random, seen: set[tuple[str, ...]],
                taken: set[tuple[str, ...]]) -> tuple[str, str | None]:
     """A generated title not in ``seen`` (this author's, which it extends) and its language
     (None = untagged). It also avoids ``taken`` (every author's generated titles) for up to
-    UNIQUE_TRIES draws: two writers with a same-titled book, one of them on WikiData, would
+    UNIQUE_TRIES draws: two authors with a same-titled book, one of them on WikiData, would
     look like a misattribution that nobody planted. Large snapshots exhaust the word lists,
     and then titles repeat across authors, as real ones sometimes do."""
     foreign = rng.random() < 0.12  # decided once, so retries do not shift the language mix

@@ -1,7 +1,7 @@
 """Generate a snapshot: the seed rows, curated facts, deliberate edge cases, and seeded filler.
 
 ``generate_snapshot(out_dir, seed, n_authors)`` writes a snapshot folder (see
-``docs/snapshot.md``) whose WikiData part has exactly ``n_authors`` candidate writers (human,
+``docs/snapshot.md``) whose WikiData part has exactly ``n_authors`` candidate authors (human,
 writer or a subclass, born 1850 or later, 10-300 works with P50) plus the deliberate failures.
 Authors come in a fixed order: the case authors and the KITAB authors they use, the other
 KITAB rows, the romance-sample authors, then generated fillers; a smaller ``n_authors`` cuts

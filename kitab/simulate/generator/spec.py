@@ -99,12 +99,12 @@ class AuthorSpec:
 
 
 def is_candidate(spec: AuthorSpec, wd_works: int) -> bool:
-    """The sampling filter: human, writer (or a subclass), born 1850 or later, 10-300 works with P50."""
-    writer = any(occ in curated.WRITER_OCCUPATIONS for occ in spec.occupations)
+    """The sampling filter: human, author (or a subclass), born 1850 or later, 10-300 works with P50."""
+    author = any(occ in curated.WRITER_OCCUPATIONS for occ in spec.occupations)
     return (
         spec.qid is not None
         and curated.HUMAN in spec.instance_of
-        and writer
+        and author
         and spec.birth is not None
         and spec.birth.year >= MIN_BIRTH_YEAR
         and WD_WORKS_RANGE[0] <= wd_works <= WD_WORKS_RANGE[1]
@@ -250,7 +250,7 @@ def romance_specs(rows: list[RomanceAuthor], seed: int, ids: Ids) -> list[Author
 
 
 def filler_specs(seed: int, ids: Ids, used_names: set[str]) -> Iterator[AuthorSpec]:
-    """An endless stream of synthetic candidate writers with unique names."""
+    """An endless stream of synthetic candidate authors with unique names."""
     for index in itertools.count(1):
         rng = rng_for(seed, "filler", index)
         name = words.person_name(rng)

@@ -16,7 +16,7 @@ FAULT_KINDS = ("status", "cut", "slow", "timeout")
 class Fault:
     """Applies to the next ``times`` requests (None: every one) whose path starts with
     ``path_prefix`` and, if ``query`` is given, whose query string contains it
-    (e.g. ``author_key=OL1A``: one writer's works).
+    (e.g. ``author_key=OL1A``: one author's works).
 
     kind: ``status`` (answer ``status``, with ``retry_after`` seconds if given),
     ``cut`` (announce the full length, send half the body, close), ``slow`` (sleep

@@ -1,6 +1,8 @@
-"""Shared shape of the two named-entity constraints (human name, city name), each with a
-negation. The flags come from the taggers, per book; an author's books must all be tagged
-for these candidates to exist (an untagged book could be either)."""
+"""Shared shape of the named-entity constraints (human name, city name, ...), each with a
+negation. The flags come from the taggers, per book: a kind's constraint reads the spans of
+kind ``KIND`` (the tagger's name, tasks/taggers/registry.py). An author's books must all be
+tagged for these candidates to exist (an untagged book could be either). A new entity kind
+is a tagger and one module here that subclasses EntitySpec; nothing else changes."""
 from __future__ import annotations
 
 import re
@@ -17,7 +19,7 @@ class EntitySpec(Spec):
     present: bool
 
     ENTITY: ClassVar[str]  # "human name" | "city name", as in KITAB's phrasing
-    FLAG: ClassVar[str]  # the Book attribute holding the tagger's answer
+    KIND: ClassVar[str]  # the kind of span that sets the flag: "human" | "city" (title_entities.kind)
 
     def __post_init__(self) -> None:
         if not isinstance(self.present, bool):
@@ -32,15 +34,15 @@ class EntitySpec(Spec):
         return self.KITAB_TYPE if self.present else f"no-{self.KITAB_TYPE}"
 
     def satisfied_by(self, book: Book, title: str) -> bool:
-        flag = getattr(book, self.FLAG)
+        flag = book.has(self.KIND)
         if flag is None:
-            raise ValueError(f"book {book.book_id!r} has no {self.FLAG} flag")
+            raise ValueError(f"book {book.book_id!r} is not tagged for {self.KIND} names")
         return flag == self.present
 
     def accepts(self, answer: str, book: Book) -> bool:
         # the book's flag, as the release's taggers set it: KITAB's NER services are not
         # reproducible, and the flags are the release's metadata (paper §3.1)
-        return getattr(book, self.FLAG) == self.present
+        return book.has(self.KIND) == self.present
 
     def render(self) -> str:
         # "doesn't" is load-bearing: KITAB's evaluator detects negation by that substring.
@@ -58,6 +60,20 @@ class EntitySpec(Spec):
 
     @classmethod
     def candidates(cls, books: Sequence[Book]) -> Iterator[EntitySpec]:
-        if books and all(getattr(book, cls.FLAG) is not None for book in books):
+        if books and all(book.has(cls.KIND) is not None for book in books):
             yield cls(True)
             yield cls(False)
+
+
+def entity_kinds() -> tuple[str, ...]:
+    """The span kinds some registered constraint type reads, sorted."""
+    from tasks.constraints.registry import spec_types
+
+    return tuple(sorted({cls.KIND for cls in spec_types() if issubclass(cls, EntitySpec)}))
+
+
+def entity_types() -> frozenset[str]:
+    """The registered entity constraint types (``human_name``, ``city_name``, ...)."""
+    from tasks.constraints.registry import spec_types
+
+    return frozenset(cls.TYPE for cls in spec_types() if issubclass(cls, EntitySpec))

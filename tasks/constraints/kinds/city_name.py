@@ -14,4 +14,4 @@ class CityName(EntitySpec):
     KITAB_TYPE = "city-name"
     ORDER = 60
     ENTITY = "city name"
-    FLAG = "has_city_name"
+    KIND = "city"

@@ -14,4 +14,4 @@ class HumanName(EntitySpec):
     KITAB_TYPE = "human-name"
     ORDER = 50
     ENTITY = "human name"
-    FLAG = "has_human_name"
+    KIND = "human"

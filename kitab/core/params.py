@@ -1,0 +1,93 @@
+"""A refresh's parameters, declared once: the CLI's options, the ``refresh`` flow's
+signature (flows/refresh.py derives it from these fields), ``kitab.app.runs.run_refresh``,
+prefect.yaml's deployment and the stack all read :class:`RefreshParams`."""
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+
+from kitab.core.env import BUNDLED_SNAPSHOT
+from kitab.core.errors import BadValue
+
+SOURCES = ("live", "mirror", "dump")
+DEFAULT_BATCH_SIZE = 250  # authors per batch: tens of task runs for 10,000 authors
+DEFAULT_MAX_FAILED_SHARE = 0.10  # of the sampled authors, lost to an unavailable source
+
+
+def default_seed(today: date) -> int:
+    return int(f"{today:%Y%m%d}")
+
+
+def default_release_id(seed: int, today: date) -> str:
+    """Release ids are <UTC date>-s<seed>, e.g. 2026.11.21-s42: the version scheme of the
+    warehouse and of the Hugging Face dataset (its tag). See README, Releases."""
+    return f"{today:%Y.%m.%d}-s{seed}"
+
+
+@dataclass(frozen=True)
+class RefreshParams:
+    """One refresh, as the CLI, the flow and the deployment give it. Field comments are the
+    options' meaning; the flow's parameters are these fields with these defaults."""
+
+    source: str = "mirror"
+    snapshot: str | None = None
+    authors: int = 40
+    seed: int | None = None
+    release: str | None = None
+    warehouse: str | None = None
+    mirror_url: str | None = None
+    batch_size: int = DEFAULT_BATCH_SIZE
+    # More authors asked for than are eligible: publish the fewer (the summary says how many
+    # short) instead of failing.
+    allow_fewer: bool = False
+    # Authors lost to a source that did not answer (rejected as source_unavailable) may be at
+    # most this share of the sampled authors; above it the refresh fails and publishes nothing.
+    max_failed_share: float = DEFAULT_MAX_FAILED_SHARE
+
+    def __post_init__(self) -> None:
+        """Every value checked here, before a flow starts (a BadValue is one line for the user)."""
+        if self.source not in SOURCES:
+            raise BadValue(f"source {self.source!r}: expected one of {', '.join(SOURCES)}")
+        if not 0.0 <= self.max_failed_share <= 1.0:
+            raise BadValue(f"max failed share must be between 0 and 1, got {self.max_failed_share}")
+        if self.batch_size < 1:
+            raise BadValue(f"batch size must be >= 1, got {self.batch_size}")
+        if self.authors < 1:
+            raise BadValue(f"authors must be >= 1, got {self.authors}")
+        if self.seed is not None and not 0 <= self.seed < 2**63:  # the ledger's seed is an int64
+            raise BadValue(f"seed must be between 0 and {2**63 - 1}, got {self.seed}")
+        if self.release is not None:  # "" too: an empty id is an error, not the default
+            from kitab.core.warehouse import validate_release_id  # (duckdb: not at the CLI's start)
+
+            try:
+                validate_release_id(self.release)
+            except ValueError as exc:
+                raise BadValue(str(exc)) from None
+
+    def resolved(self, today: date) -> "RefreshParams":
+        """These parameters with the defaults of ``today`` filled in: the seed is the date
+        (YYYYMMDD), the release id ``YYYY.MM.DD-s<seed>``."""
+        seed = default_seed(today) if self.seed is None else self.seed
+        release = default_release_id(seed, today) if self.release is None else self.release
+        return dataclasses.replace(self, seed=seed, release=release)
+
+    def snapshot_dir(self) -> Path:
+        return Path(self.snapshot) if self.snapshot else BUNDLED_SNAPSHOT
+
+
+
+
+DEFAULTS = RefreshParams()
+
+
+def flow_signature() -> inspect.Signature:
+    """RefreshParams' fields as keyword parameters with their defaults and types: the
+    ``refresh`` flow's signature (Prefect builds the deployment's parameter schema from it)."""
+    hints = {"str": str, "str | None": str | None, "int": int, "int | None": int | None, "bool": bool,
+             "float": float}
+    return inspect.Signature(
+        [inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default, annotation=hints[f.type])
+         for f in dataclasses.fields(RefreshParams)], return_annotation=dict)

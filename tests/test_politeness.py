@@ -75,7 +75,7 @@ def test_open_library_at_its_live_default_stays_under_one_request_a_second(limit
 def test_wdqs_gets_one_query_at_a_time_spaced_by_a_second(limited, live_clients):
     mark = len(limited.log())
     windows = [(1900 + 5 * n, 1904 + 5 * n) for n in range(4)]
-    run_in_threads([lambda w=w: live_clients.wikidata.sample_writers(from_year=w[0], to_year=w[1], min_works=10,
+    run_in_threads([lambda w=w: live_clients.wikidata.candidate_authors(from_year=w[0], to_year=w[1], min_works=10,
                                                                       max_works=300) for w in windows])
     sent = entries(limited, mark, "wikidata")
     assert [e.status for e in sent].count(200) == 4

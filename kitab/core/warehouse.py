@@ -693,6 +693,7 @@ def bounded_query(con, query: str, timeout: float | None) -> tuple[list[str], li
         deadline = None if timeout is None else time.monotonic() + timeout
         while worker.is_alive() and not stopped and (deadline is None or time.monotonic() < deadline):
             worker.join(0.05)  # short waits: a signal's flag is seen within 50 ms
+        timed_out = worker.is_alive() and not stopped
         if worker.is_alive():
             con.interrupt()
             worker.join(5)
@@ -701,7 +702,7 @@ def bounded_query(con, query: str, timeout: float | None) -> tuple[list[str], li
             signal.signal(sig, handler)
     if stopped:
         raise KitabError(f"query interrupted ({stopped[0]})")
-    if "error" not in done and "result" not in done:
+    if timed_out:
         raise KitabError(f"query stopped after {timeout:g} s (--timeout); narrow it, or give it more time")
     if "error" in done:
         raise done["error"]

@@ -82,7 +82,7 @@ def committed(warehouse: Path) -> dict | None:
     wh = Warehouse(warehouse)
     if RELEASE not in wh.committed_releases():
         return None
-    return [r for r in wh.read_table("releases").to_pylist() if r["release_id"] == RELEASE][0]
+    return [r for r in wh.read_table("releases").to_pylist() if r["release"] == RELEASE][0]
 
 
 def table_rows(warehouse: Path, table: str) -> list[tuple]:

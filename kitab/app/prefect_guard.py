@@ -144,6 +144,8 @@ class _UserErrorFilter(logging.Filter):
         if exc is not None and (isinstance(exc, KitabError) or environment_error(exc)):
             self.failed_runs.add(run)
             return False
+        if "No space left on device" in record.getMessage():  # the caller names the full disk, once
+            return False
         from flows.runners import NOT_RETRIED
 
         if (run in self.failed_runs or run in NOT_RETRIED) and record.getMessage().startswith("Finished in state"):

@@ -55,6 +55,12 @@ def run_refresh(*, snapshot: Path | None = None, warehouse: Path, task_runner: s
             except Exception as exc:
                 full = _disk_full(Path(warehouse))
                 if full:  # e.g. Prefect's server could not write its database: the disk, not a bug
+                    import logging
+
+                    # Prefect's log workers would print "--- Error logging to API ---" and the
+                    # server's 500 at exit (its database is on the full disk): errors of logging
+                    # itself are not shown from here on, the one line below says what happened
+                    logging.raiseExceptions = False
                     raise KitabError(f"the refresh failed with the disk of {warehouse} full ({full}); free some "
                                      "space and run it again") from exc
                 raise

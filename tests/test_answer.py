@@ -1,5 +1,5 @@
 """``kitab answer``'s client against a real loopback OpenAI-compatible server
-(tests/openai_fixture.py): one request per query, 429 + Retry-After honoured, 500s retried,
+(kitab/simulate/chat.py): one request per query, 429 + Retry-After honoured, 500s retried,
 the cache (a rerun sends 0 requests, a killed run resumes), bounded concurrency and rate, and
 the key in no file, message or log. The release-level loop (answer -> evaluate) is in
 tests/test_evaluate_release.py."""
@@ -18,10 +18,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from kitab.errors import KitabError
+from kitab.core.errors import KitabError
 from kitab.release.answer import (AnswerCache, ChatClient, Params, Prompt, RateLimiter, Retry, answer_prompts,
                                   answers_lines, cache_key, parse_retry_after, write_answers)
-from tests.openai_fixture import FixtureServer
+from kitab.simulate.chat import ChatServer
 
 KEY = "sk-kitab-test-7f3c9a1e5b2d"
 FAST = Retry(max_attempts=5, backoff_initial=0.01, backoff_max=0.05, max_retry_after=5.0)
@@ -35,7 +35,7 @@ def answer_of(prompt: str) -> str:
     return f"Output:\n1. Reason: because. Title: Book for {prompt.split('author ')[1][:6]}\n"
 
 
-def run(server: FixtureServer, tmp_path: Path, items: list[Prompt], *, key: str | None = KEY, **kwargs):
+def run(server: ChatServer, tmp_path: Path, items: list[Prompt], *, key: str | None = KEY, **kwargs):
     cache = AnswerCache(tmp_path / "cache" / "answers.sqlite")
     try:
         with ChatClient(server.url, "fixture-model", api_key=key, timeout=10.0) as client:
@@ -47,7 +47,7 @@ def run(server: FixtureServer, tmp_path: Path, items: list[Prompt], *, key: str 
 
 def test_one_request_per_query_with_tokens_and_the_answers_in_query_order(tmp_path):
     items = prompts()
-    with FixtureServer(answer_of, key=KEY) as server:
+    with ChatServer(answer_of, key=KEY) as server:
         results, stats = run(server, tmp_path, items, concurrency=3)
     sent = server.chat_requests
     assert len(sent) == len(items) and sorted(s.prompt for s in sent) == sorted(p.text for p in items)
@@ -66,7 +66,7 @@ def test_one_request_per_query_with_tokens_and_the_answers_in_query_order(tmp_pa
 
 def test_a_429_retry_after_pauses_every_worker_until_then(tmp_path):
     items = prompts(6)
-    with FixtureServer(answer_of, key=KEY) as server:
+    with ChatServer(answer_of, key=KEY) as server:
         server.throttle(2, retry_after=1)
         results, stats = run(server, tmp_path, items, concurrency=2)
     sent = server.chat_requests
@@ -91,11 +91,11 @@ def test_retry_after_as_an_http_date_and_openais_milliseconds():
 
 def test_500s_are_retried_with_backoff_and_a_400_fails_only_its_query(tmp_path):
     items = prompts(5)
-    with FixtureServer(answer_of, key=KEY) as server:
+    with ChatServer(answer_of, key=KEY) as server:
         server.fail(3, 500)
         results, stats = run(server, tmp_path, items, concurrency=1)
         assert len(results) == 5 and stats.retries == 3 and len(server.chat_requests) == 8
-    with FixtureServer(answer_of, key=KEY) as server:
+    with ChatServer(answer_of, key=KEY) as server:
         server.fail(1, 400)
         results, stats = run(server, tmp_path / "other", items, concurrency=1)
     assert len(results) == 4 and list(stats.failed) == ["q000"] and "HTTP 400" in stats.failed["q000"]
@@ -104,7 +104,7 @@ def test_500s_are_retried_with_backoff_and_a_400_fails_only_its_query(tmp_path):
 
 def test_retries_end_and_the_query_is_reported_failed(tmp_path):
     items = prompts(1)
-    with FixtureServer(answer_of, key=KEY) as server:
+    with ChatServer(answer_of, key=KEY) as server:
         server.fail(10, 503)
         results, stats = run(server, tmp_path, items, retry=Retry(max_attempts=3, backoff_initial=0.01,
                                                                   backoff_max=0.02))
@@ -112,7 +112,7 @@ def test_retries_end_and_the_query_is_reported_failed(tmp_path):
 
 
 def test_a_retry_after_longer_than_the_limit_fails_the_query_instead_of_waiting(tmp_path):
-    with FixtureServer(answer_of, key=KEY) as server:
+    with ChatServer(answer_of, key=KEY) as server:
         server.throttle(1, retry_after=3600)
         started = time.monotonic()
         results, stats = run(server, tmp_path, prompts(1))
@@ -121,7 +121,7 @@ def test_a_retry_after_longer_than_the_limit_fails_the_query_instead_of_waiting(
 
 def test_a_rerun_sends_no_request_and_writes_the_same_bytes(tmp_path):
     items = prompts()
-    with FixtureServer(answer_of, key=KEY) as server:
+    with ChatServer(answer_of, key=KEY) as server:
         first, _ = run(server, tmp_path, items, concurrency=4)
         write_answers(tmp_path / "a.jsonl", answers_lines(items, first, "fixture-model"))
         before = len(server.chat_requests)
@@ -137,16 +137,16 @@ def test_the_cache_key_is_model_prompt_and_parameters():
     assert base == cache_key("m", "p", Params())
     assert len({base, cache_key("m2", "p", Params()), cache_key("m", "p2", Params()),
                 cache_key("m", "p", Params(temperature=0.7)), cache_key("m", "p", Params(max_tokens=1000))}) == 5
-    with FixtureServer(answer_of) as server:  # another endpoint, same question: the same key
+    with ChatServer(answer_of) as server:  # another endpoint, same question: the same key
         assert ChatClient(server.url, "m", api_key=None).model == "m"
 
 
 def test_concurrency_and_rate_are_bounded(tmp_path):
     items = prompts(9)
-    with FixtureServer(answer_of, key=KEY, slow=0.3) as server:
+    with ChatServer(answer_of, key=KEY, slow=0.3) as server:
         run(server, tmp_path, items, concurrency=3)
     assert server.max_in_flight == 3
-    with FixtureServer(answer_of, key=KEY) as server:
+    with ChatServer(answer_of, key=KEY) as server:
         run(server, tmp_path / "rated", items, concurrency=4, rate=10.0)
     starts = sorted(s.at for s in server.chat_requests)
     assert starts[-1] - starts[0] >= 0.75  # 9 requests at 10/s: 8 intervals of 0.1 s
@@ -173,7 +173,7 @@ def test_the_limiter_spaces_starts_and_holds():
 def test_a_wrong_key_stops_the_run_at_once_and_no_key_is_written_or_logged(tmp_path, capsys, caplog):
     caplog.set_level(logging.DEBUG)  # httpx and httpcore log requests at DEBUG: the key must not be there
     items = prompts(20)
-    with FixtureServer(answer_of, key=KEY) as server:
+    with ChatServer(answer_of, key=KEY) as server:
         with pytest.raises(KitabError) as refused:
             run(server, tmp_path, items, key="sk-wrong-key-0000aaaa", concurrency=2)
         assert len(server.chat_requests) <= 4  # the requests in flight, not 20 × retries
@@ -191,7 +191,7 @@ def test_a_wrong_key_stops_the_run_at_once_and_no_key_is_written_or_logged(tmp_p
 
 
 def test_azure_style_gateways_get_the_key_in_api_key(tmp_path):
-    with FixtureServer(answer_of, key=KEY) as server:
+    with ChatServer(answer_of, key=KEY) as server:
         server.url = server.url + "?api-version=2024-06-01"
         results, _ = run(server, tmp_path, prompts(2))
     assert len(results) == 2 and all(s.key_ok for s in server.chat_requests)
@@ -214,7 +214,7 @@ def test_a_killed_run_resumes_from_the_cache(tmp_path):
     items = prompts(30)
     (tmp_path / "items.json").write_text(json.dumps([p.__dict__ for p in items]))
     cache_path = tmp_path / "cache" / "answers.sqlite"
-    with FixtureServer(answer_of, slow=0.1) as server:
+    with ChatServer(answer_of, slow=0.1) as server:
         child = subprocess.Popen([sys.executable, "-c", RESUMABLE, server.url, str(cache_path),
                                   str(tmp_path / "items.json")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                  env={**os.environ}, start_new_session=True)

@@ -47,8 +47,8 @@ from pathlib import Path
 
 import httpx
 
-from kitab.errors import KitabError
-from kitab.refs import write_via_temp
+from kitab.core.errors import KitabError
+from kitab.core.files import write_via_temp
 
 # The paper's maximum output lengths per template (App. D); temperature 0 (§4).
 MAX_TOKENS = {"no-context": 400, "with-context": 1000, "self-context": 3000, "cot": 400}
@@ -471,7 +471,7 @@ def write_answers(path: Path, lines: list[str]) -> None:
 
 def release_prompt_list(warehouse: Path, release: str, template: str) -> list[Prompt]:
     """Every query's prompt of ``release`` (``kitab prompts``' lines, in its order)."""
-    from kitab.prompts import release_prompts
+    from kitab.release.prompts import release_prompts
 
     return [Prompt(row["query_id"], row["template"], row["prompt"])
             for row in map(json.loads, release_prompts(warehouse, release, template))]

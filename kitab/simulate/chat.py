@@ -1,5 +1,6 @@
-"""A loopback OpenAI-compatible chat endpoint for tests: ``POST /v1/chat/completions`` on
-127.0.0.1, answering each prompt with ``answer(prompt)`` (deterministic), and faults on demand:
+"""A loopback OpenAI-compatible chat endpoint, the model side of ``kitab answer`` for tests and
+benchmarks (as the mirror is the sources' side): ``POST /v1/chat/completions`` on 127.0.0.1,
+answering each prompt with ``answer(prompt)`` (deterministic), and faults on demand:
 
 - ``throttle(n, retry_after)``: the next ``n`` requests get 429 with ``Retry-After``;
 - ``fail(n, status)``: the next ``n`` requests get ``status`` (500 by default) with an
@@ -9,12 +10,10 @@
   gets 401 with OpenAI's message, which names part of the key.
 
 Every request is recorded (time, path, prompt, status sent, whether the key matched), so a test
-can count what a client really sent. Used as a context manager; a test may also run it in a
-subprocess (``python tests/openai_fixture.py``, see ``serve_main``)."""
+can count what a client really sent. Used as a context manager."""
 from __future__ import annotations
 
 import json
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -36,7 +35,7 @@ def echo(prompt: str) -> str:
     return f"Output:\n1. Reason: it fits. Title: {prompt[:20]}\n"
 
 
-class FixtureServer:
+class ChatServer:
     def __init__(self, answer: Callable[[str], str] = echo, *, key: str | None = None, slow: float = 0.0):
         self.answer, self.key, self.slow = answer, key, slow
         self.seen: list[Seen] = []
@@ -126,7 +125,7 @@ class FixtureServer:
         handler.wfile.write(payload)
 
     # -- lifetime ----------------------------------------------------------------------------
-    def __enter__(self) -> FixtureServer:
+    def __enter__(self) -> ChatServer:
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()
         return self
@@ -138,18 +137,3 @@ class FixtureServer:
 
 def _error(message: str, code: str) -> bytes:
     return json.dumps({"error": {"message": message, "type": "error", "code": code}}).encode()
-
-
-def serve_main() -> None:
-    """``python tests/openai_fixture.py ANSWERS.json [SLOW]``: serve the answers of a
-    {prompt: text} file (others: echo), print the URL, then every request's prompt as a
-    line on stdout (for a test that drives a separate process)."""
-    answers = json.loads(open(sys.argv[1], encoding="utf-8").read())
-    slow = float(sys.argv[2]) if len(sys.argv) > 2 else 0.0
-    with FixtureServer(lambda p: answers.get(p, echo(p)), slow=slow) as server:
-        print(server.url, flush=True)
-        threading.Event().wait()
-
-
-if __name__ == "__main__":
-    serve_main()

@@ -126,7 +126,7 @@ def format_leaderboard(board: dict) -> str:
 def write_leaderboard_plots(board: dict, plots_dir: Path) -> list[Path]:
     """``leaderboard.png`` (every evaluation's overall scores and coverage) and one figure per
     dimension (a panel per metric plus coverage, grouped bars per bin). Deterministic PNGs
-    (kitab/report.py's figure and writer). Returns the files written."""
+    (kitab/release/figures.py). Returns the files written."""
     import matplotlib.style
 
     from kitab.release.figures import figure as _figure, save_png as _save_png

@@ -217,11 +217,15 @@ def export(release: str = typer.Option(..., help="release id to export"),
                                               "HF_TOKEN or the Hugging Face login, never from the command line"),
            force: bool = typer.Option(False, help="replace an existing, different export at --out"),
            private: bool = typer.Option(False, help="create the Hub repo private"),
+           layout: str = typer.Option("hf", help="hf (Parquet per config) | kitab (also KITAB's JSON-lines files "
+                                      "data/KITAB-*.json, which the card's configs then name)"),
            warehouse: Optional[Path] = WarehouseOpt) -> None:
     """Write a release as a Hugging Face dataset folder (Parquet per config + card); optionally push and tag it."""
-    from kitab.release.export import export_release
+    from kitab.release.export import LAYOUTS, export_release
 
-    summary = export_release(_existing_warehouse(warehouse, release), release, out, force=force)
+    if layout not in LAYOUTS:
+        raise typer.BadParameter(f"expected one of {', '.join(LAYOUTS)}", param_hint="--layout")
+    summary = export_release(_existing_warehouse(warehouse, release), release, out, force=force, layout=layout)
     print_rows(["config", "rows"], list(summary["rows"].items()), title=f"release {release} -> {summary['out']}")
     if push:
         from kitab.release.hub import push_release

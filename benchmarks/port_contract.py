@@ -184,8 +184,9 @@ def _criterion(criterion: str, ctype: str, existing: str, variants: list[str], a
         found = re.search(r"\((\d{3,4})\)", entries[all_books.index(existing)])
         if found is None:
             return False
-        start, end = [int(y) for y in re.findall(r"\b(\d{1,4})\b", criterion)][1:3]
-        return start <= int(found.group(1)) <= end
+        year_range = [int(y) for y in re.findall(r"\b(\d{1,4})\b", criterion)][1:]
+        year = int(found.group(1))
+        return year >= year_range[0] and year <= year_range[1]  # without "Criterion N:" the range starts at its end
     if ctype == "human-name":
         return grading.human(variants, existing) != negated
     if ctype == "city-name":

@@ -278,6 +278,7 @@ def main(argv: list[str] | None = None) -> int:
 
     gradings = {fixes: grading(fixes) for r in range(len(FIXES) + 1) for fixes in itertools.combinations(FIXES, r)}
     port: dict[int, list[dict]] = defaultdict(list)
+    port_flags: dict[int, list[dict]] = defaultdict(list)  # the port's rules, entities from the release's flags
     kitab: dict[int, list[dict]] = defaultdict(list)
     reasons: dict[str, list[str]] = defaultdict(list)
     examples: dict[str, list[str]] = defaultdict(list)
@@ -286,6 +287,7 @@ def main(argv: list[str] | None = None) -> int:
         answer = ast.literal_eval(row["mapped_books"])
         scored = port_score(row, answer, gradings[()])
         port[row["n_constraints"]].append(scored)
+        port_flags[row["n_constraints"]].append(port_score(row, answer, gradings[("entity",)]))
         k = score_answer(truths[row["query_id"]].truth, answer)
         kitab[row["n_constraints"]].append({"satisfied": k.satisfied_rate, "unsatisfied": k.unsatisfied_rate,
                                             "not_from_author": k.not_from_author_rate,
@@ -300,7 +302,9 @@ def main(argv: list[str] | None = None) -> int:
 
     metrics = ("satisfied", "unsatisfied", "not_from_author", "completeness", "all_correct")
     table = []
-    for label, results in (("the port's rules (eureka-ml-insights KitabMetric)", port), ("kitab evaluate", kitab)):
+    for label, results in (("the port's rules (eureka-ml-insights KitabMetric)", port),
+                           ("the port's rules, entity criteria from the release's flags", port_flags),
+                           ("kitab evaluate", kitab)):
         for size in sorted(results):
             means = {m: nanmean([r[m] if r[m] is not None else NAN for r in results[size]]) for m in metrics}
             table.append({"scored_by": label, "n_constraints": size, "queries": len(results[size]), **means})

@@ -401,3 +401,43 @@ def test_kitab_answer_asks_a_loopback_endpoint_once_per_query_and_the_answers_sc
     for path in [*tmp_path.rglob("*"), *warehouse.rglob("*")]:
         if path.is_file():
             assert KEY.encode() not in path.read_bytes(), path
+
+
+def test_a_killed_kitab_answer_resumes_and_asks_only_the_rest(warehouse, exported, tmp_path):
+    """`kitab answer` as a process, killed (SIGKILL) mid-run; the rerun sends exactly the
+    queries the cache does not hold, and the answers file is complete."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from kitab.release.answer import release_prompt_list
+    from kitab.simulate.chat import ChatServer
+
+    by_id = {r["query_id"]: kitab_answer(ast.literal_eval(r["mapped_books"])) for r in exported}
+    prompts = release_prompt_list(warehouse, RELEASE, "no-context")[:60]
+    by_prompt = {p.text: by_id[p.query_id] for p in prompts}
+    out, cache = tmp_path / "answers.jsonl", tmp_path / "cache.sqlite"
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    with ChatServer(lambda prompt: by_prompt[prompt], slow=0.1) as server:
+        args = [sys.executable, "-m", "kitab.app.cli", "answer", "--release", RELEASE, "--model", "killed",
+                "--base-url", server.url, "--out", str(out), "--cache", str(cache), "--limit", "60",
+                "--concurrency", "2", "--warehouse", str(warehouse)]
+        child = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        deadline = time.monotonic() + 120
+        while len([s for s in server.chat_requests if s.status == 200]) < 20 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=30)
+        before = len(server.chat_requests)
+        assert not out.exists() and before < 60
+        rerun = subprocess.run(args, capture_output=True, text=True, env=env, timeout=300)
+        assert rerun.returncode == 0, rerun.stderr
+        sent_again = len(server.chat_requests) - before
+    lines = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert [line["query_id"] for line in lines] == [p.query_id for p in prompts]
+    cached = 60 - sent_again
+    assert before - 2 <= cached <= before  # at most the requests in flight when killed are asked again
+    assert f"60 of 60 queries answered by killed ({cached} from the cache, {sent_again} requests" in rerun.stdout
+    assert "kitab answer: answered 60/60" in rerun.stderr  # the progress display's last line

@@ -29,7 +29,8 @@ def _dicts(con, sql: str, params: list | None = None) -> list[dict]:
     return [dict(zip(names, row)) for row in cursor.fetchall()]
 
 
-def _type_order(label: str) -> int:
+def type_order(label: str) -> int:
+    """Constraint types in the paper's Table 2 order (others after)."""
     from tasks.constraints.table2 import PAPER_TABLE2
 
     labels = list(PAPER_TABLE2)
@@ -64,7 +65,7 @@ def leaderboard(con, release: str, *, model: str | None = None, answers_sha256: 
         by = {}
         for dimension, _ in DIMENSIONS:
             bins = [r for r in mine if r["dimension"] == dimension and r["n_constraints"] is None]
-            bins.sort(key=lambda r: (_type_order(r["bin"]) if dimension == "type" else r["bin_order"], r["bin"]))
+            bins.sort(key=lambda r: (type_order(r["bin"]) if dimension == "type" else r["bin_order"], r["bin"]))
             by[dimension] = [{"bin": r["bin"], **_scores(r)} for r in bins]
         label = head["model"] if names.count(head["model"]) == 1 else f"{head['model']} ({head['answers_sha256'][:8]})"
         out.append({"model": head["model"], "label": label, "answers_sha256": head["answers_sha256"],

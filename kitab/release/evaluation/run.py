@@ -24,6 +24,7 @@ from kitab.core.errors import KitabError
 from kitab.release.evaluation.answers import Answer, parse_answer, read_answers
 from kitab.release.evaluation.metrics import QueryTruth, score_answer, unanswered_score
 from kitab.release.bins import kappa_bin_label, popularity_bin_label
+from kitab.release.leaderboard import leaderboard
 from kitab.core.warehouse import Warehouse
 from tasks.constraints import Book, entity_kinds, parse_criteria
 from tasks.generate_constraints import entity_flags
@@ -167,8 +168,6 @@ def evaluate_release(warehouse: Path, release: str, answers_path: Path, *, model
     rows = score_rows(matched, queries, model=model, sha256=sha256, answers_file=answers_path.name,
                       evaluated_at=datetime.now(timezone.utc).replace(microsecond=0), queries_sha256=queries_sha256)
     write_evaluation(wh, release, rows)
-    from kitab.release.leaderboard import leaderboard
-
     with wh.connect(release=release) as con:
         summary = con.execute(
             "SELECT * FROM evaluation_summary WHERE model = ? AND answers_sha256 = ? "
@@ -180,39 +179,3 @@ def evaluate_release(warehouse: Path, release: str, answers_path: Path, *, model
     return {"release": release, "model": model, "answers_sha256": sha256, "answered": answered,
             "queries": len(queries), "coverage": answered / len(queries) if queries else None,
             "leaderboard": board, "aggregates": aggregates}
-
-
-# -- presenting ----------------------------------------------------------------------------
-METRICS = (("satisfied", "satisfied ↑"), ("unsatisfied", "unsatisfied ↓"), ("not_from_author", "not from author ↓"),
-           ("completeness", "completeness ↑"), ("all_correct", "all correct ↑"))
-DIMENSIONS = (("all", "All queries"), ("type", "By constraint type"), ("kappa", "By constrainedness κ"),
-              ("popularity", "By author popularity (WikiData sitelinks)"))
-_SIZES = {1: "one", 2: "two", None: "all"}
-
-
-def _type_order(label: str) -> int:
-    from tasks.constraints.table2 import PAPER_TABLE2
-
-    labels = list(PAPER_TABLE2)
-    return labels.index(label) if label in labels else len(labels)
-
-
-def format_aggregates(aggregates: list[dict]) -> str:
-    """``evaluation_summary`` rows of one evaluation -> markdown: one table per dimension,
-    a row per bin and query size (one / two constraints, all), the paper's five metrics."""
-    def cell(value) -> str:
-        return "–" if value is None else f"{value:.3f}"
-
-    out = []
-    for dimension, heading in DIMENSIONS:
-        rows = [a for a in aggregates if a["dimension"] == dimension]
-        order = {a["bin"]: a["bin_order"] for a in rows if a["n_constraints"] is None}  # over all sizes
-        rows.sort(key=lambda a: (_type_order(a["bin"]) if dimension == "type" else order.get(a["bin"], 0.0), a["bin"],
-                                 a["n_constraints"] is None, a["n_constraints"] or 0))
-        lines = [f"**{heading}**", "",
-                 "| " + " | ".join(["bin", "constraints", "queries", "coverage", *(h for _, h in METRICS)]) + " |",
-                 "|---|---|" + "---:|" * (2 + len(METRICS))]
-        lines += ["| " + " | ".join([a["bin"], _SIZES[a["n_constraints"]], str(a["queries"]), cell(a["coverage"]),
-                                     *(cell(a[m]) for m, _ in METRICS)]) + " |" for a in rows]
-        out.append("\n".join(lines))
-    return "\n\n".join(out) + "\n"

@@ -235,8 +235,8 @@ def flag_checks(rows: list[dict], truths: dict) -> tuple[Callable, Callable]:
     flags: dict[tuple[str, str], tuple[bool, bool]] = {}
     for row in rows:
         for book in truths[row["query_id"]].truth.books:
-            flags[(row["query_id"], process_title(book.title))] = (bool(book.has_human_name),
-                                                                   bool(book.has_city_name))
+            flags[(row["query_id"], process_title(book.title))] = (bool(book.has("human")),
+                                                                   bool(book.has("city")))
     current: list[str] = [""]
 
     def human(variants, existing):

@@ -3,6 +3,9 @@
     .venv/bin/python benchmarks/entity_quality.py [--split all|dev|holdout|holdout2|dev2|dev,holdout|blind] [--errors N]
         [--min 0.9] [--min-precision P] [--min-recall R]
 
+--tagger model --base-url URL --llm-model NAME [--cache FILE] scores the optional model tagger
+(tasks/taggers/model.py) on an OpenAI-compatible endpoint instead (OPENAI_API_KEY from the env).
+
 --split blind reads benchmarks/data/entity_blind.tsv (issue 20: 675 titles labelled before any
 human_v4/city_v4 rule) and prints totals only: no title-level errors, so it stays blind.
 
@@ -96,7 +99,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--min", type=float, default=0.9, help="title-level precision/recall gate")
     parser.add_argument("--min-precision", type=float, help="title-level precision gate (default: --min)")
     parser.add_argument("--min-recall", type=float, help="title-level recall gate (default: --min)")
-    parser.add_argument("--model", default=DEFAULT_MODEL)
+    parser.add_argument("--model", default=DEFAULT_MODEL, help="spaCy model of the offline taggers")
+    parser.add_argument("--tagger", choices=("offline", "model"), default="offline")
+    parser.add_argument("--base-url", help="--tagger model: the OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
+    parser.add_argument("--llm-model", help="--tagger model: the model name sent to the endpoint")
+    parser.add_argument("--cache", help="--tagger model: SQLite answer cache (default: none)")
     args = parser.parse_args(argv)
     min_p = args.min if args.min_precision is None else args.min_precision
     min_r = args.min if args.min_recall is None else args.min_recall
@@ -107,12 +114,21 @@ def main(argv: list[str] | None = None) -> int:
     else:
         items = [x for x in load() if args.split == "all" or x.split in args.split.split(",")]
     titles = [x.title for x in items]
-    human, city = HumanTagger(args.model), CityTagger(args.model)
-    docs = human.parse(titles)  # one parse shared by both taggers
-    predicted = {
-        "human": [[s.text for s in spans] for spans in human.tag_docs(titles, docs)],
-        "city": [[s.text for s in spans] for spans in city.tag_docs(titles, docs)],
-    }
+    if args.tagger == "model":
+        if not (args.base_url and args.llm_model):
+            parser.error("--tagger model needs --base-url and --llm-model")
+        from tasks.taggers.model import model_taggers
+
+        human_m, city_m = model_taggers(args.base_url, args.llm_model, args.cache)
+        predicted = {"human": [[s.text for s in x] for x in human_m.tag_many(titles)],
+                     "city": [[s.text for s in x] for x in city_m.tag_many(titles)]}
+    else:
+        human, city = HumanTagger(args.model), CityTagger(args.model)
+        docs = human.parse(titles)  # one parse shared by both taggers
+        predicted = {
+            "human": [[s.text for s in spans] for spans in human.tag_docs(titles, docs)],
+            "city": [[s.text for s in spans] for spans in city.tag_docs(titles, docs)],
+        }
     report = score(items, predicted)
 
     print(f"{len(items)} labelled titles (split: {args.split}); gold: "

@@ -30,6 +30,7 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 sys.path.insert(0, str(_HERE.parent))
 
 from tasks.taggers import DEFAULT_MODEL, CityTagger, HumanTagger  # noqa: E402
+from tasks.taggers.lazy import CityTaggerV4, HumanTaggerV4  # noqa: E402
 
 DATA = _HERE / "data" / "entity_titles.tsv"
 BLIND = _HERE / "data" / "entity_blind.tsv"  # read as totals only (--split blind)
@@ -100,7 +101,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--min-precision", type=float, help="title-level precision gate (default: --min)")
     parser.add_argument("--min-recall", type=float, help="title-level recall gate (default: --min)")
     parser.add_argument("--model", default=DEFAULT_MODEL, help="spaCy model of the offline taggers")
-    parser.add_argument("--tagger", choices=("offline", "model"), default="offline")
+    parser.add_argument("--tagger", choices=("v4", "v3", "model"), default="v4",
+                        help="v4 (default): human_v4/city_v4; v3: human_v3/city_v3; model: the model tagger")
     parser.add_argument("--base-url", help="--tagger model: the OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
     parser.add_argument("--llm-model", help="--tagger model: the model name sent to the endpoint")
     parser.add_argument("--cache", help="--tagger model: SQLite answer cache (default: none)")
@@ -123,7 +125,9 @@ def main(argv: list[str] | None = None) -> int:
         predicted = {"human": [[s.text for s in x] for x in human_m.tag_many(titles)],
                      "city": [[s.text for s in x] for x in city_m.tag_many(titles)]}
     else:
-        human, city = HumanTagger(args.model), CityTagger(args.model)
+        v4 = args.tagger == "v4"
+        human = (HumanTaggerV4 if v4 else HumanTagger)(args.model)
+        city = (CityTaggerV4 if v4 else CityTagger)(args.model)
         docs = human.parse(titles)  # one parse shared by both taggers
         predicted = {
             "human": [[s.text for s in spans] for spans in human.tag_docs(titles, docs)],

@@ -83,11 +83,11 @@ def main(argv: list[str] | None = None) -> int:
     books = [{"book_id": f"b{n}", "author_qid": "Q0", "canonical_title": t, "variant_titles": []} for n, t in enumerate(titles)]
     base = rss_mb()
 
-    from tasks.tag_entities import default_taggers, tag_entities, tag_titles
+    from tasks.tag_entities import tag_entities, tag_titles, v3_taggers
     from tasks.taggers.lazy import CityTaggerV4, HumanTaggerV4
 
     started = time.perf_counter()
-    taggers = default_taggers() if args.taggers == "v3" else [HumanTaggerV4(), CityTaggerV4()]
+    taggers = v3_taggers() if args.taggers == "v3" else [HumanTaggerV4(), CityTaggerV4()]
     load_s = time.perf_counter() - started
     cpu_started = time.process_time()  # CPU time: less sensitive than wall time to other load on the machine
     result = tag_entities(books, [], taggers=taggers)
@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.check:
         distinct = sorted(set(titles))
         new = tag_titles(distinct, [HumanTaggerV4(), CityTaggerV4()])
-        old = tag_titles(distinct, default_taggers())
+        old = tag_titles(distinct, v3_taggers())
         differ = {kind: sum(1 for a, b in zip(old[kind], new[kind]) if [(s.start, s.end, s.kind) for s in a]
                             != [(s.start, s.end, s.kind) for s in b]) for kind in ("human", "city")}
         print(f"titles whose spans differ from v3's: {differ}")

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import httpx
 
-from kitab.errors import KitabError
+from kitab.core.errors import KitabError
 from tasks.taggers.spans import Span
 
 PROMPT_VERSION = "v1"

@@ -102,8 +102,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"end to end:           {total_s:.1f} s  ->  {len(titles) / total_s:,.0f} titles/s")
     print(f"spans per kind:       {stats['spans_per_kind']}")
     print(f"peak RSS:             {rss_mb():,.0f} MB (before loading: {base:,.0f} MB)")
-    if hasattr(taggers[0], "ner_titles"):  # the last slice's count: see tag_titles' PARSE_BATCH
-        print(f"taggers:              {stats['taggers']}")
+    print(f"taggers:              {stats['taggers']}")
+    if hasattr(taggers[0], "ner_total"):
+        print(f"titles sent to NER:   {taggers[0].ner_total:,} of {taggers[0].parsed_total:,}")
     if args.check:
         distinct = sorted(set(titles))
         new = tag_titles(distinct, [HumanTaggerV4(), CityTaggerV4()])

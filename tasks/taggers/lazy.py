@@ -108,7 +108,9 @@ class LazyNerTagger(PipelineTagger):
         ner = self.nlp.get_pipe("ner")
         for n, doc in zip(send, ner.pipe((docs[n] for n in send), batch_size=BATCH_SIZE)):
             docs[n] = doc
-        self.ner_titles = len(send)
+        self.ner_titles = len(send)  # this call's; the totals below are the process's
+        self.ner_total = getattr(self, "ner_total", 0) + len(send)
+        self.parsed_total = getattr(self, "parsed_total", 0) + len(titles)
         return docs
 
     def views(self, titles: Sequence[str], docs: Sequence) -> list[TitleView]:

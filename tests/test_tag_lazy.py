@@ -31,7 +31,9 @@ def cheap_view(taggers, title: str):
     ("Gerald's Game", True),  # ... unless it is also a town's name (Gerald, Missouri): NER may say place
     ("Death in Venice", False),  # a big city after "in"
     ("Pnin", True),  # unknown: an entity PERSON may anchor it
-    ("Alias Grace", True),  # a listed name that is also a word
+    ("Alias Grace", False),  # a listed name that is also a word, alone: no rule takes it, NER or not
+    ("The Collected Stories of Grace Paley", True),  # ... beside a name: an entity PERSON may hold both
+    ("Walking with Destiny", True),  # a listed name that is a less frequent word: NER may vouch
     ("East of Eden", True),  # a lone listed name after "of"
     ("Reading Is Fun", True),  # a word that is a city: NER and population decide
     ("The Stones of Florence", False),  # a name that is a big city after "of": the city reading

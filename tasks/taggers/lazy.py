@@ -34,9 +34,13 @@ def ner_matters(v: TitleView) -> bool:
     - an unknown token (no list knows it, or only the rare-word list): an entity PERSON may
       anchor a name, a GPE may veto one; except a well-known place or region, which vetoes
       any PERSON entity it is part of;
-    - a listed name that is also a word, a date or a region ("Grace", "June", "Georgia"), or
-      follows "of"/"from" ("East of Eden"), or is a city with no other reason to read as one
-      ("Florence" with no "in" before it), or a city's possessive;
+    - a listed name that is also a word, a date or a region ("Grace", "June", "Georgia"), only
+      beside a name-like token no list calls a word, in one run of capitalised tokens: alone,
+      every rule refuses it whatever NER says, and an entity PERSON counts only with such a
+      token in it ("Grace Paley");
+    - a listed name that is a less frequent word ("Destiny"), or follows "of"/"from" ("East of
+      Eden"), or is a city with no other reason to read as one ("Florence" with no "in" before
+      it), or a city's possessive;
     - a city candidate that is a word ("Reading", "Nice": NER and a big city), or has no other
       support (no locative, no ", Region", under 50,000 people).
     """
@@ -45,7 +49,11 @@ def ner_matters(v: TitleView) -> bool:
         if not t.cap or t.stop:
             continue
         if t.first or t.surname:
-            if t.word or t.dictionary or t.calendar or v.lex.is_region(t.key):
+            if t.word or t.calendar or v.lex.is_region(t.key):
+                if _name_in_run(v, i):
+                    return True
+                continue
+            if t.dictionary:
                 return True
             city = t.key in v.lex.cities
             if city and (v.is_possessive(i) or not _reads_as_city_without_ner(v, i)):
@@ -67,6 +75,25 @@ def ner_matters(v: TitleView) -> bool:
             continue
         if not big and v.prev_text(m.i) not in LOCATIVES and not v.region_after(m.j):
             return True
+    return False
+
+
+def _name_in_run(v: TitleView, i: int) -> bool:
+    """Another token in token i's run of capitalised tokens (the most an entity PERSON piece can
+    hold: `human._ner_anchors`) is name-like and no word, rare word or region: what a
+    multi-token NER core needs (`human._ner_core`)."""
+    toks = v.toks
+
+    def in_run(k: int) -> bool:
+        return 0 <= k < len(toks) and toks[k].cap and any(c.isalpha() for c in toks[k].text)
+
+    for step in (-1, 1):
+        k = i + step
+        while in_run(k):
+            t = toks[k]
+            if v.name_like(k) and not (t.word or t.rare or v.lex.is_region(t.key)):
+                return True
+            k += step
     return False
 
 

@@ -184,3 +184,24 @@ def test_parse_and_place():
 def test_a_bad_base_url_is_a_clear_error():
     with pytest.raises(ModelTaggerError, match="expected an http"):
         model_taggers("localhost:8000", "m1")
+
+
+def test_selected_by_configuration(chat, monkeypatch):
+    from tasks.tag_entities import default_taggers
+    from tasks.taggers import model as model_module
+
+    monkeypatch.setattr(model_module, "_SESSIONS", {})
+    monkeypatch.setenv("KITAB_TAGGERS", "human_model_v1,city_model_v1")
+    monkeypatch.delenv("KITAB_TAGGER_BASE_URL", raising=False)
+    monkeypatch.delenv("KITAB_TAGGER_MODEL", raising=False)
+    with pytest.raises(ModelTaggerError, match="KITAB_TAGGER_BASE_URL"):
+        default_taggers()
+    monkeypatch.setenv("KITAB_TAGGER_BASE_URL", chat.base_url)
+    monkeypatch.setenv("KITAB_TAGGER_MODEL", "m9")
+    taggers = default_taggers()
+    assert [(t.name, t.version, t.fingerprint()) for t in taggers] == [
+        ("human", "human_model_v1", {"llm": "m9", "prompt": "v1"}), ("city", "city_model_v1", {"llm": "m9", "prompt": "v1"})]
+    books = [{"book_id": "b1", "author_qid": "Q1", "canonical_title": "Emma in Paris"}]
+    rows = tag_entities(books, [], taggers=taggers).tables["title_entities"]
+    assert [(r["text"], r["version"]) for r in rows] == [("Emma", "human_model_v1"), ("Paris", "city_model_v1")]
+    assert len(chat.requests) == 1  # one session: one request answers both kinds

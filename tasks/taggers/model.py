@@ -32,6 +32,7 @@ from pathlib import Path
 import httpx
 
 from kitab.core.errors import KitabError
+from tasks.taggers.registry import register_tagger
 from tasks.taggers.spans import Span
 
 PROMPT_VERSION = "v1"
@@ -240,6 +241,54 @@ class ModelTagger:
 
     def tag_many(self, titles: list[str]) -> list[list[Span]]:
         return [place(t, names[self.kind], self.kind, self.evidence) for t, names in zip(titles, self.session.names(titles))]
+
+    def fingerprint(self) -> dict:
+        """What the output depends on besides the code: the model and the prompt (the endpoint's
+        URL is not: the same model behind another gateway answers the same)."""
+        return {"llm": self.session.model, "prompt": PROMPT_VERSION}
+
+
+# Selecting the model taggers by configuration (KITAB_TAGGERS=human_model_v1,city_model_v1):
+# the endpoint comes from these variables, and both kinds share one session per endpoint, model
+# and cache, so one request answers for both.
+ENV_BASE_URL = "KITAB_TAGGER_BASE_URL"
+ENV_MODEL = "KITAB_TAGGER_MODEL"
+ENV_CACHE = "KITAB_TAGGER_CACHE"
+_SESSIONS: dict[tuple[str, str, str | None], ModelSession] = {}
+
+
+def configured_session() -> ModelSession:
+    base_url, model = os.environ.get(ENV_BASE_URL), os.environ.get(ENV_MODEL)
+    if not base_url or not model:
+        raise ModelTaggerError(f"the model taggers need {ENV_BASE_URL} (an OpenAI-compatible endpoint such as "
+                               f"http://127.0.0.1:8000/v1) and {ENV_MODEL}; {ENV_CACHE} names an optional cache file")
+    cache = os.environ.get(ENV_CACHE) or None
+    key = (base_url, model, cache)
+    if key not in _SESSIONS:
+        endpoint = ChatEndpoint(base_url, model, os.environ.get("OPENAI_API_KEY") or None)
+        _SESSIONS[key] = ModelSession(endpoint, AnswerCache(cache))
+    return _SESSIONS[key]
+
+
+@register_tagger
+class HumanModelTagger(ModelTagger):
+    """``human_model_v1`` from the registry; ``model`` (the spaCy model the registry passes to
+    every tagger) is not used."""
+
+    name = "human"
+    version = f"human_model_{PROMPT_VERSION}"
+
+    def __init__(self, model: str | None = None, session: ModelSession | None = None) -> None:
+        super().__init__(session or configured_session(), "human")
+
+
+@register_tagger
+class CityModelTagger(ModelTagger):
+    name = "city"
+    version = f"city_model_{PROMPT_VERSION}"
+
+    def __init__(self, model: str | None = None, session: ModelSession | None = None) -> None:
+        super().__init__(session or configured_session(), "city")
 
 
 def model_taggers(base_url: str, model: str, cache_path: Path | str | None = None, *,

@@ -1,6 +1,10 @@
 """Throughput and peak memory of the title_entities stage (human + city taggers, one shared parse).
 
-    .venv/bin/python benchmarks/entity_speed.py [--titles 50000] [--seed 7]
+    .venv/bin/python benchmarks/entity_speed.py [--titles 50000] [--seed 7] [--taggers v4|v3] [--check]
+
+--taggers v3 measures human_v3/city_v3 (NER on every title); v4 (the default) human_v4/city_v4
+(NER only where a cheap pass finds that it can matter, tasks/taggers/lazy.py). --check also
+tags the titles with v3 and counts the titles whose spans differ (expected: 0).
 
 Titles are synthetic but title-shaped (seeded, so every run tags the same ones): the labelled
 titles plus templates filled with common words, given names, surnames and city names. Each is
@@ -71,16 +75,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--titles", type=int, default=50_000)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--taggers", choices=("v4", "v3"), default="v4")
+    parser.add_argument("--check", action="store_true", help="compare v4's spans with v3's on the same titles")
     args = parser.parse_args(argv)
 
     titles = synthetic_titles(args.titles, args.seed)
     books = [{"book_id": f"b{n}", "author_qid": "Q0", "canonical_title": t, "variant_titles": []} for n, t in enumerate(titles)]
     base = rss_mb()
 
-    from tasks.tag_entities import default_taggers, tag_entities
+    from tasks.tag_entities import tag_entities, tag_titles, v3_taggers
+    from tasks.taggers.lazy import CityTaggerV4, HumanTaggerV4
 
     started = time.perf_counter()
-    taggers = default_taggers()
+    taggers = v3_taggers() if args.taggers == "v3" else [HumanTaggerV4(), CityTaggerV4()]
     load_s = time.perf_counter() - started
     cpu_started = time.process_time()  # CPU time: less sensitive than wall time to other load on the machine
     result = tag_entities(books, [], taggers=taggers)
@@ -95,6 +102,16 @@ def main(argv: list[str] | None = None) -> int:
     print(f"end to end:           {total_s:.1f} s  ->  {len(titles) / total_s:,.0f} titles/s")
     print(f"spans per kind:       {stats['spans_per_kind']}")
     print(f"peak RSS:             {rss_mb():,.0f} MB (before loading: {base:,.0f} MB)")
+    print(f"taggers:              {stats['taggers']}")
+    if hasattr(taggers[0], "ner_total"):
+        print(f"titles sent to NER:   {taggers[0].ner_total:,} of {taggers[0].parsed_total:,}")
+    if args.check:
+        distinct = sorted(set(titles))
+        new = tag_titles(distinct, [HumanTaggerV4(), CityTaggerV4()])
+        old = tag_titles(distinct, v3_taggers())
+        differ = {kind: sum(1 for a, b in zip(old[kind], new[kind]) if [(s.start, s.end, s.kind) for s in a]
+                            != [(s.start, s.end, s.kind) for s in b]) for kind in ("human", "city")}
+        print(f"titles whose spans differ from v3's: {differ}")
     return 0
 
 

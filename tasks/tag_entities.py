@@ -33,9 +33,15 @@ class Tagger(Protocol):
 
 
 def default_taggers(model: str = DEFAULT_MODEL) -> list[Tagger]:
-    """The configured taggers (tasks/taggers/registry.py: $KITAB_TAGGERS, else human_v3 and
-    city_v3); pipeline taggers share one spaCy pipeline (model and gazetteers load once per process)."""
+    """The configured taggers (tasks/taggers/registry.py: $KITAB_TAGGERS, else DEFAULT:
+    human_v4 and city_v4); pipeline taggers share one spaCy pipeline (model and gazetteers load
+    once per process)."""
     return make_taggers(model=model)
+
+
+def v3_taggers(model: str = DEFAULT_MODEL) -> list[Tagger]:
+    """human_v3 / city_v3 (NER on every title): what releases before v4 were tagged with."""
+    return make_taggers(("human_v3", "city_v3"), model=model)
 
 
 def tag_titles(titles: list[str], taggers: Sequence[Tagger]) -> dict[str, list[list[Span]]]:

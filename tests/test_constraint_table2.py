@@ -67,3 +67,19 @@ def test_benchmark_runs_on_its_generated_input():
     rows, generated, sampled = bench.run(authors, books, flags, seed=1)
     assert generated["authors"] == 15 and rows[-1]["type"] == SUMMARY
     assert rows[-1]["one_queries"] == sampled["queries_one"] > 0
+
+
+def test_the_benchmark_keeps_kitabs_configured_rates_apart_from_the_papers_measured_ones():
+    spec = importlib.util.spec_from_file_location("table2_benchmark", ROOT / "benchmarks" / "table2.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    from tasks.sample_queries import SamplingRates
+
+    authors, books, flags = bench.synthetic_inputs(n_authors=15, seed=1)
+    rates = SamplingRates(one_unsatisfiable_share=0.2, two_more_books=0.3)
+    _, _, sampled = bench.run(authors, books, flags, seed=1, rates=rates)
+    configured, measured, paper = bench.rates_text(rates, sampled).split("\n\n")
+    assert configured.startswith("kitab's configured") and "topped up to 20%" in configured
+    assert "30% to more" in configured and "7.99%" not in configured
+    assert f"one-constraint queries: {sampled['queries_one']}" in measured
+    assert paper.startswith("measured by the paper") and "7.99%" in paper and "8239" in paper

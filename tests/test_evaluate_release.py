@@ -24,6 +24,7 @@ from kitab.core.env import BUNDLED_SNAPSHOT
 from kitab.core.errors import KitabError
 from kitab.release.evaluation.run import evaluate_release
 from kitab.release.export import export_release
+from kitab.release.leaderboard import PLOTS
 from kitab.release.report import render_report
 from kitab.core.warehouse import Warehouse
 from tasks.constraints import parse_criteria
@@ -236,8 +237,8 @@ def test_prompts_then_answers_then_evaluate_is_a_loop(warehouse, exported, tmp_p
     result = runner.invoke(app, ["evaluate", "--release", RELEASE, "--answers", str(answered), "--model", "loop",
                                  "--warehouse", str(warehouse)])
     assert result.exit_code == 0, result.output
-    assert f"{len(lines)} of {len(lines)} queries answered" in result.stdout
-    assert "| all queries | all | " in result.stdout and "By constrainedness κ" in result.stdout
+    assert f"{len(lines)} of {len(lines)} queries answered (coverage 1.000" in result.stdout
+    assert "| 1 | loop | " in result.stdout and "All correct by constrainedness κ" in result.stdout
     assert all(r["all_correct"] for r in scores(warehouse, "loop").values())
     for template in ("no-context", "self-context", "cot"):
         result = runner.invoke(app, ["prompts", "--release", RELEASE, "--template", template,
@@ -248,9 +249,195 @@ def test_prompts_then_answers_then_evaluate_is_a_loop(warehouse, exported, tmp_p
     assert result.exit_code == 1 and "unknown template" in result.stderr
 
 
-def test_report_plots_the_evaluations(warehouse, evaluated, tmp_path):
+def test_report_has_one_leaderboard_and_its_plots(warehouse, evaluated, tmp_path):
     text = render_report(warehouse, RELEASE, tmp_path / "report")
     assert text.startswith("## Quality\n") and "## Model evaluations" in text
-    assert "### ground-truth" in text and "By author popularity" in text
-    for png in ("evaluations_kappa.png", "evaluations_popularity.png"):
+    board = text[text.index("**Leaderboard"):]
+    ranks = {line.split(" | ")[1]: int(line.split(" | ")[0][2:]) for line in board.splitlines()
+             if line.startswith("| ") and line.split(" | ")[1] in CASES}
+    assert set(ranks) == set(CASES) and ranks["ground-truth"] < ranks["empty"] < ranks["invented"]
+    assert "All correct by author popularity" in text and "### ground-truth" not in text  # no section per model
+    for png in PLOTS:
         assert (tmp_path / "report" / "plots" / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert f"](plots/{png})" in text
+    result = runner.invoke(app, ["report", "--release", RELEASE, "--output", "json", "--warehouse", str(warehouse)])
+    assert result.exit_code == 0, result.output
+    entries = {e["model"]: e for e in json.loads(result.stdout)["evaluations"]}
+    assert entries["ground-truth"]["rank"] < entries["invented"]["rank"]
+    assert entries["ground-truth"]["overall"]["all_correct"] == 1.0
+    assert {b["bin"] for b in entries["empty"]["by"]["type"]} >= {"starts-with", "publishing-year"}
+
+
+# -- the ground truth, checked without kitab's constraint code --------------------------------
+GROUND_TRUTH_SQL = Path(__file__).resolve().parents[1] / "sql" / "checks" / "ground_truth.sql"
+
+
+def _ground_truth_check(tables: dict, mutate: str | None = None) -> list[tuple]:
+    import duckdb
+
+    db = duckdb.connect()
+    for name, table in tables.items():
+        db.register(f"source_{name}", table)
+        db.execute(f"CREATE TABLE {name} AS SELECT * FROM source_{name}")
+    if mutate:
+        db.execute(mutate)
+    return db.execute(GROUND_TRUTH_SQL.read_text(encoding="utf-8")).fetchall()
+
+
+def test_every_querys_ground_truth_agrees_with_an_independent_sql_check(warehouse):
+    """sql/checks/ground_truth.sql restates the rules in SQL over books / title_entities: no
+    query of the release disagrees, every constraint type is covered, and each kind of damage
+    to the data is caught (so the check can fail)."""
+    with Warehouse(warehouse).connect(release=RELEASE) as con:
+        tables = {t: con.sql(f"SELECT * FROM {t}").to_arrow_table()
+                  for t in ("books", "title_entities", "constraints", "queries")}
+        types = {r[0] for r in con.execute("SELECT DISTINCT unnest(constraint_types) FROM queries").fetchall()}
+    assert types == {"starts_with", "ends_with", "word_count", "year_range", "human_name", "city_name"}
+    assert _ground_truth_check(tables) == []
+    damaged = {
+        "a mapped book dropped": "UPDATE queries SET mapped_book_ids = mapped_book_ids[2:], "
+                                 "mapped_titles = mapped_titles[2:] WHERE n_mapped > 0",
+        "city tags lost": "DELETE FROM title_entities WHERE kind = 'city'",
+        "years shifted": "UPDATE books SET first_year = first_year + 5",
+        "titles changed": "UPDATE books SET canonical_title = canonical_title || ' Tales', "
+                          "variant_titles = list_transform(variant_titles, lambda v: v || ' Tales')",
+    }
+    for what, mutate in damaged.items():
+        assert _ground_truth_check(tables, mutate), what
+
+
+# -- scores that cannot flatter --------------------------------------------------------------
+def test_half_the_queries_answered_all_correct_scores_half_in_every_output(warehouse, exported, tmp_path):
+    path = write_answers(tmp_path / "half.jsonl", exported, lambda mapped: mapped)
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    path.write_text("".join(lines[::2]), encoding="utf-8")
+    answered, total = len(lines[::2]), len(lines)
+    result = runner.invoke(app, ["evaluate", "--release", RELEASE, "--answers", str(path), "--model", "half",
+                                 "--output", "json", "--warehouse", str(warehouse)])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["answered"] == answered and data["coverage"] == pytest.approx(answered / total)
+    (entry,) = data["leaderboard"]["evaluations"]
+    assert entry["overall"]["coverage"] == pytest.approx(0.5, abs=0.01)
+    assert entry["overall"]["all_correct"] == pytest.approx(answered / total)  # the unanswered half is wrong
+    assert entry["overall"]["completeness"] < 0.51 and entry["overall"]["not_from_author"] > 0.49
+    rows = scores(warehouse, "half")
+    assert len(rows) == total and sum(r["answered"] for r in rows.values()) == answered
+    for row in rows.values():
+        if not row["answered"]:
+            assert (row["satisfied_rate"], row["unsatisfied_rate"], row["not_from_author_rate"], row["completeness"],
+                    row["all_correct"]) == (0.0, 1.0, 1.0, 0.0, False)
+    with Warehouse(warehouse).connect(release=RELEASE) as con:
+        coverage, all_correct = con.execute(
+            "SELECT coverage, all_correct FROM evaluation_summary WHERE model = 'half' AND dimension = 'all' "
+            "AND n_constraints IS NULL").fetchone()
+        bins = con.execute("SELECT min(coverage), max(coverage) FROM evaluation_summary WHERE model = 'half'"
+                           ).fetchone()
+    assert coverage == pytest.approx(answered / total) and all_correct == pytest.approx(answered / total)
+    assert 0 < bins[0] <= bins[1] < 1  # coverage is in every bin's row
+    result = runner.invoke(app, ["evaluate", "--release", RELEASE, "--answers", str(path), "--model", "half",
+                                 "--warehouse", str(warehouse)])
+    assert f"{answered} of {total} queries answered (coverage 0.50" in result.stdout
+    half_row = next(line for line in result.stdout.splitlines() if line.startswith("| 1 | half |"))
+    assert f"| {answered} / {total} | 0.50" in half_row
+    text = render_report(warehouse, RELEASE, tmp_path / "report")
+    assert any(line.startswith("| ") and " | half | " in line and f"| {answered} / {total} | 0.50" in line
+               for line in text.splitlines())
+
+
+def test_skipping_a_query_never_scores_better_than_any_answer(warehouse, exported, evaluated):
+    """The unanswered row is at the worst value of each metric, so for every query and every
+    answer the tests scored (ground truth, empty, invented), no metric improves by skipping."""
+    from kitab.release.evaluation.metrics import unanswered_score
+
+    skipped = unanswered_score()
+    for model in CASES:
+        for row in scores(warehouse, model).values():
+            for metric, better in (("satisfied_rate", max), ("completeness", max), ("unsatisfied_rate", min),
+                                   ("not_from_author_rate", min)):
+                value = row[metric]
+                if value is not None:
+                    assert better(value, getattr(skipped, metric)) == value, (model, metric, row["query_id"])
+            assert row["all_correct"] >= skipped.all_correct
+
+
+# -- kitab answer -> kitab evaluate, over HTTP ---------------------------------------------------
+KEY = "sk-kitab-release-test-91c4e"
+
+
+def test_kitab_answer_asks_a_loopback_endpoint_once_per_query_and_the_answers_score(warehouse, exported, tmp_path,
+                                                                                    monkeypatch):
+    from kitab.release.answer import release_prompt_list
+    from kitab.simulate.chat import ChatServer
+
+    by_id = {r["query_id"]: kitab_answer(ast.literal_eval(r["mapped_books"])) for r in exported}
+    by_prompt = {p.text: by_id[p.query_id] for p in release_prompt_list(warehouse, RELEASE, "no-context")}
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    out, cache = tmp_path / "answers.jsonl", tmp_path / "cache.sqlite"
+    args = ["answer", "--release", RELEASE, "--model", "loopback-perfect", "--out", str(out), "--cache", str(cache),
+            "--concurrency", "3", "--warehouse", str(warehouse)]
+    with ChatServer(lambda prompt: by_prompt[prompt], key=KEY) as server:
+        server.throttle(2, retry_after=1)
+        server.fail(2, 500)
+        result = runner.invoke(app, [*args, "--base-url", server.url, "--evaluate", "--output", "json"])
+        assert result.exit_code == 0, result.output
+        sent = server.chat_requests
+        assert len([s for s in sent if s.status == 200]) == len(exported) and len(sent) == len(exported) + 4
+        assert sorted(s.prompt for s in sent if s.status == 200) == sorted(by_prompt)
+        assert all(s.key_ok for s in sent)
+        first = out.read_bytes()
+        rerun = runner.invoke(app, [*args, "--base-url", server.url, "--quiet"])
+        assert rerun.exit_code == 0, rerun.output
+        assert len(server.chat_requests) == len(sent)  # the rerun sent nothing
+    assert out.read_bytes() == first
+    data = json.loads(result.stdout)
+    assert data["answered"] == len(exported) and data["answer_run"]["retries"] == 4
+    assert data["leaderboard"]["evaluations"][0]["overall"]["all_correct"] == 1.0
+    assert all(r["all_correct"] for r in scores(warehouse, "loopback-perfect").values())
+    lines = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert all(line["prompt_tokens"] > 0 and line["completion_tokens"] > 0 and line["seconds"] >= 0 for line in lines)
+    everything = result.output + rerun.output
+    assert KEY not in everything and KEY[-5:] not in everything
+    for path in [*tmp_path.rglob("*"), *warehouse.rglob("*")]:
+        if path.is_file():
+            assert KEY.encode() not in path.read_bytes(), path
+
+
+def test_a_killed_kitab_answer_resumes_and_asks_only_the_rest(warehouse, exported, tmp_path):
+    """`kitab answer` as a process, killed (SIGKILL) mid-run; the rerun sends exactly the
+    queries the cache does not hold, and the answers file is complete."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from kitab.release.answer import release_prompt_list
+    from kitab.simulate.chat import ChatServer
+
+    by_id = {r["query_id"]: kitab_answer(ast.literal_eval(r["mapped_books"])) for r in exported}
+    prompts = release_prompt_list(warehouse, RELEASE, "no-context")[:60]
+    by_prompt = {p.text: by_id[p.query_id] for p in prompts}
+    out, cache = tmp_path / "answers.jsonl", tmp_path / "cache.sqlite"
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    with ChatServer(lambda prompt: by_prompt[prompt], slow=0.1) as server:
+        args = [sys.executable, "-m", "kitab.app.cli", "answer", "--release", RELEASE, "--model", "killed",
+                "--base-url", server.url, "--out", str(out), "--cache", str(cache), "--limit", "60",
+                "--concurrency", "2", "--warehouse", str(warehouse)]
+        child = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        deadline = time.monotonic() + 120
+        while len([s for s in server.chat_requests if s.status == 200]) < 20 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=30)
+        before = len(server.chat_requests)
+        assert not out.exists() and before < 60
+        rerun = subprocess.run(args, capture_output=True, text=True, env=env, timeout=300)
+        assert rerun.returncode == 0, rerun.stderr
+        sent_again = len(server.chat_requests) - before
+    lines = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert [line["query_id"] for line in lines] == [p.query_id for p in prompts]
+    cached = 60 - sent_again
+    assert before - 2 <= cached <= before  # at most the requests in flight when killed are asked again
+    assert f"60 of 60 queries answered by killed ({cached} from the cache, {sent_again} requests" in rerun.stdout
+    assert "kitab answer: answered 60/60" in rerun.stderr  # the progress display's last line

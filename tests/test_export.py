@@ -31,8 +31,8 @@ KITAB_QUERY_COLUMNS = ["Author", "Birth Year", "# of sitelinks", "constraint_id"
 KITAB_AUTHOR_COLUMNS = ["Author", "Birth Year", "# of sitelinks", "WikiData ID", "OpenLibrary ID"]
 # config -> (columns, exactly; None: any) and the warehouse view or table it must match
 EXPECTED = {
-    "one-book-constraints": (KITAB_QUERY_COLUMNS + ["query_id"], "kitab_one_book_constraints"),
-    "two-book-constraints": (KITAB_QUERY_COLUMNS + ["query_id"], "kitab_two_book_constraints"),
+    "one-book-constraints": (KITAB_QUERY_COLUMNS + ["query_id", "prompt"], "kitab_one_book_constraints"),
+    "two-book-constraints": (KITAB_QUERY_COLUMNS + ["query_id", "prompt"], "kitab_two_book_constraints"),
     "author-metadata": (KITAB_AUTHOR_COLUMNS + ["synthetic"], "kitab_author_metadata"),
     "book-metadata": (["book_id", "author_qid", "author", "canonical_title", "first_year", "n_variants",
                        "variant_titles", "work_keys", "has_human_name", "human_names", "has_city_name",
@@ -113,7 +113,10 @@ def test_every_config_loads_offline_with_kitab_columns_and_the_views_rows(export
         columns = ", ".join(f'"{c}"' for c in KITAB_QUERY_COLUMNS)
         view = con.sql(f"SELECT {columns}, query_id FROM kitab_one_book_constraints").to_arrow_table().to_pylist()
     one = datasets.load_dataset(str(out), "one-book-constraints", split="test", cache_dir=str(tmp_path / "hf-cache"))
-    assert one.to_list() == view
+    assert [{k: v for k, v in row.items() if k != "prompt"} for row in one.to_list()] == view
+    # no config name: the card's default config, one-book-constraints
+    default = datasets.load_dataset(str(out), split="test", cache_dir=str(tmp_path / "hf-cache"))
+    assert default.num_rows == one.num_rows and default.column_names == one.column_names
     assert {one.features["Birth Year"].dtype, one.features["constraint_id"].dtype} == {"int64"}
 
 
@@ -358,3 +361,48 @@ def test_kappa_bins_are_exact_at_boundaries():
 
 
 KAPPA_EDGES = [(Fraction(i, 5), Fraction(i + 1, 5)) for i in range(5)]
+
+
+# -- KITAB's own layout -----------------------------------------------------------------------
+KITAB_FILES = {"one-book-constraints": "data/KITAB-ONE-BOOK-CONSTRAINTS.json",
+               "two-book-constraints": "data/KITAB-TWO-BOOK-CONSTRAINTS.json",
+               "author-metadata": "data/KITAB-author-metadata.json"}
+
+
+def test_the_kitab_layout_writes_kitabs_json_lines_files_that_the_card_names(exported, warehouse, tmp_path):
+    import datasets
+
+    from kitab.release.prompts import release_prompts
+
+    parquet_out, _ = exported
+    out = tmp_path / "kitab-layout"
+    summary = export_release(warehouse, RELEASE, out, layout="kitab")
+    configs = card_configs((out / "README.md").read_text(encoding="utf-8"))
+    for config, path in KITAB_FILES.items():
+        assert configs[config] == {"test": path} and path in summary["files"]
+        lines = (out / path).read_text(encoding="utf-8").splitlines()
+        rows = [json.loads(line) for line in lines]  # JSON lines, as KITAB's .json files are
+        parquet = pq.read_table(parquet_out / f"data/{config}/test-00000-of-00001.parquet").to_pylist()
+        assert rows == parquet and len(rows) == summary["rows"][config] > 0, config
+        expected = EXPECTED[config][0]
+        assert list(rows[0]) == expected, config
+    assert card_header(out)["configs"][0] == {"config_name": "one-book-constraints", "default": True,
+                                              "data_files": [{"split": "test", "path": KITAB_FILES[
+                                                  "one-book-constraints"]}]}
+    # KITAB's code loads by path; datasets by the card (the default config without a name)
+    by_path = datasets.load_dataset("json", data_files=str(out / KITAB_FILES["two-book-constraints"]), split="train",
+                                    cache_dir=str(tmp_path / "hf-cache"))
+    assert by_path.column_names == EXPECTED["two-book-constraints"][0]
+    default = datasets.load_dataset(str(out), split="test", cache_dir=str(tmp_path / "hf-cache"))
+    assert default.num_rows == summary["rows"]["one-book-constraints"]
+    # the prompt column is kitab prompts' text (Template 2a) for the query
+    prompts = {row["query_id"]: row["prompt"] for row in map(json.loads, release_prompts(warehouse, RELEASE,
+                                                                                           "no-context"))}
+    for path in (KITAB_FILES["one-book-constraints"], KITAB_FILES["two-book-constraints"]):
+        for line in (out / path).read_text(encoding="utf-8").splitlines():
+            row = json.loads(line)
+            assert row["prompt"] == prompts[row["query_id"]]
+    provenance = json.loads((out / "provenance.json").read_text())
+    assert provenance["layout"] == "kitab" and all(p in provenance["files"] for p in KITAB_FILES.values())
+    with pytest.raises(ValueError, match="unknown layout"):
+        export_release(warehouse, RELEASE, tmp_path / "other", layout="eureka")

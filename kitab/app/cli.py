@@ -231,17 +231,21 @@ def export(release: str = typer.Option(..., help="release id to export"),
                                               "HF_TOKEN or the Hugging Face login, never from the command line"),
            force: bool = typer.Option(False, help="replace an existing, different export at --out"),
            private: bool = typer.Option(False, help="create the Hub repo private"),
+           layout: str = typer.Option("hf", help="hf (Parquet per config) | kitab (also KITAB's JSON-lines files "
+                                      "data/KITAB-*.json, which the card's configs then name)"),
            warehouse: Optional[Path] = WarehouseOpt) -> None:
     """Write a release as a Hugging Face dataset folder (Parquet per config + card); optionally push and tag it."""
     from kitab.core.warehouse import Warehouse
-    from kitab.release.export import export_release
+    from kitab.release.export import LAYOUTS, export_release
 
+    if layout not in LAYOUTS:
+        raise typer.BadParameter(f"expected one of {', '.join(LAYOUTS)}", param_hint="--layout")
     root = _existing_warehouse(warehouse, release)
     bad = [c for c in Warehouse(root).check_files([release]) if c.problem]
     if bad:  # damage is never exported, so never pushed
         raise KitabError(f"release {release} fails verification ({bad[0].table}: "
                          f"{bad[0].path.relative_to(root)}: {bad[0].problem}); nothing exported; run `kitab verify`")
-    summary = export_release(_existing_warehouse(warehouse, release), release, out, force=force)
+    summary = export_release(root, release, out, force=force, layout=layout)
     print_rows(["config", "rows"], list(summary["rows"].items()), title=f"release {release} -> {summary['out']}")
     if push:
         from kitab.release.hub import push_release
@@ -254,12 +258,24 @@ def export(release: str = typer.Option(..., help="release id to export"),
 @app.command()
 def report(release: str = typer.Option(..., help="release id"),
            out: Optional[Path] = typer.Option(None, help="also write report.md and plots/ here"),
+           output: str = typer.Option("markdown", help="markdown (the whole report) | json (the leaderboard of "
+                                      "every model evaluated on the release)"),
            warehouse: Optional[Path] = WarehouseOpt) -> None:
-    """The release's quality section (the same as the dataset card's), as markdown."""
+    """The release's quality section (the same as the dataset card's), its refresh's stages and
+    the leaderboard of the models evaluated on it, as markdown; or the leaderboard as JSON."""
     from kitab.release.report import render_report
 
+    _report_output(output)
     root = _existing_warehouse(warehouse, release)
-    print(render_report(root, release, out))  # plain print: rich would eat [..] as markup
+    text = render_report(root, release, out)
+    if output == "json":
+        from kitab.core.warehouse import Warehouse
+        from kitab.release.leaderboard import leaderboard
+
+        with Warehouse(root).connect(release=release) as con:
+            print(json.dumps(leaderboard(con, release), ensure_ascii=False, indent=2, default=str))
+    else:
+        print(text)  # plain print: rich would eat [..] as markup
 
 
 @app.command()
@@ -404,6 +420,30 @@ def constraints(human: bool = typer.Option(False, "--human", help="add human-nam
         print(line)
 
 
+REPORT_OUTPUTS = ("markdown", "json")
+
+
+def _report_output(output: str) -> None:
+    if output not in REPORT_OUTPUTS:
+        raise typer.BadParameter(f"expected one of {', '.join(REPORT_OUTPUTS)}", param_hint="--output")
+
+
+def _print_evaluation(result: dict, output: str) -> None:
+    """``kitab evaluate``'s result: the leaderboard entry of this evaluation (markdown), or
+    the whole result as JSON. Coverage comes first: an unanswered query is scored wrong."""
+    if output == "json":
+        print(json.dumps(result, ensure_ascii=False, indent=2, default=str))
+        return
+    from kitab.release.leaderboard import format_leaderboard
+
+    coverage = result["coverage"]
+    print(f"{result['model']} on release {result['release']}: {result['answered']} of {result['queries']} queries "
+          f"answered (coverage {coverage:.3f}; an unanswered query is scored wrong), answers sha256 "
+          f"{result['answers_sha256'][:16]}…, scores in table evaluations\n")
+    print(format_leaderboard(result["leaderboard"]))
+    print(f"every model on this release: kitab report --release {result['release']} (--output json)")
+
+
 @app.command()
 def evaluate(release: str = typer.Option(..., help="release id whose queries were answered"),
              answers: Path = typer.Option(..., help="JSON lines {query_id, response}, or a CSV with KITAB's "
@@ -411,16 +451,114 @@ def evaluate(release: str = typer.Option(..., help="release id whose queries wer
              model: Optional[str] = typer.Option(None, help="the model's name (default: the answers file's name)"),
              response_column: Optional[str] = typer.Option(None, help="CSV: the column with the model's text "
                                                            "(default: the one column that is not KITAB's)"),
+             output: str = typer.Option("markdown", help="markdown | json (the leaderboard entry, coverage and "
+                                        "every aggregate)"),
              warehouse: Optional[Path] = WarehouseOpt) -> None:
-    """Score a model's answers with KITAB's metrics; store them in the table `evaluations`."""
-    from kitab.release.evaluation.run import evaluate_release, format_aggregates
+    """Score a model's answers with KITAB's metrics (a query without an answer is scored wrong);
+    store them in the table `evaluations` and print this evaluation's leaderboard."""
+    from kitab.release.evaluation.run import evaluate_release
 
+    _report_output(output)
     with user_errors():
         result = evaluate_release(_existing_warehouse(warehouse, release), release, answers, model=model,
                                   response_column=response_column)
-    print(f"{result['model']} on release {result['release']}: {result['answered']} of {result['queries']} queries "
-          f"answered (answers sha256 {result['answers_sha256'][:16]}…), scores in table evaluations\n")
-    print(format_aggregates(result["aggregates"]))
+    _print_evaluation(result, output)
+
+
+class _AnswerProgress:
+    """``kitab answer``'s one progress display on stderr: a line rewritten in place on a
+    terminal, else a line every few seconds; the last state always ends with a newline."""
+
+    def __init__(self, quiet: bool, every: float = 5.0):
+        self.quiet, self.tty, self.every = quiet, sys.stderr.isatty(), every if not sys.stderr.isatty() else 0.25
+        self._last = 0.0
+        self._text = ""
+
+    def __call__(self, stats) -> None:
+        now = time.monotonic()
+        if self.quiet or now - self._last < self.every:
+            return
+        self._last = now
+        self._show(stats.line())
+
+    def _show(self, text: str) -> None:
+        self._text = text
+        if self.tty:
+            print(f"\r\x1b[2Kkitab answer: {text}", end="", file=sys.stderr, flush=True)
+        else:
+            print(f"kitab answer: {text}", file=sys.stderr, flush=True)
+
+    def end(self, stats) -> None:
+        if not self.quiet and stats is not None:
+            self._show(stats.line())
+            if self.tty:
+                print(file=sys.stderr)
+
+
+@app.command()
+def answer(release: str = typer.Option(..., help="release id whose queries to ask"),
+           model: str = typer.Option(..., help="the model name the endpoint serves (sent as \"model\")"),
+           base_url: str = typer.Option(..., envvar="OPENAI_BASE_URL",
+                                        help="the OpenAI-compatible API root, e.g. https://api.openai.com/v1, "
+                                             "http://127.0.0.1:8000/v1 (vLLM), http://127.0.0.1:11434/v1 (Ollama)"),
+           out: Path = typer.Option(..., help="the answers file to write (JSON lines, what kitab evaluate reads)"),
+           template: str = typer.Option("no-context", help="no-context | with-context | self-context | cot"),
+           concurrency: int = typer.Option(4, min=1, max=256, help="requests in flight at most"),
+           rate: Optional[float] = typer.Option(None, help="requests started per second at most (default: no cap)"),
+           max_tokens: Optional[int] = typer.Option(None, min=0, help="default: the paper's for the template "
+                                                    "(400 / 1000 / 3000); 0: not sent"),
+           temperature: float = typer.Option(0.0, help="the paper's is 0"),
+           seed: Optional[int] = typer.Option(None, help="sent as the request's seed, where the server takes one"),
+           timeout: float = typer.Option(600.0, min=1.0, help="seconds to wait for one answer"),
+           max_attempts: int = typer.Option(6, min=1, max=20, help="tries per query (429, 5xx, timeouts)"),
+           max_retry_after: float = typer.Option(300.0, min=0.0, help="a Retry-After longer than this fails the "
+                                                 "query instead of waiting"),
+           cache: Optional[Path] = typer.Option(None, help="the response cache (default: "
+                                                "<warehouse>/.cache/answers.sqlite)"),
+           limit: Optional[int] = typer.Option(None, min=1, help="only the first N queries (a trial run)"),
+           allow_missing: bool = typer.Option(False, "--allow-missing", help="write the answers there are even if "
+                                              "some queries failed (kitab evaluate scores those wrong)"),
+           evaluate_after: bool = typer.Option(False, "--evaluate", help="score the answers file right after"),
+           output: str = typer.Option("markdown", help="with --evaluate: markdown | json"),
+           quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress display"),
+           warehouse: Optional[Path] = WarehouseOpt) -> None:
+    """Ask a model every query of a release through an OpenAI-compatible chat endpoint (key from
+    OPENAI_API_KEY, never logged or written) and write the answers file; cached, resumable."""
+    from kitab.release.answer import MAX_TOKENS, Params, Retry, answer_release
+
+    _report_output(output)
+    root = _existing_warehouse(warehouse, release)
+    if max_tokens is None:
+        max_tokens = MAX_TOKENS.get(template)
+    params = Params(temperature=temperature, max_tokens=max_tokens or None, seed=seed)
+    retry = Retry(max_attempts=max_attempts, max_retry_after=max_retry_after)
+    progress = _AnswerProgress(quiet)
+    seen: list = [None]
+
+    def on_progress(stats) -> None:
+        seen[0] = stats
+        progress(stats)
+
+    with user_errors():
+        try:
+            summary = answer_release(root, release, model=model, base_url=base_url, out=out, template=template,
+                                     api_key=os.environ.get("OPENAI_API_KEY") or None, concurrency=concurrency,
+                                     rate=rate, params=params, retry=retry, cache_path=cache, timeout=timeout,
+                                     allow_missing=allow_missing, limit=limit, on_progress=on_progress)
+        finally:
+            progress.end(seen[0])
+    failed = f", {len(summary['failed'])} failed (left out)" if summary["failed"] else ""
+    print(f"{summary['answered']} of {summary['queries']} queries answered by {model} ({summary['from_cache']} from "
+          f"the cache, {summary['requests']} requests, {summary['retries']} retries{failed}), "
+          f"{summary['prompt_tokens']:,} prompt + {summary['completion_tokens']:,} completion tokens, "
+          f"{summary['seconds']:.1f} s -> {out}", file=sys.stderr if output == "json" else sys.stdout)
+    if evaluate_after:
+        from kitab.release.evaluation.run import evaluate_release
+
+        with user_errors():
+            result = evaluate_release(root, release, out, model=model)
+        result["answer_run"] = summary
+        _print_evaluation(result, output)
 
 
 @app.command()

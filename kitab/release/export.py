@@ -8,6 +8,17 @@ Layout of the folder (the card's ``configs`` list exactly the Parquet files)::
     data/<config>/test-00000-of-00001.parquet
     plots/kappa.png, plots/popularity.png
 
+``layout="kitab"`` (``kitab export --layout kitab``) also writes KITAB's own files, JSON lines
+under the original names, and the card's configs point at them as KITAB's card does::
+
+    data/KITAB-ONE-BOOK-CONSTRAINTS.json, data/KITAB-TWO-BOOK-CONSTRAINTS.json,
+    data/KITAB-author-metadata.json
+
+so code written for KITAB opens them by path. The first config, ``one-book-constraints``, is
+the default (``load_dataset(folder)`` needs no config name), and both query configs carry a
+``prompt`` column: the paper's Template 2a (no-context) for the query, what ``kitab answer``
+sends by default.
+
 Configs: ``one-book-constraints``, ``two-book-constraints``, ``author-metadata`` (KITAB's
 columns; the first two add ``query_id`` last, author-metadata ``synthetic`` last: KITAB's
 readers ignore a column they do not know), ``book-metadata`` (one row per book, ``synthetic``
@@ -22,6 +33,7 @@ contents is replaced only with ``force``.
 """
 from __future__ import annotations
 
+import ast
 import json
 import os
 import shutil
@@ -50,16 +62,26 @@ KITAB_QUERY_COLUMNS = ('"Author"', '"Birth Year"', '"# of sitelinks"', "constrai
 KITAB_AUTHOR_COLUMNS = ('"Author"', '"Birth Year"', '"# of sitelinks"', '"WikiData ID"', '"OpenLibrary ID"')
 
 
+LAYOUTS = ("hf", "kitab")
+PROMPT_TEMPLATE = "no-context"  # the prompt column: Template 2a, kitab answer's default
+
+
 @dataclass(frozen=True)
 class Config:
     name: str
     description: str
     sql: str | None = None    # a query over the release-scoped views ...
     table: str | None = None  # ... or a warehouse table, copied as is
+    kitab_file: str | None = None  # KITAB's own file of this config (layout "kitab")
+    prompts: bool = False  # add the ``prompt`` column (query configs)
 
     @property
     def path(self) -> str:
         return f"data/{self.name}/{SPLIT}-00000-of-00001.parquet"
+
+    def path_in(self, layout: str) -> str:
+        """The file the card's config names in ``layout``."""
+        return self.kitab_file if layout == "kitab" and self.kitab_file else self.path
 
 
 def _kitab_queries(view: str) -> str:
@@ -68,13 +90,17 @@ def _kitab_queries(view: str) -> str:
 
 
 CONFIGS: tuple[Config, ...] = (
-    Config("one-book-constraints", "queries with one book constraint besides the author (KITAB's columns + query_id)",
-           sql=_kitab_queries("kitab_one_book_constraints")),
-    Config("two-book-constraints", "queries with two book constraints besides the author (KITAB's columns + query_id)",
-           sql=_kitab_queries("kitab_two_book_constraints")),
+    Config("one-book-constraints", "queries with one book constraint besides the author (KITAB's columns + query_id, "
+                                   "prompt)",
+           sql=_kitab_queries("kitab_one_book_constraints"), kitab_file="data/KITAB-ONE-BOOK-CONSTRAINTS.json",
+           prompts=True),
+    Config("two-book-constraints", "queries with two book constraints besides the author (KITAB's columns + query_id, "
+                                   "prompt)",
+           sql=_kitab_queries("kitab_two_book_constraints"), kitab_file="data/KITAB-TWO-BOOK-CONSTRAINTS.json",
+           prompts=True),
     Config("author-metadata", "authors with at least one query (KITAB's columns + synthetic)",
            sql=f"SELECT {', '.join(KITAB_AUTHOR_COLUMNS)}, synthetic FROM kitab_author_metadata "
-               'ORDER BY "# of sitelinks" DESC, "Author", "WikiData ID"'),
+               'ORDER BY "# of sitelinks" DESC, "Author", "WikiData ID"', kitab_file="data/KITAB-author-metadata.json"),
     Config("book-metadata", "one row per book: variants, first year, Open Library works, human and city names, "
                             "synthetic",
            sql="""
@@ -151,8 +177,9 @@ def _ledger(wh: Warehouse, release: str) -> tuple[dict, list[dict]]:
 
 
 # -- the card --------------------------------------------------------------------------
-def card_metadata(release: str, rows: dict[str, int]) -> dict:
-    """The card's YAML header; ``configs`` lists every config with its one file."""
+def card_metadata(release: str, rows: dict[str, int], layout: str = "hf") -> dict:
+    """The card's YAML header; ``configs`` lists every config with its one file (the first is
+    the default: ``load_dataset(folder)`` works without a config name)."""
     n_queries = rows.get("one-book-constraints", 0) + rows.get("two-book-constraints", 0)
     return {
         "license": LICENSE,
@@ -161,7 +188,8 @@ def card_metadata(release: str, rows: dict[str, int]) -> dict:
         "task_categories": ["question-answering", "text-generation"],
         "tags": ["kitab", "constraint-satisfaction", "information-retrieval", "books", "benchmark"],
         "size_categories": [_size_category(n_queries)],
-        "configs": [{"config_name": c.name, "data_files": [{"split": SPLIT, "path": c.path}]} for c in CONFIGS],
+        "configs": [{"config_name": c.name, "data_files": [{"split": SPLIT, "path": c.path_in(layout)}],
+                     **({"default": True} if i == 0 else {})} for i, c in enumerate(CONFIGS)],
     }
 
 
@@ -179,10 +207,11 @@ def _source_note(ledger: dict) -> str:
 
 
 def _render_card(release: str, ledger: dict, earlier: list[dict], rows: dict[str, int],
-                 files: dict[str, dict], quality: str) -> str:
-    header = yaml.safe_dump(card_metadata(release, rows), sort_keys=False, allow_unicode=True, width=1000)
+                 files: dict[str, dict], quality: str, layout: str) -> str:
+    header = yaml.safe_dump(card_metadata(release, rows, layout), sort_keys=False, allow_unicode=True, width=1000)
     configs_table = _md_table(("config", "split", "file", "rows", "contents"),
-                              [(f"`{c.name}`", SPLIT, f"`{c.path}`", rows[c.name], c.description) for c in CONFIGS])
+                              [(f"`{c.name}`", SPLIT, f"`{c.path_in(layout)}`", rows[c.name], c.description)
+                               for c in CONFIGS])
     if earlier:
         previous = _md_table(("release", "created (UTC)", "seed", "source", "snapshot", "queries"),
                              [(f"`{r['release']}`", _iso(r["created_at"]), r["seed"], r["source"],
@@ -222,7 +251,24 @@ def card_configs(card_text: str) -> dict[str, dict[str, str]]:
 
 
 # -- building the folder ---------------------------------------------------------------
-def _build(wh: Warehouse, release: str, folder: Path) -> dict:
+def _with_prompts(table: pa.Table) -> pa.Table:
+    """``table`` (KITAB query rows) with a last column ``prompt``: Template 2a for each row."""
+    from kitab.release.prompts import render_prompt
+
+    rows = table.select(["Author", "Birth Year", "constraints", "all_books"]).to_pylist()
+    prompts = [render_prompt(PROMPT_TEMPLATE, author=r["Author"], birth_year=r["Birth Year"],
+                             constraints=r["constraints"], all_books=ast.literal_eval(r["all_books"])) for r in rows]
+    return table.append_column("prompt", pa.array(prompts, pa.string()))
+
+
+def _write_json_lines(table: pa.Table, path: Path) -> None:
+    """KITAB's format: one JSON object per line (a ``.json`` file), KITAB's column names."""
+    with open(path, "w", encoding="utf-8") as fh:
+        for row in table.to_pylist():
+            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+def _build(wh: Warehouse, release: str, folder: Path, layout: str = "hf") -> dict:
     ledger, earlier = _ledger(wh, release)
     rows: dict[str, int] = {}
     files: dict[str, dict] = {}
@@ -236,8 +282,14 @@ def _build(wh: Warehouse, release: str, folder: Path) -> dict:
                 rows[config.name] = pq.ParquetFile(target).metadata.num_rows
             else:
                 table = _plain_lists(con.sql(config.sql).to_arrow_table())
+                if config.prompts:
+                    table = _with_prompts(table)
                 pq.write_table(table, target, compression="zstd")
                 rows[config.name] = table.num_rows
+                if layout == "kitab" and config.kitab_file:
+                    _write_json_lines(table, folder / config.kitab_file)
+                    files[config.kitab_file] = {"config": config.name, "split": SPLIT, "rows": rows[config.name],
+                                                "sha256": sha256_file(folder / config.kitab_file)}
             files[config.path] = {"config": config.name, "split": SPLIT, "rows": rows[config.name],
                                   "sha256": sha256_file(target)}
         quality = quality_section(con, release, folder / "plots")
@@ -250,12 +302,13 @@ def _build(wh: Warehouse, release: str, folder: Path) -> dict:
         "ledger": {k: _iso(v) if k == "created_at" else json.loads(v) if k in ("counts", "checksums", "stages")
                    and v is not None else v for k, v in ledger.items() if k != "release"},
         "earlier_releases": [r["release"] for r in earlier],
-        "configs": {c.name: {"split": SPLIT, "path": c.path, "rows": rows[c.name]} for c in CONFIGS},
+        "layout": layout,
+        "configs": {c.name: {"split": SPLIT, "path": c.path_in(layout), "rows": rows[c.name]} for c in CONFIGS},
         "files": files,
     }
     (folder / PROVENANCE).write_text(json.dumps(provenance, indent=2, sort_keys=True, ensure_ascii=False) + "\n",
                                      encoding="utf-8")
-    (folder / CARD).write_text(_render_card(release, ledger, earlier, rows, files, quality), encoding="utf-8")
+    (folder / CARD).write_text(_render_card(release, ledger, earlier, rows, files, quality, layout), encoding="utf-8")
     return rows
 
 
@@ -297,14 +350,17 @@ def _install(tmp: Path, out: Path, force: bool) -> bool:
     return True
 
 
-def export_release(warehouse: Path, release: str, out: Path, *, force: bool = False) -> dict:
-    """Write release ``release`` of ``warehouse`` as a Hugging Face dataset folder at ``out``.
+def export_release(warehouse: Path, release: str, out: Path, *, force: bool = False, layout: str = "hf") -> dict:
+    """Write release ``release`` of ``warehouse`` as a Hugging Face dataset folder at ``out``
+    (``layout="kitab"``: also KITAB's JSON-lines files, which the card's configs then name).
 
     Returns ``{"release", "out", "files", "rows", "written"}``: the folder's files (relative
     paths), rows per config, and whether ``out`` changed (False: it already held exactly
     this export). Raises ``ValueError`` for an uncommitted release and ``ExportExists`` when
     ``out`` holds something else and ``force`` is False.
     """
+    if layout not in LAYOUTS:
+        raise ValueError(f"unknown layout {layout!r} (known: {', '.join(LAYOUTS)})")
     wh = Warehouse(Path(warehouse))
     wh.require_release(release)
     out = Path(out).absolute()
@@ -314,7 +370,7 @@ def export_release(warehouse: Path, release: str, out: Path, *, force: bool = Fa
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     try:
         os.chmod(tmp, 0o777 & ~_umask())
-        rows = _build(wh, release, tmp)
+        rows = _build(wh, release, tmp, layout)
         files = sorted(_tree(tmp))
         written = _install(tmp, out, force)
     finally:

@@ -11,7 +11,6 @@ no ``Software`` entry in the PNG metadata, so the same release gives byte-identi
 """
 from __future__ import annotations
 
-import io
 from dataclasses import dataclass
 from pathlib import Path
 from statistics import median
@@ -19,6 +18,7 @@ from statistics import median
 import duckdb
 
 from kitab.core.files import write_bytes
+from kitab.release.figures import figure, save_png
 from kitab.release.bins import KAPPA_BINS, bin_index, kappa_labels, sitelink_bucket, sitelink_labels
 from tasks.constraints.table2 import format_table2, table2
 
@@ -119,27 +119,11 @@ def _popularity(stats: _Stats) -> list[tuple[str, int, int, int]]:
 
 
 # -- plots -----------------------------------------------------------------------------
-def _save_png(fig, path: Path) -> None:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=100, metadata={"Software": None})
-    write_bytes(path, buf.getvalue())
-
-
-def _figure(width: float, height: float):
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(width, height))  # fixed margins: constrained layout costs extra draws
-    fig.subplots_adjust(left=0.07, right=0.985, bottom=0.15, top=0.82, wspace=0.22)
-    FigureCanvasAgg(fig)
-    return fig
-
-
 def _write_plots(stats: _Stats, plots_dir: Path) -> None:
     import matplotlib.style
 
     with matplotlib.style.context("default"):
-        fig = _figure(9.0, 3.4)
+        fig = figure(9.0, 3.4)
         axes = fig.subplots(1, 2, sharey=False)
         bins = [i / HIST_BINS for i in range(HIST_BINS + 1)]
         centers = [(lo + hi) / 2 for lo, hi in zip(bins, bins[1:])]
@@ -155,12 +139,12 @@ def _write_plots(stats: _Stats, plots_dir: Path) -> None:
             ax.set_ylabel("queries")
             ax.set_xlim(0, 1)
         fig.suptitle(f"kitab release {stats.release}: constrainedness", fontsize=11)
-        _save_png(fig, plots_dir / "kappa.png")
+        save_png(fig, plots_dir / "kappa.png")
 
         rows = _popularity(stats)
         labels = [r[0] for r in rows]
         x = list(range(len(rows)))
-        fig = _figure(9.0, 3.4)
+        fig = figure(9.0, 3.4)
         left, right = fig.subplots(1, 2)
         left.bar(x, [r[1] for r in rows], color="tab:green")
         left.set_title(f"authors with queries (n={len(stats.author_sitelinks)})", fontsize=10)
@@ -175,7 +159,7 @@ def _write_plots(stats: _Stats, plots_dir: Path) -> None:
             ax.set_xticks(x, labels)
             ax.set_xlabel("WikiData sitelinks of the author")
         fig.suptitle(f"kitab release {stats.release}: author popularity", fontsize=11)
-        _save_png(fig, plots_dir / "popularity.png")
+        save_png(fig, plots_dir / "popularity.png")
 
 
 # -- markdown --------------------------------------------------------------------------
@@ -264,69 +248,23 @@ def quality_section(con: duckdb.DuckDBPyConnection, release: str, plots_dir: Pat
 
 
 # -- model evaluations (kitab evaluate) -------------------------------------------------
-EVALUATION_PLOTS = ("evaluations_kappa.png", "evaluations_popularity.png")
-_EVALUATION_METRICS = (("not_from_author", "not from author ↓"), ("unsatisfied", "unsatisfied ↓"),
-                       ("satisfied", "satisfied ↑"), ("completeness", "completeness ↑"),
-                       ("all_correct", "all correct ↑"))
-
-
-def _write_evaluation_plots(release: str, curves: dict[str, dict[str, list[tuple[str, float | None]]]],
-                            plots_dir: Path) -> None:
-    """One figure per dimension (κ, popularity), a panel per metric, a line per evaluation
-    (the paper's Figures 2 and 3)."""
-    import matplotlib.style
-
-    titles = {"kappa": ("evaluations_kappa.png", "constrainedness κ"),
-              "popularity": ("evaluations_popularity.png", "WikiData sitelinks of the author")}
-    with matplotlib.style.context("default"):
-        for dimension, (name, xlabel) in titles.items():
-            fig = _figure(15.0, 3.4)
-            fig.subplots_adjust(left=0.04, right=0.99, bottom=0.3, top=0.8, wspace=0.25)
-            axes = fig.subplots(1, len(_EVALUATION_METRICS))
-            for ax, (metric, label) in zip(axes, _EVALUATION_METRICS):
-                for evaluation, by_metric in curves[dimension].items():
-                    points = by_metric[metric]
-                    x = list(range(len(points)))
-                    ax.plot(x, [float("nan") if v is None else v for _, v in points], marker="o", label=evaluation)
-                    ax.set_xticks(x, [b for b, _ in points], rotation=30, ha="right", fontsize=7)
-                ax.set_title(label, fontsize=9)
-                ax.set_ylim(-0.05, 1.05)
-            axes[0].legend(fontsize=7)
-            fig.supxlabel(xlabel, fontsize=9)
-            fig.suptitle(f"kitab release {release}: model evaluations by {xlabel}", fontsize=11)
-            _save_png(fig, plots_dir / name)
-
-
 def evaluation_section(con: duckdb.DuckDBPyConnection, release: str, plots_dir: Path | None = None) -> str:
-    """The ``kitab evaluate`` results of ``release`` (every model and answers file), as
-    markdown tables and, with ``plots_dir``, the plots; "" when nothing was evaluated."""
-    from kitab.release.evaluation.run import format_aggregates
+    """The leaderboard of ``release`` (every model and answers file scored with ``kitab
+    evaluate``), as markdown and, with ``plots_dir``, its plots; "" when nothing was evaluated."""
+    from kitab.release.leaderboard import PLOTS, format_leaderboard, leaderboard, write_leaderboard_plots
 
-    rows = _dicts(con, "SELECT * FROM evaluation_summary ORDER BY model, answers_sha256, n_constraints NULLS FIRST, "
-                       "dimension, bin_order, bin")
-    if not rows:
+    board = leaderboard(con, release)
+    if not board["evaluations"]:
         return ""
-    evaluations = sorted({(r["model"], r["answers_sha256"]) for r in rows})
-    models = [m for m, _ in evaluations]
-    label = {e: e[0] if models.count(e[0]) == 1 else f"{e[0]} ({e[1][:8]})" for e in evaluations}
-    parts = ["## Model evaluations", "",
-             f"KITAB's metrics (paper §4.1, docs/evaluate.md) of every answers file scored with `kitab evaluate` "
-             f"against release `{release}`: {len(evaluations)} evaluation(s).", "",
-             *(f"![Model evaluations by {d}](plots/{name})" for d, name in zip(("constrainedness", "popularity"),
-                                                                                EVALUATION_PLOTS)), ""]
-    curves: dict[str, dict[str, dict]] = {"kappa": {}, "popularity": {}}
-    for evaluation in evaluations:
-        mine = [r for r in rows if (r["model"], r["answers_sha256"]) == evaluation]
-        parts += [f"### {label[evaluation]}", "", f"Answers file sha256 `{evaluation[1]}`.", "",
-                  format_aggregates(mine)]
-        for dimension in curves:
-            points = sorted((r for r in mine if r["dimension"] == dimension and r["n_constraints"] is None),
-                            key=lambda r: (r["bin_order"], r["bin"]))
-            curves[dimension][label[evaluation]] = {m: [(r["bin"], r[m]) for r in points]
-                                                    for m, _ in _EVALUATION_METRICS}
     if plots_dir is not None:
-        _write_evaluation_plots(release, curves, Path(plots_dir))
-    return "\n".join(parts)
+        write_leaderboard_plots(board, Path(plots_dir))
+    captions = ("overall", "by constraint type", "by constrainedness", "by author popularity")
+    return "\n".join([
+        "## Model evaluations", "",
+        f"KITAB's metrics (paper §4.1, docs/evaluate.md) of every answers file scored with `kitab evaluate` "
+        f"against release `{release}`: {len(board['evaluations'])} evaluation(s), best first.", "",
+        format_leaderboard(board),
+        *(f"![Leaderboard {caption}](plots/{name})" for caption, name in zip(captions, PLOTS)), ""])
 
 
 def stages_section(release: str, ledger_row: dict) -> str:

@@ -3,28 +3,32 @@
 -- paper reports them: all queries, per constraint type (a two-constraint query counts under
 -- each of its types), per constrainedness bin and per author-popularity bin. n_constraints
 -- NULL: one- and two-constraint queries together. bin_order sorts the bins (smallest κ or
--- sitelinks in the bin).
+-- sitelinks in the bin). Every query of the release has a row: an unanswered one (answered =
+-- false) is scored wrong on every metric, so it counts against each mean; coverage is the
+-- share of the bin's queries the answers file answered.
 create or replace view evaluation_summary as
 with parts as (
     select release, model, answers_sha256, n_constraints, 'all' as dimension, 'all queries' as bin,
-           0.0 as bin_order, satisfied_rate, unsatisfied_rate, not_from_author_rate, completeness, all_correct
+           0.0 as bin_order, answered, satisfied_rate, unsatisfied_rate, not_from_author_rate, completeness, all_correct
     from evaluations
     union all
     select release, model, answers_sha256, n_constraints, 'type', unnest(type_labels), 0.0,
-           satisfied_rate, unsatisfied_rate, not_from_author_rate, completeness, all_correct
+           answered, satisfied_rate, unsatisfied_rate, not_from_author_rate, completeness, all_correct
     from evaluations
     union all
     select release, model, answers_sha256, n_constraints, 'kappa', kappa_bin, constrainedness,
-           satisfied_rate, unsatisfied_rate, not_from_author_rate, completeness, all_correct
+           answered, satisfied_rate, unsatisfied_rate, not_from_author_rate, completeness, all_correct
     from evaluations
     union all
     select release, model, answers_sha256, n_constraints, 'popularity', popularity_bin, cast(sitelinks as double),
-           satisfied_rate, unsatisfied_rate, not_from_author_rate, completeness, all_correct
+           answered, satisfied_rate, unsatisfied_rate, not_from_author_rate, completeness, all_correct
     from evaluations
 )
 select release, model, answers_sha256, n_constraints, dimension, bin,
        min(bin_order)                  as bin_order,
        count(*)                        as queries,
+       count(*) filter (where answered) as answered,
+       avg(cast(answered as double))   as coverage,
        avg(satisfied_rate)             as satisfied,
        avg(unsatisfied_rate)           as unsatisfied,
        avg(not_from_author_rate)       as not_from_author,

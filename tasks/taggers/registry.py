@@ -1,5 +1,6 @@
 """The tagger registry (dolma's pattern): every tagger is registered under its version id
-(``human_v3``, ``city_v3``), and a release tags with the versions configuration selects.
+(``human_v3``, ``city_v3``, ``human_v4``, ``city_v4``, ``human_model_v1``, ``city_model_v1``),
+and a release tags with the versions configuration selects.
 
 A tagger class has ``name`` (the kind of span it finds, ``title_entities.kind``: the entity
 constraint types read spans by this kind), ``version`` (its registry id, stored in every
@@ -18,7 +19,7 @@ from typing import Any
 from kitab.core.errors import BadValue
 
 TAGGERS: dict[str, type] = {}
-DEFAULT = ("human_v3", "city_v3")
+DEFAULT = ("human_v4", "city_v4")  # issue 20: v3's spans, NER only where it can matter
 ENV = "KITAB_TAGGERS"
 
 

@@ -179,43 +179,60 @@ class TitleView:
         return ""
 
 
+_FACTS: dict[int, dict[tuple[str, bool], tuple]] = {}  # id(lexicon) -> (text, is_stop) -> token facts
+_FACTS_MAX = 500_000  # distinct token texts kept per lexicon; beyond, start again (bounded memory)
+
+
+def _token_facts(text: str, is_stop: bool, lex: Lexicon) -> tuple:
+    """A token's list facts, which depend only on its text: computed once per process and text
+    (titles repeat their words; `is_compound` alone tries every split of the word)."""
+    cache = _FACTS.setdefault(id(lex), {})
+    facts = cache.get((text, is_stop))
+    if facts is None:
+        key = norm(text)
+        low = text.lower()
+        stop = is_stop or low in FOREIGN_ARTICLES
+        first, surname = key in lex.first_names, key in lex.surnames
+        # "Peter", "Harry", "Carol" are words too, but rare ones: as capitalised tokens, names
+        common = key in (lex.frequent_words if first or surname else lex.words)
+        facts = (
+            key,
+            text[:1].isupper(),
+            stop,
+            stop or common or key in lex.demonyms,  # `word`, before contractions
+            not (first or surname or common) and (key in lex.rare_words or lex.is_compound(key)),
+            key in lex.words,
+            first,
+            surname,
+            low in CALENDAR,
+            low.rstrip(".") in HONORIFICS,
+            bool(_INITIAL.match(text)),
+        )
+        if len(cache) >= _FACTS_MAX:
+            cache.clear()
+        cache[(text, is_stop)] = facts
+    return facts
+
+
 def build_view(title: str, doc, lex: Lexicon) -> TitleView:
     """`doc` is the spaCy parse of `title` (maybe re-cased, same length)."""
     toks: list[Tok] = []
     index_of: dict[int, int] = {}
     doc_text = doc.text  # spaCy joins every token on each access: once, not per token
+    n_doc = len(doc)
     for t in doc:
         if t.is_space:
             continue
-        text = doc_text[t.idx : t.idx + len(t.text)]
-        key = norm(text)
-        low = text.lower()
-        stop = t.is_stop or low in FOREIGN_ARTICLES
-        first, surname = key in lex.first_names, key in lex.surnames
-        # "Peter", "Harry", "Carol" are words too, but rare ones: as capitalised tokens, names
-        common = key in (lex.frequent_words if first or surname else lex.words)
-        nxt = doc[t.i + 1] if t.i + 1 < len(doc) else None
-        contracted = nxt is not None and nxt.idx == t.idx + len(t.text) and nxt.text.lower() in CONTRACTIONS
+        start = t.idx
+        text = doc_text[start : start + len(t.text)]
+        key, cap, stop, word, rare, dictionary, first, surname, calendar, honorific, initial = _token_facts(
+            text, t.is_stop, lex)
+        if not word and t.i + 1 < n_doc:
+            nxt = doc[t.i + 1]
+            word = nxt.idx == start + len(text) and nxt.text.lower() in CONTRACTIONS
         index_of[t.i] = len(toks)
-        toks.append(
-            Tok(
-                text=text,
-                start=t.idx,
-                end=t.idx + len(text),
-                key=key,
-                cap=text[:1].isupper(),
-                stop=stop,
-                word=stop or common or contracted or key in lex.demonyms,
-                rare=not (first or surname or common) and (key in lex.rare_words or lex.is_compound(key)),
-                dictionary=key in lex.words,
-                first=first,
-                surname=surname,
-                calendar=low in CALENDAR,
-                honorific=low.rstrip(".") in HONORIFICS,
-                initial=bool(_INITIAL.match(text)),
-                ner=t.ent_type_,
-            )
-        )
+        toks.append(Tok(text, start, start + len(text), key, cap, stop, word, rare, dictionary, first, surname,
+                        calendar, honorific, initial, t.ent_type_))
     ents = [
         (e.label_, index_of[e.start], index_of[e.end - 1])
         for e in doc.ents
@@ -224,13 +241,28 @@ def build_view(title: str, doc, lex: Lexicon) -> TitleView:
     return TitleView(title=title, toks=toks, ents=ents, cities=_match_cities(title, toks, lex), lex=lex)
 
 
+_CITY_FIRST_WORDS: dict[int, frozenset[str]] = {}  # id(lexicon) -> first words of its city keys
+
+
+def _city_first_words(lex: Lexicon) -> frozenset[str]:
+    """The first word of every city key ("st" of "st louis", and "saint", which norm() turns
+    into "st" only before another word): a token that is none of these starts no city name."""
+    words = _CITY_FIRST_WORDS.get(id(lex))
+    if words is None:
+        words = frozenset(k.split(" ", 1)[0] for k in lex.cities)
+        words |= {"saint"} if "st" in words else set()
+        _CITY_FIRST_WORDS[id(lex)] = words
+    return words
+
+
 def _match_cities(title: str, toks: list[Tok], lex: Lexicon) -> list[CityMatch]:
     """Longest capitalised token runs whose text is a gazetteer city name."""
     found: list[CityMatch] = []
+    first_words = _city_first_words(lex)
     i = 0
     while i < len(toks):
         match = None
-        if toks[i].cap:
+        if toks[i].cap and toks[i].key.split(" ", 1)[0] in first_words:
             # a stop word only starts a longer name: "The Hague", "Las Vegas", never "Of"
             for j in range(min(len(toks), i + MAX_CITY_TOKENS) - 1, i - 1 if not toks[i].stop else i, -1):
                 if not toks[j].cap:

@@ -13,6 +13,11 @@
 4. **Completeness**: the share of ``mapped_books`` whose book is a satisfied cluster.
 5. **All correct**: completeness 1, satisfied 1, not-from-author 0.
 
+6. **Unanswered** (the answers file has nothing for the query): the worst value of every
+   metric, satisfied 0, unsatisfied 1, not-from-author 1, completeness 0, not all correct
+   (:func:`unanswered_score`). No query can score better unanswered than with any answer, so
+   answering less never raises a mean; the three rates of such a query do not add up to 1.
+
 Corner cases: no clusters (nothing given, or only forgiven titles) -> rates None. An empty
 answer to an unsatisfiable query is correct: every rate perfect and all-correct (KITAB's
 port compares a dict with the string "[]" and scores it 0). An empty answer to a satisfiable
@@ -129,3 +134,10 @@ def score_answer(truth: QueryTruth, titles: Sequence[str]) -> QueryScore:
         completeness=completeness,
         all_correct=completeness == 1.0 and sat == 1.0 and nfa == 0.0,
     )
+
+
+def unanswered_score() -> QueryScore:
+    """The score of a query the answers file does not answer: wrong on every metric."""
+    return QueryScore(model_titles=[], matched_titles=[], match_kinds=[], n_clusters=0, n_satisfied=0,
+                      n_unsatisfied=0, n_not_from_author=0, n_raw_unmapped=0, satisfied_rate=0.0,
+                      unsatisfied_rate=1.0, not_from_author_rate=1.0, completeness=0.0, all_correct=False)

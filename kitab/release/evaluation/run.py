@@ -22,8 +22,9 @@ import pyarrow.parquet as pq
 
 from kitab.core.errors import KitabError
 from kitab.release.evaluation.answers import Answer, parse_answer, read_answers
-from kitab.release.evaluation.metrics import QueryTruth, score_answer
+from kitab.release.evaluation.metrics import QueryTruth, score_answer, unanswered_score
 from kitab.release.bins import kappa_bin_label, popularity_bin_label
+from kitab.release.leaderboard import leaderboard
 from kitab.core.warehouse import Warehouse
 from tasks.constraints import Book, entity_kinds, parse_criteria
 from tasks.generate_constraints import entity_flags
@@ -112,11 +113,14 @@ def match_answers(answers: Iterable[Answer], queries: dict[str, QueryInfo], path
 
 def score_rows(matched: list[tuple[Answer, str]], queries: dict[str, QueryInfo], *, model: str, sha256: str,
                answers_file: str, evaluated_at: datetime, queries_sha256: str | None) -> list[dict]:
-    """One ``evaluations`` row per answered query."""
+    """One ``evaluations`` row per query of the release: scored from its answer, or, with no
+    answer in the file, ``answered = false`` and wrong on every metric (never left out)."""
+    answers = {query_id: answer for answer, query_id in matched}
     rows = []
-    for answer, query_id in matched:
+    for query_id in sorted(queries):
         info = queries[query_id]
-        score = score_answer(info.truth, parse_answer(answer.response))
+        answer = answers.get(query_id)
+        score = unanswered_score() if answer is None else score_answer(info.truth, parse_answer(answer.response))
         rows.append({
             "model": model, "answers_sha256": sha256, "answers_file": answers_file, "evaluated_at": evaluated_at,
             "queries_sha256": queries_sha256, "query_id": query_id, "author_qid": info.author_qid,
@@ -124,7 +128,7 @@ def score_rows(matched: list[tuple[Answer, str]], queries: dict[str, QueryInfo],
             "type_labels": list(dict.fromkeys(spec.label for spec in info.truth.specs)),
             "constrainedness": info.constrainedness, "kappa_bin": kappa_bin_label(info.n_mapped, info.n_books),
             "sitelinks": info.sitelinks, "popularity_bin": popularity_bin_label(info.sitelinks),
-            "n_mapped": info.n_mapped, "n_books": info.n_books, **asdict(score),
+            "n_mapped": info.n_mapped, "n_books": info.n_books, "answered": answer is not None, **asdict(score),
         })
     return rows
 
@@ -135,7 +139,8 @@ def write_evaluation(wh: Warehouse, release: str, rows: list[dict]) -> None:
     key = {(r["model"], r["answers_sha256"]) for r in rows}
     with wh.lock():
         current = wh.annex_file(TABLE, release)
-        kept = [r for r in (pq.read_table(current).to_pylist() if current else [])
+        kept = [{"answered": True, **r}  # rows of schema version 1 were all answered ones
+                for r in (pq.read_table(current).to_pylist() if current else [])
                 if (r["model"], r["answers_sha256"]) not in key]
         written = wh.write_table(TABLE, release, kept + rows)
         for path in wh.partition(TABLE, release).glob("part-*.parquet"):  # one evaluations file per release
@@ -146,9 +151,10 @@ def write_evaluation(wh: Warehouse, release: str, rows: list[dict]) -> None:
 
 def evaluate_release(warehouse: Path, release: str, answers_path: Path, *, model: str | None = None,
                      response_column: str | None = None) -> dict:
-    """Score ``answers_path`` against release ``release`` and store the scores. Returns a
-    summary: model, sha256, queries answered / in the release, and the aggregates of
-    ``evaluation_summary`` for this evaluation."""
+    """Score ``answers_path`` against release ``release`` and store the scores (every query:
+    one without an answer is scored wrong). Returns a summary: model, sha256, queries answered /
+    in the release and coverage, this evaluation's leaderboard entry (kitab/release/leaderboard.py)
+    and its rows of ``evaluation_summary``."""
     wh = Warehouse(Path(warehouse))
     wh.require_release(release)
     answers_path = Path(answers_path)
@@ -168,41 +174,8 @@ def evaluate_release(warehouse: Path, release: str, answers_path: Path, *, model
             "ORDER BY n_constraints NULLS FIRST, dimension, bin_order, bin", [model, sha256])
         columns = [d[0] for d in summary.description]
         aggregates = [dict(zip(columns, row)) for row in summary.fetchall()]
-    return {"release": release, "model": model, "answers_sha256": sha256, "answered": len(rows),
-            "queries": len(queries), "aggregates": aggregates}
-
-
-# -- presenting ----------------------------------------------------------------------------
-METRICS = (("satisfied", "satisfied ↑"), ("unsatisfied", "unsatisfied ↓"), ("not_from_author", "not from author ↓"),
-           ("completeness", "completeness ↑"), ("all_correct", "all correct ↑"))
-DIMENSIONS = (("all", "All queries"), ("type", "By constraint type"), ("kappa", "By constrainedness κ"),
-              ("popularity", "By author popularity (WikiData sitelinks)"))
-_SIZES = {1: "one", 2: "two", None: "all"}
-
-
-def _type_order(label: str) -> int:
-    from tasks.constraints.table2 import PAPER_TABLE2
-
-    labels = list(PAPER_TABLE2)
-    return labels.index(label) if label in labels else len(labels)
-
-
-def format_aggregates(aggregates: list[dict]) -> str:
-    """``evaluation_summary`` rows of one evaluation -> markdown: one table per dimension,
-    a row per bin and query size (one / two constraints, all), the paper's five metrics."""
-    def cell(value) -> str:
-        return "–" if value is None else f"{value:.3f}"
-
-    out = []
-    for dimension, heading in DIMENSIONS:
-        rows = [a for a in aggregates if a["dimension"] == dimension]
-        order = {a["bin"]: a["bin_order"] for a in rows if a["n_constraints"] is None}  # over all sizes
-        rows.sort(key=lambda a: (_type_order(a["bin"]) if dimension == "type" else order.get(a["bin"], 0.0), a["bin"],
-                                 a["n_constraints"] is None, a["n_constraints"] or 0))
-        lines = [f"**{heading}**", "",
-                 "| " + " | ".join(["bin", "constraints", "queries", *(h for _, h in METRICS)]) + " |",
-                 "|---|---|" + "---:|" * (1 + len(METRICS))]
-        lines += ["| " + " | ".join([a["bin"], _SIZES[a["n_constraints"]], str(a["queries"]),
-                                     *(cell(a[m]) for m, _ in METRICS)]) + " |" for a in rows]
-        out.append("\n".join(lines))
-    return "\n\n".join(out) + "\n"
+        board = leaderboard(con, release, model=model, answers_sha256=sha256)
+    answered = sum(1 for r in rows if r["answered"])
+    return {"release": release, "model": model, "answers_sha256": sha256, "answered": answered,
+            "queries": len(queries), "coverage": answered / len(queries) if queries else None,
+            "leaderboard": board, "aggregates": aggregates}

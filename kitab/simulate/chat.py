@@ -1,0 +1,139 @@
+"""A loopback OpenAI-compatible chat endpoint, the model side of ``kitab answer`` for tests and
+benchmarks (as the mirror is the sources' side): ``POST /v1/chat/completions`` on 127.0.0.1,
+answering each prompt with ``answer(prompt)`` (deterministic), and faults on demand:
+
+- ``throttle(n, retry_after)``: the next ``n`` requests get 429 with ``Retry-After``;
+- ``fail(n, status)``: the next ``n`` requests get ``status`` (500 by default) with an
+  OpenAI-style error body;
+- ``slow``: seconds to sleep before every answer;
+- ``key``: the key it expects (``Authorization: Bearer`` or Azure's ``api-key``); another one
+  gets 401 with OpenAI's message, which names part of the key.
+
+Every request is recorded (time, path, prompt, status sent, whether the key matched), so a test
+can count what a client really sent. Used as a context manager."""
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+@dataclass(frozen=True)
+class Seen:
+    at: float
+    path: str
+    prompt: str | None
+    status: int
+    key_ok: bool
+    body: dict
+
+
+def echo(prompt: str) -> str:
+    return f"Output:\n1. Reason: it fits. Title: {prompt[:20]}\n"
+
+
+class ChatServer:
+    def __init__(self, answer: Callable[[str], str] = echo, *, key: str | None = None, slow: float = 0.0):
+        self.answer, self.key, self.slow = answer, key, slow
+        self.seen: list[Seen] = []
+        self.in_flight = self.max_in_flight = 0
+        self._faults: list[tuple[int, dict, bytes]] = []  # (status, headers, body), one per request, in order
+        self._lock = threading.Lock()
+        fixture = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args) -> None:  # quiet
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802
+                length = int(self.headers.get("content-length") or 0)
+                raw = self.rfile.read(length)
+                fixture._handle(self, raw)
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+        self._thread: threading.Thread | None = None
+
+    # -- faults ------------------------------------------------------------------------------
+    def throttle(self, n: int, retry_after: str | float = 1) -> None:
+        with self._lock:
+            self._faults += [(429, {"Retry-After": str(retry_after)},
+                              _error("Rate limit reached; try again later.", "rate_limit_exceeded"))] * n
+
+    def fail(self, n: int, status: int = 500) -> None:
+        with self._lock:
+            self._faults += [(status, {}, _error("The server had an error while processing your request.",
+                                                 "server_error"))] * n
+
+    # -- what was sent -----------------------------------------------------------------------
+    @property
+    def chat_requests(self) -> list[Seen]:
+        with self._lock:
+            return [s for s in self.seen if s.path.split("?")[0].endswith("/chat/completions")]
+
+    def _handle(self, handler: BaseHTTPRequestHandler, raw: bytes) -> None:
+        arrived = time.monotonic()
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            body = {}
+        messages = body.get("messages") or []
+        prompt = messages[-1].get("content") if messages and isinstance(messages[-1], dict) else None
+        given = handler.headers.get("api-key") or (handler.headers.get("authorization") or "").removeprefix("Bearer ")
+        key_ok = self.key is None or given == self.key
+        with self._lock:
+            fault = self._faults.pop(0) if self._faults else None
+        if not handler.path.split("?")[0].endswith("/chat/completions"):
+            status, headers, payload = 404, {}, _error(f"no route {handler.path}", "not_found")
+        elif not key_ok:
+            shown = f"{given[:3]}***{given[-4:]}" if given else "none"
+            status, headers, payload = 401, {}, _error(f"Incorrect API key provided: {shown}.", "invalid_api_key")
+        elif fault is not None:
+            status, headers, payload = fault
+        else:
+            with self._lock:
+                self.in_flight += 1
+                self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            try:
+                if self.slow:
+                    time.sleep(self.slow)
+                text = self.answer(prompt or "")
+            finally:
+                with self._lock:
+                    self.in_flight -= 1
+            status, headers = 200, {}
+            payload = json.dumps({
+                "id": "chatcmpl-fixture", "object": "chat.completion", "created": 0, "model": body.get("model"),
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": len((prompt or "").split()), "completion_tokens": len(text.split()),
+                          "total_tokens": len((prompt or "").split()) + len(text.split())},
+            }).encode()
+        with self._lock:
+            self.seen.append(Seen(arrived, handler.path, prompt, status, key_ok, body))
+        handler.send_response(status)
+        handler.send_header("content-type", "application/json")
+        handler.send_header("content-length", str(len(payload)))
+        for name, value in headers.items():
+            handler.send_header(name, value)
+        handler.end_headers()
+        handler.wfile.write(payload)
+
+    # -- lifetime ----------------------------------------------------------------------------
+    def __enter__(self) -> ChatServer:
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+def _error(message: str, code: str) -> bytes:
+    return json.dumps({"error": {"message": message, "type": "error", "code": code}}).encode()

@@ -1,0 +1,166 @@
+"""human_v4 / city_v4, speed: spaCy's NER only for the titles whose tags can depend on it.
+
+spaCy's entity recogniser is ~80% of the v3 taggers' time. Most titles need none of it: every
+rule that reads NER (an entity PERSON anchoring a name, NER's word on a listed name that is also
+a word, on a name after "of", on a city with no other support) reads it on a token of a few
+kinds, and a cheap pass (the tokenizer and the word lists alone) finds whether the title has
+one. Only those titles go through NER, in batches; the others keep the tokenizer's doc, with no
+entities. `ner_matters` errs on the side of running NER: a title that needs it and is not sent
+would be tagged wrong, one sent without need only costs time.
+
+The spans are those of human_v3 / city_v3 on every title (benchmarks/entity_speed.py --check
+compares them on the labelled sets and on the synthetic titles); the evidence string names
+`ner` only where NER was run and agreed, so the version is new.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from tasks.taggers.city import CityTagger
+from tasks.taggers.human import HumanTagger
+from tasks.taggers.patterns import LIFE_NOUNS
+from tasks.taggers.pipeline import BATCH_SIZE, PipelineTagger, recase
+from tasks.taggers.registry import register_tagger
+from tasks.taggers.view import BARE_CITY_MIN_POPULATION, LOCATIVES, OF, TitleView, build_view
+from tasks.text import MAX_TITLE_CHARS
+
+HUMAN_VERSION = "human_v4"
+CITY_VERSION = "city_v4"
+
+
+def ner_matters(v: TitleView) -> bool:
+    """Could NER change this title's spans? `v` is built from the tokenizer's doc (no entities).
+
+    NER is read (human.py, city.py, view.py, patterns.py) only on capitalised tokens:
+    - an unknown token (no list knows it, or only the rare-word list): an entity PERSON may
+      anchor a name, a GPE may veto one; except a well-known place or region, which vetoes
+      any PERSON entity it is part of;
+    - a listed name that is also a word, a date or a region ("Grace", "June", "Georgia"), only
+      beside a name-like token no list calls a word, in one run of capitalised tokens: alone,
+      every rule refuses it whatever NER says, and an entity PERSON counts only with such a
+      token in it ("Grace Paley");
+    - a listed name that is a less frequent word ("Destiny"), or follows "of"/"from" ("East of
+      Eden"), or is a city with no other reason to read as one ("Florence" with no "in" before
+      it), or a city's possessive;
+    - a city candidate that is a word ("Reading", "Nice": NER and a big city), or has no other
+      support (no locative, no ", Region", under 50,000 people).
+    """
+    toks = v.toks
+    for i, t in enumerate(toks):
+        if not t.cap or t.stop:
+            continue
+        if t.first or t.surname:
+            if t.word or t.calendar or v.lex.is_region(t.key):
+                if _name_in_run(v, i):
+                    return True
+                continue
+            if t.dictionary:
+                return True
+            city = t.key in v.lex.cities
+            if city and (v.is_possessive(i) or not _reads_as_city_without_ner(v, i)):
+                return True
+            if not city and _genitive_open(v, i):
+                return True
+            continue
+        if t.word or t.honorific or t.calendar or not any(c.isalpha() for c in t.text):
+            continue
+        if v.strong_place(i):
+            continue  # a PERSON entity over it is vetoed; its city reading is checked below
+        return True
+    for m in v.cities:
+        cap = [t for t in toks[m.i : m.j + 1] if t.cap]
+        big = m.entry.population >= BARE_CITY_MIN_POPULATION
+        if all(t.word or t.dictionary for t in cap):
+            if big:
+                return True
+            continue
+        if not big and v.prev_text(m.i) not in LOCATIVES and not v.region_after(m.j):
+            return True
+    return False
+
+
+def _name_in_run(v: TitleView, i: int) -> bool:
+    """Another token in token i's run of capitalised tokens (the most an entity PERSON piece can
+    hold: `human._ner_anchors`) is name-like and no word, rare word or region: what a
+    multi-token NER core needs (`human._ner_core`)."""
+    toks = v.toks
+
+    def in_run(k: int) -> bool:
+        return 0 <= k < len(toks) and toks[k].cap and any(c.isalpha() for c in toks[k].text)
+
+    for step in (-1, 1):
+        k = i + step
+        while in_run(k):
+            t = toks[k]
+            if v.name_like(k) and not (t.word or t.rare or v.lex.is_region(t.key)):
+                return True
+            k += step
+    return False
+
+
+def _genitive_open(v: TitleView, i: int) -> bool:
+    """`human._place_genitive` of token i would read NER: a lone listed name after "of"/"from"
+    with no life-writing noun before and no second name part after ("East of Eden")."""
+    toks = v.toks
+    if i < 2 or toks[i - 1].key not in (OF, "from") or toks[i - 2].key in LIFE_NOUNS:
+        return False
+    return not (i + 1 < len(toks) and v.name_like(i + 1) and not toks[i + 1].word)
+
+
+def _reads_as_city_without_ner(v: TitleView, i: int) -> bool:
+    """`TitleView.city_reading` of token i is true whatever NER says."""
+    entry = v.lex.cities.get(v.toks[i].key)
+    population = entry.population if entry else 0
+    prev = v.prev_text(i)
+    return (prev in LOCATIVES or (prev == OF and population >= BARE_CITY_MIN_POPULATION)
+            or v.region_after(i) is not None or population >= 1_000_000)
+
+
+class LazyNerTagger(PipelineTagger):
+    """Parse = tokenize every title, then NER only where `ner_matters`; the views built for
+    the cheap pass are kept for the titles that skip NER, so no title is viewed twice."""
+
+    def parse(self, titles: Sequence[str]) -> list:
+        texts = [recase(t) if len(t) <= MAX_TITLE_CHARS else "" for t in titles]
+        docs = list(self.nlp.tokenizer.pipe(texts, batch_size=BATCH_SIZE))
+        self._cheap: dict[int, TitleView] = {}
+        send = []
+        for n, (title, doc) in enumerate(zip(titles, docs)):
+            if len(title) > MAX_TITLE_CHARS:
+                continue
+            view = build_view(title, doc, self.lex)
+            if ner_matters(view):
+                send.append(n)
+            else:
+                self._cheap[id(doc)] = view
+        ner = self.nlp.get_pipe("ner")
+        for n, doc in zip(send, ner.pipe((docs[n] for n in send), batch_size=BATCH_SIZE)):
+            docs[n] = doc
+        self.ner_titles = len(send)  # this call's; the totals below are the process's
+        self.ner_total = getattr(self, "ner_total", 0) + len(send)
+        self.parsed_total = getattr(self, "parsed_total", 0) + len(titles)
+        return docs
+
+    def views(self, titles: Sequence[str], docs: Sequence) -> list[TitleView]:
+        cheap = getattr(self, "_cheap", {})
+        out = []
+        for t, d in zip(titles, docs, strict=True):
+            view = cheap.pop(id(d), None)
+            if view is None or view.title != t:
+                view = build_view(t, d, self.lex) if len(t) <= MAX_TITLE_CHARS else TitleView(t, [], [], [], self.lex)
+            out.append(view)
+        return out
+
+
+@register_tagger
+class HumanTaggerV4(LazyNerTagger):
+    name = "human"
+    version = HUMAN_VERSION
+    spans = HumanTagger.spans
+
+
+@register_tagger
+class CityTaggerV4(LazyNerTagger):
+    name = "city"
+    version = CITY_VERSION
+    spans = CityTagger.spans

@@ -350,7 +350,11 @@ def signal_cases(clean: Path, out: Path) -> list[dict]:
         proc.send_signal(sig)
         first = proc.stderr.readline()
         said = time.monotonic() - sent  # the query stopped and the error was printed
-        err = first + proc.communicate(timeout=60)[1]
+        try:
+            err = first + proc.communicate(timeout=60)[1]
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            err = first + proc.communicate()[1]
         took = time.monotonic() - sent
         lines = err.strip().splitlines()
         rows.append({"case": f"{sig.name} during a recursive query", "exit": proc.returncode, "lines": len(lines),

@@ -165,9 +165,14 @@ def test_ctrl_c_or_sigterm_stops_a_recursive_query_in_one_line(wh, sig):
     query = "with recursive r(n) as (select 1 union all select n + 1 from r) select count(*) from r"
     proc = subprocess.Popen([*kitab_cmd(), "sql", query, "--warehouse", str(wh.root)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
-    time.sleep(6)  # started (if not, the signal stops the start: the same one line)
-    proc.send_signal(sig)
-    _, err = proc.communicate(timeout=60)  # generous: benchmarks/faults.py measures how fast
+    try:
+        time.sleep(6)  # started (if not, the signal stops the start: the same one line)
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=60)  # generous: benchmarks/faults.py measures how fast
+    finally:
+        if proc.poll() is None:  # it ignored the signal: leave no endless query behind
+            proc.kill()
+            proc.wait()
     lines = err.decode().strip().splitlines()
     assert proc.returncode != 0 and len(lines) == 1 and lines[0].startswith("kitab: error:"), err
 

@@ -10,8 +10,8 @@ beside the old ones, the new ledger row swaps the release in one rename, and the
 are removed only after that. A reader sees the old committed version or the new one,
 never a partition without files, even when it is the only release.
 
-Views: one per table, named like the table (the raw layer, over every committed
-release); then ``sql/staging/*.sql`` and ``sql/marts/*.sql`` in file-name order; data
+Views: one per table, named like the table unless its schema names another (the raw layer,
+over every committed release; the stored ``authors`` is the view ``sampled_authors``); then ``sql/staging/*.sql`` and ``sql/marts/*.sql`` in file-name order; data
 tests are ``sql/tests/*.sql``, each a SELECT returning the offending rows.
 :meth:`Warehouse.connect` builds them in memory from the ledger, in a DuckDB that may
 read only the committed files and cannot change its settings; :func:`read_only_query`
@@ -35,7 +35,7 @@ import pyarrow.parquet as pq
 
 from kitab.core.env import PROJECT_ROOT
 from kitab.core.errors import KitabError, UnknownRelease
-from kitab.core.schemas import arrow_schema, known_tables, table_spec, to_arrow
+from kitab.core.schemas import arrow_schema, known_tables, table_spec, to_arrow, view_name
 from kitab.core.files import atomic_file, sha256_file, write_named, write_via_temp
 
 SQL_DIR = PROJECT_ROOT / "sql"
@@ -45,6 +45,10 @@ CATALOG = "kitab.duckdb"
 # Warehouse.committed_file).
 LEDGER_FILE = "part-0.parquet"
 STAMPS = ".stamps"
+# The views' version in kitab.duckdb (the catalog other tools open). 2: `authors` holds the
+# released authors, every sampled one is in `sampled_authors`. An older catalog is rebuilt on
+# the next read: a migration of views only, the Parquet files and the ledger stay as they are.
+VIEWS_VERSION = 2
 # Tables kept beside a release but not part of it: written after its commit by their own
 # command (`kitab evaluate`), so its ledger row does not name them. The views read their file
 # in every committed release, and a rebuild of the release keeps it (each evaluation row
@@ -343,14 +347,15 @@ class Warehouse:
         # One name for a release id in every view: ``release`` (the partition). The ledger
         # files also store it as ``release_id``, so that a file names its own release
         # (ledger_row checks it); readers never see that column.
+        view = view_name(table)
         stored = [c["name"] for c in table_spec(table)["columns"]]
         if not files:  # no data yet: an empty view with the schema's columns
             cols = ", ".join(f"CAST(NULL AS {_duck_type(c['type'])}) AS \"{c['name']}\""
                              for c in table_spec(table)["columns"] if c["name"] != STORED_RELEASE)
-            return f'CREATE OR REPLACE VIEW "{table}" AS SELECT {cols}, CAST(NULL AS VARCHAR) AS release WHERE false'
+            return f'CREATE OR REPLACE VIEW "{view}" AS SELECT {cols}, CAST(NULL AS VARCHAR) AS release WHERE false'
         listed = ", ".join(_literal(p.as_posix()) for p in files)
         exclude = f" EXCLUDE ({STORED_RELEASE})" if STORED_RELEASE in stored else ""
-        return (f"CREATE OR REPLACE VIEW \"{table}\" AS SELECT *{exclude} FROM read_parquet([{listed}], "
+        return (f"CREATE OR REPLACE VIEW \"{view}\" AS SELECT *{exclude} FROM read_parquet([{listed}], "
                 f"hive_partitioning = true, union_by_name = true, hive_types = {{'release': 'VARCHAR'}})")
 
     def create_views(self, con: duckdb.DuckDBPyConnection, files: dict[str, list[Path]]) -> None:
@@ -373,7 +378,8 @@ class Warehouse:
             con = duckdb.connect(str(tmp))
             try:
                 self.create_views(con, self.view_files(self.committed_releases()))
-                con.execute("CREATE TABLE kitab_catalog AS SELECT ? AS root", [self.root.as_posix()])
+                con.execute("CREATE TABLE kitab_catalog AS SELECT ? AS root, ? AS views_version",
+                            [self.root.as_posix(), VIEWS_VERSION])
             finally:
                 con.close()
         return self.catalog_path
@@ -385,11 +391,48 @@ class Warehouse:
             raise UnknownRelease(f"no committed release {release!r} in {self.root} "
                                  f"(have: {', '.join(committed) or 'none'})")
 
-    def connect(self, release: str | None = None) -> duckdb.DuckDBPyConnection:
+
+    def catalog_version(self) -> int | None:
+        """The views' version recorded in kitab.duckdb (None: no catalog; 1: before it was recorded)."""
+        if not self.catalog_path.exists():
+            return None
+        try:
+            con = duckdb.connect(str(self.catalog_path), read_only=True)
+        except duckdb.Error:
+            return 1
+        try:
+            columns = {r[0] for r in con.execute("SELECT column_name FROM duckdb_columns() "
+                                                 "WHERE table_name = 'kitab_catalog'").fetchall()}
+            if "views_version" not in columns:
+                return 1
+            return con.execute("SELECT max(views_version) FROM kitab_catalog").fetchall()[0][0]
+        finally:
+            con.close()
+
+    def migrate_catalog(self) -> bool:
+        """Rebuild kitab.duckdb when its views are older than VIEWS_VERSION (views only: no
+        table file or ledger row is touched). True when it did."""
+        version = self.catalog_version()
+        if version is None or version >= VIEWS_VERSION:
+            return False
+        try:
+            with self.lock():
+                if (self.catalog_version() or VIEWS_VERSION) < VIEWS_VERSION:
+                    self.build_catalog()
+        except OSError as exc:  # a read-only warehouse: kitab's own reads build their views anyway
+            print(f"kitab: warning: could not update {self.catalog_path} to the current views ({exc})",
+                  file=sys.stderr)
+            return False
+        return True
+
+    def connect(self, release: str | None = None,
+                extra_files: dict[str, Path] | None = None) -> duckdb.DuckDBPyConnection:
         """The views over every committed release (or only ``release``), built in memory
         from the ledger, in a DuckDB that may read only those files, no other file, and whose
         settings are locked. Warns (one line on stderr) when a committed file no longer
-        matches the ledger."""
+        matches the ledger. ``extra_files``: view name -> a local file the user named
+        (``kitab sql --file``), readable as that view and no other way."""
+        self.migrate_catalog()
         committed = self.committed_releases()
         if release is not None:
             self.require_release(release, committed)
@@ -403,36 +446,83 @@ class Warehouse:
             print(f"kitab: warning: {len(bad)} committed file(s) no longer match the ledger: {named}{more}; "
                   "run `kitab verify`", file=sys.stderr)
         unreadable = {c.release for c in bad if c.table == "releases"}
-        return read_only_views(self, self.view_files([r for r in releases if r not in unreadable]))
+        return read_only_views(self, self.view_files([r for r in releases if r not in unreadable]), extra_files)
 
     def run_data_tests(self, con: duckdb.DuckDBPyConnection) -> dict[str, int]:
         """Every sql/tests/*.sql must return no rows; raise with the offending rows if any does."""
         failures, checked = [], {}
-        for path in sorted((SQL_DIR / "tests").glob("*.sql")):
-            query = path.read_text().strip().rstrip(";")
-            # fetch everything of a bounded query: a half-read result blocks the connection
-            rows = con.execute(f"SELECT * FROM ({query}\n) AS offending LIMIT 5").fetchall()
-            checked[path.stem] = len(rows)
+        for name, rows in data_test_results(con):
+            checked[name] = len(rows)
             if rows:
-                failures.append(f"{path.name}: {rows}")
+                failures.append(f"{name}.sql: {rows}")
         if failures:
             raise DataTestFailure("data tests failed:\n  " + "\n  ".join(failures))
         return checked
 
 
+def data_test_results(con: duckdb.DuckDBPyConnection, limit: int = 5) -> list[tuple[str, list[tuple]]]:
+    """(test name, up to ``limit`` offending rows) for every sql/tests/*.sql, in name order."""
+    results = []
+    for path in sorted((SQL_DIR / "tests").glob("*.sql")):
+        query = path.read_text().strip().rstrip(";")
+        # fetch everything of a bounded query: a half-read result blocks the connection
+        results.append((path.stem, con.execute(f"SELECT * FROM ({query}\n) AS offending LIMIT {int(limit)}").fetchall()))
+    return results
+
+
 # -- read-only SQL ---------------------------------------------------------------------
-def read_only_views(warehouse: Warehouse, files: dict[str, list[Path]]) -> duckdb.DuckDBPyConnection:
+_USER_VIEW = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+# A user's file (kitab sql --file NAME=PATH) -> the DuckDB reader for its kind.
+USER_FILE_READERS = {".csv": "read_csv", ".tsv": "read_csv", ".parquet": "read_parquet", ".json": "read_json",
+                     ".jsonl": "read_json", ".ndjson": "read_json"}
+
+
+def user_file(spec: str) -> tuple[str, Path]:
+    """``NAME=PATH`` -> (view name, absolute path of an existing file of a kind DuckDB reads)."""
+    name, sep, path = spec.partition("=")
+    if not sep or not name or not path:
+        raise KitabError(f"--file {spec!r}: expected NAME=PATH, e.g. --file exclude=authors.csv")
+    if not _USER_VIEW.match(name):
+        raise KitabError(f"--file {spec!r}: the view name {name!r} must be letters, digits and _ "
+                         "(not starting with a digit)")
+    file = Path(path).expanduser().absolute()
+    if not file.is_file():
+        raise KitabError(f"--file {spec!r}: no file {file}")
+    if file.suffix.lower() not in USER_FILE_READERS:
+        raise KitabError(f"--file {spec!r}: expected a {', '.join(USER_FILE_READERS)} file")
+    return name, file
+
+
+def _create_user_views(con: duckdb.DuckDBPyConnection, extra_files: dict[str, Path]) -> None:
+    taken = {r[0].lower() for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
+    for name, path in sorted(extra_files.items()):
+        if name.lower() in taken:
+            raise KitabError(f"--file {name}=…: {name} is already a view of the warehouse; choose another name")
+        reader = USER_FILE_READERS[path.suffix.lower()]
+        sep = ", delim = '\t'" if path.suffix.lower() == ".tsv" else ""
+        try:  # DESCRIBE reads the file's head now: a file DuckDB cannot read is an error naming it
+            con.execute(f'CREATE VIEW "{name}" AS SELECT * FROM {reader}({_literal(path.as_posix())}{sep})')
+            con.execute(f'DESCRIBE "{name}"').fetchall()
+        except duckdb.Error as exc:
+            raise KitabError(f"--file {name}={path}: {_first_line(exc)}") from exc
+
+
+def read_only_views(warehouse: Warehouse, files: dict[str, list[Path]],
+                    extra_files: dict[str, Path] | None = None) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB with ``warehouse``'s views over ``files``, locked down with DuckDB's
     own settings: external access off except for exactly those files (no other file can be
     read, written or attached; no extension installed or loaded), then the configuration
     locked (no SET / RESET / PRAGMA that changes a setting, including these)."""
     con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
+    extra_files = extra_files or {}
     try:
-        allowed = sorted({p.as_posix() for paths in files.values() for p in paths})
+        allowed = sorted({p.as_posix() for paths in files.values() for p in paths}
+                         | {p.as_posix() for p in extra_files.values()})
         if allowed:  # must precede turning external access off (DuckDB refuses it after)
             con.execute(f"SET allowed_paths = [{', '.join(_literal(p) for p in allowed)}]")
         con.execute("SET enable_external_access = false")
         warehouse.create_views(con, files)
+        _create_user_views(con, extra_files)
         con.execute("SET lock_configuration = true")
     except BaseException:
         con.close()

@@ -108,7 +108,7 @@ def test_sql_refusal_through_the_installed_command(wh):
 
 def test_sql_reads_keep_working_with_and_without_release(wh):
     def sql(*args):
-        result = runner.invoke(app, ["sql", "--warehouse", str(wh.root), "--output", "json", *args])
+        result = runner.invoke(app, ["sql", "--warehouse", str(wh.root), "--output", "jsonl", *args])
         assert result.exit_code == 0 and result.stderr == "", result.output + result.stderr
         return [json.loads(line) for line in result.stdout.splitlines()]
 
@@ -175,7 +175,7 @@ def test_verify_passes_on_an_intact_warehouse_and_names_a_tampered_file(wh):
 def test_reads_warn_in_one_line_when_a_committed_file_changed(wh):
     target = wh.committed_files("k1")["authors"]
     duckdb.sql(f"copy (select * from '{target}' limit 1) to '{target}' (format parquet)")  # fewer rows, same path
-    result = runner.invoke(app, ["sql", "--warehouse", str(wh.root), "--output", "json",
+    result = runner.invoke(app, ["sql", "--warehouse", str(wh.root), "--output", "jsonl",
                                  "select count(*) as n from authors"])
     assert result.exit_code == 0 and result.stdout.strip() == '{"n": 2}'  # still answers, with what is there
     warning = result.stderr.strip().splitlines()

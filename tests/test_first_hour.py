@@ -35,8 +35,22 @@ def kitab(*args: str, check: bool = True, env: dict | None = None, timeout: floa
     return done
 
 
+def kitab_in_process(*args: str) -> tuple[int, str, str]:
+    """The same command in this process (typer's runner): the bulk of the queries, without a
+    Python start each (~2 s); what is about a process's output (exit code, stderr lines, bytes)
+    runs the console script."""
+    from typer.testing import CliRunner
+
+    from kitab.app.cli import app
+
+    result = CliRunner().invoke(app, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
 def sql_json(warehouse: Path, query: str, *extra: str) -> list[dict]:
-    return json.loads(kitab("sql", query, "--warehouse", str(warehouse), "--output", "json", *extra).stdout)
+    code, out, err = kitab_in_process("sql", query, "--warehouse", str(warehouse), "--output", "json", *extra)
+    assert code == 0, err
+    return json.loads(out)
 
 
 @pytest.fixture(scope="module")
@@ -108,10 +122,12 @@ def test_the_docs_have_sql_snippets_to_check():
 def test_every_kitab_sql_snippet_in_readme_and_docs_runs_on_the_demo(demo_wh):
     failures = []
     for where, argv in sql_snippets():
-        done = kitab("sql", *_for_demo(argv, demo_wh), check=False)
-        if done.returncode != 0:
-            failures.append(f"{where}: {done.stderr.strip()}")
+        code, _, err = kitab_in_process("sql", *_for_demo(argv, demo_wh))
+        if code != 0:
+            failures.append(f"{where}: {err.strip()}")
     assert not failures, "\n".join(failures)
+    # and one through the console script, as a person types it
+    assert kitab("sql", *_for_demo(sql_snippets()[0][1], demo_wh)).returncode == 0
 
 
 def test_the_duckdb_snippet_of_docs_snapshot_runs_on_the_bundled_dump(tmp_path):
@@ -328,14 +344,17 @@ def test_sql_file_makes_one_named_file_a_view_and_nothing_else(demo_wh, tmp_path
     # still read-only: neither another file, nor the named one by path, nor writing
     other = tmp_path / "other.csv"
     other.write_text("a\n1\n")
-    for query in (f"select * from read_csv('{other}')", "select * from read_csv('/etc/passwd')",
-                  f"copy (select 1) to '{tmp_path / 'out.csv'}'"):
-        done = kitab("sql", query, "--file", f"exclude={exclude}", "--warehouse", str(demo_wh), check=False)
-        assert done.returncode == 1 and done.stderr.startswith("kitab: error: "), (query, done.stderr)
+    done = kitab("sql", f"select * from read_csv('{other}')", "--file", f"exclude={exclude}", "--warehouse",
+                 str(demo_wh), check=False)
+    assert done.returncode == 1 and done.stderr.startswith("kitab: error: ") and done.stderr.count("\n") == 1
+    for query in ("select * from read_csv('/etc/passwd')", f"copy (select 1) to '{tmp_path / 'out.csv'}'",
+                  f"select * from read_csv('{exclude}') union all select * from read_csv('{other}')"):
+        code, _, err = kitab_in_process("sql", query, "--file", f"exclude={exclude}", "--warehouse", str(demo_wh))
+        assert code == 1 and err.startswith("kitab: error: "), (query, err)
     assert not (tmp_path / "out.csv").exists()
     for bad in ("authors=" + str(exclude), "1x=" + str(exclude), "nofile=" + str(tmp_path / "missing.csv"), "plain"):
-        done = kitab("sql", "select 1", "--file", bad, "--warehouse", str(demo_wh), check=False)
-        assert done.returncode != 0 and done.stderr.strip().count("\n") <= 1, (bad, done.stderr)
+        code, _, err = kitab_in_process("sql", "select 1", "--file", bad, "--warehouse", str(demo_wh))
+        assert code == 1 and err.startswith("kitab: error: ") and err.count("\n") == 1, (bad, err)
 
 
 # -- 7. the κ plot -------------------------------------------------------------------------------

@@ -108,9 +108,9 @@ def sql(query: str = typer.Argument(..., help="any DuckDB SQL over the warehouse
 
     if output not in OUTPUTS:
         raise KitabError(f"--output {output!r}: expected one of {', '.join(OUTPUTS)}")
-    extra = dict(user_file(spec) for spec in files or [])
     wh = Warehouse(_existing_warehouse(warehouse, release))
     with user_errors():
+        extra = dict(user_file(spec) for spec in files or [])
         with wh.connect(release=release, extra_files=extra) as con:
             columns, rows = read_only_query(con, query)
     print_result(columns, rows, output)

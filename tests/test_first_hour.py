@@ -99,6 +99,12 @@ def sql_snippets() -> list[tuple[str, list[str]]]:
     return found
 
 
+def snippet_files() -> list[str]:
+    """The docs' `printf … > FILE` lines: the files their `kitab sql --file` snippets read."""
+    return [line.strip() for path in DOCS for _, body in _fenced_blocks(path.read_text(encoding="utf-8"))
+            for line in body.splitlines() if re.match(r"^printf '[^']*' > [\w.-]+$", line.strip())]
+
+
 def _for_demo(argv: list[str], warehouse: Path) -> list[str]:
     """A documented command pointed at the demo: any --release value becomes `demo`, any
     --warehouse the test's."""
@@ -119,7 +125,10 @@ def test_the_docs_have_sql_snippets_to_check():
     assert any("width" in " ".join(a) or "sitelinks" in " ".join(a) for _, a in snippets)
 
 
-def test_every_kitab_sql_snippet_in_readme_and_docs_runs_on_the_demo(demo_wh):
+def test_every_kitab_sql_snippet_in_readme_and_docs_runs_on_the_demo(demo_wh, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # where the snippets' own files are written, as a reader would
+    for line in snippet_files():
+        subprocess.run(line, shell=True, check=True)
     failures = []
     for where, argv in sql_snippets():
         code, _, err = kitab_in_process("sql", *_for_demo(argv, demo_wh))

@@ -393,13 +393,14 @@ class Warehouse:
 
 
     def catalog_version(self) -> int | None:
-        """The views' version recorded in kitab.duckdb (None: no catalog; 1: before it was recorded)."""
+        """The views' version recorded in kitab.duckdb (None: no catalog, or it cannot be opened;
+        1: before it was recorded)."""
         if not self.catalog_path.exists():
             return None
         try:
             con = duckdb.connect(str(self.catalog_path), read_only=True)
-        except duckdb.Error:
-            return 1
+        except duckdb.Error:  # e.g. another tool holds it open for writing: leave it alone
+            return None
         try:
             columns = {r[0] for r in con.execute("SELECT column_name FROM duckdb_columns() "
                                                  "WHERE table_name = 'kitab_catalog'").fetchall()}

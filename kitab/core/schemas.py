@@ -17,6 +17,8 @@ from kitab.core.env import PROJECT_ROOT
 
 SCHEMA_DIR = PROJECT_ROOT / "schemas"
 VIEW_SCHEMA_DIR = SCHEMA_DIR / "views"
+# the column a ledger file (releases, released_authors) names its own release by; views call it release
+STORED_RELEASE = "release_id"
 # The hive partition column every view has (not in the stored files' schemas).
 RELEASE_COLUMN = "the release the row belongs to (its partition: tables/<table>/release=<id>/)"
 
@@ -87,7 +89,7 @@ def view_docs() -> dict[str, dict]:
     docs = {}
     for table in known_tables():
         spec = table_spec(table)
-        columns = {c["name"]: c.get("description", "") for c in spec["columns"]}
+        columns = {c["name"]: c.get("description", "") for c in spec["columns"] if c["name"] != STORED_RELEASE}
         columns.setdefault("release", RELEASE_COLUMN)
         docs[view_name(table)] = {"kind": "table", "description": spec.get("description", ""), "columns": columns,
                                   "source": f"schemas/{table}.json"}

@@ -35,7 +35,7 @@ import pyarrow.parquet as pq
 
 from kitab.core.env import PROJECT_ROOT
 from kitab.core.errors import KitabError, UnknownRelease
-from kitab.core.schemas import arrow_schema, known_tables, table_spec, to_arrow, view_name
+from kitab.core.schemas import STORED_RELEASE, arrow_schema, known_tables, table_spec, to_arrow, view_name
 from kitab.core.files import atomic_file, sha256_file, write_named, write_via_temp
 
 SQL_DIR = PROJECT_ROOT / "sql"
@@ -66,8 +66,6 @@ class DataTestFailure(RuntimeError):
 _RELEASE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
 
-# the column a ledger file (releases, released_authors) names its own release by; views call it release
-STORED_RELEASE = "release_id"
 
 def validate_release_id(release: str) -> str:
     if not _RELEASE_ID.match(release or ""):

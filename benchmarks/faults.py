@@ -86,12 +86,13 @@ def committed(warehouse: Path) -> dict | None:
 
 
 def table_rows(warehouse: Path, table: str) -> list[tuple]:
+    from kitab.core.schemas import view_name
     from kitab.core.warehouse import Warehouse
 
     drop = PROVENANCE.get(table, ())
     exclude = f" exclude ({', '.join(drop)})" if drop else ""
-    with Warehouse(warehouse).connect() as con:
-        return con.execute(f"select *{exclude} from {table} order by all").fetchall()
+    with Warehouse(warehouse).connect() as con:  # the stored table's own view (authors: sampled_authors)
+        return con.execute(f"select *{exclude} from {view_name(table)} order by all").fetchall()
 
 
 def qids(warehouse: Path) -> set[str]:

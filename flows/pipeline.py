@@ -58,11 +58,16 @@ def _percent(share: float) -> str:
 
 def check_inputs(params: RefreshParams) -> None:
     """What can be checked before a refresh starts, cheaply and without writing anything:
-    the snapshot it reads (a mirror it starts, or the dump), file by file."""
+    the snapshot it reads (a mirror it starts, or the dump), file by file; live: a contact and
+    host names that resolve (kitab.sources.preflight)."""
     from kitab.sources.snapshot.format import check_snapshot
 
     if params.source == "dump" or (params.source == "mirror" and not params.mirror_url):
         check_snapshot(params.snapshot_dir())
+    if params.source == "live":
+        from kitab.sources.preflight import check_live
+
+        check_live(Settings(**({"warehouse": params.warehouse} if params.warehouse else {})))
 
 
 @contextlib.contextmanager

@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 from kitab.core.progress import stages_json
 from kitab.core.refs import PUBLISH_MEMORY, TableRef, duck, read_rows
 from kitab.core.version import code_version
+from kitab.core.schemas import view_name
 from kitab.core.warehouse import Warehouse, validate_release_id
 from tasks.match_openlibrary import name_key
 
@@ -69,7 +70,7 @@ def publish(warehouse: Warehouse, release: str, tables: dict[str, list], *, seed
         with duck(warehouse.root / ".duckdb_tmp", PUBLISH_MEMORY) as con:
             staged.create_views(con, {name: [w.path] for name, w in written.items()})
             for name, w in written.items():  # the views see every row written, so no test passes vacuously
-                seen = con.execute(f'SELECT count(*) FROM "{name}"').fetchall()[0][0]
+                seen = con.execute(f'SELECT count(*) FROM "{view_name(name)}"').fetchall()[0][0]
                 if seen != w.rows:
                     raise RuntimeError(f"release {release}: view {name} shows {seen} of {w.rows} rows written")
             checked = staged.run_data_tests(con)  # raises: nothing committed was touched

@@ -44,7 +44,7 @@ def test_constraints_probe_lists_every_candidate_with_kappa():
 def test_sql_answers_from_the_catalog(tmp_path):
     publish(Warehouse(tmp_path), "r", tables(["Q1", "Q2"]), seed=1, source="dump", snapshot_id="s",
             n_authors_requested=2, requests_made=0)
-    out = run("sql", "--warehouse", str(tmp_path), "--output", "json", "select count(*) as n from authors")
+    out = run("sql", "--warehouse", str(tmp_path), "--output", "jsonl", "select count(*) as n from authors")
     assert out == [{"n": 2}]
     result = runner.invoke(app, ["sql", "--warehouse", str(tmp_path), "select * from nope"])
     assert result.exit_code != 0

@@ -166,7 +166,7 @@ def warehouse(tmp_path_factory) -> Path:
     (["export", "--release", "nope", "--out", "OUT"], "no committed release 'nope'"),
     (["report", "--release", "nope"], "no committed release 'nope'"),
     (["sql", "--release", "nope", "select 1"], "no committed release 'nope'"),
-    (["sql", "--output", "xml", "select 1"], "--output 'xml': expected one of table, json, csv"),
+    (["sql", "--output", "xml", "select 1"], "--output 'xml': expected one of table, json, jsonl, csv"),
 ])
 def test_unknown_release_or_output_is_named(tmp_path, warehouse, args, needle):
     args = [str(tmp_path / "out") if a == "OUT" else a for a in args]

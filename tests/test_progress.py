@@ -248,6 +248,9 @@ def test_kitab_refresh_prints_progress_lines_then_the_summary_or_json(tmp_path):
     assert lines and all(line.startswith("kitab: ") for line in lines), human.stderr
     started = [m.group(1) for line in lines if (m := re.match(r"kitab: \S+ (\w+) \(\d/7\) started", line))]
     assert started == list(STAGES)
+    # Prefect's temporary server: said once, named (issue 22: it was a "starting" line every 5 s)
+    waiting = [line for line in lines if " starting" in line]
+    assert len(waiting) <= 1 and all("Prefect's temporary server (once per refresh" in w for w in waiting), lines
     assert re.match(r"kitab: \S+ done in .* · 0 requests; publish ", lines[-1])
     out = human.stdout
     for part in ("kitab refresh: release r from snapshot kitab-s42-", "counts per stage", "Open Library match",
@@ -326,7 +329,7 @@ def test_releases_from_before_the_stages_column_still_list_and_report(tmp_path):
     both = releases_output(tmp_path)
     assert re.search(r"old(\s+–){8}", both) and "12m 34s" in both, both
     result = CliRunner().invoke(app, ["sql", "select release, stages is null as missing from releases "
-                                      "order by all", "--warehouse", str(tmp_path), "--output", "json"])
+                                      "order by all", "--warehouse", str(tmp_path), "--output", "jsonl"])
     assert [json.loads(line) for line in result.output.splitlines()] == [
         {"release": "new", "missing": False}, {"release": "old", "missing": True}]
     assert "Not recorded: release `old` was made before kitab recorded stage timings." in \

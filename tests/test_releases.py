@@ -83,7 +83,7 @@ def test_killed_refresh_leaves_no_partial_release_and_rerun_completes(harness, t
                           warehouse=tmp_path / "wh", mirror_url=mirror.url)
     assert wh.committed_releases() == ["k1"]
     with wh.connect() as con:
-        assert con.execute("select count(*) from authors").fetchone() == (30,)
+        assert con.execute("select count(*) from sampled_authors").fetchone() == (30,)
     assert summary["stage_counts"]["sampled"] == 30
 
 

@@ -108,7 +108,7 @@ def test_sql_refusal_through_the_installed_command(wh):
 
 def test_sql_reads_keep_working_with_and_without_release(wh):
     def sql(*args):
-        result = runner.invoke(app, ["sql", "--warehouse", str(wh.root), "--output", "json", *args])
+        result = runner.invoke(app, ["sql", "--warehouse", str(wh.root), "--output", "jsonl", *args])
         assert result.exit_code == 0 and result.stderr == "", result.output + result.stderr
         return [json.loads(line) for line in result.stdout.splitlines()]
 
@@ -179,7 +179,7 @@ def test_a_changed_file_fails_its_table_in_one_line_and_the_others_answer_with_a
     assert damaged.exit_code == 1 and damaged.stdout == ""  # never an answer from a damaged table
     error = damaged.stderr.strip().splitlines()
     assert len(error) == 1 and "authors of release k1 is damaged" in error[0] and "kitab verify" in error[0], error
-    result = runner.invoke(app, ["sql", "--warehouse", str(wh.root), "--output", "json",
+    result = runner.invoke(app, ["sql", "--warehouse", str(wh.root), "--output", "jsonl",
                                  "select count(*) as n from works_raw"])
     assert result.exit_code == 0 and result.stdout.strip() == '{"n": 3}', result.stdout  # the others answer
     warning = result.stderr.strip().splitlines()

@@ -23,12 +23,23 @@ snapshot_app = typer.Typer(help="Snapshots in the services' own formats.", no_ar
 app.add_typer(mirror_app, name="mirror")
 app.add_typer(snapshot_app, name="snapshot")
 WarehouseOpt = typer.Option(None, "--warehouse", help="warehouse root (default: warehouse/ or $KITAB_WAREHOUSE)")
-OUTPUTS = ("table", "json", "csv")
+# json: one JSON array (what a JSON reader expects); jsonl: one object per line (for streams)
+OUTPUTS = ("table", "json", "jsonl", "csv")
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from kitab.core.version import __version__
+
+        print(f"kitab {__version__}")
+        raise typer.Exit()
 
 
 @app.callback()
 def _global_options(debug: bool = typer.Option(False, "--debug", envvar="KITAB_DEBUG",
-                                               help="show the traceback of an error (also KITAB_DEBUG=1)")) -> None:
+                                               help="show the traceback of an error (also KITAB_DEBUG=1)"),
+                    version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
+                                                 help="print kitab's version and exit")) -> None:
     if debug:
         os.environ["KITAB_DEBUG"] = "1"
 
@@ -88,35 +99,93 @@ def user_errors():
 def sql(query: str = typer.Argument(..., help="any DuckDB SQL over the warehouse views"),
         release: Optional[str] = typer.Option(None, help="scope every view to one release"),
         warehouse: Optional[Path] = WarehouseOpt,
-        output: str = typer.Option("table", help="table | json | csv"),
+        output: str = typer.Option("table", help="table | json (one array) | jsonl (JSON Lines) | csv"),
+        files: Optional[list[str]] = typer.Option(None, "--file", help="NAME=PATH: a local CSV, TSV, Parquet or "
+                                                  "JSON(L) file readable as the view NAME (repeatable); no other "
+                                                  "file is readable"),
         timeout: float = typer.Option(300.0, min=0.1, help="stop the query after this many seconds"),
         memory_limit: str = typer.Option("2GB", help="DuckDB's memory limit (and this process's, plus 1 GiB)")
         ) -> None:
     """Run read-only SQL over the warehouse views and print the result (anything that would
     write a file, attach a database or change a setting is refused; Ctrl-C stops a query)."""
     from kitab.app.guard import limit_memory
-    from kitab.core.warehouse import Warehouse, bounded_query, describe_problems
+    from kitab.core.warehouse import Warehouse, bounded_query, describe_problems, user_file
 
     if output not in OUTPUTS:
         raise KitabError(f"--output {output!r}: expected one of {', '.join(OUTPUTS)}")
     wh = Warehouse(_existing_warehouse(warehouse, release))
     with user_errors():
+        extra = dict(user_file(spec) for spec in files or [])
         limit_memory(memory_limit)
-        with wh.connect(release=release, warn=False, memory_limit=memory_limit) as con:
+        with wh.connect(release=release, extra_files=extra, warn=False, memory_limit=memory_limit) as con:
             columns, rows = bounded_query(con, query, timeout)
             if con.problems:  # after the answer: a failed read says it in its one error line
                 _warn(describe_problems(con.problems))
-    if output == "json":
-        for row in rows:
-            print(json.dumps(dict(zip(columns, row)), default=str, ensure_ascii=False))
+    print_result(columns, rows, output)
+
+
+def print_result(columns: list[str], rows: list[tuple], output: str) -> None:
+    """Rows on stdout as ``output`` (OUTPUTS)."""
+    if output in ("json", "jsonl"):
+        lines = [json.dumps(dict(zip(columns, row)), default=str, ensure_ascii=False) for row in rows]
+        if output == "json":  # an array, still one row per line
+            print("[" + ",\n ".join(lines) + "]")
+        else:
+            for line in lines:
+                print(line)
     elif output == "csv":
         import csv
 
-        writer = csv.writer(sys.stdout)
+        writer = csv.writer(sys.stdout, lineterminator="\n")  # LF: the csv module's default is CRLF
         writer.writerow(columns)
         writer.writerows(rows)
     else:
         print_rows(columns, rows)
+
+
+@app.command()
+def describe(table: Optional[str] = typer.Argument(None, help="a table or view; none: list them all"),
+             release: Optional[str] = typer.Option(None, help="scope the views to one release"),
+             output: str = typer.Option("table", help="table | json | jsonl | csv"),
+             warehouse: Optional[Path] = WarehouseOpt) -> None:
+    """The warehouse's tables and views with their descriptions, or one's columns with their
+    types and descriptions (from schemas/ and schemas/views/)."""
+    from kitab.core.describe import describe_view, list_views
+    from kitab.core.warehouse import Warehouse
+
+    if output not in OUTPUTS:
+        raise KitabError(f"--output {output!r}: expected one of {', '.join(OUTPUTS)}")
+    wh = Warehouse(_existing_warehouse(warehouse, release))
+    with user_errors():
+        with wh.connect(release=release) as con:
+            if table is None:
+                columns, rows = ["name", "kind", "description"], list_views(con)
+            else:
+                columns, rows = ["column", "type", "description"], describe_view(con, table)
+    print_result(columns, rows, output)
+
+
+@app.command("test")
+def data_test(release: Optional[str] = typer.Option(None, help="test only this release"),
+              warehouse: Optional[Path] = WarehouseOpt) -> None:
+    """Run the data tests (sql/tests/*.sql: each returns the rows that break a rule) over the
+    committed releases; exit 1 if any returns a row."""
+    from kitab.core.warehouse import Warehouse, data_test_results
+
+    wh = Warehouse(_existing_warehouse(warehouse, release))
+    with user_errors():
+        with wh.connect(release=release) as con:
+            results = data_test_results(con)
+    width = max(len(name) for name, _ in results)
+    for name, rows in results:
+        shown = "; ".join(str(r) for r in rows[:3]) + (" …" if len(rows) > 3 else "")
+        print(f"{name:<{width}}  " + ("pass" if not rows else f"fail: {len(rows)}{'+' if len(rows) >= 5 else ''} "
+                                       f"offending row(s), e.g. {shown}"))
+    passed = sum(not rows for _, rows in results)
+    scope = f"release {release}" if release else "every committed release"
+    print(f"{passed} of {len(results)} data tests pass on {scope} (sql/tests/)")
+    if passed < len(results):
+        raise typer.Exit(1)
 
 
 @app.command()
@@ -178,10 +247,10 @@ def refresh(source: str = typer.Option(DEFAULTS.source, help="live | mirror | du
     terminal, plain progress lines on stderr otherwise (none with --quiet); then a summary."""
     from kitab.core.locking import refuse_if_busy
 
-    from kitab.app.guard import check_free_space
-
     root = _warehouse(warehouse, create=False)
     refuse_if_busy(root)  # before the slow imports: a second refresh is told at once
+    from kitab.app.guard import check_free_space
+
     check_free_space(root)  # a full disk is told now, not after Prefect has started on it
     from flows.runners import TASK_RUNNERS
     from kitab.app.runs import run_refresh
@@ -215,7 +284,8 @@ def refresh(source: str = typer.Option(DEFAULTS.source, help="live | mirror | du
 def demo(warehouse: Optional[Path] = WarehouseOpt,
          authors: int = typer.Option(DEFAULTS.authors, min=1, help="authors to sample from the bundled snapshot"),
          seed: int = typer.Option(42)) -> None:
-    """The whole refresh on the bundled snapshot, through the local mirror, then a summary."""
+    """The whole refresh on the bundled snapshot, through the local mirror, then a summary
+    (in this process, on the local runner: no Prefect server to start)."""
     from kitab.app.demo import run_demo
     from kitab.core.progress import Progress
 
@@ -229,14 +299,15 @@ def export(release: str = typer.Option(..., help="release id to export"),
            out: Path = typer.Option(..., help="output folder (a Hugging Face dataset folder)"),
            push: Optional[str] = typer.Option(None, "--push", help="Hub repo id, e.g. org/kitab; token from "
                                               "HF_TOKEN or the Hugging Face login, never from the command line"),
-           force: bool = typer.Option(False, help="replace an existing, different export at --out"),
+           force: bool = typer.Option(False, "--overwrite", "--force", help="replace what --out holds (another "
+                                      "export, or any other files)"),
            private: bool = typer.Option(False, help="create the Hub repo private"),
            layout: str = typer.Option("hf", help="hf (Parquet per config) | kitab (also KITAB's JSON-lines files "
                                       "data/KITAB-*.json, which the card's configs then name)"),
            warehouse: Optional[Path] = WarehouseOpt) -> None:
     """Write a release as a Hugging Face dataset folder (Parquet per config + card); optionally push and tag it."""
     from kitab.core.warehouse import Warehouse
-    from kitab.release.export import LAYOUTS, export_release
+    from kitab.release.export import LAYOUTS, ExportExists, export_release
 
     if layout not in LAYOUTS:
         raise typer.BadParameter(f"expected one of {', '.join(LAYOUTS)}", param_hint="--layout")
@@ -245,7 +316,10 @@ def export(release: str = typer.Option(..., help="release id to export"),
     if bad:  # damage is never exported, so never pushed
         raise KitabError(f"release {release} fails verification ({bad[0].table}: "
                          f"{bad[0].path.relative_to(root)}: {bad[0].problem}); nothing exported; run `kitab verify`")
-    summary = export_release(root, release, out, force=force, layout=layout)
+    try:
+        summary = export_release(root, release, out, force=force, layout=layout)
+    except ExportExists as exc:
+        raise KitabError(str(exc)) from exc
     print_rows(["config", "rows"], list(summary["rows"].items()), title=f"release {release} -> {summary['out']}")
     if push:
         from kitab.release.hub import push_release
@@ -286,6 +360,9 @@ def serve(cron: str = typer.Option("0 3 * * 1", help="cron schedule (UTC)"),
           snapshot: Optional[Path] = typer.Option(None, help="snapshot folder (source dump, or mirror without URL)"),
           warehouse: Optional[Path] = WarehouseOpt) -> None:
     """Serve the scheduled refresh deployment (needs a Prefect server: PREFECT_API_URL)."""
+    from kitab.app.prefect_guard import check_prefect_server
+
+    check_prefect_server(os.environ.get("PREFECT_API_URL", ""))  # before anything: a missing server is one line
     root = _warehouse(warehouse)
     from prefect import serve as prefect_serve
 

@@ -43,8 +43,12 @@ def _distribution(values: list[int]) -> str:
 
 def run_demo(warehouse: Path, *, authors: int, seed: int, progress=None) -> dict:
     started = time.monotonic()
+    # direct: the pipeline in this process on the local runner (threads for I/O, one process
+    # per core for tagging): the same steps and release as the Prefect flow, without starting
+    # Prefect's temporary server (~10-15 s, most of a demo); `kitab refresh` and the scheduled
+    # deployment keep running the flow
     summary = run_refresh(source="mirror", snapshot=BUNDLED_SNAPSHOT, authors=authors, seed=seed,
-                          release=DEMO_RELEASE, warehouse=warehouse, progress=progress)
+                          release=DEMO_RELEASE, warehouse=warehouse, direct=True, progress=progress)
     print_summary(summary, wall=time.monotonic() - started, command="kitab demo", tour=tour)
     return summary
 

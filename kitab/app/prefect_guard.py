@@ -33,6 +33,28 @@ STOP_GRACE_SECONDS = 5.0
 _WATCHDOGS: list[subprocess.Popen] = []  # kept: a Popen dropped while running warns at exit
 
 
+def check_prefect_server(api_url: str, timeout: float = 5.0) -> None:
+    """A server-only command (``kitab serve``) needs a running Prefect server at ``api_url``
+    (PREFECT_API_URL): without one Prefect would start a temporary server that dies with the
+    process, and the deployment would be served to nobody. KitabError, in one line, unless
+    ``{api_url}/health`` answers."""
+    import requests
+
+    from kitab.core.errors import KitabError
+
+    if not api_url.strip():
+        raise KitabError("kitab serve needs a Prefect server: start one (`prefect server start`) and set "
+                         "PREFECT_API_URL, e.g. http://127.0.0.1:4200/api")
+    try:
+        answer = requests.get(api_url.rstrip("/") + "/health", timeout=timeout)
+    except requests.RequestException as exc:
+        raise KitabError(f"no Prefect server answers at PREFECT_API_URL={api_url} ({type(exc).__name__}); "
+                         "start one with `prefect server start`") from None
+    if answer.status_code != 200:
+        raise KitabError(f"PREFECT_API_URL={api_url} is not a Prefect API: GET /health answered "
+                         f"HTTP {answer.status_code}")
+
+
 def guard_server() -> None:
     """Give every temporary Prefect server this process starts a watchdog (idempotent)."""
     from prefect.server.api.server import SubprocessASGIServer

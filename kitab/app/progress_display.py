@@ -50,6 +50,7 @@ class PlainLines:
         self.write, self.every, self.heartbeat, self.clock = write, every, heartbeat, clock
         self._last_line = clock()
         self._last_seen: tuple | None = None
+        self._last_phase: str | None = None
 
     def _emit(self, status: Status, text: str) -> None:
         self.write(f"kitab: {format_clock(status.elapsed)} {text}")
@@ -76,8 +77,10 @@ class PlainLines:
             return
         since = self.clock() - self._last_line
         if status.stage is None:  # before the pipeline starts (Prefect's server), or after its last stage
-            if since >= self.every:
+            # a new phase once, then the same one only as a heartbeat: not a line every 5 s saying "starting"
+            if (status.phase != self._last_phase and since >= self.every) or since >= self.heartbeat:
                 self._emit(status, status.phase)
+                self._last_phase = status.phase
             return
         moved = (status.stage, status.done, status.requests) != self._last_seen
         if (moved and since >= self.every) or since >= self.heartbeat:

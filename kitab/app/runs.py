@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterator
@@ -35,8 +36,12 @@ def run_refresh(*, snapshot: Path | None = None, warehouse: Path, task_runner: s
     with refresh_lock(Path(warehouse), params.release), tracking(params.release, progress) as progress, \
             serving(params) as params:
         # the views start here: a mistake found above is the only thing the user sees
+        # the wait before the first stage, said once: importing Prefect and starting its temporary
+        # server (no PREFECT_API_URL) is most of a small refresh's wait
+        starting = None if direct or os.environ.get("PREFECT_API_URL") else \
+            "starting Prefect's temporary server (once per refresh, ~10 s)"
         progress.begin(release=params.release, source=params.source, authors=params.authors,
-                       batch_size=params.batch_size)
+                       batch_size=params.batch_size, **({"starting": starting} if starting else {}))
         if direct:
             from flows.runners import LocalRunner
 
@@ -49,6 +54,7 @@ def run_refresh(*, snapshot: Path | None = None, warehouse: Path, task_runner: s
         from kitab.app.prefect_guard import guard_server, quiet_user_errors
 
         guard_server()  # Prefect's temporary server goes when this process goes, kill -9 included
+
         with quiet_user_errors():  # a KitabError reaches the caller whole; Prefect's traceback of it is noise
             try:
                 return with_task_runner(task_runner, dask_address)(**dataclasses.asdict(params))

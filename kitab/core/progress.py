@@ -125,8 +125,8 @@ class Status:
             return "done"
         if self.stage is not None:
             return "running"
-        if not self.finished:
-            return "starting"
+        if not self.finished:  # what it waits for, when the caller said (e.g. Prefect's server)
+            return self.info.get("starting") or "starting"
         return "finishing" if self.finished[-1]["stage"] == STAGES[-1] else "between stages"
 
     @property

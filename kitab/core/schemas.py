@@ -1,7 +1,10 @@
-"""Table schemas, loaded from ``schemas/<table>.json`` (one file per warehouse table).
+"""Table schemas, loaded from ``schemas/<table>.json`` (one file per warehouse table), and the
+descriptions of the SQL views, ``schemas/views/<view>.json`` (sql/staging and sql/marts).
 
 The JSON files are the contract (names, types, nullability, meaning); this module only
-turns them into pyarrow schemas and validates rows against them.
+turns them into pyarrow schemas, validates rows against them and says what a view's columns
+mean (``kitab describe``). A stored table's view is named like the table unless its schema
+says ``"view"`` (``authors`` is stored as sampled, and read as ``sampled_authors``).
 """
 from __future__ import annotations
 
@@ -13,6 +16,11 @@ import pyarrow as pa
 from kitab.core.env import PROJECT_ROOT
 
 SCHEMA_DIR = PROJECT_ROOT / "schemas"
+VIEW_SCHEMA_DIR = SCHEMA_DIR / "views"
+# the column a ledger file (releases, released_authors) names its own release by; views call it release
+STORED_RELEASE = "release_id"
+# The hive partition column every view has (not in the stored files' schemas).
+RELEASE_COLUMN = "the release the row belongs to (its partition: tables/<table>/release=<id>/)"
 
 _SCALARS = {
     "string": pa.string(),
@@ -66,3 +74,31 @@ def to_arrow(table: str, rows: list[dict]) -> pa.Table:
         return pa.table(columns, schema=schema)
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
         raise ValueError(f"{table}: rows do not match schemas/{table}.json: {exc}") from exc
+
+
+def view_name(table: str) -> str:
+    """The name of the view over stored ``table``: the table's unless its schema names another."""
+    return table_spec(table).get("view", table)
+
+
+@lru_cache(maxsize=None)
+def view_docs() -> dict[str, dict]:
+    """View name -> ``{"kind", "description", "columns": {column: description}, "source"}`` for
+    every view: one per stored table (kind ``table``) and one per schemas/views/ file (kind
+    ``view``; ``columns_of`` borrows a stored table's column descriptions)."""
+    docs = {}
+    for table in known_tables():
+        spec = table_spec(table)
+        columns = {c["name"]: c.get("description", "") for c in spec["columns"] if c["name"] != STORED_RELEASE}
+        columns.setdefault("release", RELEASE_COLUMN)
+        docs[view_name(table)] = {"kind": "table", "description": spec.get("description", ""), "columns": columns,
+                                  "source": f"schemas/{table}.json"}
+    for path in sorted(VIEW_SCHEMA_DIR.glob("*.json")):
+        spec = json.loads(path.read_text())
+        columns = {}
+        if "columns_of" in spec:
+            columns.update({c["name"]: c.get("description", "") for c in table_spec(spec["columns_of"])["columns"]})
+        columns.update({c["name"]: c.get("description", "") for c in spec.get("columns", [])})
+        docs[spec.get("view", path.stem)] = {"kind": "view", "description": spec.get("description", ""),
+                                            "columns": columns, "source": spec.get("sql", f"schemas/views/{path.name}")}
+    return docs

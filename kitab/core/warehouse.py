@@ -10,8 +10,8 @@ beside the old ones, the new ledger row swaps the release in one rename, and the
 are removed only after that. A reader sees the old committed version or the new one,
 never a partition without files, even when it is the only release.
 
-Views: one per table, named like the table (the raw layer, over every committed
-release); then ``sql/staging/*.sql`` and ``sql/marts/*.sql`` in file-name order; data
+Views: one per table, named like the table unless its schema names another (the raw layer,
+over every committed release; the stored ``authors`` is the view ``sampled_authors``); then ``sql/staging/*.sql`` and ``sql/marts/*.sql`` in file-name order; data
 tests are ``sql/tests/*.sql``, each a SELECT returning the offending rows.
 :meth:`Warehouse.connect` builds them in memory from the ledger, in a DuckDB that may
 read only the committed files and cannot change its settings; :func:`read_only_query`
@@ -37,7 +37,7 @@ import pyarrow.parquet as pq
 
 from kitab.core.env import PROJECT_ROOT
 from kitab.core.errors import KitabError, UnknownRelease
-from kitab.core.schemas import arrow_schema, known_tables, table_spec, to_arrow
+from kitab.core.schemas import STORED_RELEASE, arrow_schema, known_tables, table_spec, to_arrow, view_name
 from kitab.core.files import atomic_file, sha256_file, write_named, write_via_temp
 
 SQL_DIR = PROJECT_ROOT / "sql"
@@ -55,6 +55,10 @@ READERS = ".readers"
 # at once released) before it takes READERS, so readers that keep coming cannot starve a sweep.
 TURNSTILE = ".readers.turnstile"
 SWEEP_WAIT = 10.0
+# The views' version in kitab.duckdb (the catalog other tools open). 2: `authors` holds the
+# released authors, every sampled one is in `sampled_authors`. An older catalog is rebuilt on
+# the next read: a migration of views only, the Parquet files and the ledger stay as they are.
+VIEWS_VERSION = 2
 # Tables kept beside a release but not part of it: written after its commit by their own
 # command (`kitab evaluate`), so its ledger row does not name them. The views read their file
 # in every committed release, and a rebuild of the release keeps it (each evaluation row
@@ -71,9 +75,6 @@ class DataTestFailure(RuntimeError):
 # A release id is a folder name, a hive partition value and a Hub tag: keep it plain.
 _RELEASE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
-
-# the column a ledger file (releases, released_authors) names its own release by; views call it release
-STORED_RELEASE = "release_id"
 
 def validate_release_id(release: str) -> str:
     if not _RELEASE_ID.match(release or ""):
@@ -410,7 +411,7 @@ class Warehouse:
     def _empty_view_sql(table: str, where: str = "false") -> str:
         cols = ", ".join(f"CAST(NULL AS {_duck_type(c['type'])}) AS \"{c['name']}\""
                          for c in table_spec(table)["columns"] if c["name"] != STORED_RELEASE)
-        return f'CREATE OR REPLACE VIEW "{table}" AS SELECT {cols}, CAST(NULL AS VARCHAR) AS release WHERE {where}'
+        return f'CREATE OR REPLACE VIEW "{view_name(table)}" AS SELECT {cols}, CAST(NULL AS VARCHAR) AS release WHERE {where}'
 
     @staticmethod
     def _raw_view_sql(table: str, files: list[Path]) -> str:
@@ -422,7 +423,7 @@ class Warehouse:
         stored = [c["name"] for c in table_spec(table)["columns"]]
         listed = ", ".join(_literal(p.as_posix()) for p in files)
         exclude = f" EXCLUDE ({STORED_RELEASE})" if STORED_RELEASE in stored else ""
-        return (f"CREATE OR REPLACE VIEW \"{table}\" AS SELECT *{exclude} FROM read_parquet([{listed}], "
+        return (f"CREATE OR REPLACE VIEW \"{view_name(table)}\" AS SELECT *{exclude} FROM read_parquet([{listed}], "
                 f"hive_partitioning = true, union_by_name = true, hive_types = {{'release': 'VARCHAR'}})")
 
     def create_views(self, con: duckdb.DuckDBPyConnection, files: dict[str, list[Path]],
@@ -437,7 +438,7 @@ class Warehouse:
             if table in damaged:
                 con.execute(self._empty_view_sql(table, f"error({_literal(damaged[table])}) IS NULL"))
             elif table == "releases" and ledger is not None:
-                con.execute(f'CREATE OR REPLACE VIEW "releases" AS SELECT * FROM "{ledger}"')
+                con.execute(f'CREATE OR REPLACE VIEW "{view_name("releases")}" AS SELECT * FROM "{ledger}"')
             else:
                 con.execute(self._raw_view_sql(table, files.get(table, [])))
         for layer in ("staging", "marts"):
@@ -458,7 +459,8 @@ class Warehouse:
             con = duckdb.connect(str(tmp))
             try:
                 self.create_views(con, snapshot.files, snapshot.damaged)
-                con.execute("CREATE TABLE kitab_catalog AS SELECT ? AS root", [self.root.as_posix()])
+                con.execute("CREATE TABLE kitab_catalog AS SELECT ? AS root, ? AS views_version",
+                            [self.root.as_posix(), VIEWS_VERSION])
             finally:
                 con.close()
         return self.catalog_path
@@ -469,6 +471,40 @@ class Warehouse:
         if release not in committed:
             raise UnknownRelease(f"no committed release {release!r} in {self.root} "
                                  f"(have: {', '.join(committed) or 'none'})")
+
+    def catalog_version(self) -> int | None:
+        """The views' version recorded in kitab.duckdb (None: no catalog, or it cannot be opened;
+        1: before it was recorded)."""
+        if not self.catalog_path.exists():
+            return None
+        try:
+            con = duckdb.connect(str(self.catalog_path), read_only=True)
+        except duckdb.Error:  # e.g. another tool holds it open for writing: leave it alone
+            return None
+        try:
+            columns = {r[0] for r in con.execute("SELECT column_name FROM duckdb_columns() "
+                                                 "WHERE table_name = 'kitab_catalog'").fetchall()}
+            if "views_version" not in columns:
+                return 1
+            return con.execute("SELECT max(views_version) FROM kitab_catalog").fetchall()[0][0]
+        finally:
+            con.close()
+
+    def migrate_catalog(self) -> bool:
+        """Rebuild kitab.duckdb when its views are older than VIEWS_VERSION (views only: no
+        table file or ledger row is touched). True when it did."""
+        version = self.catalog_version()
+        if version is None or version >= VIEWS_VERSION:
+            return False
+        try:
+            with self.lock():
+                if (self.catalog_version() or VIEWS_VERSION) < VIEWS_VERSION:
+                    self.build_catalog()
+        except OSError as exc:  # a read-only warehouse: kitab's own reads build their views anyway
+            print(f"kitab: warning: could not update {self.catalog_path} to the current views ({exc})",
+                  file=sys.stderr)
+            return False
+        return True
 
     def read_snapshot(self, releases: list[str]) -> "ReadSnapshot":
         """The ledger rows of ``releases``, read once, and what they name: the files each
@@ -489,14 +525,16 @@ class Warehouse:
                                     f"({c.path.relative_to(self.root)}: {c.problem}); run `kitab verify`")
         return ReadSnapshot(rows, self.view_files(list(rows), rows), damaged, bad)
 
-    def connect(self, release: str | None = None, *, warn: bool = True,
-                memory_limit: str | None = None) -> "ReadConnection":
+    def connect(self, release: str | None = None, extra_files: dict[str, Path] | None = None, *,
+                warn: bool = True, memory_limit: str | None = None) -> "ReadConnection":
         """The views over every committed release (or only ``release``), built in memory
         from the ledger (read once: the reader sees one committed version of each release
         until it closes, a rebuild's sweep waits for it), in a DuckDB that may read only
         those files, no other file, and whose settings are locked. A table with a damaged
         file fails when read; the others answer. ``warn``: say so at once (one line on
-        stderr); else the caller finds them in ``.problems``."""
+        stderr); else the caller finds them in ``.problems``. ``extra_files``: view name -> a
+        local file the user named (``kitab sql --file``), readable as that view and no other way."""
+        self.migrate_catalog()
         committed = self.committed_releases()
         if release is not None:
             self.require_release(release, committed)
@@ -510,7 +548,7 @@ class Warehouse:
             snapshot = self.read_snapshot(committed if release is None else [release])
             if warn and snapshot.problems:
                 print(f"kitab: warning: {describe_problems(snapshot.problems)}", file=sys.stderr)
-            con = read_only_views(self, snapshot, memory_limit=memory_limit)
+            con = read_only_views(self, snapshot, extra_files, memory_limit=memory_limit)
         except BaseException:
             hold.__exit__(None, None, None)
             raise
@@ -519,16 +557,23 @@ class Warehouse:
     def run_data_tests(self, con: duckdb.DuckDBPyConnection) -> dict[str, int]:
         """Every sql/tests/*.sql must return no rows; raise with the offending rows if any does."""
         failures, checked = [], {}
-        for path in sorted((SQL_DIR / "tests").glob("*.sql")):
-            query = path.read_text().strip().rstrip(";")
-            # fetch everything of a bounded query: a half-read result blocks the connection
-            rows = con.execute(f"SELECT * FROM ({query}\n) AS offending LIMIT 5").fetchall()
-            checked[path.stem] = len(rows)
+        for name, rows in data_test_results(con):
+            checked[name] = len(rows)
             if rows:
-                failures.append(f"{path.name}: {rows}")
+                failures.append(f"{name}.sql: {rows}")
         if failures:
             raise DataTestFailure("data tests failed:\n  " + "\n  ".join(failures))
         return checked
+
+
+def data_test_results(con: duckdb.DuckDBPyConnection, limit: int = 5) -> list[tuple[str, list[tuple]]]:
+    """(test name, up to ``limit`` offending rows) for every sql/tests/*.sql, in name order."""
+    results = []
+    for path in sorted((SQL_DIR / "tests").glob("*.sql")):
+        query = path.read_text().strip().rstrip(";")
+        # fetch everything of a bounded query: a half-read result blocks the connection
+        results.append((path.stem, con.execute(f"SELECT * FROM ({query}\n) AS offending LIMIT {int(limit)}").fetchall()))
+    return results
 
 
 def _view_schema(table: str) -> pa.Schema:
@@ -588,13 +633,50 @@ class ReadConnection:
 
 
 # -- read-only SQL ---------------------------------------------------------------------
-def read_only_views(warehouse: Warehouse, snapshot: ReadSnapshot, *,
+_USER_VIEW = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+# A user's file (kitab sql --file NAME=PATH) -> the DuckDB reader for its kind.
+USER_FILE_READERS = {".csv": "read_csv", ".tsv": "read_csv", ".parquet": "read_parquet", ".json": "read_json",
+                     ".jsonl": "read_json", ".ndjson": "read_json"}
+
+
+def user_file(spec: str) -> tuple[str, Path]:
+    """``NAME=PATH`` -> (view name, absolute path of an existing file of a kind DuckDB reads)."""
+    name, sep, path = spec.partition("=")
+    if not sep or not name or not path:
+        raise KitabError(f"--file {spec!r}: expected NAME=PATH, e.g. --file exclude=authors.csv")
+    if not _USER_VIEW.match(name):
+        raise KitabError(f"--file {spec!r}: the view name {name!r} must be letters, digits and _ "
+                         "(not starting with a digit)")
+    file = Path(path).expanduser().absolute()
+    if not file.is_file():
+        raise KitabError(f"--file {spec!r}: no file {file}")
+    if file.suffix.lower() not in USER_FILE_READERS:
+        raise KitabError(f"--file {spec!r}: expected a {', '.join(USER_FILE_READERS)} file")
+    return name, file
+
+
+def _create_user_views(con: duckdb.DuckDBPyConnection, extra_files: dict[str, Path]) -> None:
+    taken = {r[0].lower() for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
+    for name, path in sorted(extra_files.items()):
+        if name.lower() in taken:
+            raise KitabError(f"--file {name}=…: {name} is already a view of the warehouse; choose another name")
+        reader = USER_FILE_READERS[path.suffix.lower()]
+        sep = ", delim = '\t'" if path.suffix.lower() == ".tsv" else ""
+        try:  # DESCRIBE reads the file's head now: a file DuckDB cannot read is an error naming it
+            con.execute(f'CREATE VIEW "{name}" AS SELECT * FROM {reader}({_literal(path.as_posix())}{sep})')
+            con.execute(f'DESCRIBE "{name}"').fetchall()
+        except duckdb.Error as exc:
+            raise KitabError(f"--file {name}={path}: {_first_line(exc)}") from exc
+
+
+def read_only_views(warehouse: Warehouse, snapshot: ReadSnapshot, extra_files: dict[str, Path] | None = None, *,
                     memory_limit: str | None = None) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB with ``warehouse``'s views over ``snapshot``, locked down with
     DuckDB's own settings: external access off except for exactly those files (no other
     file can be read, written or attached; no extension installed or loaded; no temp folder,
     which DuckDB would otherwise allow, at ``<cwd>/.tmp``), then the configuration locked (no
-    SET / RESET / PRAGMA that changes a setting, including these)."""
+    SET / RESET / PRAGMA that changes a setting, including these). ``extra_files``: the user's
+    own files (``kitab sql --file``), each readable as its view."""
     config = {"autoinstall_known_extensions": False, "autoload_known_extensions": False, "temp_directory": ""}
     if memory_limit is not None:
         config["memory_limit"] = memory_limit
@@ -603,13 +685,16 @@ def read_only_views(warehouse: Warehouse, snapshot: ReadSnapshot, *,
     except duckdb.Error as exc:
         raise KitabError(f"memory limit {memory_limit!r}: {_first_line(exc)}") from None
     try:
+        extra_files = extra_files or {}
         files = {t: paths for t, paths in snapshot.files.items() if t != "releases" and t not in snapshot.damaged}
-        allowed = sorted({p.as_posix() for paths in files.values() for p in paths})
+        allowed = sorted({p.as_posix() for paths in files.values() for p in paths}
+                         | {p.as_posix() for p in extra_files.values()})
         if allowed:  # must precede turning external access off (DuckDB refuses it after)
             con.execute(f"SET allowed_paths = [{', '.join(_literal(p) for p in allowed)}]")
         con.execute("SET enable_external_access = false")
         con.register("kitab_ledger_rows", snapshot.ledger())
         warehouse.create_views(con, files, snapshot.damaged, ledger="kitab_ledger_rows")
+        _create_user_views(con, extra_files)
         con.execute("SET lock_configuration = true")
     except BaseException:
         con.close()

@@ -334,7 +334,7 @@ def _holds_other_things(out: Path, release: str) -> bool:
 
 def _refuse(out: Path) -> ExportExists:
     return ExportExists(f"{out} exists and differs from the export of this release; "
-                        "use --force to replace it, or choose another --out")
+                        "use --overwrite to replace it, or choose another --out")
 
 
 def _install(tmp: Path, out: Path, force: bool) -> bool:

@@ -119,25 +119,44 @@ def _popularity(stats: _Stats) -> list[tuple[str, int, int, int]]:
 
 
 # -- plots -----------------------------------------------------------------------------
+UNSATISFIABLE_BAR = "κ = 1 (unsatisfiable)"
+
+
+def kappa_histogram(sn: list[tuple[int, int]], bins: int = HIST_BINS) -> list[tuple[str, int]]:
+    """The κ plot's bars: ``bins`` equal bins of satisfiable queries on [0, 1) (κ < 1 whenever
+    S > 0), then unsatisfiable queries (S = 0, κ = 1) as a bar of their own, so they are never
+    counted with the most constrained satisfiable ones. (label, queries) per bar."""
+    counts = [0] * (bins + 1)
+    for s, n in sn:  # binned in integers, see bin_index
+        counts[-1 if s == 0 else bin_index(s, n, bins)] += 1
+    labels = [f"{i / bins:.2f}–{(i + 1) / bins:.2f}" for i in range(bins)] + [UNSATISFIABLE_BAR]
+    return list(zip(labels, counts))
+
+
 def _write_plots(stats: _Stats, plots_dir: Path) -> None:
     import matplotlib.style
 
     with matplotlib.style.context("default"):
         fig = figure(9.0, 3.4)
         axes = fig.subplots(1, 2, sharey=False)
-        bins = [i / HIST_BINS for i in range(HIST_BINS + 1)]
-        centers = [(lo + hi) / 2 for lo, hi in zip(bins, bins[1:])]
+        width = 1 / HIST_BINS
+        gap_at = 1 + width  # the unsatisfiable bar stands apart, right of κ = 1
         for ax, sn, kappas, label, color in (
                 (axes[0], stats.one_sn, stats.one_kappas, "one-constraint", "tab:blue"),
                 (axes[1], stats.two_sn, stats.two_kappas, "two-constraint", "tab:orange")):
-            counts = [0] * HIST_BINS
-            for s, n in sn:  # binned in integers, see _bin_index
-                counts[bin_index(s, n, HIST_BINS)] += 1
-            ax.hist(centers, bins=bins, weights=counts, color=color, edgecolor="white")
+            bars = kappa_histogram(sn)
+            ax.bar([i * width for i in range(HIST_BINS)], [n for _, n in bars[:-1]], width=width, align="edge",
+                   color=color, edgecolor="white", label="satisfiable (κ < 1)")
+            ax.bar([gap_at], [bars[-1][1]], width=width, align="edge", color="tab:red", edgecolor="white",
+                   label=f"unsatisfiable (κ = 1): {bars[-1][1]}")
+            ax.axvline(1.0, color="grey", linewidth=0.8, linestyle=":")
             ax.set_title(f"{label} queries (n={len(sn)}, mean κ {_mean(kappas)})", fontsize=10)
             ax.set_xlabel("constrainedness κ = 1 − S/N")
             ax.set_ylabel("queries")
-            ax.set_xlim(0, 1)
+            ax.set_xlim(0, gap_at + 1.5 * width)
+            ax.set_xticks([0, 0.2, 0.4, 0.6, 0.8, 1.0, gap_at + width / 2],
+                          ["0", "0.2", "0.4", "0.6", "0.8", "1", "κ=1"])
+            ax.legend(fontsize=8, loc="upper left")
         fig.suptitle(f"kitab release {stats.release}: constrainedness", fontsize=11)
         save_png(fig, plots_dir / "kappa.png")
 
@@ -216,7 +235,7 @@ Summary row counts it once. The paper's columns are KITAB's full release (611 au
 κ = 1 − S/N, where S is the number of the author's books that satisfy the query and N the
 number of the author's books.
 
-![Histograms of the constrainedness of one- and two-constraint queries](plots/kappa.png)
+![Histograms of the constrainedness of one- and two-constraint queries; unsatisfiable queries (κ = 1) are the separate red bar](plots/kappa.png)
 
 {kappa_table}
 

@@ -1,2 +1,2 @@
--- One authors row per author and release.
-SELECT release, qid, count(*) AS n FROM authors GROUP BY ALL HAVING count(*) > 1
+-- One sampled_authors row per author and release.
+SELECT release, qid, count(*) AS n FROM sampled_authors GROUP BY ALL HAVING count(*) > 1

@@ -334,7 +334,22 @@ def test_kitab_test_runs_the_data_tests_and_fails_on_bad_rows(demo_wh, tmp_path)
     table = pq.read_table(books)
     import pyarrow as pa
 
-    pq.write_table(pa.concat_tables([table, table.slice(0, 1)]), books)
+    # committed as a (buggy) publish would: under its content name, in the ledger row and the
+    # stamps; a file changed behind the ledger's back is damage, which fails reads instead
+    from kitab.core.files import sha256_file
+    from kitab.core.warehouse import Warehouse, table_file_name
+
+    wh = Warehouse(root)
+    bad = books.with_name("bad.tmp")
+    pq.write_table(pa.concat_tables([table, table.slice(0, 1)]), bad)
+    sha = sha256_file(bad)
+    bad.rename(books.with_name(table_file_name(sha)))
+    books.unlink()
+    row = wh.ledger_row("demo")
+    sums, counts = json.loads(row["checksums"]), json.loads(row["counts"])
+    sums["books"], counts["books"] = sha, counts["books"] + 1
+    wh.commit("demo", {**row, "checksums": json.dumps(sums, sort_keys=True), "counts": json.dumps(counts, sort_keys=True)})
+    wh.stamp("demo")
     done = kitab("test", "--warehouse", str(root), check=False)
     assert done.returncode == 1
     assert re.search(r"books_unique_id.*\bfail", done.stdout), done.stdout

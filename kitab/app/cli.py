@@ -116,7 +116,8 @@ def sql(query: str = typer.Argument(..., help="any DuckDB SQL over the warehouse
     wh = Warehouse(_existing_warehouse(warehouse, release))
     with user_errors():
         extra = dict(user_file(spec) for spec in files or [])
-        limit_memory(memory_limit)
+        if _OWN_PROCESS:  # the process limit only for the `kitab` command, never a host process (tests)
+            limit_memory(memory_limit)
         with wh.connect(release=release, extra_files=extra, warn=False, memory_limit=memory_limit) as con:
             columns, rows = bounded_query(con, query, timeout)
             if con.problems:  # after the answer: a failed read says it in its one error line
@@ -655,12 +656,18 @@ def _debug() -> bool:
     return os.environ.get("KITAB_DEBUG", "").strip().lower() not in ("", "0", "false", "no", "off")
 
 
+# True once main() runs: this process is the `kitab` command (process-wide limits are ours to set)
+_OWN_PROCESS = False
+
+
 def main() -> None:
     """The ``kitab`` command: a KitabError (a user's mistake, a busy warehouse, a broken
     snapshot) is one or two lines on stderr and exit 1; its traceback only with --debug.
     Usage errors are click's (exit 2); any other exception is a bug and keeps its traceback."""
     from kitab.app.guard import environment_error, terminate_as_interrupt
 
+    global _OWN_PROCESS
+    _OWN_PROCESS = True
     terminate_as_interrupt()
     try:
         app()  # (click prints "Aborted!" for Ctrl-C and SIGTERM, and exits 1)

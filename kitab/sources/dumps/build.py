@@ -109,7 +109,9 @@ def from_dumps(wikidata: str | Path, openlibrary: str | Path, out: str | Path, s
             f"SELECT 1 FROM read_parquet({_paths(parts)}) WHERE p = 'sitelinks' LIMIT 1").fetchone()]):
         raise dump_inputs.DumpInputError(f"{wd_input.path}: no sitelink counts anywhere in the file: writers "
                                          "cannot be ranked; use the full latest-all.json.gz")
-    con.execute(f"CREATE VIEW t AS SELECT * FROM read_parquet({_paths(parts)})")
+    # an item's N-Triples term is made here from its number (the parts store only the number)
+    con.execute(f"CREATE VIEW t AS SELECT s, p::VARCHAR AS p, coalesce(o, '<{WD}Q' || oq || '>') AS o, oq, year, v "
+                f"FROM read_parquet({_paths(parts)})")
     con.execute(f"""
         CREATE TABLE humans AS
         SELECT s FROM t WHERE p = 'P31' AND oq = 5

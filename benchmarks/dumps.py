@@ -3,8 +3,8 @@
     .venv/bin/python benchmarks/dumps.py                     # 1 GB and 4 GB, then deletes them
     .venv/bin/python benchmarks/dumps.py --gb 0.2 --keep     # a quick look
 
-The input: one generated world (``--block-authors`` candidate writers, kitab snapshot generate)
-written in the published formats with their noise (kitab.snapshot.published), then replicated
+The input: one generated world (``--block-authors`` candidate authors, kitab snapshot generate)
+written in the published formats with their noise (kitab.simulate.generator.published), then replicated
 with shifted ids until the files reach the size: every WikiData item number and Open Library key
 of copy k gets the fixed-width prefix ``7kkk`` (``Q990000045`` -> ``Q7003990000045``,
 ``/works/OL990000012W`` -> ``/works/OL7003990000012W``), except the classes and occupations
@@ -39,12 +39,12 @@ DEFAULT_WORK = Path("/tmp/kitab-dumps-bench")
 
 def block(work: Path, authors: int, seed: int) -> Path:
     """The generated world in published formats (cached)."""
-    from kitab.snapshot.generate import generate_snapshot
-    from kitab.snapshot.published import write_published
+    from kitab.simulate.generator.generate import generate_snapshot
+    from kitab.simulate.generator.published import write_published
 
     world, published = work / f"world-{seed}-{authors}", work / f"published-{seed}-{authors}"
     if not (world / "MANIFEST.json").exists():
-        print(f"generating a world of {authors} candidate writers ...", flush=True)
+        print(f"generating a world of {authors} candidate authors ...", flush=True)
         generate_snapshot(world, seed, authors)
     if not (published / "latest-all.json.gz").exists():
         print("writing it in the published formats ...", flush=True)
@@ -53,8 +53,8 @@ def block(work: Path, authors: int, seed: int) -> Path:
 
 
 def _ontology() -> list[int]:
-    from kitab.snapshot import curated
-    from kitab.snapshot.published import RESEARCHER, SCHOLARLY_ARTICLE
+    from kitab.simulate.generator import curated
+    from kitab.simulate.generator.published import RESEARCHER, SCHOLARLY_ARTICLE
 
     ids = set(curated.LABELS) | set(curated.SUBCLASS_OF) | set(curated.SUBCLASS_OF.values())
     return sorted({int(q[1:]) for q in ids} | {5, RESEARCHER, SCHOLARLY_ARTICLE})
@@ -163,7 +163,7 @@ def main() -> None:
         zcat, raw = zcat_seconds(list(files.values()))
         print(f"  zcat: {zcat:.0f} s for {raw / 1e9:.1f} GB", flush=True)
         snapshot = out / "snapshot"
-        wall, rss, code, err = measured([sys.executable, "-m", "kitab.cli", "snapshot", "from-dumps",
+        wall, rss, code, err = measured([sys.executable, "-m", "kitab.app.cli", "snapshot", "from-dumps",
                                          "--wikidata", str(files["wikidata"]), "--openlibrary",
                                          str(out / "openlibrary"), "--out", str(snapshot),
                                          "--workers", str(args.workers), "--memory-limit", args.memory_limit])
@@ -174,7 +174,7 @@ def main() -> None:
         row = {"factor": factor, "copies": copies * factor, "compressed_gb": size / 1e9, "raw_gb": raw / 1e9,
                "wall_s": wall, "zcat_s": zcat, "mb_s_compressed": size / wall / 1e6, "mb_s_raw": raw / wall / 1e6,
                "ratio_to_zcat": zcat / wall, "peak_rss_gib": rss,
-               "eligible_writers": manifest["kept"]["wikidata"]["eligible_writers"],
+               "eligible_authors": manifest["kept"]["wikidata"]["eligible_authors"],
                "ol_kept": manifest["kept"]["openlibrary"]}
         rows.append(row)
         print("  " + json.dumps(row), flush=True)
@@ -182,12 +182,12 @@ def main() -> None:
             shutil.rmtree(out, ignore_errors=True)
     small, large = rows
     print()
-    print("| input | compressed | decompressed | wall | MB/s (gz) | MB/s (raw) | zcat | ratio to zcat | peak RSS | eligible writers |")
+    print("| input | compressed | decompressed | wall | MB/s (gz) | MB/s (raw) | zcat | ratio to zcat | peak RSS | eligible authors |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for row in rows:
         print(f"| {row['factor']}x ({row['copies']} copies) | {row['compressed_gb']:.2f} GB | {row['raw_gb']:.1f} GB | "
               f"{row['wall_s']:.0f} s | {row['mb_s_compressed']:.0f} | {row['mb_s_raw']:.0f} | {row['zcat_s']:.0f} s | "
-              f"{row['ratio_to_zcat']:.2f}x | {row['peak_rss_gib']:.2f} GiB | {row['eligible_writers']:,} |")
+              f"{row['ratio_to_zcat']:.2f}x | {row['peak_rss_gib']:.2f} GiB | {row['eligible_authors']:,} |")
     print(f"\ngrowth: {args.factor}x input -> {large['wall_s'] / small['wall_s']:.2f}x time "
           f"(target <= {args.factor * 1.1:.1f}x); peak RSS {small['peak_rss_gib']:.2f} -> {large['peak_rss_gib']:.2f} GiB")
     if not args.keep:

@@ -1,5 +1,5 @@
 """``kitab snapshot from-dumps``: published-format dumps (generated, plus real Open Library lines)
--> a snapshot folder that ``--source dump`` reads, sampling the same writers as the world they
+-> a snapshot folder that ``--source dump`` reads, sampling the same authors as the world they
 were written from, whichever WikiData format was given."""
 from __future__ import annotations
 
@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from kitab.config import Settings as KitabSettings
-from kitab.snapshot.format import OL_AUTHORS_FILE, OL_WORKS_FILE, WIKIDATA_FILE, read_manifest
-from kitab.snapshot.generate import generate_snapshot
-from kitab.snapshot.published import JSON_FILE, NT_FILE, SAMPLES, TRUTHY_FILE, write_published
+from kitab.core.config import Settings as KitabSettings
+from kitab.sources.snapshot.format import OL_AUTHORS_FILE, OL_WORKS_FILE, WIKIDATA_FILE, read_manifest
+from kitab.simulate.generator.generate import generate_snapshot
+from kitab.simulate.generator.published import JSON_FILE, NT_FILE, SAMPLES, TRUTHY_FILE, write_published
 from kitab.sources.dump import DumpOpenLibrary, DumpWikidata
 from kitab.sources.dumps import openlibrary as ol_reader
-from kitab.sources.dumps.build import NoWritersError, Settings, from_dumps
+from kitab.sources.dumps.build import NoAuthorsError, Settings, from_dumps
 from kitab.sources.dumps.inputs import DumpInputError, wikidata_input
 from kitab.sources.dumps.wikidata import birth_lexical
 
@@ -59,14 +59,14 @@ def sampled(snapshot: Path, tmp_path: Path) -> list[dict]:
     try:
         rows = []
         for start, end in WINDOWS:
-            answer = source.sample_writers(from_year=start, to_year=end, min_works=10, max_works=300)
+            answer = source.candidate_authors(from_year=start, to_year=end, min_works=10, max_works=300)
             rows += answer.data["results"]["bindings"]
         return rows
     finally:
         source.close()
 
 
-def test_the_three_formats_sample_the_same_writers_as_the_world(world, built, tmp_path):
+def test_the_three_formats_sample_the_same_authors_as_the_world(world, built, tmp_path):
     expected = sampled(world, tmp_path)
     assert len(expected) >= N_AUTHORS
     for snapshot in built.values():
@@ -86,7 +86,7 @@ def test_manifest_records_inputs_and_counts(built, published):
         assert item["size"] == (published / ("" if item["name"] == JSON_FILE else "openlibrary") / item["name"]).stat().st_size
         assert item["fingerprint"].startswith("sha256-ends:")
         assert item["dump_date"]
-    assert manifest["kept"]["wikidata"]["eligible_writers"] >= N_AUTHORS
+    assert manifest["kept"]["wikidata"]["eligible_authors"] >= N_AUTHORS
     assert manifest["kept"]["openlibrary"]["author_redirects"] == 2  # the chained merged author
     # the generator's invalid birth date and unknown value are counted, not fatal
     assert manifest["skipped"]["wikidata:invalid_date"] >= 1
@@ -116,7 +116,7 @@ def test_truthy_dump_is_refused_naming_sitelinks(published):
 
 
 def test_cli_refuses_truthy_in_one_line(published, tmp_path):
-    result = subprocess.run([sys.executable, "-m", "kitab.cli", "snapshot", "from-dumps", "--wikidata",
+    result = subprocess.run([sys.executable, "-m", "kitab.app.cli", "snapshot", "from-dumps", "--wikidata",
                              str(published / TRUTHY_FILE), "--openlibrary", str(published / "openlibrary"),
                              "--out", str(tmp_path / "out")], capture_output=True, text=True)
     assert result.returncode != 0
@@ -162,11 +162,11 @@ def test_truncated_download_is_one_error_naming_file_and_offset(published, tmp_p
     assert not (tmp_path / "out").exists()
 
 
-def test_no_eligible_writer_is_an_error(tmp_path, published):
+def test_no_eligible_author_is_an_error(tmp_path, published):
     empty = tmp_path / "wd.json.gz"
     with gzip.open(empty, "wb") as out:
         out.write(b'[\n{"type":"item","id":"Q1","labels":[],"claims":[],"sitelinks":{"enwiki":{}}}\n]\n')
-    with pytest.raises(NoWritersError, match="0 eligible writers"):
+    with pytest.raises(NoAuthorsError, match="0 eligible authors"):
         from_dumps(empty, published / "openlibrary", tmp_path / "out", Settings(workers=0))
     assert not (tmp_path / "out").exists()
 
@@ -201,7 +201,7 @@ def test_killed_scan_resumes_and_gives_identical_bytes(published, built, tmp_pat
 
 
 def test_refresh_runs_on_the_built_snapshot(world, built, tmp_path):
-    from kitab.runs import run_refresh
+    from kitab.app.runs import run_refresh
 
     summaries = [run_refresh(source="dump", snapshot=snapshot, authors=12, seed=4, release="r",
                              warehouse=tmp_path / f"wh{n}", direct=True) for n, snapshot in enumerate([world, built[JSON_FILE]])]

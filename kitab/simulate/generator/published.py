@@ -30,13 +30,14 @@ from datetime import datetime, timezone
 from collections.abc import Iterator
 from pathlib import Path
 
-from kitab.snapshot.format import (OL_AUTHORS_FILE, OL_EDITIONS_FILE, OL_REDIRECT, OL_WORKS_FILE, WD,
-                                   WDT, WIKIDATA_FILE, atomic_dir, open_text, read_manifest)
+from kitab.core.files import atomic_dir
+from kitab.sources.snapshot.format import (OL_AUTHORS_FILE, OL_EDITIONS_FILE, OL_REDIRECT, OL_WORKS_FILE, WD,
+                                   WDT, WIKIDATA_FILE, open_text, read_manifest)
 
 DUMP_DATE = "2024-06-01"  # the generated world's as-of date
 OL_DATE = "2024-05-31"
 JSON_FILE, NT_FILE, TRUTHY_FILE = "latest-all.json.gz", "latest-all.nt.gz", "latest-truthy.nt.gz"
-SAMPLES = Path(__file__).resolve().parents[2] / "snapshots" / "seed" / "ol_dump_samples"
+SAMPLES = Path(__file__).resolve().parents[3] / "snapshots" / "seed" / "ol_dump_samples"
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
 RDFS_LABEL = "http://www.w3.org/2000/01/rdf-schema#label"
@@ -98,7 +99,7 @@ def noise_entities(rng: random.Random, n_articles: int, n_researchers: int) -> I
     # Writers no work names (so never sampled) with the birth dates the dumps carry: an invalid
     # one (month 13) and an unknown value.
     for k, birth in enumerate([("time", "1980-13-45T00:00:00Z"), ("somevalue", None)]):
-        yield {"id": f"Q{NOISE_BASE - 1 - k}", "label": f"Odd date writer {k}", "sitelinks": 1,
+        yield {"id": f"Q{NOISE_BASE - 1 - k}", "label": f"Odd date author {k}", "sitelinks": 1,
                "claims": {"P31": [("item", "Q5")], "P106": [("item", "Q36180")], "P569": [birth]}}
     for i in range(n_articles):
         qid = f"Q{NOISE_BASE + n_researchers + i}"

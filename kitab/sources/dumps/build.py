@@ -26,11 +26,12 @@ from typing import Callable
 
 import duckdb
 
-from kitab.errors import BadValue
-from kitab.snapshot.format import (DATA_FILES, MANIFEST_FILE, OL_AUTHORS_FILE, OL_EDITIONS_FILE, OL_WORKS_FILE,
-                                   RDFS_LABEL, WD, WDT, WIKIBASE_SITELINKS, WIKIDATA_FILE, atomic_dir,
-                                   deterministic_gzip, manifest_bytes, sha256_file)
-from kitab.snapshot.olindex import tokens
+from kitab.core.errors import BadValue
+from kitab.core.files import atomic_dir, sha256_file
+from kitab.sources.snapshot.format import (DATA_FILES, MANIFEST_FILE, OL_AUTHORS_FILE, OL_EDITIONS_FILE, OL_WORKS_FILE,
+                                           RDFS_LABEL, WD, WDT, WIKIBASE_SITELINKS, WIKIDATA_FILE,
+                                           deterministic_gzip, manifest_bytes)
+from kitab.sources.snapshot.olindex import tokens
 from kitab.sources.dumps import inputs as dump_inputs
 from kitab.sources.dumps.inputs import OL_ALL, DumpInput
 from kitab.sources.dumps.scan import scan
@@ -41,8 +42,8 @@ PREDICATE_IRIS = {"P31": f"<{WDT}P31>", "P106": f"<{WDT}P106>", "P569": f"<{WDT}
                   "P50": f"<{WDT}P50>", "label": f"<{RDFS_LABEL}>", "sitelinks": f"<{WIKIBASE_SITELINKS}>"}
 
 
-class NoWritersError(BadValue):
-    """The dumps gave no writer the sampler could pick."""
+class NoAuthorsError(BadValue):
+    """The dumps gave no author the sampler could pick."""
 
 
 @dataclass
@@ -59,11 +60,11 @@ class Settings:
 
 
 def sample_occupations() -> list[int]:
-    """The occupation item numbers of ``sample_writers.rq``'s VALUES block (the one list the sampler uses)."""
-    from kitab.queries import SQL_DIR
+    """The occupation item numbers of ``candidate_authors.rq``'s VALUES block (the one list the sampler uses)."""
+    from kitab.sources.queries import SQL_DIR
     from kitab.sources.dump import occupations
 
-    text = (Path(SQL_DIR) / "sparql" / "sample_writers.rq").read_text(encoding="utf-8")
+    text = (Path(SQL_DIR) / "sparql" / "candidate_authors.rq").read_text(encoding="utf-8")
     return sorted(int(iri.rsplit("Q", 1)[1]) for iri in occupations(text) if iri.startswith(WD + "Q"))
 
 
@@ -104,10 +105,10 @@ def from_dumps(wikidata: str | Path, openlibrary: str | Path, out: str | Path, s
     con.execute("SET preserve_insertion_order = false")
     parts = sorted((work / "wikidata").glob("part-*.parquet"))
     if not parts:
-        _no_writers(wd_input, "no human with a listed occupation and no P50 link was found")
+        _no_authors(wd_input, "no human with a listed occupation and no P50 link was found")
     if not any(p for p in [con.execute(
             f"SELECT 1 FROM read_parquet({_paths(parts)}) WHERE p = 'sitelinks' LIMIT 1").fetchone()]):
-        raise dump_inputs.DumpInputError(f"{wd_input.path}: no sitelink counts anywhere in the file: writers "
+        raise dump_inputs.DumpInputError(f"{wd_input.path}: no sitelink counts anywhere in the file: authors "
                                          "cannot be ranked; use the full latest-all.json.gz")
     # an item's N-Triples term is made here from its number (the parts store only the number)
     con.execute(f"CREATE VIEW t AS SELECT s, p::VARCHAR AS p, coalesce(o, '<{WD}Q' || oq || '>') AS o, oq, year, v "
@@ -118,18 +119,18 @@ def from_dumps(wikidata: str | Path, openlibrary: str | Path, out: str | Path, s
         INTERSECT SELECT s FROM t WHERE p = 'P106' AND oq IN ({_sql_list(occupations)})
         INTERSECT SELECT s FROM t WHERE p = 'P569' GROUP BY s HAVING max(year) >= {settings.min_birth_year}""")
     con.execute("CREATE TABLE links AS SELECT DISTINCT s, oq FROM t WHERE p = 'P50' AND oq IN (SELECT s FROM humans)")
-    con.execute("CREATE TABLE writers AS SELECT DISTINCT oq AS s FROM links")
+    con.execute("CREATE TABLE authors AS SELECT DISTINCT oq AS s FROM links")
     con.execute("CREATE TABLE works AS SELECT DISTINCT s FROM links")
     eligible = con.execute(f"""
         SELECT count(*) FROM (SELECT oq, count(*) n FROM links GROUP BY oq)
         WHERE n BETWEEN {settings.min_works} AND {settings.max_works}""").fetchone()[0]
     if eligible == 0:
-        _no_writers(wd_input, f"no human with a listed occupation, born {settings.min_birth_year} or later, has "
+        _no_authors(wd_input, f"no human with a listed occupation, born {settings.min_birth_year} or later, has "
                               f"{settings.min_works}-{settings.max_works} works naming them in P50")
-    wd_counts = dict(zip(("humans", "writers", "works", "links"), con.execute(
-        "SELECT (SELECT count(*) FROM humans), (SELECT count(*) FROM writers), (SELECT count(*) FROM works), "
+    wd_counts = dict(zip(("humans", "authors", "works", "links"), con.execute(
+        "SELECT (SELECT count(*) FROM humans), (SELECT count(*) FROM authors), (SELECT count(*) FROM works), "
         "(SELECT count(*) FROM links)").fetchone()))
-    wd_counts["eligible_writers"] = eligible
+    wd_counts["eligible_authors"] = eligible
 
     predicate = "CASE p " + " ".join(f"WHEN '{k}' THEN '{v}'" for k, v in PREDICATE_IRIS.items()) + " END"
     with atomic_dir(out) as folder:
@@ -138,11 +139,11 @@ def from_dumps(wikidata: str | Path, openlibrary: str | Path, out: str | Path, s
 
         # 2. Open Library: redirects, authors, works, editions; each pass knows what the last kept
         wanted = {row[0] for row in con.execute(
-            "SELECT DISTINCT v FROM t WHERE p = 'P648' AND s IN (SELECT s FROM writers)").fetchall()}
+            "SELECT DISTINCT v FROM t WHERE p = 'P648' AND s IN (SELECT s FROM authors)").fetchall()}
         wanted_keys = {f"/authors/{v}" for v in wanted if re.fullmatch(r"OL\d+A", v)}
         name_index: dict[str, list[frozenset]] = {}
         for (label,) in con.execute(
-                "SELECT DISTINCT v FROM t WHERE p = 'label' AND s IN (SELECT s FROM writers)").fetchall():
+                "SELECT DISTINCT v FROM t WHERE p = 'label' AND s IN (SELECT s FROM authors)").fetchall():
             bag = frozenset(tokens(label))
             if bag:
                 name_index.setdefault(max(bag, key=len), []).append(bag)
@@ -201,8 +202,8 @@ def from_dumps(wikidata: str | Path, openlibrary: str | Path, out: str | Path, s
     return manifest
 
 
-def _no_writers(item: DumpInput, why: str) -> None:
-    raise NoWritersError(f"{item.path}: 0 eligible writers: {why}; is this the full WikiData dump?")
+def _no_authors(item: DumpInput, why: str) -> None:
+    raise NoAuthorsError(f"{item.path}: 0 eligible authors: {why}; is this the full WikiData dump?")
 
 
 def _paths(parts: list[Path]) -> str:
@@ -214,7 +215,7 @@ def _write_triples(con: duckdb.DuckDBPyConnection, path: Path, predicate: str) -
     cursor = con.execute(f"""
         SELECT DISTINCT line FROM (
             SELECT '<{WD}Q' || s || '> ' || {predicate} || ' ' || o || ' .' AS line FROM t
-            WHERE s IN (SELECT s FROM writers) AND p IN ('P31', 'P106', 'P569', 'P648', 'label', 'sitelinks')
+            WHERE s IN (SELECT s FROM authors) AND p IN ('P31', 'P106', 'P569', 'P648', 'label', 'sitelinks')
             UNION ALL
             SELECT '<{WD}Q' || s || '> ' || {predicate} || ' ' || o || ' .' FROM t
             WHERE s IN (SELECT s FROM works) AND p IN ('P50', 'label', 'P648'))
@@ -273,7 +274,7 @@ def _manifest(folder: Path, wd_input: DumpInput, ol_inputs: list[DumpInput], rep
                                  "snapshot from-dumps", "url": "https://dumps.wikimedia.org/wikidatawiki/entities/",
                          "license": "CC0 1.0"},
             "openlibrary": {"what": "Open Library dumps " + ", ".join(i.path.name for i in ol_inputs) +
-                                    ", filtered to what the sampled writers reach",
+                                    ", filtered to what the sampled authors reach",
                             "url": "https://openlibrary.org/developers/dumps", "license": "CC0 1.0"},
             "note": "public dumps, not generated: no id in this snapshot is synthetic",
         },

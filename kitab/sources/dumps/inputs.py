@@ -3,7 +3,7 @@
 * WikiData: ``latest-all.json.gz`` / ``.json.bz2`` (a JSON array, one entity a line) or the full
   N-Triples ``latest-all.nt.gz``. The flavour is read from the first decompressed bytes, not the
   name. A file without sitelink counts (``latest-truthy.nt.gz``, a filtered extract) is refused:
-  the sitelink count is how writers are ranked, so without it nothing could be sampled.
+  the sitelink count is how authors are ranked, so without it nothing could be sampled.
 * Open Library: a folder with ``ol_dump_{authors,works,editions,redirects}_<date>.txt.gz`` (or
   ``_latest``), or the one all-types ``ol_dump_<date>.txt.gz``.
 
@@ -22,7 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import BinaryIO
 
-from kitab.errors import BadValue
+from kitab.core.errors import BadValue
 
 SNIFF_BYTES = 16 << 20  # enough decompressed text to hold a few whole entities of the full N-Triples dump
 FINGERPRINT_BYTES = 1 << 20
@@ -178,15 +178,15 @@ def wikidata_input(path: str | os.PathLike) -> DumpInput:
     start = text.lstrip()[:1]
     if start == b"[":
         # Every entity of the JSON dump has a "sitelinks" map (maybe empty): its absence means a
-        # filtered or foreign file that cannot rank writers.
+        # filtered or foreign file that cannot rank authors.
         if b'"sitelinks"' not in text and b'"type":"item"' in text.replace(b" ", b""):
-            raise DumpInputError(f"{path}: WikiData JSON without \"sitelinks\": writers cannot be ranked; "
+            raise DumpInputError(f"{path}: WikiData JSON without \"sitelinks\": authors cannot be ranked; "
                                  "use the full latest-all.json.gz")
         return _provenance(DumpInput(path, WIKIDATA_JSON))
     if start == b"<" or start == b"_":
         if SITELINKS_NT not in text:
             raise DumpInputError(f"{path}: N-Triples without sitelinks (wikiba.se/ontology#sitelinks), e.g. the "
-                                 "truthy dump: writers cannot be ranked; use latest-all.json.gz (or latest-all.nt.gz)")
+                                 "truthy dump: authors cannot be ranked; use latest-all.json.gz (or latest-all.nt.gz)")
         match = _NT_DATE.search(text)
         return _provenance(DumpInput(path, WIKIDATA_NT), match[1].decode() if match else None)
     raise DumpInputError(f"{path}: not a WikiData dump (expected a JSON array or N-Triples, "

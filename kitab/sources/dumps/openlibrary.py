@@ -7,8 +7,8 @@ five fields, a non-integer revision or JSON that is not an object with that key 
 (``malformed``) and left out, never fatal.
 
 * redirects: ``/type/redirect`` lines of ``/authors/`` keys -> (from, to, line) parts;
-* authors: kept when the key is wanted (a writer's P648, after redirects) or the name or an
-  alternate name holds every token of a writer's label (what a name search would find);
+* authors: kept when the key is wanted (an author's P648, after redirects) or the name or an
+  alternate name holds every token of an author's label (what a name search would find);
 * works: kept when an author key is a kept author;
 * editions: kept when a work key is a kept work.
 """
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import orjson
 
-from kitab.snapshot.olindex import tokens
+from kitab.sources.snapshot.olindex import tokens
 
 AUTHOR_KEY = re.compile(rb"/authors/OL\d+A")
 WORK_KEY = re.compile(rb"/works/OL\d+W")
@@ -94,7 +94,7 @@ def redirects_chunk(data: bytes, ctx: dict, parts_dir: Path, index: int) -> dict
 
 
 def name_matches(record: dict, index: dict[str, list[frozenset]]) -> bool:
-    """Does the author's name or an alternate name, as one token bag, hold all tokens of a writer's label?"""
+    """Does the author's name or an alternate name, as one token bag, hold all tokens of an author's label?"""
     names = [record.get("name")]
     alternates = record.get("alternate_names")
     if isinstance(alternates, list):

@@ -21,6 +21,7 @@ from collections import Counter, deque
 from pathlib import Path
 from typing import Any, Callable
 
+from kitab.core.files import write_bytes, write_via_temp
 from kitab.sources.dumps.inputs import Decompressed, DumpInput
 
 SCAN_VERSION = "1"  # bump when a part's content changes: older checkpoints are then discarded
@@ -39,10 +40,7 @@ def _init(fn_path: str, ctx: dict) -> None:
 def _run_chunk(index: int, data: bytes, parts_dir: str) -> dict:
     """Process one chunk in a worker: the function writes its part(s); the done marker comes last."""
     counts = _WORKER["fn"](data, _WORKER["ctx"], Path(parts_dir), index)
-    marker = Path(parts_dir) / f"part-{index:06d}{DONE}"
-    tmp = marker.with_suffix(".tmp")
-    tmp.write_text(json.dumps(counts, sort_keys=True))
-    os.replace(tmp, marker)
+    write_bytes(Path(parts_dir) / f"part-{index:06d}{DONE}", json.dumps(counts, sort_keys=True).encode())
     return counts
 
 
@@ -52,9 +50,7 @@ def part_path(parts_dir: Path, index: int, suffix: str) -> Path:
 
 def write_part(path: Path, write: Callable[[str], None]) -> None:
     """Temp then rename, so a killed worker never leaves a half part that a resume would trust."""
-    tmp = str(path) + ".tmp"
-    write(tmp)
-    os.replace(tmp, path)
+    write_via_temp(path, write)
 
 
 class Progress:

@@ -28,7 +28,7 @@ from typing import Any, Union
 
 import msgspec
 
-from kitab.snapshot.format import WD, WDT, XSD_DATETIME, XSD_INTEGER, literal
+from kitab.sources.snapshot.format import WD, WDT, XSD_DATETIME, XSD_INTEGER, literal
 
 ROW_FIELDS = ("s", "p", "o", "oq", "year", "v")
 Q5 = 5

@@ -22,7 +22,9 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -33,6 +35,8 @@ from pathlib import Path
 import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
+# this folder holds a requests.py: keep it off the path, or it shadows the requests package
+sys.path = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 sys.path.insert(0, str(ROOT))
 DEFAULT_WORK = Path("/tmp/kitab-dumps-bench")
 
@@ -60,7 +64,7 @@ def _ontology() -> list[int]:
     return sorted({int(q[1:]) for q in ids} | {5, RESEARCHER, SCHOLARLY_ARTICLE})
 
 
-def shifted(text: bytes, k: int, ontology: list[int], wikidata: bool) -> bytes:
+def shifted(text: bytes, k: int, restore: "re.Pattern", wikidata: bool) -> bytes:
     """Copy k of a block: every id prefixed with 7kkk, the shared class ids put back."""
     if k == 0:
         return text
@@ -69,33 +73,52 @@ def shifted(text: bytes, k: int, ontology: list[int], wikidata: bool) -> bytes:
         text = text.replace(key, key + prefix)
     if wikidata:
         text = text.replace(b'"id":"Q', b'"id":"Q' + prefix).replace(b'"numeric-id":', b'"numeric-id":' + prefix)
-        for number in ontology:
-            text = text.replace(b'"numeric-id":%s%d,"id":"Q%s%d"' % (prefix, number, prefix, number),
-                                b'"numeric-id":%d,"id":"Q%d"' % (number, number))
+        text = restore.sub(lambda m: b'"numeric-id":%s,"id":"Q%s"' % (m[2], m[2]) if m[1] == prefix else m[0], text)
     return text
 
 
-def build_inputs(published: Path, out: Path, copies: int) -> dict[str, Path]:
-    """Write ``copies`` shifted copies of the block as the published files (one gzip member per copy)."""
+def build_inputs(published: Path, outs: dict[int, Path]) -> dict[int, dict[str, Path]]:
+    """For each ``copies -> folder``: that many shifted copies of the block as the published files,
+    one gzip member per copy. The smaller inputs are the first copies of the largest."""
     from isal import igzip
 
-    ontology = _ontology()
-    (out / "openlibrary").mkdir(parents=True, exist_ok=True)
-    files = {"wikidata": out / "latest-all.json.gz"}
+    ontology = b"|".join(b"%d" % n for n in _ontology())
+    restore = re.compile(rb'"numeric-id":(7\d{3})(' + ontology + rb'),"id":"Q\1\2"')
+    most = max(outs)
+    files: dict[int, dict[str, Path]] = {}
+    for copies, out in outs.items():
+        (out / "openlibrary").mkdir(parents=True, exist_ok=True)
+        files[copies] = {"wikidata": out / "latest-all.json.gz"}
     body = gzip.open(published / "latest-all.json.gz").read()
     assert body.startswith(b"[\n") and body.endswith(b"\n]\n")
     body = body[2:-3]
-    with open(files["wikidata"], "wb") as handle:
+    handles = {copies: open(paths["wikidata"], "wb") for copies, paths in files.items()}
+    for handle in handles.values():
         handle.write(igzip.compress(b"[\n", 3))
-        for k in range(copies):
-            part = shifted(body, k, ontology, wikidata=True)
-            handle.write(igzip.compress(part + (b",\n" if k < copies - 1 else b"\n]\n"), 3))
+    for k in range(most):
+        part = shifted(body, k, restore, wikidata=True)
+        middle = None
+        for copies, handle in handles.items():
+            if k < copies - 1:
+                middle = middle or igzip.compress(part + b",\n", 3)
+                handle.write(middle)
+            elif k == copies - 1:
+                handle.write(igzip.compress(part + b"\n]\n", 3))
+    for handle in handles.values():
+        handle.close()
     for path in sorted((published / "openlibrary").glob("ol_dump_*.txt.gz")):
         text = gzip.open(path).read()
-        files[path.name] = out / "openlibrary" / path.name
-        with open(files[path.name], "wb") as handle:
-            for k in range(copies):
-                handle.write(igzip.compress(shifted(text, k, ontology, wikidata=False), 3))
+        handles = {}
+        for copies, paths in files.items():
+            paths[path.name] = outs[copies] / "openlibrary" / path.name
+            handles[copies] = open(paths[path.name], "wb")
+        for k in range(most):
+            member = igzip.compress(shifted(text, k, restore, wikidata=False), 3)
+            for copies, handle in handles.items():
+                if k < copies:
+                    handle.write(member)
+        for handle in handles.values():
+            handle.close()
     return files
 
 
@@ -119,27 +142,38 @@ def measured(cmd: list[str]) -> tuple[float, float, int, str]:
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
-    _, err = proc.communicate()
+    out, err = proc.communicate()
     done.set()
     sampler.join()
-    return time.monotonic() - started, peak / 2**30, proc.returncode, err[-2000:]
+    return time.monotonic() - started, peak / 2**30, proc.returncode, (out + err)[-3000:]
 
 
-def zcat_seconds(files: list[Path]) -> tuple[float, int]:
-    seconds, raw = 0.0, 0
+def zcat_seconds(files: list[Path]) -> float:
+    """``zcat FILE > /dev/null``, summed over the files."""
+    seconds = 0.0
     for path in files:
         started = time.monotonic()
-        result = subprocess.run(f"zcat '{path}' | wc -c", shell=True, capture_output=True, text=True, check=True)
+        with open(os.devnull, "wb") as null:
+            subprocess.run(["zcat", str(path)], stdout=null, check=True)
         seconds += time.monotonic() - started
-        raw += int(result.stdout.strip())
-    return seconds, raw
+    return seconds
+
+
+def raw_bytes(published: Path) -> int:
+    """Decompressed bytes of one copy of the block (the inputs are that times the copies, give or take a few)."""
+    total = 0
+    for path in [published / "latest-all.json.gz", *sorted((published / "openlibrary").glob("ol_dump_*.txt.gz"))]:
+        with gzip.open(path) as handle:
+            while block := handle.read(1 << 24):
+                total += len(block)
+    return total
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--gb", type=float, default=1.0, help="size of the 1x input, compressed GB (>= 1 for the issue)")
     parser.add_argument("--factor", type=int, default=4)
-    parser.add_argument("--block-authors", type=int, default=2000)
+    parser.add_argument("--block-authors", type=int, default=500)
     parser.add_argument("--seed", type=int, default=17)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--memory-limit", default="1GB")
@@ -150,18 +184,24 @@ def main() -> None:
     args.work.mkdir(parents=True, exist_ok=True)
     published = block(args.work, args.block_authors, args.seed)
     block_bytes = sum(p.stat().st_size for p in published.rglob("*.gz") if "nt.gz" not in p.name)
-    copies = max(1, round(args.gb * 1e9 / block_bytes))
+    copies = max(1, math.ceil(args.gb * 1e9 / block_bytes))
+    per_copy_raw = raw_bytes(published)
+    outs = {copies * factor: args.work / f"x{factor}" for factor in (1, args.factor)}
+    for out in outs.values():
+        shutil.rmtree(out, ignore_errors=True)
+    started = time.monotonic()
+    all_files = build_inputs(published, outs)
+    print(f"inputs built in {time.monotonic() - started:.0f} s", flush=True)
     rows = []
     for factor in (1, args.factor):
-        out = args.work / f"x{factor}"
-        shutil.rmtree(out, ignore_errors=True)
-        started = time.monotonic()
-        files = build_inputs(published, out, copies * factor)
+        n = copies * factor
+        out, files = outs[n], all_files[n]
         size = sum(p.stat().st_size for p in files.values())
-        print(f"{factor}x: {copies * factor} copies, {size / 1e9:.2f} GB compressed "
-              f"(built in {time.monotonic() - started:.0f} s)", flush=True)
-        zcat, raw = zcat_seconds(list(files.values()))
-        print(f"  zcat: {zcat:.0f} s for {raw / 1e9:.1f} GB", flush=True)
+        raw = per_copy_raw * n
+        print(f"{factor}x: {n} copies, {size / 1e9:.2f} GB compressed, ~{raw / 1e9:.1f} GB decompressed", flush=True)
+        load_before = os.getloadavg()[0]
+        zcat = zcat_seconds(list(files.values()))
+        print(f"  zcat FILE > /dev/null: {zcat:.0f} s", flush=True)
         snapshot = out / "snapshot"
         wall, rss, code, err = measured([sys.executable, "-m", "kitab.app.cli", "snapshot", "from-dumps",
                                          "--wikidata", str(files["wikidata"]), "--openlibrary",
@@ -171,11 +211,12 @@ def main() -> None:
             print(err, file=sys.stderr)
             raise SystemExit(f"from-dumps failed on the {factor}x input")
         manifest = json.loads((snapshot / "MANIFEST.json").read_text())
-        row = {"factor": factor, "copies": copies * factor, "compressed_gb": size / 1e9, "raw_gb": raw / 1e9,
+        row = {"factor": factor, "copies": n, "compressed_gb": size / 1e9, "raw_gb": raw / 1e9,
                "wall_s": wall, "zcat_s": zcat, "mb_s_compressed": size / wall / 1e6, "mb_s_raw": raw / wall / 1e6,
                "ratio_to_zcat": zcat / wall, "peak_rss_gib": rss,
                "eligible_authors": manifest["kept"]["wikidata"]["eligible_authors"],
-               "ol_kept": manifest["kept"]["openlibrary"]}
+               "ol_kept": manifest["kept"]["openlibrary"], "output_tail": err[-1500:],
+               "load_average": [round(load_before, 1), round(os.getloadavg()[0], 1)]}
         rows.append(row)
         print("  " + json.dumps(row), flush=True)
         if not args.keep:
@@ -188,6 +229,9 @@ def main() -> None:
         print(f"| {row['factor']}x ({row['copies']} copies) | {row['compressed_gb']:.2f} GB | {row['raw_gb']:.1f} GB | "
               f"{row['wall_s']:.0f} s | {row['mb_s_compressed']:.0f} | {row['mb_s_raw']:.0f} | {row['zcat_s']:.0f} s | "
               f"{row['ratio_to_zcat']:.2f}x | {row['peak_rss_gib']:.2f} GiB | {row['eligible_authors']:,} |")
+    print("(load average of the machine, 1 min, before/after each run: "
+          + "; ".join(f"{r['factor']}x {r['load_average'][0]}/{r['load_average'][1]}" for r in rows) + " on "
+          + f"{os.cpu_count()} cores)")
     print(f"\ngrowth: {args.factor}x input -> {large['wall_s'] / small['wall_s']:.2f}x time "
           f"(target <= {args.factor * 1.1:.1f}x); peak RSS {small['peak_rss_gib']:.2f} -> {large['peak_rss_gib']:.2f} GiB")
     if not args.keep:

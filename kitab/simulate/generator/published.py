@@ -107,8 +107,15 @@ def noise_entities(rng: random.Random, n_articles: int, n_researchers: int) -> I
         yield {"id": qid, "label": f"On the {rng.choice(['structure', 'dynamics', 'origin'])} of sample {i}",
                "sitelinks": 0,
                "claims": {"P31": [("item", f"Q{SCHOLARLY_ARTICLE}")], "P50": [("item", a) for a in authors]}}
+    # Everything else the dump holds (places, taxa, streets, categories): no P50, no P106; the
+    # real dump has more of these than of anything else.
+    for i in range(n_articles):
+        qid = f"Q{NOISE_BASE + n_researchers + n_articles + 1 + i}"
+        yield {"id": qid, "label": f"Place {i}", "sitelinks": rng.randint(0, 5),
+               "claims": {"P31": [("item", f"Q{rng.choice([486972, 16521, 79007, 4167836])}")],
+                          "P17": [("item", f"Q{rng.randint(1, 300)}")]}}
     # One multi-MB item: an article with thousands of author statements
-    qid = f"Q{NOISE_BASE + n_researchers + n_articles}"
+    qid = f"Q{NOISE_BASE + n_researchers + 2 * n_articles + 1}"
     yield {"id": qid, "label": "A very large collaboration", "sitelinks": 0,
            "claims": {"P31": [("item", f"Q{SCHOLARLY_ARTICLE}")],
                       "P50": [("item", researchers[k % len(researchers)]) for k in range(6000)]}}
@@ -138,22 +145,76 @@ def _snak(pid: str, value: tuple) -> dict:
             "datatype": "external-id"}
 
 
-def json_entity(entity: dict, rng: random.Random) -> dict:
+LANGUAGES = ["en", "de", "fr", "es", "it", "nl", "pl", "ru", "ja", "zh", "pt", "sv", "ca", "cs", "fi", "hu", "ko",
+             "ro", "tr", "uk", "vi", "ar", "he", "fa", "id", "da", "nb", "sk", "sl", "sr", "eo", "eu", "gl"]
+
+
+def _other_claims(entity: dict, rng: random.Random) -> dict:
+    """The statements real items carry besides the ones kitab reads (with references), so the
+    JSON lines have the real dump's size: ~10 KB an item on average (1.4 TB / 110 M items)."""
+    number = int(entity["id"][1:])
+    claims = entity["claims"]
+    extra: dict[str, list] = {}
+
+    def item(pid: str, target: int) -> None:
+        extra.setdefault(pid, []).append(("item", f"Q{target}"))
+
+    def string(pid: str, text: str) -> None:
+        extra.setdefault(pid, []).append(("string", text))
+
+    if "P50" in claims:  # a work or article: citations, author name strings, identifiers
+        for _ in range(rng.randint(3, 30)):
+            item("P2860", rng.randint(1, 10**8))  # cites work
+        for k in range(rng.randint(0, 12)):
+            string("P2093", f"A. N. Other {k}")  # author name string
+        string("P356", f"10.{rng.randint(1000, 9999)}/J.{number}")  # DOI
+        item("P1433", rng.randint(1, 10**7))  # published in
+        string("P698", str(number % 10**8))  # PubMed id
+    elif "P17" in claims:  # a place or another thing: location, identifiers, a category
+        for pid in ("P131", "P47", "P421", "P1082", "P190"):
+            for _ in range(rng.randint(1, 6)):
+                item(pid, rng.randint(1, 10**7))
+        for pid in ("P373", "P646", "P1566", "P214", "P402", "P6766"):
+            string(pid, f"{pid}-{number}")
+    elif "P569" in claims:  # a person: the usual biographical statements
+        for pid in ("P21", "P27", "P19", "P20", "P735", "P734", "P1412", "P69", "P166", "P463"):
+            for _ in range(rng.randint(1, 3)):
+                item(pid, rng.randint(1, 10**6))
+        for pid in ("P214", "P213", "P244", "P227", "P268", "P269", "P906", "P1006", "P7859"):
+            string(pid, f"{pid}-{number}")
+    return extra
+
+
+def _reference(rng: random.Random) -> list:
+    return [{"hash": f"{rng.getrandbits(160):040x}", "snaks": {"P248": [{
+        "snaktype": "value", "property": "P248", "datavalue": {"value": {
+            "entity-type": "item", "numeric-id": 5375741, "id": "Q5375741"}, "type": "wikibase-entityid"},
+        "datatype": "wikibase-item"}]}, "snaks-order": ["P248"]}]
+
+
+def json_entity(entity: dict, rng: random.Random, realistic: bool = True) -> dict:
     claims: dict = {}
-    for pid, values in entity["claims"].items():
+    extra = _other_claims(entity, rng) if realistic else {}
+    for pid, values in [*entity["claims"].items(), *extra.items()]:
         statements = []
         for k, value in enumerate(values):
-            statements.append({"mainsnak": _snak(pid, value), "type": "statement",
-                               "id": f"{entity['id']}${rng.getrandbits(64):016X}-{k}", "rank": "normal"})
+            statement = {"mainsnak": _snak(pid, value), "type": "statement",
+                         "id": f"{entity['id']}${rng.getrandbits(64):016X}-{k}", "rank": "normal"}
+            if realistic and rng.random() < 0.5:
+                statement["references"] = _reference(rng)
+            statements.append(statement)
         if pid == "P569" and values and values[0][0] == "time" and rng.random() < 0.05:
             # a deprecated wrong date beside the right one: truthy readers must ignore it
             statements.append({"mainsnak": _snak(pid, ("time", "1700-01-01T00:00:00Z")), "type": "statement",
                                "id": f"{entity['id']}$dep", "rank": "deprecated"})
         claims[pid] = statements
     label = entity["label"]
-    return {"type": "item", "id": entity["id"],
-            "labels": {"en": {"language": "en", "value": label}} if label is not None else [],
-            "descriptions": [], "aliases": [], "claims": claims or [],
+    languages = LANGUAGES[:rng.randint(3, 20)] if realistic and label is not None else ["en"]
+    labels = {lang: {"language": lang, "value": label} for lang in languages} if label is not None else []
+    descriptions = ({lang: {"language": lang, "value": f"item {entity['id']} ({lang})"} for lang in languages[:8]}
+                    if realistic else [])
+    return {"type": "item", "id": entity["id"], "labels": labels, "descriptions": descriptions, "aliases": [],
+            "claims": claims or [],
             "sitelinks": {site: {"site": site, "title": label or entity["id"], "badges": []}
                           for site in _sites(entity["sitelinks"])} or [],
             "lastrevid": 1000 + int(entity["id"][1:]) % 100000}
@@ -317,11 +378,26 @@ def _write_openlibrary(snapshot: Path, folder: Path, rng: random.Random, noise: 
         with open_text(snapshot / name) as handle:
             for line in handle:
                 out[kind].write(_ascii_line(line).encode())
+                if noise:  # the records of authors nobody samples: most of the real dumps
+                    for copy in range(UNRELATED_COPIES):
+                        out[kind].write(_unrelated(_ascii_line(line), copy).encode())
+                        counts["ol_noise_lines"] += 1
     if noise:
-        counts["ol_noise_lines"] = _ol_noise(out, rng)
+        counts["ol_noise_lines"] += _ol_noise(out, rng)
     for handle in out.values():
         handle.close()
     return counts
+
+
+UNRELATED_COPIES = 3  # unrelated works and editions per world one (real dumps: most records reach no sampled author)
+
+
+def _unrelated(line: str, copy: int) -> str:
+    """The same record under keys no sampled author reaches (prefix 6<copy> on every key)."""
+    prefix = f"6{copy}"
+    for key in ("/authors/OL", "/works/OL", "/books/OL"):
+        line = line.replace(key, key + prefix)
+    return line
 
 
 def _ol_noise(out: dict, rng: random.Random) -> int:

@@ -34,7 +34,7 @@ from kitab.sources.snapshot.format import (DATA_FILES, MANIFEST_FILE, OL_AUTHORS
 from kitab.sources.snapshot.olindex import tokens
 from kitab.sources.dumps import inputs as dump_inputs
 from kitab.sources.dumps.inputs import OL_ALL, DumpInput
-from kitab.sources.dumps.scan import scan
+from kitab.sources.dumps.scan import scan, worker_pool
 
 BUILDER_VERSION = "1"
 MAX_REDIRECTS = 3  # as kitab.sources.openlibrary follows them
@@ -76,6 +76,16 @@ def from_dumps(wikidata: str | Path, openlibrary: str | Path, out: str | Path, s
                progress: Callable[[str], None] | None = None, stop_after: int | None = None) -> dict:
     """Build the snapshot folder ``out``; returns its manifest. See the module docstring."""
     settings = settings or Settings()
+    pool = worker_pool(settings.workers)  # one set of parsing processes for every file
+    try:
+        return _from_dumps(wikidata, openlibrary, out, settings, progress, stop_after, pool)
+    finally:
+        if pool is not None:
+            pool.terminate()
+            pool.join()
+
+
+def _from_dumps(wikidata, openlibrary, out, settings: Settings, progress, stop_after, pool) -> dict:
     started = time.monotonic()
     out = Path(out)
     work = out.with_name(out.name + ".parts")
@@ -92,7 +102,7 @@ def from_dumps(wikidata: str | Path, openlibrary: str | Path, out: str | Path, s
            "max_record": settings.max_record}
     fn = "kitab.sources.dumps.wikidata:" + ("json_chunk" if wd_input.kind == dump_inputs.WIKIDATA_JSON else "nt_chunk")
     say(f"scanning {wd_input.path.name} ({wd_input.kind})")
-    counts = scan(wd_input, fn, ctx, work / "wikidata", workers=settings.workers, chunk_bytes=settings.chunk_bytes,
+    counts = scan(wd_input, fn, ctx, work / "wikidata", pool=pool, workers=settings.workers, chunk_bytes=settings.chunk_bytes,
                   max_record=settings.max_record, progress=progress, stop_after=stop_after)
     report[wd_input.path.name] = dict(counts)
     if stop_after is not None:
@@ -149,7 +159,7 @@ def from_dumps(wikidata: str | Path, openlibrary: str | Path, out: str | Path, s
                 name_index.setdefault(max(bag, key=len), []).append(bag)
         by_kind = {item.kind: item for item in ol_inputs}
         base_ctx = {"max_record": settings.max_record}
-        common = dict(workers=settings.workers, chunk_bytes=settings.chunk_bytes, max_record=settings.max_record,
+        common = dict(pool=pool, workers=settings.workers, chunk_bytes=settings.chunk_bytes, max_record=settings.max_record,
                       progress=progress)
 
         def ol_scan(kind: str, fn: str, ctx: dict) -> tuple[Path, Counter]:

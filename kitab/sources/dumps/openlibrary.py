@@ -17,7 +17,9 @@ from __future__ import annotations
 import re
 from collections import Counter
 from pathlib import Path
+from typing import Union
 
+import msgspec
 import orjson
 
 from kitab.sources.snapshot.olindex import tokens
@@ -135,53 +137,108 @@ def authors_chunk(data: bytes, ctx: dict, parts_dir: Path, index: int) -> dict:
     return dict(counts)
 
 
+class _KeyRef(msgspec.Struct):
+    key: Union[str, None] = None
+
+
+class _Role(msgspec.Struct):
+    author: Union[_KeyRef, str, None] = None
+
+
+class _Work(msgspec.Struct):
+    key: Union[str, None] = None
+    authors: Union[list[_Role], None] = None
+
+
+class _Edition(msgspec.Struct):
+    key: Union[str, None] = None
+    works: Union[list[_KeyRef], None] = None
+
+
+_DECODE_WORK = msgspec.json.Decoder(_Work).decode
+_DECODE_EDITION = msgspec.json.Decoder(_Edition).decode
+
+
+def _hit_lines(data: bytes, pattern: re.Pattern, wanted: set[bytes], type_prefix: bytes):
+    """The lines of ``data`` (start, end) holding a wanted key: the regex runs over the whole
+    chunk in C, so a line without a wanted key costs no Python at all."""
+    last = -1
+    for match in pattern.finditer(data):
+        if match.group(0) not in wanted:
+            continue
+        start = data.rfind(b"\n", 0, match.start()) + 1
+        if start == last:
+            continue  # another key of a line already taken
+        end = data.find(b"\n", match.end())
+        last = start
+        if data.startswith(type_prefix, start):
+            yield start, len(data) if end < 0 else end
+
+
+def _checked(data: bytes, start: int, end: int, decode, counts: Counter, max_record: int):
+    """(line, record) of a candidate line, or None (counted) if it is malformed or oversized."""
+    if end - start > max_record:
+        counts["oversized"] += 1
+        return None
+    line = data[start:end]
+    fields = line.split(b"\t", 4)
+    if len(fields) != 5 or not fields[2].strip().lstrip(b"-").isdigit():
+        counts["malformed"] += 1
+        return None
+    try:
+        record = decode(fields[4])
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        counts["malformed"] += 1
+        return None
+    if record.key is not None and record.key.encode() != fields[1]:
+        counts["malformed"] += 1
+        return None
+    return line, record
+
+
 def works_chunk(data: bytes, ctx: dict, parts_dir: Path, index: int) -> dict:
+    """Works naming a kept author -> kept lines. Only lines with a kept author key anywhere are
+    decoded (a typed decoder: the key and the author references, nothing else)."""
     counts: Counter = Counter()
     kept = []
     authors: set[bytes] = ctx["kept_authors"]
-    for line in _lines(data, ctx, counts, ctx.get("type_prefix")):
-        if not line.startswith(b"/type/work\t"):
+    for start, end in _hit_lines(data, AUTHOR_KEY, authors, b"/type/work\t"):
+        checked = _checked(data, start, end, _DECODE_WORK, counts, ctx["max_record"])
+        if checked is None:
             continue
-        if not any(key in authors for key in AUTHOR_KEY.findall(line)):
-            counts["unreachable"] += 1
-            continue
-        parsed = _fields(line, counts)
-        if parsed is None:
-            continue
+        line, record = checked
         listed = set()
-        for entry in parsed[2].get("authors") or []:
-            author = entry.get("author") if isinstance(entry, dict) else None
-            key = author.get("key") if isinstance(author, dict) else author
+        for role in record.authors or ():
+            author = role.author
+            key = author.key if isinstance(author, _KeyRef) else author
             if isinstance(key, str):
                 listed.add(key.encode())
         if listed & authors:
             counts["kept"] += 1
             kept.append(line)
         else:
-            counts["unreachable"] += 1  # the key was elsewhere in the record
+            counts["key_elsewhere"] += 1  # the key was in another field of the record
+    counts["lines"] += data.count(b"\n")
     _write_lines(kept, parts_dir, index)
     return dict(counts)
 
 
 def editions_chunk(data: bytes, ctx: dict, parts_dir: Path, index: int) -> dict:
+    """Editions of a kept work -> kept lines (as works_chunk)."""
     counts: Counter = Counter()
     kept = []
     works: set[bytes] = ctx["kept_works"]
-    for line in _lines(data, ctx, counts, ctx.get("type_prefix")):
-        if not line.startswith(b"/type/edition\t"):
+    for start, end in _hit_lines(data, WORK_KEY, works, b"/type/edition\t"):
+        checked = _checked(data, start, end, _DECODE_EDITION, counts, ctx["max_record"])
+        if checked is None:
             continue
-        if not any(key in works for key in WORK_KEY.findall(line)):
-            counts["unreachable"] += 1
-            continue
-        parsed = _fields(line, counts)
-        if parsed is None:
-            continue
-        listed = {entry.get("key").encode() for entry in parsed[2].get("works") or []
-                  if isinstance(entry, dict) and isinstance(entry.get("key"), str)}
+        line, record = checked
+        listed = {ref.key.encode() for ref in record.works or () if isinstance(ref.key, str)}
         if listed & works:
             counts["kept"] += 1
             kept.append(line)
         else:
-            counts["unreachable"] += 1
+            counts["key_elsewhere"] += 1
+    counts["lines"] += data.count(b"\n")
     _write_lines(kept, parts_dir, index)
     return dict(counts)

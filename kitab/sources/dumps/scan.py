@@ -15,6 +15,7 @@ import hashlib
 import json
 import multiprocessing
 import os
+import pickle
 import sys
 import time
 from collections import Counter, deque
@@ -27,21 +28,31 @@ from kitab.sources.dumps.inputs import Decompressed, DumpInput
 SCAN_VERSION = "1"  # bump when a part's content changes: older checkpoints are then discarded
 DONE = ".done.json"
 
-# worker state, set once per process by _init
+# worker state: the chunk function and its context, loaded once per scan and process
 _WORKER: dict[str, Any] = {}
 
 
-def _init(fn_path: str, ctx: dict) -> None:
-    module, name = fn_path.rsplit(":", 1)
-    _WORKER["fn"] = getattr(__import__(module, fromlist=[name]), name)
-    _WORKER["ctx"] = ctx
+def _load(fn_path: str, ctx_file: str) -> tuple[Callable, dict]:
+    if _WORKER.get("key") != (fn_path, ctx_file):
+        module, name = fn_path.rsplit(":", 1)
+        with open(ctx_file, "rb") as handle:
+            ctx = pickle.load(handle)
+        _WORKER.update(key=(fn_path, ctx_file), fn=getattr(__import__(module, fromlist=[name]), name), ctx=ctx)
+    return _WORKER["fn"], _WORKER["ctx"]
 
 
-def _run_chunk(index: int, data: bytes, parts_dir: str) -> dict:
-    """Process one chunk in a worker: the function writes its part(s); the done marker comes last."""
-    counts = _WORKER["fn"](data, _WORKER["ctx"], Path(parts_dir), index)
+def _run_chunk(fn_path: str, ctx_file: str, index: int, data: bytes, parts_dir: str) -> dict:
+    """Process one chunk: the function writes its part(s); the done marker comes last."""
+    fn, ctx = _load(fn_path, ctx_file)
+    counts = fn(data, ctx, Path(parts_dir), index)
     write_bytes(Path(parts_dir) / f"part-{index:06d}{DONE}", json.dumps(counts, sort_keys=True).encode())
     return counts
+
+
+def worker_pool(workers: int):
+    """The parsing processes, shared by every scan of a run (starting one costs seconds: imports).
+    spawn: the workers import only what the chunk functions need, not what the parent holds."""
+    return multiprocessing.get_context("spawn").Pool(workers) if workers > 0 else None
 
 
 def part_path(parts_dir: Path, index: int, suffix: str) -> Path:
@@ -123,14 +134,18 @@ def checkpoint_key(item: DumpInput, fn_path: str, ctx: dict, chunk_bytes: int, m
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def scan(item: DumpInput, fn_path: str, ctx: dict, parts_dir: Path, *, workers: int = 2,
+IN_PROCESS_BYTES = 4 << 20  # a smaller file is read in this process: sending it to a worker costs more
+
+
+def scan(item: DumpInput, fn_path: str, ctx: dict, parts_dir: Path, *, workers: int = 2, pool=None,
          chunk_bytes: int = 32 << 20, max_record: int = 32 << 20,
          progress: Callable[[str], None] | None = None, stop_after: int | None = None) -> Counter:
     """Scan ``item`` with ``fn_path`` (``module:function(data, ctx, parts_dir, index) -> counts``).
 
     Chunks already done in ``parts_dir`` (same input fingerprint and settings) are not parsed again.
     Returns the summed counts of every chunk plus the cutter's own (``oversized``).
-    ``stop_after`` (tests) stops after that many chunks, as a kill would.
+    ``pool``: a :func:`worker_pool` to use (else one of ``workers`` processes is started for
+    this scan). ``stop_after`` (tests) stops after that many chunks, as a kill would.
     """
     parts_dir.mkdir(parents=True, exist_ok=True)
     key = checkpoint_key(item, fn_path, ctx, chunk_bytes, max_record)
@@ -139,18 +154,20 @@ def scan(item: DumpInput, fn_path: str, ctx: dict, parts_dir: Path, *, workers: 
         for old in parts_dir.iterdir():  # another input or other settings: nothing here is reusable
             old.unlink()
         stamp.write_text(json.dumps({"key": key, "input": item.describe()}))
+    ctx_file = parts_dir / "ctx.pickle"
+    write_bytes(ctx_file, pickle.dumps(ctx, protocol=pickle.HIGHEST_PROTOCOL))
     done = {int(p.name[5:11]) for p in parts_dir.glob(f"part-*{DONE}")}
     counts: Counter = Counter()
     cut_counts: Counter = Counter()
     meter = Progress(f"{item.kind} {item.path.name}", item.size, emit=progress)
-    stream = Decompressed(item.path, threads=workers)
-    pool = None
+    own_pool = None
+    if item.size < IN_PROCESS_BYTES:
+        pool = None
+    elif pool is None and workers > 0:
+        pool = own_pool = worker_pool(workers)
+    stream = Decompressed(item.path, threads=max(1, workers))
     pending: deque = deque()
-    if workers > 0:
-        # spawn: the workers import only this package, not whatever the parent holds (Prefect, spaCy)
-        pool = multiprocessing.get_context("spawn").Pool(workers, initializer=_init, initargs=(fn_path, ctx))
-    else:
-        _init(fn_path, ctx)
+    in_flight = 2 * max(1, getattr(pool, "_processes", workers))
     try:
         for index, data in enumerate(chunks(stream, chunk_bytes, max_record, cut_counts)):
             if stop_after is not None and index >= stop_after:
@@ -158,18 +175,19 @@ def scan(item: DumpInput, fn_path: str, ctx: dict, parts_dir: Path, *, workers: 
             meter.update(stream.compressed_pos())
             if index in done:
                 continue
+            args = (fn_path, str(ctx_file), index, data, str(parts_dir))
             if pool is None:
-                counts.update(_run_chunk(index, data, str(parts_dir)))
+                counts.update(_run_chunk(*args))
                 continue
-            pending.append(pool.apply_async(_run_chunk, (index, data, str(parts_dir))))
-            while len(pending) >= 2 * workers:
+            pending.append(pool.apply_async(_run_chunk, args))
+            while len(pending) >= in_flight:
                 counts.update(pending.popleft().get())
         while pending:
             counts.update(pending.popleft().get())
     finally:
-        if pool is not None:
-            pool.terminate()
-            pool.join()
+        if own_pool is not None:
+            own_pool.terminate()
+            own_pool.join()
         stream.close()
     for index in done:
         counts.update(json.loads((parts_dir / f"part-{index:06d}{DONE}").read_text()))

@@ -212,6 +212,13 @@ def test_refresh_runs_on_the_built_snapshot(world, built, tmp_path):
                              warehouse=tmp_path / f"wh{n}", direct=True) for n, snapshot in enumerate([world, built[JSON_FILE]])]
     assert summaries[1]["authors"] == {"requested": 12, "eligible": 60, "sampled": 12, "shortfall": 0}
     assert summaries[1]["checksums"] == summaries[0]["checksums"]
+    # kitab report --snapshot: the release's report with the snapshot's provenance
+    from kitab.release.report import render_report
+
+    text = render_report(tmp_path / "wh1", "r", snapshot=built[JSON_FILE])
+    section = text[text.index("## Snapshot provenance"):]
+    assert f"| {JSON_FILE} | wikidata-json |" in section and "ol_dump_redirects_2024-05-31.txt.gz" in section
+    assert "| wikidata:invalid_date | 1 |" in section
 
 
 # --- the readers on real and odd input ------------------------------------------------------

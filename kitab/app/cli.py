@@ -315,6 +315,8 @@ def report(release: str = typer.Option(..., help="release id"),
            out: Optional[Path] = typer.Option(None, help="also write report.md and plots/ here"),
            output: str = typer.Option("markdown", help="markdown (the whole report) | json (the leaderboard of "
                                       "every model evaluated on the release)"),
+           snapshot: Optional[Path] = typer.Option(None, help="also show this snapshot's provenance (input dump "
+                                                   "files, kept and skipped counts: kitab snapshot from-dumps)"),
            warehouse: Optional[Path] = WarehouseOpt) -> None:
     """The release's quality section (the same as the dataset card's), its refresh's stages and
     the leaderboard of the models evaluated on it, as markdown; or the leaderboard as JSON."""
@@ -322,7 +324,7 @@ def report(release: str = typer.Option(..., help="release id"),
 
     _report_output(output)
     root = _existing_warehouse(warehouse, release)
-    text = render_report(root, release, out)
+    text = render_report(root, release, out, snapshot)
     if output == "json":
         from kitab.core.warehouse import Warehouse
         from kitab.release.leaderboard import leaderboard

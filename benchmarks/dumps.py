@@ -10,7 +10,7 @@ of copy k gets the fixed-width prefix ``7kkk`` (``Q990000045`` -> ``Q70039900000
 ``/works/OL990000012W`` -> ``/works/OL7003990000012W``), except the classes and occupations
 (Q5, Q36180, ...), which every copy shares, as in the real dump. So each copy is a valid,
 disjoint world, the files stay one JSON array and valid dump lines, and the 4x input holds
-exactly 4x the copies of the 1x input. Each copy is its own gzip member (ISA-L, level 3).
+exactly 4x the copies of the 1x input. Each copy is its own gzip member (ISA-L, level 1).
 
 For each size: ``zcat FILE > /dev/null`` on every input file (summed), then ``from-dumps`` in a
 subprocess with the peak RSS of its process tree (sampled every 0.2 s). Printed: wall, MB/s
@@ -77,48 +77,56 @@ def shifted(text: bytes, k: int, restore: "re.Pattern", wikidata: bool) -> bytes
     return text
 
 
-def build_inputs(published: Path, outs: dict[int, Path]) -> dict[int, dict[str, Path]]:
-    """For each ``copies -> folder``: that many shifted copies of the block as the published files,
-    one gzip member per copy. The smaller inputs are the first copies of the largest."""
+_BLOCK: dict = {}
+
+
+def _member(job: tuple[str, int, bool, bytes]) -> bytes:
+    """One gzip member: copy k of a block file, shifted, with its tail (a worker process)."""
     from isal import igzip
 
-    ontology = b"|".join(b"%d" % n for n in _ontology())
-    restore = re.compile(rb'"numeric-id":(7\d{3})(' + ontology + rb'),"id":"Q\1\2"')
+    path, k, wikidata, tail = job
+    if _BLOCK.get("path") != path:
+        text = gzip.open(path).read()
+        if wikidata:
+            text = text[2:-3]  # without "[\n" and "\n]\n"
+        ontology = b"|".join(b"%d" % n for n in _ontology())
+        _BLOCK.update(path=path, text=text,
+                      restore=re.compile(rb'"numeric-id":(7\d{3})(' + ontology + rb'),"id":"Q\1\2"'))
+    return igzip.compress(shifted(_BLOCK["text"], k, _BLOCK["restore"], wikidata) + tail, 1)
+
+
+def build_inputs(published: Path, outs: dict[int, Path]) -> dict[int, dict[str, Path]]:
+    """For each ``copies -> folder``: that many shifted copies of the block as the published files,
+    one gzip member per copy (ISA-L level 1, made on every core). The smaller inputs are the first
+    copies of the largest, so the same members are written to both."""
+    import multiprocessing
+
+    from isal import igzip
+
     most = max(outs)
     files: dict[int, dict[str, Path]] = {}
     for copies, out in outs.items():
         (out / "openlibrary").mkdir(parents=True, exist_ok=True)
         files[copies] = {"wikidata": out / "latest-all.json.gz"}
-    body = gzip.open(published / "latest-all.json.gz").read()
-    assert body.startswith(b"[\n") and body.endswith(b"\n]\n")
-    body = body[2:-3]
-    handles = {copies: open(paths["wikidata"], "wb") for copies, paths in files.items()}
-    for handle in handles.values():
-        handle.write(igzip.compress(b"[\n", 3))
-    for k in range(most):
-        part = shifted(body, k, restore, wikidata=True)
-        middle = None
-        for copies, handle in handles.items():
-            if k < copies - 1:
-                middle = middle or igzip.compress(part + b",\n", 3)
-                handle.write(middle)
-            elif k == copies - 1:
-                handle.write(igzip.compress(part + b"\n]\n", 3))
-    for handle in handles.values():
-        handle.close()
-    for path in sorted((published / "openlibrary").glob("ol_dump_*.txt.gz")):
-        text = gzip.open(path).read()
-        handles = {}
-        for copies, paths in files.items():
-            paths[path.name] = outs[copies] / "openlibrary" / path.name
-            handles[copies] = open(paths[path.name], "wb")
-        for k in range(most):
-            member = igzip.compress(shifted(text, k, restore, wikidata=False), 3)
-            for copies, handle in handles.items():
-                if k < copies:
-                    handle.write(member)
-        for handle in handles.values():
-            handle.close()
+    sources = [("wikidata", published / "latest-all.json.gz", True)]
+    sources += [(p.name, p, False) for p in sorted((published / "openlibrary").glob("ol_dump_*.txt.gz"))]
+    with multiprocessing.get_context("fork").Pool(os.cpu_count() or 2) as pool:
+        for name, path, wikidata in sources:
+            handles = {}
+            for copies, paths in files.items():
+                paths.setdefault(name, outs[copies] / "openlibrary" / name)
+                handles[copies] = open(paths[name], "wb")
+                if wikidata:
+                    handles[copies].write(igzip.compress(b"[\n", 1))
+            jobs = [(str(path), k, wikidata, b",\n" if wikidata else b"") for k in range(most)]
+            for k, member in enumerate(pool.imap(_member, jobs)):
+                for copies, handle in handles.items():
+                    if k < copies - 1 or (k == copies - 1 and not wikidata):
+                        handle.write(member)
+                    elif k == copies - 1:  # the last copy of this input: the array's end instead of a comma
+                        handle.write(igzip.compress(gzip.decompress(member)[:-2] + b"\n]\n", 1))
+            for handle in handles.values():
+                handle.close()
     return files
 
 

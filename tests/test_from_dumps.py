@@ -263,3 +263,15 @@ def test_real_lines_filtered_by_key(tmp_path):
 ])
 def test_birth_dates_as_the_rdf_dumps_write_them(time, precision, expected):
     assert birth_lexical(time, precision, 2024) == expected
+
+
+def test_bz2_json_dump_gives_the_same_snapshot(published, built, tmp_path):
+    """latest-all.json.bz2, read with parallel bzip2 blocks, recognised by content."""
+    import bz2
+
+    path = tmp_path / "latest-all.json.bz2"
+    path.write_bytes(bz2.compress(gzip.open(published / JSON_FILE).read(), 1))
+    os.utime(path, ((published / JSON_FILE).stat().st_mtime,) * 2)
+    manifest = from_dumps(path, published / "openlibrary", tmp_path / "out", Settings(workers=0))
+    assert manifest["inputs"][0]["kind"] == "wikidata-json"
+    assert (tmp_path / "out" / WIKIDATA_FILE).read_bytes() == (built[JSON_FILE] / WIKIDATA_FILE).read_bytes()

@@ -275,3 +275,16 @@ def test_bz2_json_dump_gives_the_same_snapshot(published, built, tmp_path):
     manifest = from_dumps(path, published / "openlibrary", tmp_path / "out", Settings(workers=0))
     assert manifest["inputs"][0]["kind"] == "wikidata-json"
     assert (tmp_path / "out" / WIKIDATA_FILE).read_bytes() == (built[JSON_FILE] / WIKIDATA_FILE).read_bytes()
+
+
+def test_all_types_open_library_dump_gives_the_same_snapshot(published, built, tmp_path):
+    """The one all-types ol_dump_<date>.txt.gz instead of the four per-type files."""
+    folder = tmp_path / "ol"
+    folder.mkdir()
+    with gzip.open(folder / "ol_dump_2024-05-31.txt.gz", "wb") as out:
+        for kind in ("redirects", "authors", "works", "editions"):
+            out.write(gzip.open(published / "openlibrary" / f"ol_dump_{kind}_2024-05-31.txt.gz").read())
+    manifest = from_dumps(published / JSON_FILE, folder, tmp_path / "out", Settings(workers=0))
+    assert [item["kind"] for item in manifest["inputs"]] == ["wikidata-json", "all"]
+    for name in (OL_AUTHORS_FILE, OL_WORKS_FILE, "ol_dump_editions.txt.gz"):
+        assert (tmp_path / "out" / name).read_bytes() == (built[JSON_FILE] / name).read_bytes(), name

@@ -139,29 +139,6 @@ def test_every_kitab_sql_snippet_in_readme_and_docs_runs_on_the_demo(demo_wh, tm
     assert kitab("sql", *_for_demo(sql_snippets()[0][1], demo_wh)).returncode == 0
 
 
-def test_the_duckdb_snippet_of_docs_snapshot_runs_on_the_bundled_dump(tmp_path):
-    """docs/snapshot.md's ```sql block (run in plain DuckDB in the dumps' folder): on a copy
-    of the bundled editions dump it writes a dump kitab reads, with the same rows."""
-    from kitab.core.env import BUNDLED_SNAPSHOT
-
-    blocks = [body for path in DOCS for info, body in _fenced_blocks(path.read_text(encoding="utf-8"))
-              if info.strip() == "sql"]
-    assert blocks, "no ```sql block in README.md or docs/"
-    shutil.copy(BUNDLED_SNAPSHOT / "ol_dump_editions.txt.gz", tmp_path / "ol_dump_editions_latest.txt.gz")
-    cwd = os.getcwd()
-    os.chdir(tmp_path)
-    try:
-        for body in blocks:
-            con = duckdb.connect()
-            con.execute(body)
-            con.close()
-    finally:
-        os.chdir(cwd)
-    count = "SELECT count(*) FROM read_csv('{}', delim='\t', quote='', escape='', header=false, max_line_size=8388608)"
-    assert (duckdb.sql(count.format(tmp_path / "ol_dump_editions.txt.gz")).fetchall()
-            == duckdb.sql(count.format(BUNDLED_SNAPSHOT / "ol_dump_editions.txt.gz")).fetchall())
-
-
 # -- 2. one meaning per table name ---------------------------------------------------------------
 def test_authors_are_the_released_authors_and_sampled_authors_every_sampled_one(demo_wh):
     released = sql_json(demo_wh, "select count(*) as n from released_authors")[0]["n"]

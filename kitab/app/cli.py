@@ -335,6 +335,8 @@ def report(release: str = typer.Option(..., help="release id"),
            out: Optional[Path] = typer.Option(None, help="also write report.md and plots/ here"),
            output: str = typer.Option("markdown", help="markdown (the whole report) | json (the leaderboard of "
                                       "every model evaluated on the release)"),
+           snapshot: Optional[Path] = typer.Option(None, help="also show this snapshot's provenance (input dump "
+                                                   "files, kept and skipped counts: kitab snapshot from-dumps)"),
            warehouse: Optional[Path] = WarehouseOpt) -> None:
     """The release's quality section (the same as the dataset card's), its refresh's stages and
     the leaderboard of the models evaluated on it, as markdown; or the leaderboard as JSON."""
@@ -342,7 +344,7 @@ def report(release: str = typer.Option(..., help="release id"),
 
     _report_output(output)
     root = _existing_warehouse(warehouse, release)
-    text = render_report(root, release, out)
+    text = render_report(root, release, out, snapshot)
     if output == "json":
         from kitab.core.warehouse import Warehouse
         from kitab.release.leaderboard import leaderboard
@@ -407,11 +409,59 @@ def mirror_serve(snapshot: Path = typer.Option(BUNDLED_SNAPSHOT), port: int = ty
 
 @snapshot_app.command("generate")
 def snapshot_generate(seed: int = typer.Option(42), authors: int = typer.Option(160, min=1),
-                      out: Path = typer.Option(..., help="output folder")) -> None:
+                      out: Path = typer.Option(..., help="output folder"),
+                      format: str = typer.Option("snapshot", help="snapshot | published (the dumps as WikiData "
+                                                 "and Open Library publish them, with their noise)"),
+                      truthy: bool = typer.Option(False, help="published: also write latest-truthy.nt.gz")) -> None:
     """Generate a snapshot from the real seed rows plus seeded synthetic records."""
     from kitab.simulate.generator.generate import main
 
-    main(seed, authors, out)
+    if format not in ("snapshot", "published"):
+        raise KitabError(f"--format {format!r}: expected snapshot or published")
+    if format == "snapshot":
+        main(seed, authors, out)
+        return
+    import tempfile
+
+    from kitab.simulate.generator.generate import generate_snapshot
+    from kitab.simulate.generator.published import write_published
+
+    with tempfile.TemporaryDirectory(dir=out.parent if out.parent.exists() else None) as tmp:
+        world = Path(tmp) / "world"
+        generate_snapshot(world, seed, authors)
+        counts = write_published(world, out, seed=seed, truthy=truthy)
+    console.print(f"published-format dumps of {authors} candidate authors -> {out}: "
+                  f"{counts['entities']:,} WikiData items (+{counts['noise_entities']:,} noise), Open Library "
+                  f"files in {out / 'openlibrary'}")
+
+
+@snapshot_app.command("from-dumps")
+def snapshot_from_dumps(
+        wikidata: Path = typer.Option(..., help="latest-all.json.gz (or .json.bz2, or latest-all.nt.gz) as downloaded"),
+        openlibrary: Path = typer.Option(..., help="the folder of ol_dump_*_<date>.txt.gz files as downloaded"),
+        out: Path = typer.Option(..., help="the snapshot folder to write (kitab refresh --source dump --snapshot OUT)"),
+        workers: int = typer.Option(2, min=0, help="parsing processes (0: in this process)"),
+        memory_limit: str = typer.Option("1GB", help="DuckDB's memory for the joins (it spills to disk beyond)"),
+        chunk_mb: int = typer.Option(32, min=1, help="decompressed MB per chunk (memory ~ 2 x workers x chunk)"),
+        max_record_mb: int = typer.Option(32, min=1, help="longer lines are skipped and counted"),
+        as_of: Optional[str] = typer.Option(None, help="the snapshot's date (default: the WikiData dump's date)"),
+        keep_parts: bool = typer.Option(False, help="keep OUT.parts/ (the per-chunk results) after success")) -> None:
+    """Build a snapshot from the public WikiData and Open Library dumps (docs/dumps.md).
+
+    One streaming pass per file, filtered before any join; a killed run resumes from its last
+    finished chunk (OUT.parts/)."""
+    from kitab.sources.dumps.build import Settings, from_dumps
+
+    settings = Settings(workers=workers, memory_limit=memory_limit, chunk_bytes=chunk_mb << 20,
+                        max_record=max_record_mb << 20, as_of=as_of, keep_parts=keep_parts)
+    manifest = from_dumps(wikidata, openlibrary, out, settings, progress=lambda text: console.print(text, markup=False))
+    kept = manifest["kept"]
+    console.print(f"snapshot {manifest['snapshot_id']} ({manifest['created_at']}) -> {out} in {manifest['_seconds']} s: "
+                  f"{kept['wikidata']['eligible_authors']:,} eligible authors, {kept['wikidata']['works']:,} works; "
+                  f"Open Library {kept['openlibrary']['authors']:,} authors, {kept['openlibrary']['works']:,} works, "
+                  f"{kept['openlibrary']['editions']:,} editions", markup=False)
+    if manifest["skipped"]:
+        console.print("skipped: " + ", ".join(f"{k} {v:,}" for k, v in manifest["skipped"].items()), markup=False)
 
 
 @snapshot_app.command("manifest")

@@ -307,7 +307,27 @@ def stages_section(release: str, ledger_row: dict) -> str:
     return f"## Refresh stages\n\n{body}\n"
 
 
-def render_report(warehouse: Path, release: str, out_dir: Path | None = None) -> str:
+def provenance_section(manifest: dict) -> str:
+    """Where a snapshot built by ``kitab snapshot from-dumps`` came from: each input file (name,
+    size, dump date, fingerprint) and the records kept and skipped, by reason (its manifest)."""
+    lines = [f"## Snapshot provenance\n\nSnapshot `{manifest.get('snapshot_id')}`, as of {manifest.get('created_at')}."]
+    inputs = manifest.get("inputs")
+    if not inputs:
+        lines.append("\nNo input files recorded (a generated snapshot, or one assembled by hand).")
+        return "\n".join(lines) + "\n"
+    rows = [(i["name"], i["kind"], f"{i['size']:,}", f"{i['dump_date']} ({i['dump_date_from']})", i["fingerprint"][-16:])
+            for i in inputs]
+    lines += ["", _table(("file", "kind", "bytes", "dump date (from)", "fingerprint (end)"), rows, align="llrll")]
+    kept = manifest.get("kept", {})
+    rows = [(f"{source} {what}", f"{count:,}") for source, counts in kept.items() for what, count in counts.items()]
+    lines += ["", "Kept:", "", _table(("what", "count"), rows, align="lr")]
+    skipped = manifest.get("skipped") or {}
+    rows = [(reason, f"{count:,}") for reason, count in skipped.items()]
+    lines += ["", "Skipped, by reason:", "", _table(("reason", "count"), rows, align="lr") if rows else "none"]
+    return "\n".join(lines) + "\n"
+
+
+def render_report(warehouse: Path, release: str, out_dir: Path | None = None, snapshot: Path | None = None) -> str:
     """``kitab report --release R``: the quality section of ``release``, exactly as in its
     dataset card, then how long each stage of its refresh took (:func:`stages_section`), then
     the release's model evaluations when there are any (``kitab evaluate``). Neither of the
@@ -321,6 +341,10 @@ def render_report(warehouse: Path, release: str, out_dir: Path | None = None) ->
         text = quality_section(con, release, plots)
         evaluations = evaluation_section(con, release, plots)
     text += "\n" + stages_section(release, wh.ledger_row(release))
+    if snapshot is not None:
+        from kitab.sources.snapshot.format import read_manifest
+
+        text += "\n" + provenance_section(read_manifest(snapshot))
     if evaluations:
         text = f"{text}\n{evaluations}"
     if out_dir is not None:

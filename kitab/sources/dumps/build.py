@@ -14,7 +14,6 @@ finished there and writes the same bytes; they are removed after a successful ru
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 import shutil
 import time

@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import json
 import multiprocessing
-import os
 import pickle
 import sys
 import time

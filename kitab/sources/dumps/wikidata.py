@@ -24,10 +24,11 @@ from __future__ import annotations
 import re
 from collections import Counter
 from pathlib import Path
-from typing import Any, Union
+from typing import Union
 
 import msgspec
 
+from kitab.sources.dump import nt_unescape
 from kitab.sources.snapshot.format import WD, WDT, XSD_DATETIME, XSD_INTEGER, literal
 
 ROW_FIELDS = ("s", "p", "o", "oq", "year", "v")
@@ -326,19 +327,6 @@ _PREDICATES = {
     "label": b'> <http://www.w3.org/2000/01/rdf-schema#label> "',
     "sitelinks": b'> <http://wikiba.se/ontology#sitelinks> "',
 }
-_NT_ESCAPE = re.compile(r"\\(?:u([0-9A-Fa-f]{4})|U([0-9A-Fa-f]{8})|(.))", re.S)
-_ECHAR = {"t": "\t", "b": "\b", "n": "\n", "r": "\r", "f": "\f", '"': '"', "'": "'", "\\": "\\"}
-
-
-def nt_unescape(text: str) -> str:
-    def one(match: re.Match) -> str:
-        code = match.group(1) or match.group(2)
-        if code:
-            return chr(int(code, 16))
-        return _ECHAR[match.group(3)]
-    return _NT_ESCAPE.sub(one, text)
-
-
 _NT_ITEM = re.compile(rf"<{re.escape(WD)}Q(\d+)>")
 _NT_STRING = re.compile(r'"((?:[^"\\]|\\.)*)"')
 _NT_LABEL_EN = re.compile(r'"((?:[^"\\]|\\.)*)"@en')
@@ -375,19 +363,29 @@ def _nt_row(p: str, s: int, obj: str, ctx: dict, counts: Counter) -> tuple | Non
         match = _NT_STRING.fullmatch(obj)
         if not match:
             return None
-        value = nt_unescape(match[1])
-        return (s, p, string_term(value), None, None, value)
+        value = _unescaped(match[1], counts)
+        return None if value is None else (s, p, string_term(value), None, None, value)
     if p == "label":
         match = _NT_LABEL_EN.fullmatch(obj)
         if not match:
             return None  # another language
-        value = nt_unescape(match[1])
-        return (s, p, label_term(value), None, None, value)
+        value = _unescaped(match[1], counts)
+        return None if value is None else (s, p, label_term(value), None, None, value)
     match = _NT_INT.fullmatch(obj)  # sitelinks
     if not match:
         counts["malformed"] += 1
         return None
     return (s, p, sitelinks_term(int(match[1])), None, None, str(int(match[1])))
+
+
+def _unescaped(text: str, counts: Counter) -> str | None:
+    """A literal's text with its escapes undone (kitab.sources.dump's strict reader: a surrogate
+    or unknown escape is an error there); a bad one is counted as malformed, never fatal."""
+    try:
+        return nt_unescape(text)
+    except ValueError:
+        counts["malformed"] += 1
+        return None
 
 
 def nt_chunk(data: bytes, ctx: dict, parts_dir: Path, index: int) -> dict:

@@ -15,8 +15,9 @@ from kitab.core.errors import KitabError
 def run_refresh(*, snapshot: Path | None = None, warehouse: Path, task_runner: str | None = None,
                 dask_address: str | None = None, direct: bool = False, progress=None, **parameters) -> dict:
     """One release with ``parameters`` (kitab.core.params.RefreshParams' fields; a None
-    batch_size or max_failed_share takes the default). ``direct``: the pipeline without Prefect (LocalRunner: threads for I/O,
-    one process per core for CPU steps); else the ``refresh`` flow on ``task_runner``.
+    batch_size or max_failed_share takes the default). ``direct``: the pipeline without
+    Prefect (LocalRunner: threads for I/O, one process per core for CPU steps); else the
+    ``refresh`` flow on ``task_runner``.
     ``progress`` (kitab.core.progress.Progress): updated as the refresh goes, either way (the flow
     finds it registered for the release in this process).
 

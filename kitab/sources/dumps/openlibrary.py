@@ -196,24 +196,18 @@ def _checked(data: bytes, start: int, end: int, decode, counts: Counter, max_rec
     return line, record
 
 
-def works_chunk(data: bytes, ctx: dict, parts_dir: Path, index: int) -> dict:
-    """Works naming a kept author -> kept lines. Only lines with a kept author key anywhere are
-    decoded (a typed decoder: the key and the author references, nothing else)."""
+def _kept_lines_chunk(data: bytes, ctx: dict, parts_dir: Path, index: int, *, pattern, wanted: set[bytes],
+                      type_prefix: bytes, decoder, keys_of) -> dict:
+    """Records whose ``keys_of(record)`` names a ``wanted`` key -> kept lines. Only lines holding
+    a wanted key anywhere (``pattern``) are decoded, with a typed decoder of just those fields."""
     counts: Counter = Counter()
     kept = []
-    authors: set[bytes] = ctx["kept_authors"]
-    for start, end in _hit_lines(data, AUTHOR_KEY, authors, b"/type/work\t"):
-        checked = _checked(data, start, end, _DECODE_WORK, counts, ctx["max_record"])
+    for start, end in _hit_lines(data, pattern, wanted, type_prefix):
+        checked = _checked(data, start, end, decoder, counts, ctx["max_record"])
         if checked is None:
             continue
         line, record = checked
-        listed = set()
-        for role in record.authors or ():
-            author = role.author
-            key = author.key if isinstance(author, _KeyRef) else author
-            if isinstance(key, str):
-                listed.add(key.encode())
-        if listed & authors:
+        if keys_of(record) & wanted:
             counts["kept"] += 1
             kept.append(line)
         else:
@@ -223,22 +217,25 @@ def works_chunk(data: bytes, ctx: dict, parts_dir: Path, index: int) -> dict:
     return dict(counts)
 
 
+def _work_authors(record) -> set[bytes]:
+    listed = set()
+    for role in record.authors or ():
+        author = role.author
+        key = author.key if isinstance(author, _KeyRef) else author
+        if isinstance(key, str):
+            listed.add(key.encode())
+    return listed
+
+
+def works_chunk(data: bytes, ctx: dict, parts_dir: Path, index: int) -> dict:
+    """Works naming a kept author -> kept lines."""
+    return _kept_lines_chunk(data, ctx, parts_dir, index, pattern=AUTHOR_KEY, wanted=ctx["kept_authors"],
+                             type_prefix=b"/type/work\t", decoder=_DECODE_WORK, keys_of=_work_authors)
+
+
 def editions_chunk(data: bytes, ctx: dict, parts_dir: Path, index: int) -> dict:
-    """Editions of a kept work -> kept lines (as works_chunk)."""
-    counts: Counter = Counter()
-    kept = []
-    works: set[bytes] = ctx["kept_works"]
-    for start, end in _hit_lines(data, WORK_KEY, works, b"/type/edition\t"):
-        checked = _checked(data, start, end, _DECODE_EDITION, counts, ctx["max_record"])
-        if checked is None:
-            continue
-        line, record = checked
-        listed = {ref.key.encode() for ref in record.works or () if isinstance(ref.key, str)}
-        if listed & works:
-            counts["kept"] += 1
-            kept.append(line)
-        else:
-            counts["key_elsewhere"] += 1
-    counts["lines"] += data.count(b"\n")
-    _write_lines(kept, parts_dir, index)
-    return dict(counts)
+    """Editions of a kept work -> kept lines."""
+    return _kept_lines_chunk(data, ctx, parts_dir, index, pattern=WORK_KEY, wanted=ctx["kept_works"],
+                             type_prefix=b"/type/edition\t", decoder=_DECODE_EDITION,
+                             keys_of=lambda record: {ref.key.encode() for ref in record.works or ()
+                                                     if isinstance(ref.key, str)})

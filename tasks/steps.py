@@ -172,6 +172,7 @@ def collect_step(ctx: RunContext, batch: Batch, sampled: TableRef) -> StepResult
 
 def tag_step(ctx: RunContext, chunk: Batch, titles: TableRef) -> StepResult:
     """Titles ``start:stop`` of the release's distinct titles -> their spans (title_tags)."""
+    taggers = default_taggers()  # built once: they name the key and, on a miss, do the tagging
 
     def compute() -> StepResult:
         with duck() as con:  # only this chunk's titles (the file is sorted), not the whole list
@@ -179,7 +180,6 @@ def tag_step(ctx: RunContext, chunk: Batch, titles: TableRef) -> StepResult:
                 "SELECT title FROM read_parquet(?, file_row_number = true) "
                 "WHERE file_row_number >= ? AND file_row_number < ? ORDER BY file_row_number",
                 params=[titles.path, chunk.start, chunk.stop]).fetchall()]
-        taggers = default_taggers()
         tags = title_tags(chunk_titles, taggers)
         outputs = _write(ctx, TAG_ENTITIES, chunk.part, {"title_tags": tags})
         return StepResult(outputs, {"titles_tagged": len(chunk_titles),
@@ -188,7 +188,7 @@ def tag_step(ctx: RunContext, chunk: Batch, titles: TableRef) -> StepResult:
     # the selected taggers' names, versions and model versions are part of the key: another
     # tagger, or another spaCy model, never reuses these tags
     return ctx.work.run(TAG_ENTITIES, chunk.part, compute, titles=titles, chunk=chunk,
-                        taggers=fingerprints(default_taggers()))
+                        taggers=fingerprints(taggers))
 
 
 # -- constrain: entities, constraints, per-author query draws ------------------------------

@@ -108,8 +108,18 @@ class Decompressed:
         try:
             return self.stream.read(n)
         except (EOFError, OSError, ValueError, RuntimeError) as exc:
-            raise DumpInputError(f"{self.path}: truncated or corrupt {self.compression} data near compressed "
-                                 f"byte {self.compressed_pos():,}: {exc}; download it again") from None
+            raise self._cut_short(exc) from None
+
+    def readinto(self, buffer) -> int:
+        """Decompress straight into ``buffer`` (a shared-memory slot): 0 at the end."""
+        try:
+            return self.stream.readinto(buffer) or 0
+        except (EOFError, OSError, ValueError, RuntimeError) as exc:
+            raise self._cut_short(exc) from None
+
+    def _cut_short(self, exc: Exception) -> DumpInputError:
+        return DumpInputError(f"{self.path}: truncated or corrupt {self.compression} data near compressed "
+                              f"byte {self.compressed_pos():,}: {exc}; download it again")
 
     def close(self) -> None:
         self.stream.close()

@@ -13,9 +13,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import mmap
 import multiprocessing
+import os
 import pickle
+import shutil
 import sys
+import tempfile
 import time
 from collections import Counter, deque
 from pathlib import Path
@@ -24,7 +28,7 @@ from typing import Any, Callable
 from kitab.core.files import write_bytes, write_via_temp
 from kitab.sources.dumps.inputs import Decompressed, DumpInput
 
-SCAN_VERSION = "1"  # bump when a part's content changes: older checkpoints are then discarded
+SCAN_VERSION = "2"  # bump when a part's content changes: older checkpoints are then discarded
 DONE = ".done.json"
 
 # worker state: the chunk function and its context, loaded once per scan and process
@@ -46,6 +50,52 @@ def _run_chunk(fn_path: str, ctx_file: str, index: int, data: bytes, parts_dir: 
     counts = fn(data, ctx, Path(parts_dir), index)
     write_bytes(Path(parts_dir) / f"part-{index:06d}{DONE}", json.dumps(counts, sort_keys=True).encode())
     return counts
+
+
+def _run_slot(fn_path: str, ctx_file: str, index: int, slot: tuple[str, int, int], parts_dir: str) -> dict:
+    """A worker: the chunk is the first ``length`` bytes of a shared slot file of ``size`` bytes."""
+    path, size, length = slot
+    folder = os.path.dirname(path)
+    if _WORKER.get("slots_dir") != folder:  # another scan's slots: unmap them, or tmpfs keeps their pages
+        for old in _WORKER.get("slots", {}).values():
+            old.close()
+        _WORKER.update(slots_dir=folder, slots={})
+    maps = _WORKER["slots"]
+    if path not in maps:
+        with open(path, "r+b") as handle:
+            maps[path] = mmap.mmap(handle.fileno(), size)
+    return _run_chunk(fn_path, ctx_file, index, maps[path][:length], parts_dir)
+
+
+class Slots:
+    """``count`` shared buffers of ``size`` bytes (one mapped file each), filled by the cutter
+    and read by the workers.
+
+    In /dev/shm when it has room (memory, no disk writes), else under ``fallback`` (a container's
+    /dev/shm may be 64 MB): the page cache then carries the chunks, at the cost of some writes.
+    """
+
+    def __init__(self, count: int, size: int, fallback: Path):
+        shm = Path("/dev/shm")
+        try:
+            roomy = shm.is_dir() and os.access(shm, os.W_OK) and shutil.disk_usage(shm).free > 2 * count * size
+        except OSError:
+            roomy = False
+        self.folder = Path(tempfile.mkdtemp(prefix="kitab-scan-", dir=shm if roomy else fallback))
+        self.size = size
+        self.maps: list[mmap.mmap] = []
+        for slot in range(count):
+            with open(self.path(slot), "w+b") as handle:
+                handle.truncate(size)
+                self.maps.append(mmap.mmap(handle.fileno(), size))
+
+    def path(self, slot: int) -> Path:
+        return self.folder / f"slot-{slot}"
+
+    def close(self) -> None:
+        for one in self.maps:
+            one.close()
+        shutil.rmtree(self.folder, ignore_errors=True)
 
 
 def worker_pool(workers: int):
@@ -83,48 +133,98 @@ class Progress:
         self.emit(f"  {self.label}: {done / 1e9:.2f}/{self.total / 1e9:.2f} GB, {rate / 1e6:.0f} MB/s, {tail}")
 
 
-def chunks(stream: Decompressed, chunk_bytes: int, max_record: int, counts: Counter):
-    """Yield line-aligned chunks (bytes). A line longer than ``max_record`` is dropped and counted."""
-    buf = bytearray()
-    eof = False
-    skipping = False  # inside an oversized line: drop bytes until its newline
-    while not eof or buf:
-        if not eof and len(buf) < chunk_bytes + (1 << 20):
-            block = stream.read(4 << 20)
-            if not block:
-                eof = True
-            else:
-                if skipping:
-                    newline = block.find(b"\n")
-                    if newline < 0:
-                        continue
-                    block = block[newline + 1:]
-                    skipping = False
-                buf += block
+class Cutter:
+    """Cuts a decompressed stream into line-aligned chunks, each decompressed straight into the
+    buffer it is cut in (a shared-memory slot a worker reads): a chunk is never piped or pickled.
+    (Sending 32 MB chunks through the pool's pipe cost the main process more CPU than
+    decompressing them.)
+
+    A chunk ends at the first newline at or after ``chunk_bytes`` (so boundaries depend on the
+    bytes alone, not on read sizes). The line that newline ends, if longer than ``max_record``
+    (without its newline), is dropped and counted (``oversized``): the chunk ends before it, and
+    it is never held whole. (Shorter oversized lines inside a chunk are the workers' to count.)
+    """
+
+    def __init__(self, stream: Decompressed, chunk_bytes: int, max_record: int, counts: Counter):
+        self.stream, self.chunk_bytes, self.max_record, self.counts = stream, chunk_bytes, max_record, counts
+        self.carry = b""  # the bytes after the last cut: the start of the next chunk
+        self.eof = False
+        self.skipping = False  # inside an oversized line: drop bytes until its newline
+
+    @staticmethod
+    def capacity(chunk_bytes: int, max_record: int) -> int:
+        """The buffer size a chunk needs: room to see that a crossing line is oversized."""
+        return chunk_bytes + max_record + READ_BYTES
+
+    def _read(self, view: memoryview, start: int, stop: int) -> int:
+        n = self.stream.readinto(view[start:stop])
+        if not n:
+            self.eof = True
+        return n
+
+    def next_into(self, buf) -> int | None:
+        """Cut the next chunk into ``buf`` (``find``/``rfind`` and the buffer protocol, e.g. an
+        mmap or a bytearray of :meth:`capacity` bytes). Its length, or None after the last."""
+        view = memoryview(buf)
+        size = len(view)
+        filled = len(self.carry)
+        view[:filled] = self.carry
+        self.carry = b""
+        while True:
+            if self.skipping:
+                if filled == 0:
+                    if self.eof:
+                        return None
+                    filled = self._read(view, 0, min(size, READ_BYTES))
+                    continue
+                newline = buf.find(b"\n", 0, filled)
+                if newline < 0:
+                    filled = 0
+                    continue
+                rest = bytes(view[newline + 1:filled])
+                view[:len(rest)] = rest
+                filled = len(rest)
+                self.skipping = False
+            if filled < self.chunk_bytes and not self.eof:
+                filled += self._read(view, filled, self.chunk_bytes)
                 continue
-        if eof:
-            if buf:
-                yield bytes(buf)
-            return
-        cut = buf.find(b"\n", chunk_bytes - 1)
-        if cut >= 0:
-            yield bytes(buf[:cut + 1])
-            del buf[:cut + 1]
-            continue
-        # No newline after chunk_bytes yet: the line that crosses the boundary is growing.
-        line_start = buf.rfind(b"\n", 0, chunk_bytes) + 1
-        if len(buf) - line_start > max_record:
-            if line_start:
-                yield bytes(buf[:line_start])
-            counts["oversized"] += 1
-            del buf[:]
-            skipping = True
-            continue
-        block = stream.read(4 << 20)
-        if not block:
-            eof = True
-        else:
-            buf += block
+            if filled < self.chunk_bytes:  # the end of the stream
+                return filled or None
+            cut = buf.find(b"\n", self.chunk_bytes - 1, filled)
+            line_start = buf.rfind(b"\n", 0, self.chunk_bytes - 1) + 1  # of the line the cut ends
+            if cut >= 0 and cut - line_start > self.max_record:  # that line is oversized: not sent
+                self.counts["oversized"] += 1
+                self.carry = bytes(view[cut + 1:filled])
+                if line_start:
+                    return line_start
+                filled = len(self.carry)
+                view[:filled] = self.carry
+                self.carry = b""
+                continue
+            if cut >= 0:
+                self.carry = bytes(view[cut + 1:filled])
+                return cut + 1
+            if filled - line_start > self.max_record:
+                self.counts["oversized"] += 1
+                self.skipping = True
+                if line_start:
+                    return line_start
+                filled = 0  # the chunk was all one oversized line: nothing to send
+                continue
+            if self.eof:
+                return filled
+            filled += self._read(view, filled, min(size, filled + READ_BYTES))
+
+
+READ_BYTES = 1 << 20
+
+
+def chunks(stream: Decompressed, chunk_bytes: int, max_record: int, counts: Counter):
+    """The chunks of ``stream`` as bytes (in-process scans and tests; the pool uses slots)."""
+    cutter = Cutter(stream, chunk_bytes, max_record, counts)
+    buf = bytearray(Cutter.capacity(chunk_bytes, max_record))
+    while (length := cutter.next_into(buf)) is not None:
+        yield bytes(memoryview(buf)[:length])
 
 
 def checkpoint_key(item: DumpInput, fn_path: str, ctx: dict, chunk_bytes: int, max_record: int) -> str:
@@ -165,29 +265,44 @@ def scan(item: DumpInput, fn_path: str, ctx: dict, parts_dir: Path, *, workers: 
     elif pool is None and workers > 0:
         pool = own_pool = worker_pool(workers)
     stream = Decompressed(item.path, threads=max(1, workers))
-    pending: deque = deque()
+    cutter = Cutter(stream, chunk_bytes, max_record, cut_counts)
+    pending: deque = deque()  # (result, slot) in submission order
     in_flight = 2 * max(1, getattr(pool, "_processes", workers))
+    size = Cutter.capacity(chunk_bytes, max_record)
+    slots = Slots(in_flight + 1, size, parts_dir.parent) if pool is not None else None
+    free = deque(range(in_flight + 1))
+    local = bytearray(size) if pool is None else None
     try:
-        for index, data in enumerate(chunks(stream, chunk_bytes, max_record, cut_counts)):
-            if stop_after is not None and index >= stop_after:
+        index = 0
+        while stop_after is None or index < stop_after:
+            if not free:
+                result, slot = pending.popleft()
+                counts.update(result.get())
+                free.append(slot)
+            slot = free.popleft()
+            length = cutter.next_into(local if slots is None else slots.maps[slot])
+            if length is None:
                 break
             meter.update(stream.compressed_pos())
             if index in done:
-                continue
-            args = (fn_path, str(ctx_file), index, data, str(parts_dir))
-            if pool is None:
-                counts.update(_run_chunk(*args))
-                continue
-            pending.append(pool.apply_async(_run_chunk, args))
-            while len(pending) >= in_flight:
-                counts.update(pending.popleft().get())
+                free.append(slot)
+            elif slots is None:
+                counts.update(_run_chunk(fn_path, str(ctx_file), index, bytes(memoryview(local)[:length]),
+                                         str(parts_dir)))
+                free.append(slot)
+            else:
+                job = (fn_path, str(ctx_file), index, (str(slots.path(slot)), size, length), str(parts_dir))
+                pending.append((pool.apply_async(_run_slot, job), slot))
+            index += 1
         while pending:
-            counts.update(pending.popleft().get())
+            counts.update(pending.popleft()[0].get())
     finally:
         if own_pool is not None:
             own_pool.terminate()
             own_pool.join()
         stream.close()
+        if slots is not None:
+            slots.close()
     for index in done:
         counts.update(json.loads((parts_dir / f"part-{index:06d}{DONE}").read_text()))
     if stop_after is None:

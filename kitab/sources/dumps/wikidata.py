@@ -114,7 +114,7 @@ class _Labels(msgspec.Struct):
 
 
 class _Work(msgspec.Struct):
-    """What a work needs: most P50 lines are scholarly articles, decoded this far and no further."""
+    """The fields of any entity with a P50 (most are scholarly articles); a human adds more."""
     id: str = ""
     labels: Union[_Labels, list] = []
     claims: Union[_WorkClaims, list] = []
@@ -125,7 +125,6 @@ class _Entity(_Work):
     sitelinks: Union[dict[str, msgspec.Raw], list] = []
 
 
-_DECODE_WORK = msgspec.json.Decoder(_Work).decode
 _DECODE_ENTITY = msgspec.json.Decoder(_Entity).decode
 
 
@@ -236,7 +235,7 @@ def entity_rows(entity: _Work, ctx: dict, counts: Counter, out: Rows) -> None:
         out.links(s, "P50", authors)
     person_claims = isinstance(claims, _Claims)
     occupations = [v for v in map(_item, truthy(claims.P106)) if v in ctx["occupations"]] if person_claims else []
-    human = person_claims and any(v == Q5 for v in map(_item, truthy(claims.P31)))
+    human = bool(occupations) and any(v == Q5 for v in map(_item, truthy(claims.P31)))  # works stop here
     births = []
     if human and occupations and claims.P569:
         for snak in truthy(claims.P569):
@@ -292,11 +291,13 @@ def json_chunk(data: bytes, ctx: dict, parts_dir: Path, index: int) -> dict:
             end = size
         lines += 1
         line_start, start = start, end + 1
-        # cheap byte tests first: most entities have neither P50 nor (P106, P569 and Q5); a
-        # line that may be a human is decoded in full, one that may be a work only so far
-        maybe_human = (find(occupation, line_start, end) >= 0 and find(birth, line_start, end) >= 0
-                       and find(q5, line_start, end) >= 0)
-        if not maybe_human and find(_PREFILTER_WORK, line_start, end) < 0:
+        # cheap byte tests first: most entities have neither P50 nor (P106, P569 and Q5). "P50"
+        # first: it sits early in a work's claims, so most lines stop searching there, and a line
+        # that has it is decoded in full (a human with a P50 is still read as a human).
+        maybe_work = find(_PREFILTER_WORK, line_start, end) >= 0
+        maybe_human = maybe_work or (find(occupation, line_start, end) >= 0 and find(birth, line_start, end) >= 0
+                                     and find(q5, line_start, end) >= 0)
+        if not maybe_human:
             continue
         if end - line_start > max_record:
             counts["oversized"] += 1
@@ -304,7 +305,7 @@ def json_chunk(data: bytes, ctx: dict, parts_dir: Path, index: int) -> dict:
         while end > line_start and data[end - 1] in b" \r\t,":  # the separator after each entity
             end -= 1
         try:
-            entity = (_DECODE_ENTITY if maybe_human else _DECODE_WORK)(view[line_start:end])
+            entity = _DECODE_ENTITY(view[line_start:end])
         except (msgspec.DecodeError, msgspec.ValidationError):
             counts["malformed"] += 1
             continue

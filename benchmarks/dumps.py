@@ -133,7 +133,9 @@ def build_inputs(published: Path, outs: dict[int, Path]) -> dict[int, dict[str, 
 def measured(cmd: list[str]) -> tuple[float, float, int, str]:
     """(wall seconds, peak RSS of the process tree in GiB, exit code, stderr tail)."""
     started = time.monotonic()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    # wide lines: the progress lines are parsed, and rich wraps at 80 columns without a terminal
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                            env={**os.environ, "COLUMNS": "250"})
     peak = 0
     done = threading.Event()
 
@@ -153,7 +155,7 @@ def measured(cmd: list[str]) -> tuple[float, float, int, str]:
     out, err = proc.communicate()
     done.set()
     sampler.join()
-    return time.monotonic() - started, peak / 2**30, proc.returncode, (out + err)[-3000:]
+    return time.monotonic() - started, peak / 2**30, proc.returncode, out + err
 
 
 def zcat_seconds(files: list[Path]) -> float:
@@ -167,14 +169,30 @@ def zcat_seconds(files: list[Path]) -> float:
     return seconds
 
 
-def raw_bytes(published: Path) -> int:
-    """Decompressed bytes of one copy of the block (the inputs are that times the copies, give or take a few)."""
-    total = 0
+def raw_bytes(published: Path) -> dict[str, int]:
+    """Decompressed bytes of one copy of the block, per file (the inputs are that times the
+    copies, give or take a few)."""
+    sizes = {}
     for path in [published / "latest-all.json.gz", *sorted((published / "openlibrary").glob("ol_dump_*.txt.gz"))]:
+        total = 0
         with gzip.open(path) as handle:
             while block := handle.read(1 << 24):
                 total += len(block)
-    return total
+        sizes[path.name] = total
+    return sizes
+
+
+DONE_LINE = re.compile(r"^\s*\S+ (\S+): [\d.]+/[\d.]+ GB, \d+ MB/s, done in ([\d.]+) s", re.MULTILINE)
+# the real sizes the extrapolation uses (../shared/reference/dump-formats.md): WikiData by its
+# compressed size (the generated JSON compresses like the real one, ~10x); Open Library by its
+# decompressed size, since the generated OL files compress 10-17x and the real ones ~4x
+REAL_WIKIDATA_GZ = 130e9
+REAL_OPENLIBRARY_RAW = {"authors": 3e9, "works": 15e9, "editions": 45e9}
+
+
+def per_file(stderr: str) -> dict[str, float]:
+    """Seconds per input file, from from-dumps' final progress lines."""
+    return {name: float(seconds) for name, seconds in DONE_LINE.findall(stderr)}
 
 
 def main() -> None:
@@ -187,6 +205,8 @@ def main() -> None:
     parser.add_argument("--memory-limit", default="1GB")
     parser.add_argument("--work", type=Path, default=DEFAULT_WORK)
     parser.add_argument("--keep", action="store_true", help="keep the generated inputs")
+    parser.add_argument("--reuse", action="store_true",
+                        help="reuse inputs kept by an earlier --keep run of the same sizes (and keep them)")
     args = parser.parse_args()
     print(f"disk free at {args.work.parent}: {shutil.disk_usage(args.work.parent).free / 1e9:.0f} GB", flush=True)
     args.work.mkdir(parents=True, exist_ok=True)
@@ -195,22 +215,37 @@ def main() -> None:
     copies = max(1, math.ceil(args.gb * 1e9 / block_bytes))
     per_copy_raw = raw_bytes(published)
     outs = {copies * factor: args.work / f"x{factor}" for factor in (1, args.factor)}
-    for out in outs.values():
-        shutil.rmtree(out, ignore_errors=True)
-    started = time.monotonic()
-    all_files = build_inputs(published, outs)
-    print(f"inputs built in {time.monotonic() - started:.0f} s", flush=True)
+    marker = args.work / "INPUTS.json"
+    wanted = {"copies": sorted(outs), "block": published.name}
+    if args.reuse and marker.is_file() and json.loads(marker.read_text()) == wanted:
+        args.keep = True
+        all_files = {n: {"wikidata": out / "latest-all.json.gz",
+                         **{p.name: p for p in sorted((out / "openlibrary").glob("ol_dump_*.txt.gz"))}}
+                     for n, out in outs.items()}
+        print("reusing the inputs of an earlier run", flush=True)
+    else:
+        marker.unlink(missing_ok=True)
+        for out in outs.values():
+            shutil.rmtree(out, ignore_errors=True)
+        started = time.monotonic()
+        all_files = build_inputs(published, outs)
+        marker.write_text(json.dumps(wanted))
+        print(f"inputs built in {time.monotonic() - started:.0f} s", flush=True)
+        args.keep = args.keep or args.reuse
     rows = []
     for factor in (1, args.factor):
         n = copies * factor
         out, files = outs[n], all_files[n]
         size = sum(p.stat().st_size for p in files.values())
-        raw = per_copy_raw * n
+        files_by_name = {p.name: p for p in files.values()}
+        raw = sum(per_copy_raw.values()) * n
         print(f"{factor}x: {n} copies, {size / 1e9:.2f} GB compressed, ~{raw / 1e9:.1f} GB decompressed", flush=True)
         load_before = os.getloadavg()[0]
         zcat = zcat_seconds(list(files.values()))
         print(f"  zcat FILE > /dev/null: {zcat:.0f} s", flush=True)
         snapshot = out / "snapshot"
+        shutil.rmtree(snapshot, ignore_errors=True)
+        shutil.rmtree(out / "snapshot.parts", ignore_errors=True)
         wall, rss, code, err = measured([sys.executable, "-m", "kitab.app.cli", "snapshot", "from-dumps",
                                          "--wikidata", str(files["wikidata"]), "--openlibrary",
                                          str(out / "openlibrary"), "--out", str(snapshot),
@@ -224,6 +259,9 @@ def main() -> None:
                "ratio_to_zcat": zcat / wall, "peak_rss_gib": rss,
                "eligible_authors": manifest["kept"]["wikidata"]["eligible_authors"],
                "ol_kept": manifest["kept"]["openlibrary"], "output_tail": err[-1500:],
+               "files": {name: {"seconds": seconds, "compressed_mb": files_by_name[name].stat().st_size / 1e6,
+                                "raw_mb": per_copy_raw[name] * n / 1e6}
+                         for name, seconds in per_file(err).items()},
                "load_average": [round(load_before, 1), round(os.getloadavg()[0], 1)]}
         rows.append(row)
         print("  " + json.dumps(row), flush=True)
@@ -242,6 +280,22 @@ def main() -> None:
           + f"{os.cpu_count()} cores)")
     print(f"\ngrowth: {args.factor}x input -> {large['wall_s'] / small['wall_s']:.2f}x time "
           f"(target <= {args.factor * 1.1:.1f}x); peak RSS {small['peak_rss_gib']:.2f} -> {large['peak_rss_gib']:.2f} GiB")
+    print()
+    print("| input | file | compressed | decompressed | seconds | MB/s (gz) | MB/s (raw) |")
+    print("|---|---|---|---|---|---|---|")
+    for row in rows:
+        for name, f in row["files"].items():
+            print(f"| {row['factor']}x | {name} | {f['compressed_mb']:,.0f} MB | {f['raw_mb']:,.0f} MB | {f['seconds']:.1f} | "
+                  f"{f['compressed_mb'] / max(f['seconds'], 0.05):.0f} | {f['raw_mb'] / max(f['seconds'], 0.05):.0f} |")
+    wd = [f for name, f in large["files"].items() if name.startswith("latest-all")][0]
+    wd_hours = REAL_WIKIDATA_GZ / 1e6 / (wd["compressed_mb"] / wd["seconds"]) / 3600
+    ol_minutes = 0.0
+    for kind, real_raw in REAL_OPENLIBRARY_RAW.items():
+        f = [f for name, f in large["files"].items() if f"_{kind}_" in name][0]
+        ol_minutes += real_raw / 1e6 / (f["raw_mb"] / max(f["seconds"], 0.05)) / 60
+    print(f"\nextrapolated from the {args.factor}x run: WikiData latest-all.json.gz (~130 GB gz) {wd_hours:.1f} h "
+          f"(target <= 4 h); Open Library authors+works+editions (~63 GB raw, ~15 GB gz) {ol_minutes:.0f} min "
+          "(target <= 30 min)")
     if not args.keep:
         shutil.rmtree(args.work, ignore_errors=True)
 

@@ -129,7 +129,7 @@ class Progress:
         elapsed = max(now - self.start, 1e-6)
         rate = done / elapsed
         eta = (self.total - done) / rate if rate > 0 else 0.0
-        tail = f"done in {elapsed:.0f} s" if final else f"ETA {int(eta // 60)}m{int(eta % 60):02d}s"
+        tail = f"done in {elapsed:.1f} s" if final else f"ETA {int(eta // 60)}m{int(eta % 60):02d}s"
         self.emit(f"  {self.label}: {done / 1e9:.2f}/{self.total / 1e9:.2f} GB, {rate / 1e6:.0f} MB/s, {tail}")
 
 

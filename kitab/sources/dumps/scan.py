@@ -52,24 +52,21 @@ def _run_chunk(fn_path: str, ctx_file: str, index: int, data: bytes, parts_dir: 
     return counts
 
 
-def _run_slot(fn_path: str, ctx_file: str, index: int, slot: tuple[str, int, int], parts_dir: str) -> dict:
-    """A worker: the chunk is the first ``length`` bytes of a shared slot file of ``size`` bytes."""
-    path, size, length = slot
-    folder = os.path.dirname(path)
-    if _WORKER.get("slots_dir") != folder:  # another scan's slots: unmap them, or tmpfs keeps their pages
-        for old in _WORKER.get("slots", {}).values():
-            old.close()
-        _WORKER.update(slots_dir=folder, slots={})
-    maps = _WORKER["slots"]
-    if path not in maps:
-        with open(path, "r+b") as handle:
-            maps[path] = mmap.mmap(handle.fileno(), size)
-    return _run_chunk(fn_path, ctx_file, index, maps[path][:length], parts_dir)
+def _run_slot(fn_path: str, ctx_file: str, index: int, slot: tuple[str, int], parts_dir: str) -> dict:
+    """A worker: the chunk is the first ``length`` bytes of a shared slot file. Read, not mapped:
+    the worker's copy is private and freed with the chunk, and no slot page stays in its RSS."""
+    path, length = slot
+    parts = []
+    with open(path, "rb", buffering=0) as handle:
+        while length > 0 and (block := handle.read(length)):
+            parts.append(block)
+            length -= len(block)
+    return _run_chunk(fn_path, ctx_file, index, parts[0] if len(parts) == 1 else b"".join(parts), parts_dir)
 
 
 class Slots:
-    """``count`` shared buffers of ``size`` bytes (one mapped file each), filled by the cutter
-    and read by the workers.
+    """``count`` shared buffers of ``size`` bytes (one file each, mapped by the cutter), filled by
+    the cutter and read by the workers.
 
     In /dev/shm when it has room (memory, no disk writes), else under ``fallback`` (a container's
     /dev/shm may be 64 MB): the page cache then carries the chunks, at the cost of some writes.
@@ -291,7 +288,7 @@ def scan(item: DumpInput, fn_path: str, ctx: dict, parts_dir: Path, *, workers: 
                                          str(parts_dir)))
                 free.append(slot)
             else:
-                job = (fn_path, str(ctx_file), index, (str(slots.path(slot)), size, length), str(parts_dir))
+                job = (fn_path, str(ctx_file), index, (str(slots.path(slot)), length), str(parts_dir))
                 pending.append((pool.apply_async(_run_slot, job), slot))
             index += 1
         while pending:

@@ -31,6 +31,9 @@ sys.path.insert(0, str(_HERE.parent))
 
 from tasks.taggers import DEFAULT_MODEL, CityTagger, HumanTagger  # noqa: E402
 from tasks.taggers.lazy import CityTaggerV4, HumanTaggerV4  # noqa: E402
+from tasks.taggers.v5 import CityTaggerV5, HumanTaggerV5  # noqa: E402
+
+OFFLINE = {"v3": (HumanTagger, CityTagger), "v4": (HumanTaggerV4, CityTaggerV4), "v5": (HumanTaggerV5, CityTaggerV5)}
 
 DATA = _HERE / "data" / "entity_titles.tsv"
 BLIND = _HERE / "data" / "entity_blind.tsv"  # read as totals only (--split blind)
@@ -101,8 +104,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--min-precision", type=float, help="title-level precision gate (default: --min)")
     parser.add_argument("--min-recall", type=float, help="title-level recall gate (default: --min)")
     parser.add_argument("--model", default=DEFAULT_MODEL, help="spaCy model of the offline taggers")
-    parser.add_argument("--tagger", choices=("v4", "v3", "model"), default="v4",
-                        help="v4 (default): human_v4/city_v4; v3: human_v3/city_v3; model: the model tagger")
+    parser.add_argument("--tagger", choices=(*OFFLINE, "model"), default="v4",
+                        help="v4 (default): human_v4/city_v4; v5, v3: human_v5/city_v5, human_v3/city_v3; model: the model tagger")
     parser.add_argument("--base-url", help="--tagger model: the OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
     parser.add_argument("--llm-model", help="--tagger model: the model name sent to the endpoint")
     parser.add_argument("--cache", help="--tagger model: SQLite answer cache (default: none)")
@@ -125,9 +128,8 @@ def main(argv: list[str] | None = None) -> int:
         predicted = {"human": [[s.text for s in x] for x in human_m.tag_many(titles)],
                      "city": [[s.text for s in x] for x in city_m.tag_many(titles)]}
     else:
-        v4 = args.tagger == "v4"
-        human = (HumanTaggerV4 if v4 else HumanTagger)(args.model)
-        city = (CityTaggerV4 if v4 else CityTagger)(args.model)
+        human_cls, city_cls = OFFLINE[args.tagger]
+        human, city = human_cls(args.model), city_cls(args.model)
         docs = human.parse(titles)  # one parse shared by both taggers
         predicted = {
             "human": [[s.text for s in spans] for spans in human.tag_docs(titles, docs)],

@@ -48,6 +48,8 @@ def find_cities(v: TitleView, people: list[Span]) -> list[Span]:
             continue
         if m.i in v.region_tokens:  # "Albany, New York": the state, not the city
             continue
+        if m.key in v.lex.districts:  # city_v5: "Brooklyn", "Harlem", "Notting Hill" are parts of a city
+            continue
         context = _support(v, m)
         # "Paris and London": a city listed right after a supported one shares its context
         if not context and last and m.i - last[0] == 2 and v.toks[m.i - 1].text.lower() in _LIST_JOINERS:

@@ -8,7 +8,7 @@ as in the KITAB paper), which re-parses its JSON on every call, so it is read ex
 from __future__ import annotations
 
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
@@ -54,6 +54,10 @@ class Lexicon:
     cities: dict[str, CityEntry]
     countries: dict[str, str]  # country name -> its capital's key
     regions: frozenset[str]  # non-country regions: US states, provinces, historical lands
+    # human_v5 / city_v5 (issue 20): which rules apply (3: v3/v4's; 5: v5's) and the v5 lists
+    generation: int = 3
+    districts: frozenset[str] = frozenset()  # boroughs and districts of cities: no cities ("Harlem", "Soho")
+    surname_context: frozenset[str] = frozenset()  # census surnames, words too: names after "Mrs." ("Mrs. Bridge")
 
     def is_compound(self, key: str) -> bool:
         """ "Middlemarch", "Seabiscuit", "Darkover": two common words run together."""
@@ -128,4 +132,45 @@ def load_lexicon() -> Lexicon:
         cities=cities,
         countries=countries,
         regions=frozenset(regions - countries.keys()),
+    )
+
+
+# human_v5: US Census 1990 surnames down to this frequency rank are surnames ("Babbitt",
+# "Churchill", "Custer"), unless they are English or frequent foreign words, regions or towns
+# of CENSUS_CITY_MAX_POPULATION or more. Deeper ranks cost more than they find on dev, holdout
+# and dev2 (rank 40,000: one more name found for one more false name).
+CENSUS_SURNAME_MAX_RANK = 20_000
+CENSUS_CITY_MAX_POPULATION = 15_000
+
+
+def _read_ranked(name: str, max_rank: int) -> frozenset[str]:
+    keys = set()
+    for line in (DATA_DIR / name).read_text(encoding="utf-8").splitlines():
+        if line.strip() and not line.startswith("#"):
+            text, rank = line.split("\t")
+            if int(rank) <= max_rank:
+                keys.add(norm(text))
+    return frozenset(keys)
+
+
+@lru_cache(maxsize=1)
+def load_lexicon_v5() -> Lexicon:
+    """v3's lists (the same objects: the cities are parsed once) grown for human_v5 / city_v5:
+    census surnames, frequent foreign words as words, districts as no cities."""
+    base = load_lexicon()
+    foreign = _read_list("foreign_words.txt") - base.words - base.first_names - base.surnames
+    census = _read_ranked("census_surnames.tsv", CENSUS_SURNAME_MAX_RANK)
+
+    def plain_surname(key: str) -> bool:
+        city = base.cities.get(key)
+        return not (key in base.words or key in base.rare_words or key in foreign or key in base.demonyms
+                    or base.is_region(key) or (city is not None and city.population >= CENSUS_CITY_MAX_POPULATION))
+
+    return replace(
+        base,
+        surnames=base.surnames | {k for k in census if plain_surname(k)},
+        rare_words=base.rare_words | foreign,
+        generation=5,
+        districts=_read_list("districts.txt"),
+        surname_context=census,
     )

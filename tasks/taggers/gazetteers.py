@@ -156,19 +156,23 @@ def _read_ranked(name: str, max_rank: int) -> frozenset[str]:
 @lru_cache(maxsize=1)
 def load_lexicon_v5() -> Lexicon:
     """v3's lists (the same objects: the cities are parsed once) grown for human_v5 / city_v5:
-    census surnames, frequent foreign words as words, districts as no cities."""
+    census surnames and Faker's names of many countries (none that is a word, a region or a
+    town), frequent foreign words as words, districts as no cities."""
     base = load_lexicon()
     foreign = _read_list("foreign_words.txt") - base.words - base.first_names - base.surnames
     census = _read_ranked("census_surnames.tsv", CENSUS_SURNAME_MAX_RANK)
 
-    def plain_surname(key: str) -> bool:
+    def plain_name(key: str) -> bool:
         city = base.cities.get(key)
         return not (key in base.words or key in base.rare_words or key in foreign or key in base.demonyms
                     or base.is_region(key) or (city is not None and city.population >= CENSUS_CITY_MAX_POPULATION))
 
+    more_first = _read_list("faker_first_names.txt")
+    more_surnames = _read_list("faker_surnames.txt")
     return replace(
         base,
-        surnames=base.surnames | {k for k in census if plain_surname(k)},
+        first_names=base.first_names | {k for k in more_first if plain_name(k)},
+        surnames=base.surnames | {k for k in census | more_surnames if plain_name(k)},
         rare_words=base.rare_words | foreign,
         generation=5,
         districts=_read_list("districts.txt"),

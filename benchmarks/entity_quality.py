@@ -31,6 +31,7 @@ sys.path.insert(0, str(_HERE.parent))
 
 from tasks.taggers import DEFAULT_MODEL, CityTagger, HumanTagger  # noqa: E402
 from tasks.taggers.lazy import CityTaggerV4, HumanTaggerV4  # noqa: E402
+from tasks.taggers.registry import DEFAULT  # noqa: E402
 from tasks.taggers.v5 import CityTaggerV5, HumanTaggerV5  # noqa: E402
 
 OFFLINE = {"v3": (HumanTagger, CityTagger), "v4": (HumanTaggerV4, CityTaggerV4), "v5": (HumanTaggerV5, CityTaggerV5)}
@@ -104,8 +105,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--min-precision", type=float, help="title-level precision gate (default: --min)")
     parser.add_argument("--min-recall", type=float, help="title-level recall gate (default: --min)")
     parser.add_argument("--model", default=DEFAULT_MODEL, help="spaCy model of the offline taggers")
-    parser.add_argument("--tagger", choices=(*OFFLINE, "model"), default="v4",
-                        help="v4 (default): human_v4/city_v4; v5, v3: human_v5/city_v5, human_v3/city_v3; model: the model tagger")
+    parser.add_argument("--tagger", choices=(*OFFLINE, "model"), default=DEFAULT[0].removeprefix("human_"),
+                        help="v5, v4, v3: human_vN/city_vN (default: the registry's default); model: the model tagger")
     parser.add_argument("--base-url", help="--tagger model: the OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
     parser.add_argument("--llm-model", help="--tagger model: the model name sent to the endpoint")
     parser.add_argument("--cache", help="--tagger model: SQLite answer cache (default: none)")

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tasks.tag_entities import default_taggers, tag_titles, v3_taggers
+from tasks.tag_entities import tag_titles, v3_taggers
+from tasks.taggers.registry import make_taggers
 from tasks.taggers.lazy import ner_matters
 from tasks.taggers.pipeline import recase
 from tasks.taggers.view import build_view
@@ -17,7 +18,7 @@ DATA = Path(__file__).resolve().parent.parent / "benchmarks" / "data"
 
 @pytest.fixture(scope="module")
 def both():
-    return v3_taggers(), default_taggers()
+    return v3_taggers(), make_taggers(("human_v4", "city_v4"))
 
 
 def cheap_view(taggers, title: str):

@@ -26,6 +26,8 @@ KIND = "city"
 _LIST_JOINERS = frozenset({"and", "&", ","})
 # "Madison County", "Ontario Province": the name is the region's, not the city's.
 _REGION_NOUNS = frozenset("county province district region state oblast prefecture parish shire".split())
+# city_v5: "Salem Falls", "Cedar Springs": a city's name before one of these is another town's.
+_TOWN_SUFFIXES = frozenset("falls springs heights creek hills junction".split())
 # "Big Sur", "New Hope": a city's name after one of these is part of another place's name.
 _PLACE_PREFIXES = frozenset("big little great new old upper lower".split())
 
@@ -69,6 +71,8 @@ def _support(v: TitleView, m: CityMatch) -> set[str]:
     toks = v.toks[m.i : m.j + 1]
     if m.j + 1 < len(v.toks) and v.toks[m.j + 1].key in _REGION_NOUNS:
         return set()
+    if v.lex.generation >= 5 and m.j + 1 < len(v.toks) and v.toks[m.j + 1].cap and v.toks[m.j + 1].key in _TOWN_SUFFIXES:
+        return set()  # city_v5: "Salem Falls", "Boston Heights" name another town
     if m.i > 0 and v.toks[m.i - 1].cap and v.toks[m.i - 1].key in _PLACE_PREFIXES:
         return set()
     big = m.entry.population >= BARE_CITY_MIN_POPULATION

@@ -25,6 +25,7 @@ name ("Charlotte, North Carolina").
 """
 from __future__ import annotations
 
+from tasks.taggers.gazetteers import CENSUS_CITY_MAX_POPULATION
 from tasks.taggers.patterns import LIFE_NOUNS, biography_anchor, pattern_anchor, proper_title_anchors
 from tasks.taggers.registry import register_tagger
 from tasks.taggers.pipeline import PipelineTagger
@@ -87,7 +88,8 @@ def _find_people(v: TitleView) -> list[Span]:
 def _coordinated(v: TitleView, spans: list[tuple[int, int, set[str]]], blocked: set[int]) -> list[tuple[int, int, set[str]]]:
     """human_v5: a name joined by "and"/"&" to a name found is a name too, though it is a word
     ("Jack and Jill"), if it is a listed given name or surname, or a capitalised token that
-    no list calls a word ("Crazy Horse and Custer"); not a date, region or city."""
+    no list calls a word ("Rosencrantz and Guildenstern", once one is known); not a date,
+    a region or a town of 15,000 or more (the v5 name lists leave those out too)."""
     toks = v.toks
     out = []
     for i, j, _ in spans:
@@ -100,8 +102,9 @@ def _coordinated(v: TitleView, spans: list[tuple[int, int, set[str]]], blocked: 
                 continue
             if not (t.first or t.surname or not (t.word or t.rare)):
                 continue
-            if t.key in v.lex.cities and v.city_reading(k, k):
-                continue
+            town = v.lex.cities.get(t.key)
+            if town is not None and town.population >= CENSUS_CITY_MAX_POPULATION:
+                continue  # "Jack and Florence" may be a trip (a lexicon fact: this rule reads no NER)
             a, b = _grow(v, k, k, blocked)
             if not _names_a_place(v, a, b):
                 out.append((a, b, {"coordination_rule"}))
@@ -205,7 +208,7 @@ def _honorific_anchor(v: TitleView, i: int) -> tuple[int, int, set[str]] | None:
     if nxt.cap and not nxt.stop and (nxt.first or nxt.surname or not (nxt.word or nxt.rare)):
         return (i + 1, i + 1, {"honorific_rule"})
     if _personal_title(v, i) and nxt.cap and not nxt.stop and nxt.key in v.lex.surname_context:
-        return (i + 1, i + 1, {"honorific_rule"})  # human_v5: "Mrs. Bridge", "Mrs. King", "Monsieur Pain"
+        return (i + 1, i + 1, {"honorific_rule"})  # human_v5: "Mrs. Bridge", "Mrs. King"
     return None
 
 

@@ -23,11 +23,11 @@ from kitab.sources.snapshot.format import (DATA_FILES, MANIFEST_FILE, OL_AUTHORS
                                    read_manifest)
 from kitab.sources.snapshot.manifest import write_manifest
 from kitab.simulate.mirror.rdfstore import load_store, query_json
-from kitab.sources.dump import (TABLES, DumpOpenLibrary, DumpStore, DumpWikidata, _install, nt_unescape,
-                                xsd_year_bounds)
+from kitab.sources.dump import (KEYED, TABLES, DumpOpenLibrary, DumpStore, DumpWikidata, _install, nt_unescape,
+                                keyed_files, xsd_year_bounds)
 from kitab.sources.http import ServiceError, fingerprint
 from kitab.sources.http import Fetched, RequestCounter
-from kitab.sources.openlibrary import _Shared
+from kitab.sources.openlibrary import MAX_REDIRECTS, _Shared
 
 X = "http://www.w3.org/2001/XMLSchema#"
 WINDOWS = [(start, min(start + 25, 2026)) for start in range(1850, 2026, 25)]
@@ -240,6 +240,29 @@ def test_prefetch_gives_the_same_answers_without_queries(snapshot_dir, module_se
     fresh.close()
 
 
+def test_batch_lookups_read_their_rows_not_the_tables(dump_ol, dump_wd, author_keys, wikidata_labels):
+    """A batch's lookups read the rows of its keys from the cache, never a whole table: collecting
+    from a dump then grows with the authors, not with their square (issue 18)."""
+    keyed = dump_ol.store.keyed
+    works = keyed["author_works"]
+    before = works.rows_read
+    dump_ol.prefetch_works(author_keys[::5])
+    found = sum(len(docs) for docs in dump_ol._works.values())
+    assert 0 < works.rows_read - before == found < works.offsets[-1] / 2
+    dump_ol.clear()
+
+    labels = keyed["wd_work_labels"]
+    before = labels.rows_read
+    answer = dump_wd.works_by_titles(wikidata_labels[::9])
+    assert 0 < labels.rows_read - before == len(answer.data["results"]["bindings"]) < labels.offsets[-1] / 4
+
+    authors = keyed["authors"]
+    before = authors.rows_read
+    dump_ol.prefetch_authors(author_keys[:3], [])
+    assert authors.rows_read - before <= 3 + 3 * MAX_REDIRECTS  # each key and its redirect chain
+    dump_ol.clear()
+
+
 def test_threads_share_one_source(dump_ol, reference_ol, author_keys):
     with ThreadPoolExecutor(4) as pool:
         got = list(pool.map(lambda key: (pages(dump_ol, key), answer(dump_ol.author, key)), author_keys))
@@ -253,7 +276,8 @@ def test_cache_is_built_once(snapshot_dir, tmp_path):
     first = DumpStore.open(snapshot_dir, tmp_path)
     assert first.scan_seconds is not None
     folder = tmp_path / read_manifest(snapshot_dir)["snapshot_id"]
-    assert sorted(p.name for p in folder.iterdir()) == sorted([f"{t}.parquet" for t in TABLES] + ["READY.json"])
+    assert sorted(p.name for p in folder.iterdir()) == sorted(
+        [f"{t}.parquet" for t in TABLES] + [name for t in KEYED for name in keyed_files(t)] + ["READY.json"])
     mtimes = {p.name: p.stat().st_mtime_ns for p in folder.iterdir()}
     first.close()
     again = DumpStore.open(snapshot_dir, tmp_path)

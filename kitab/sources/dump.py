@@ -4,8 +4,10 @@ answered by SQL.
 :class:`DumpStore` streams the four snapshot files through DuckDB (``read_csv`` over the gzip,
 never a Python loop over the big files) and keeps only what the pipeline reads: seven WikiData
 predicates, Open Library author records, per-author work search docs and name tokens. The
-tables are written as Parquet sorted by their lookup key (so DuckDB's min/max statistics skip
-row groups), into a temp dir that is renamed into ``cache_root/<snapshot_id>`` when complete.
+tables are written as Parquet sorted by their lookup key, into a temp dir that is renamed into
+``cache_root/<snapshot_id>`` when complete. The tables a batch looks rows up in (authors, their
+works and name tokens, work labels) also get a memory-mapped Arrow copy and a key index
+(:class:`KeyedTable`), so a batch's lookups cost its keys, not the table.
 Memory stays bounded: DuckDB runs under ``memory_limit`` and spills to a temp directory.
 
 :class:`DumpWikidata` and :class:`DumpOpenLibrary` answer from those tables with the very answers
@@ -59,10 +61,14 @@ from kitab.sources.openlibrary import MAX_REDIRECTS, _Shared, bare_key
 
 log = logging.getLogger(__name__)
 
-CACHE_VERSION = 2  # bump when a table changes: an older cache is then rebuilt, never misread
+CACHE_VERSION = 3  # bump when a table changes: an older cache is then rebuilt, never misread
 # 2: wd_work_labels, the labelled works with their P50 authors joined once at scan time
+# 3: the looked-up tables also as <table>.arrow + <table>.index.npy (lookups by key, see KeyedTable)
 READY_FILE = "READY.json"  # written last; a cache folder without it is not a cache
 TABLES = ("wd_triples", "wd_labels", "wd_work_labels", "wd_births", "authors", "author_works", "author_tokens")
+# The tables a batch looks rows up in, by their key column: each is sorted by that key.
+KEYED = {"authors": "key", "author_works": "author_key", "author_tokens": "token", "wd_work_labels": "label"}
+KEYED_BATCH_ROWS = 65536  # rows per record batch of a <table>.arrow file
 SEARCH_AUTHORS_LIMIT = 100  # OLIndex.search_authors' default, what DumpOpenLibrary asks for
 MAX_LINE_BYTES = 8 << 20  # the longest Open Library records are a few MB of JSON
 CSV_OPTIONS = (f"quote='', escape='', header=false, auto_detect=false, compression='gzip', "
@@ -252,19 +258,6 @@ def sql_string(value: str) -> str:
 def sql_list(values: Iterable[str]) -> str:
     """``('a', 'b')`` for ``IN``."""
     return "(" + ", ".join(map(sql_string, values)) + ")"
-
-
-def sql_in(column: str, values: Iterable[str]) -> tuple[str, list]:
-    """``column IN (...)`` and its parameters. Constants, because DuckDB then reads only the row
-    groups whose min/max can hold one of them; a value with a NUL (not allowed in SQL text)
-    goes in a parameter instead."""
-    values = sorted(set(values))
-    plain = [v for v in values if "\x00" not in v]
-    odd = [v for v in values if "\x00" in v]
-    sql = f"{column} IN {sql_list(plain)}" if plain else "false"
-    if odd:
-        return f"({sql} OR {column} IN (SELECT unnest(?::VARCHAR[])))", [odd]
-    return sql, []
 
 
 def _read_lines(path: Path) -> str:
@@ -536,6 +529,142 @@ def _write_tokens(con: duckdb.DuckDBPyConnection, scratch: Path, out: Path, batc
     unsorted.unlink()
 
 
+# --- lookups by key -----------------------------------------------------------------------
+# A batch asks for a few hundred authors' rows (or a few thousand titles) scattered over the whole
+# key range. In Parquet that touches nearly every row group however small they are, so each batch
+# cost a scan of the table and collecting grew with the square of the authors. Instead, each
+# looked-up table also has an uncompressed Arrow IPC copy, read through a memory map (a row costs
+# the pages it sits on, nothing is decoded), and an index from key hash to the key's run of rows:
+# a batch costs its keys and its rows, whatever the table's size.
+
+
+def key_hash(key: str) -> int:
+    """The index's 64-bit hash of a key: DuckDB's ``md5_number_lower`` (the last 8 bytes of the MD5,
+    little-endian), which builds the index; a standard hash, so no DuckDB version can change it."""
+    import hashlib
+
+    return int.from_bytes(hashlib.md5(key.encode("utf-8")).digest()[8:], "little")
+
+
+def keyed_files(table: str) -> tuple[str, str]:
+    return f"{table}.arrow", f"{table}.index.npy"
+
+
+def _write_keyed(con: duckdb.DuckDBPyConnection, out: Path, table: str, key: str,
+                 arrow_batch_rows: int = KEYED_BATCH_ROWS, index_batch_rows: int = 100_000) -> None:
+    """``<table>.arrow`` (the rows of ``<table>.parquet``, in its order) and ``<table>.index.npy``:
+    a (3, keys) uint64 array of key hash, first row and row count per distinct key, sorted by
+    hash. Memory stays bounded: the copy goes a record batch at a time, the index is sorted by
+    DuckDB and written into a memory-mapped file."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    source = out / f"{table}.parquet"
+    arrow_name, index_name = keyed_files(table)
+    parquet = pq.ParquetFile(source)
+    with pa.OSFile(str(out / arrow_name), "wb") as sink, pa.ipc.new_file(sink, parquet.schema_arrow) as writer:
+        for batch in parquet.iter_batches(batch_size=arrow_batch_rows):
+            writer.write_batch(batch)
+    runs = (f"SELECT md5_number_lower({key}) AS hash, min(file_row_number) AS first, count(*) AS n, "
+            f"max(file_row_number) AS last FROM read_parquet({sql_string(str(source))}, file_row_number = true) "
+            f"WHERE {key} IS NOT NULL GROUP BY {key}")
+    keys = con.execute(f"SELECT count(*) FROM ({runs})").fetchall()[0][0]
+    index = np.lib.format.open_memmap(out / index_name, mode="w+", dtype=np.uint64, shape=(3, keys))
+    done = 0
+    for batch in con.sql(f"{runs} ORDER BY hash, first").to_arrow_reader(index_batch_rows):
+        first, n, last = (batch.column(c).to_numpy() for c in ("first", "n", "last"))
+        if (last - first + 1 != n).any():  # the lookup reads a key's rows as one run
+            raise RuntimeError(f"{source.name} is not sorted by {key}")
+        size = len(first)
+        index[0, done:done + size] = batch.column("hash").to_numpy()
+        index[1, done:done + size] = first
+        index[2, done:done + size] = n
+        done += size
+    index.flush()
+    del index
+
+
+def _write_keyed_tables(con: duckdb.DuckDBPyConnection, out: Path) -> None:
+    for table, key in KEYED.items():
+        _write_keyed(con, out, table, key)
+
+
+class KeyedTable:
+    """One looked-up table's rows by key (see ``_write_keyed``), safe to share between threads.
+
+    Each lookup maps the two files for its own duration only: what it takes is copied out, so
+    the pages it touched do not stay in this process's memory (over a whole run, the batches of
+    one worker touch most of a large table). ``rows_read`` and ``batches_read`` count the rows
+    taken from the file and the record batches touched: what lookups cost."""
+
+    def __init__(self, folder: Path, table: str, key: str | None = None):
+        import numpy as np
+
+        arrow_name, index_name = keyed_files(table)
+        self.table, self.key = table, key or KEYED[table]
+        self.data_path, self.index_path = folder / arrow_name, folder / index_name
+        with self._mapped() as (_, reader):
+            self.schema = reader.schema
+            sizes = [reader.get_batch(i).num_rows for i in range(reader.num_record_batches)]
+        self.offsets = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)])  # first row of each batch
+        self._lock = threading.Lock()
+        self.rows_read = self.batches_read = 0
+
+    @contextlib.contextmanager
+    def _mapped(self):
+        import numpy as np
+        import pyarrow as pa
+
+        source = pa.memory_map(str(self.data_path), "r")
+        try:
+            yield np.load(self.index_path, mmap_mode="r"), pa.ipc.open_file(source)
+        finally:
+            source.close()  # unmapped once no zero-copy view of it is left
+
+    def rows(self, keys: Iterable[str]):
+        """A pyarrow Table: every row whose key is one of ``keys``, in file order (key order)."""
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        wanted = sorted(set(keys))
+        hashes = np.fromiter((key_hash(k) for k in wanted), dtype=np.uint64, count=len(wanted))
+        hashes.sort()
+        parts = []
+        with self._mapped() as (index, reader):
+            lo = np.searchsorted(index[0], hashes, "left")
+            hi = np.searchsorted(index[0], hashes, "right")
+            entries = _ranges(lo, hi - lo)  # index entries: a key, or another with the same hash
+            rows = np.unique(_ranges(index[1][entries].astype(np.int64), index[2][entries].astype(np.int64)))
+            if len(rows):
+                batch_of = np.searchsorted(self.offsets, rows, "right") - 1
+                starts = np.flatnonzero(np.r_[True, batch_of[1:] != batch_of[:-1]])
+                for start, stop in zip(starts, np.r_[starts[1:], len(rows)]):
+                    b = int(batch_of[start])
+                    # take copies the rows out of the zero-copy batch
+                    parts.append(reader.get_batch(b).take(pa.array(rows[start:stop] - self.offsets[b])))
+            del index
+        with self._lock:
+            self.rows_read += len(rows)
+            self.batches_read += len(parts)
+        found = pa.Table.from_batches(parts, schema=self.schema)
+        # a hash shared by two keys brings the other's rows too: the exact test drops them
+        return found.filter(pc.is_in(found.column(self.key), value_set=pa.array(wanted, pa.string())))
+
+
+def _ranges(starts, lengths):
+    """The concatenated ``range(start, start + length)`` of each pair, as one int64 array."""
+    import numpy as np
+
+    starts, lengths = np.asarray(starts, dtype=np.int64), np.asarray(lengths, dtype=np.int64)
+    total = int(lengths.sum())
+    if not total:
+        return np.zeros(0, dtype=np.int64)
+    ends = np.cumsum(lengths)
+    return np.arange(total, dtype=np.int64) + np.repeat(starts - (ends - lengths), lengths)
+
+
 def build_cache(snapshot_dir: Path, out: Path, memory_limit: str = "1GB") -> dict[str, float]:
     """Scan the snapshot's four data files into the Parquet tables of ``out`` (an empty folder).
     Returns the seconds each step took."""
@@ -551,6 +680,7 @@ def build_cache(snapshot_dir: Path, out: Path, memory_limit: str = "1GB") -> dic
             ("works", lambda: _scan_works(con, snapshot_dir / OL_WORKS_FILE, out)),
             ("tokens", lambda: _write_tokens(con, scratch, out)),
             ("authors_out", lambda: _write_authors(con, out)),
+            ("keyed", lambda: _write_keyed_tables(con, out)),
         ]
         for name, step in steps:
             started = time.perf_counter()
@@ -575,7 +705,8 @@ def _is_ready(folder: Path, marker: dict) -> bool:
         found = json.loads((folder / READY_FILE).read_text())
     except (FileNotFoundError, NotADirectoryError, json.JSONDecodeError):
         return False
-    return {k: found.get(k) for k in marker} == marker and all((folder / f"{t}.parquet").is_file() for t in TABLES)
+    files = [f"{t}.parquet" for t in TABLES] + [name for t in KEYED for name in keyed_files(t)]
+    return {k: found.get(k) for k in marker} == marker and all((folder / name).is_file() for name in files)
 
 
 @contextlib.contextmanager
@@ -656,6 +787,7 @@ class DumpStore:
         self._local = threading.local()
         self._cursors: list[duckdb.DuckDBPyConnection] = []
         self._cursor_lock = threading.Lock()
+        self.keyed = {table: KeyedTable(self.folder, table) for table in KEYED}
 
     @property
     def fetched_at(self) -> datetime:
@@ -671,8 +803,21 @@ class DumpStore:
             self._local.cursor = cursor
         return cursor
 
-    def query(self, sql: str, params: list | None = None) -> list[tuple]:
-        return self.cursor().execute(sql, params or []).fetchall()
+    def query(self, sql: str, params: list | None = None, rows_of: dict[str, Iterable[str]] | None = None
+              ) -> list[tuple]:
+        """``sql`` on this thread's connection. ``rows_of`` (table -> keys): in ``sql``, the name
+        ``<table>_rows`` is the rows of that table whose key is one of the keys (a KEYED table's
+        lookup: it costs the keys and their rows, never the whole table)."""
+        cursor = self.cursor()
+        names = []
+        try:
+            for table, keys in (rows_of or {}).items():
+                cursor.register(f"{table}_rows", self.keyed[table].rows(keys))
+                names.append(f"{table}_rows")
+            return cursor.execute(sql, params or []).fetchall()
+        finally:
+            for name in names:
+                cursor.unregister(name)
 
     users: int = 0
     closed: bool = False
@@ -813,11 +958,10 @@ class DumpWikidata:
         query = sparql("works_by_titles", titles=" ".join(sparql_string(t) for t in wanted))
         rows = []
         if wanted:
-            where, params = sql_in("l.label", wanted)
             rows = self.store.query(f"""
-                SELECT l.s, l.label, l.o, l.o_kind FROM wd_work_labels l WHERE {where}
+                SELECT l.s, l.label, l.o, l.o_kind FROM wd_work_labels_rows l
                 ORDER BY l.label, {_term_order('l.s')}, l.o_kind = 'literal', {_term_order('l.o')}
-            """, params)
+            """, rows_of={"wd_work_labels": wanted})
         bindings = [{"work": _binding("bnode" if work.startswith("_:") else "uri", work),
                      "title": _binding("literal", title, lang="en"),
                      "author": _binding(kind, author)}
@@ -924,7 +1068,7 @@ class DumpOpenLibrary(_Shared):
         full = _full_author_key(key)
         record = self._authors.get(full, _NOT_PREFETCHED)
         if record is _NOT_PREFETCHED:
-            found = self.store.query("SELECT record FROM authors WHERE key = ?", [full])
+            found = self.store.query("SELECT record FROM authors_rows", rows_of={"authors": [full]})
             record = found[0][0] if found else None
         return self._fetched(f"/authors/{key}.json", {}, json.loads(record) if record is not None else None)
 
@@ -955,13 +1099,13 @@ class DumpOpenLibrary(_Shared):
     # -- queries ---------------------------------------------------------------------------
 
     def _works_page(self, author_key: str, start: int, limit: int) -> tuple[int, list[dict]]:
+        rows_of = {"author_works": [author_key]}
         rows = self.store.query(f"""
-            SELECT {WORK_COLUMNS}, count(*) OVER () AS total FROM author_works WHERE author_key = ?
-            ORDER BY key_num, key LIMIT ? OFFSET ?""", [author_key, limit, start])
+            SELECT {WORK_COLUMNS}, count(*) OVER () AS total FROM author_works_rows
+            ORDER BY key_num, key LIMIT ? OFFSET ?""", [limit, start], rows_of=rows_of)
         if rows:
             return rows[0][-1], [work_doc(row[:-1]) for row in rows]
-        total = self.store.query("SELECT count(*) FROM author_works WHERE author_key = ?", [author_key])[0][0]
-        return total, []
+        return self.store.query("SELECT count(*) FROM author_works_rows", rows_of=rows_of)[0][0], []
 
     def _search_authors_batch(self, names: list[str]) -> dict[str, dict]:
         """search_authors data for every name, in one query: every token of a name must be among
@@ -978,17 +1122,16 @@ class DumpOpenLibrary(_Shared):
                  need AS (SELECT qid, count(*) AS n FROM q GROUP BY qid),
                  hit AS (SELECT q.qid, t.key, any_value(t.key_num) AS key_num,
                                 any_value(t.work_count) AS work_count, count(*) AS n
-                         FROM q JOIN author_tokens t ON t.token = q.token
-                         WHERE {sql_in("t.token", toks)[0]}
+                         FROM q JOIN author_tokens_rows t ON t.token = q.token
                          GROUP BY q.qid, t.key)
             SELECT qid, key, count(*) OVER (PARTITION BY qid) AS total
             FROM hit JOIN need USING (qid, n)
             QUALIFY row_number() OVER (PARTITION BY qid ORDER BY work_count DESC, key_num, key) <= {SEARCH_AUTHORS_LIMIT}
             ORDER BY qid, work_count DESC, key_num, key
-        """, [list(ids), list(toks)])
+        """, [list(ids), list(toks)], rows_of={"author_tokens": toks})
         keys = {key for _, key, _ in top}
-        where, params = sql_in("key", keys)
-        found = {row[0]: row for row in self.store.query(f"SELECT {AUTHOR_COLUMNS} FROM authors WHERE {where}", params)}
+        found = {row[0]: row for row in self.store.query(f"SELECT {AUTHOR_COLUMNS} FROM authors_rows",
+                                                         rows_of={"authors": keys})}
         for qid, key, total in top:
             data = results[names[qid]]
             data["numFound"] = total
@@ -1005,8 +1148,7 @@ class DumpOpenLibrary(_Shared):
         for _ in range(MAX_REDIRECTS + 1):  # as many hops as _Shared.author follows
             if not pending:
                 break
-            where, params = sql_in("key", pending)
-            rows = self.store.query(f"SELECT key, record, type, location FROM authors WHERE {where}", params)
+            rows = self.store.query("SELECT key, record, type, location FROM authors_rows", rows_of={"authors": pending})
             found.update(dict.fromkeys(pending))
             follow = set()
             for key, record, record_type, location in rows:
@@ -1024,9 +1166,8 @@ class DumpOpenLibrary(_Shared):
         if not wanted:
             return
         docs: dict[str, list[dict]] = {k: [] for k in wanted}
-        where, params = sql_in("author_key", wanted)
-        rows = self.store.query(f"SELECT author_key, {WORK_COLUMNS} FROM author_works WHERE {where} "
-                                "ORDER BY author_key, key_num, key", params)
+        rows = self.store.query(f"SELECT author_key, {WORK_COLUMNS} FROM author_works_rows "
+                                "ORDER BY author_key, key_num, key", rows_of={"author_works": wanted})
         for author_key, *row in rows:
             docs[author_key].append(work_doc(tuple(row)))
         self._works.update(docs)

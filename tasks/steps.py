@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kitab.core.progress import step_progress
-from kitab.core.refs import TableRef, duck, read_rows, write_query, write_rows
+from kitab.core.refs import TableRef, duck, read_rows, read_slice, write_query, write_rows
 from kitab.core.schemas import arrow_schema
 from kitab.core.stages import GENERATE_CONSTRAINTS, SAMPLE_AUTHORS, TAG_ENTITIES
 from kitab.sources import SourceSpec, sources_for
@@ -136,7 +136,7 @@ def collect_step(ctx: RunContext, batch: Batch, sampled: TableRef) -> StepResult
     def compute() -> StepResult:
         sources = sources_for(ctx.sources)
         before = sources.requests_sent_by_this_thread()
-        batch_authors = read_rows(sampled)[batch.start:batch.stop]
+        batch_authors = read_slice(sampled, batch.start, batch.stop)  # not the whole sample per batch
         collected = collect_authors(batch_authors, sources.openlibrary, frozenset(ctx.released_ol_keys),
                                     on_author=step_progress(ctx.release, "collect", batch.index))
         authors = collected.tables.get("authors", [])

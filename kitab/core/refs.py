@@ -75,6 +75,25 @@ def read_rows(refs: TableRef | Iterable[TableRef]) -> list[dict]:
     return read_arrow(refs).to_pylist()
 
 
+def read_slice(ref: TableRef, start: int, stop: int) -> list[dict]:
+    """Rows ``start:stop`` of one ref (``read_rows(ref)[start:stop]``), reading only the row
+    groups that hold them and converting only those rows to Python: a batch's share of a large
+    file costs the batch, not the file."""
+    stop = min(stop, ref.rows)
+    if start >= stop:
+        return []
+    with pq.ParquetFile(ref.path) as parquet:
+        groups, first, at = [], 0, 0
+        for i in range(parquet.metadata.num_row_groups):
+            rows = parquet.metadata.row_group(i).num_rows
+            if at < stop and at + rows > start:
+                first = first if groups else at
+                groups.append(i)
+            at += rows
+        table = parquet.read_row_groups(groups)
+    return table.slice(start - first, stop - start).to_pylist()
+
+
 _WAREHOUSE_TABLES: frozenset[str] | None = None
 
 

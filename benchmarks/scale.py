@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/scale.py                       # 1,000 and 10,000 (flow and direct)
     .venv/bin/python benchmarks/scale.py --sizes 1000,10000,100000
+    .venv/bin/python benchmarks/scale.py --sizes 10000,100000 --through collect
 
 For each size: a generated snapshot (kitab snapshot generate; cached in bench_out/), a fresh
 warehouse, then
@@ -15,6 +16,13 @@ each timed (wall) with the peak RSS of its whole process tree (the refresh, its 
 Prefect's server), sampled every 0.2 s. Printed per run: wall, peak RSS, rows per table, the
 flow ÷ direct ratio, and Prefect's "queue is full" / dropped-event warnings (should be 0).
 The table is in docs/scale.md.
+
+``--through collect`` stops after the collect step: the pipeline's own steps (sample_step, then
+collect_step per batch on flows.runners.LocalRunner, worker processes as in a refresh) on the same
+snapshot and a fresh warehouse, so the dump cache is built first. Reported per size: seconds of
+the dump cache build, of sampling (the build included) and of collecting, CPU seconds of each
+(the worker processes' included), peak RSS of the process tree and the load average while it
+ran (the cores may be shared), and the growth from the smallest size to the others.
 """
 from __future__ import annotations
 
@@ -52,6 +60,7 @@ def snapshot(authors: int) -> Path:
 def measured(cmd: list[str], env: dict) -> tuple[float, float, str, str]:
     """Run ``cmd``; (wall seconds, peak RSS of its process tree in GiB, stdout, stderr)."""
     started = time.monotonic()
+    loads: list[float] = []  # the 1-minute load average, sampled while it runs
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
     peak = 0
     roles: dict[str, int] = {}  # peak RSS per kind of process: refresh, worker, prefect server
@@ -83,6 +92,7 @@ def measured(cmd: list[str], env: dict) -> tuple[float, float, str, str]:
                 peak = max(peak, total)
             except psutil.Error:
                 pass
+            loads.append(os.getloadavg()[0])
             done.wait(0.2)
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -98,6 +108,7 @@ def measured(cmd: list[str], env: dict) -> tuple[float, float, str, str]:
     for name, seconds in cpu.values():
         by_role[name] = round(by_role.get(name, 0) + seconds, 1)
     measured.cpu = by_role  # type: ignore[attr-defined]
+    measured.load = round(sum(loads) / len(loads), 2) if loads else None  # type: ignore[attr-defined]
     return wall, peak / 2**30, out, err
 
 
@@ -127,6 +138,98 @@ def run(authors: int, mode: str, batch_size: int | None) -> dict:
             "warehouse": str(warehouse)}
 
 
+def through_collect(authors: int, batch_size: int | None) -> dict:
+    """Sample and collect only (see the module doc), in a child process measured like a refresh."""
+    snap = snapshot(authors)
+    warehouse = Path(tempfile.mkdtemp(prefix=f"kitab-scale-{authors}-collect-", dir=BENCH_OUT))
+    env = {**os.environ, "KITAB_WAREHOUSE": str(warehouse)}
+    args = dict(source="dump", snapshot=str(snap), authors=authors, seed=1, release=f"scale-{authors}",
+                warehouse=str(warehouse), batch_size=batch_size)
+    wall, rss, out, _ = measured([sys.executable, __file__, "--child-collect", json.dumps(args)], env)
+    child = json.loads(out.strip().splitlines()[-1])
+    return {"authors": authors, "mode": "through collect", "wall_s": round(wall, 1), "peak_rss_gib": round(rss, 2),
+            **child, "load_avg_1min": measured.load,  # type: ignore[attr-defined]
+            "peak_rss_gib_by_process": measured.roles,  # type: ignore[attr-defined]
+            "warehouse": str(warehouse)}
+
+
+def _child_collect(args: dict) -> None:
+    """In the child: flows/pipeline.py's first two stages, with the same steps, context and runner."""
+    import hashlib
+    import resource
+    from datetime import datetime, timezone
+
+    # run as a script, sys.path[0] is benchmarks/, whose requests.py would shadow the package:
+    # the checkout instead (its flows and tasks), for this process and the workers it spawns
+    sys.path[0] = str(ROOT)
+
+    from kitab.core.env import quiet_prefect_env
+
+    quiet_prefect_env()
+    from flows.pipeline import open_origin
+    from flows.runners import LocalRunner
+    from kitab.core.config import Settings
+    from kitab.core.params import RefreshParams
+    from kitab.core.warehouse import Warehouse
+    from kitab.core.workdir import WorkDir
+    from tasks.publish import other_releases
+    from tasks.steps import Batch, RunContext, collect_step, sample_step
+
+    def cpu() -> float:  # this process and its finished (reaped) children: the worker processes
+        own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+    today = datetime.now(timezone.utc).date()
+    params = RefreshParams(**{k: v for k, v in args.items() if v is not None}).resolved(today)
+    settings = Settings(warehouse=params.warehouse)
+    wh = Warehouse(settings.warehouse)
+    runner = LocalRunner()
+    times: dict[str, float] = {}
+    with open_origin(params.source, settings, snapshot=params.snapshot_dir(), mirror_url=None,
+                     release=params.release) as (spec, origin):
+        ledger = other_releases(wh, params.release)
+        ctx = RunContext(release=params.release, seed=params.seed, today_year=today.year,
+                         work=WorkDir(str(wh.root / ".work" / params.release)), sources=spec,
+                         released_ol_keys=tuple(sorted(ledger.ol_keys)))
+        started, cpu_started = time.monotonic(), cpu()
+        sampled = runner.run(sample_step, ctx, params.authors, tuple(sorted(ledger.qids)), tuple(sorted(ledger.names)),
+                             settings.birth_year_min, today.year + 1, settings.birth_year_window, settings.min_works,
+                             settings.max_works, name="sample")
+        times["sample_s"], times["sample_cpu_s"] = time.monotonic() - started, cpu() - cpu_started
+        # the fresh warehouse's dump cache, built by the sample step: its READY.json has the build's steps
+        ready = settings.cache_dir / "dumps" / origin.snapshot_id / "READY.json"
+        scan = json.loads(ready.read_text())["scan_seconds"]
+        rows = sampled.outputs["sampled"].rows
+        batches = [Batch(n, start, min(start + params.batch_size, rows))
+                   for n, start in enumerate(range(0, rows, params.batch_size))]
+        started, cpu_started = time.monotonic(), cpu()
+        collected = runner.map(collect_step, [(ctx, b, sampled.outputs["sampled"]) for b in batches], cpu=True,
+                               names=[f"collect-{b.part}" for b in batches])
+        runner.close()  # the worker processes end here: their CPU time is then counted
+        times["collect_s"], times["collect_cpu_s"] = time.monotonic() - started, cpu() - cpu_started
+    print(json.dumps({**{k: round(v, 1) for k, v in times.items()}, "cache_build_s": round(sum(scan.values()), 1),
+                      "cache_build_steps_s": scan, "batches": len(batches), "sampled": rows,
+                      "works_raw": sum(c.stats["collect_authors"]["works_raw"] for c in collected),
+                      # one digest of every collect output file: equal across code versions = same bytes
+                      "outputs_sha256": hashlib.sha256(" ".join(
+                          ref.sha256 for c in collected for _, ref in sorted(c.outputs.items())).encode()).hexdigest()}))
+
+
+def _collect_table(results: list[dict]) -> None:
+    print("| authors | cache build | sample (build incl.) | collect wall | collect CPU | peak RSS (tree) "
+          "| load avg | works_raw |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in results:
+        print(f"| {r['authors']:,} | {r['cache_build_s']:.0f} s | {r['sample_s']:.0f} s | {r['collect_s']:.1f} s "
+              f"| {r['collect_cpu_s']:.1f} s | {r['peak_rss_gib']:.2f} GiB | {r['load_avg_1min']} "
+              f"| {r['works_raw']:,} |")
+    base = results[0]
+    for r in results[1:]:
+        print(f"\n{r['authors']:,} ÷ {base['authors']:,} authors: collect wall {r['collect_s'] / base['collect_s']:.1f}x, "
+              f"collect CPU {r['collect_cpu_s'] / base['collect_cpu_s']:.1f}x, "
+              f"works_raw {r['works_raw'] / base['works_raw']:.1f}x")
+
+
 def _rows(summary: dict) -> dict:
     from kitab.core.warehouse import Warehouse
 
@@ -140,8 +243,22 @@ def main() -> None:
     parser.add_argument("--sizes", default="1000,10000", help="authors per run, comma-separated")
     parser.add_argument("--direct-max", type=int, default=10_000, help="also run direct up to this many authors")
     parser.add_argument("--batch-size", type=int, default=None)
+    parser.add_argument("--through", choices=["collect"], default=None,
+                        help="stop after this step (sample and collect only, LocalRunner)")
+    parser.add_argument("--child-collect", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child_collect:
+        _child_collect(json.loads(args.child_collect))
+        return
     BENCH_OUT.mkdir(exist_ok=True)
+    if args.through == "collect":
+        collected = []
+        for authors in [int(s) for s in args.sizes.split(",")]:
+            collected.append(through_collect(authors, args.batch_size))
+            print(json.dumps(collected[-1]), flush=True)
+        print()
+        _collect_table(collected)
+        return
     results = []
     for authors in [int(s) for s in args.sizes.split(",")]:
         modes = ["flow", "direct"] if authors <= args.direct_max else ["flow"]

@@ -91,6 +91,7 @@ def test_a_lookup_reads_its_keys_rows_not_the_table(table_dir, table):
 def test_no_keys_and_absent_keys(table):
     assert table.rows([]).num_rows == 0
     assert table.rows(["nope", "key 5"]).num_rows == 0  # 5 % 5 = 0 rows
+    assert table.rows(["lone \ud800 surrogate", "key 4"]).column("k").to_pylist() == ["key 4"] * 4
     assert table.rows([]).schema == table.schema
 
 

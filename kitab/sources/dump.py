@@ -73,7 +73,7 @@ SEARCH_AUTHORS_LIMIT = 100  # OLIndex.search_authors' default, what DumpOpenLibr
 MAX_LINE_BYTES = 8 << 20  # the longest Open Library records are a few MB of JSON
 CSV_OPTIONS = (f"quote='', escape='', header=false, auto_detect=false, compression='gzip', "
                f"max_line_size={MAX_LINE_BYTES}, buffer_size={2 * MAX_LINE_BYTES}")
-ROW_GROUP_ROWS = 10240  # small row groups: a point lookup decodes little beyond its key
+ROW_GROUP_ROWS = 10240  # small row groups: a filter on the sort key decodes little beyond its rows
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
 XSD_STRING = XSD + "string"
@@ -628,7 +628,8 @@ class KeyedTable:
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        wanted = sorted(set(keys))
+        # a key that is not valid UTF-8 (a lone surrogate from a JSON escape) is in no table
+        wanted = sorted(k for k in set(keys) if _utf8(k))
         hashes = np.fromiter((key_hash(k) for k in wanted), dtype=np.uint64, count=len(wanted))
         hashes.sort()
         parts = []
@@ -651,6 +652,14 @@ class KeyedTable:
         found = pa.Table.from_batches(parts, schema=self.schema)
         # a hash shared by two keys brings the other's rows too: the exact test drops them
         return found.filter(pc.is_in(found.column(self.key), value_set=pa.array(wanted, pa.string())))
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _ranges(starts, lengths):
@@ -882,7 +891,7 @@ class DumpWikidata:
     """The two SPARQL queries of ``sql/sparql/`` answered by SQL over the scanned triples."""
 
     source = "dump"
-    authors_per_query = None  # a lookup reads one table whatever the number of titles: one per batch
+    authors_per_query = None  # a lookup costs its titles' rows, not the table: one per batch
 
     def __init__(self, snapshot_dir: Path, settings: Settings):
         self.store = _open_store(snapshot_dir, settings)

@@ -138,16 +138,17 @@ def run(authors: int, mode: str, batch_size: int | None) -> dict:
             "warehouse": str(warehouse)}
 
 
-def through_collect(authors: int, batch_size: int | None) -> dict:
-    """Sample and collect only (see the module doc), in a child process measured like a refresh."""
-    snap = snapshot(authors)
+def through_collect(authors: int, batch_size: int | None, world: int | None = None) -> dict:
+    """Sample and collect only (see the module doc), in a child process measured like a refresh.
+    ``world``: sample from the snapshot made for that many authors instead (the same world)."""
+    snap = snapshot(world or authors)
     warehouse = Path(tempfile.mkdtemp(prefix=f"kitab-scale-{authors}-collect-", dir=BENCH_OUT))
     env = {**os.environ, "KITAB_WAREHOUSE": str(warehouse)}
     args = dict(source="dump", snapshot=str(snap), authors=authors, seed=1, release=f"scale-{authors}",
                 warehouse=str(warehouse), batch_size=batch_size)
     wall, rss, out, _ = measured([sys.executable, __file__, "--child-collect", json.dumps(args)], env)
     child = json.loads(out.strip().splitlines()[-1])
-    return {"authors": authors, "mode": "through collect", "wall_s": round(wall, 1), "peak_rss_gib": round(rss, 2),
+    return {"authors": authors, "snapshot": snap.name, "mode": "through collect", "wall_s": round(wall, 1), "peak_rss_gib": round(rss, 2),
             **child, "load_avg_1min": measured.load,  # type: ignore[attr-defined]
             "peak_rss_gib_by_process": measured.roles,  # type: ignore[attr-defined]
             "warehouse": str(warehouse)}
@@ -216,11 +217,11 @@ def _child_collect(args: dict) -> None:
 
 
 def _collect_table(results: list[dict]) -> None:
-    print("| authors | cache build | sample (build incl.) | collect wall | collect CPU | peak RSS (tree) "
+    print("| authors | snapshot | cache build | sample (build incl.) | collect wall | collect CPU | peak RSS (tree) "
           "| load avg | works_raw |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in results:
-        print(f"| {r['authors']:,} | {r['cache_build_s']:.0f} s | {r['sample_s']:.0f} s | {r['collect_s']:.1f} s "
+        print(f"| {r['authors']:,} | {r['snapshot']} | {r['cache_build_s']:.0f} s | {r['sample_s']:.0f} s | {r['collect_s']:.1f} s "
               f"| {r['collect_cpu_s']:.1f} s | {r['peak_rss_gib']:.2f} GiB | {r['load_avg_1min']} "
               f"| {r['works_raw']:,} |")
     base = results[0]
@@ -245,6 +246,9 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=None)
     parser.add_argument("--through", choices=["collect"], default=None,
                         help="stop after this step (sample and collect only, LocalRunner)")
+    parser.add_argument("--world", type=int, default=None,
+                        help="with --through collect: every size samples the snapshot of this size (the "
+                             "same generated world), so the answers per batch do not change with the size")
     parser.add_argument("--child-collect", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child_collect:
@@ -254,7 +258,7 @@ def main() -> None:
     if args.through == "collect":
         collected = []
         for authors in [int(s) for s in args.sizes.split(",")]:
-            collected.append(through_collect(authors, args.batch_size))
+            collected.append(through_collect(authors, args.batch_size, args.world))
             print(json.dumps(collected[-1]), flush=True)
         print()
         _collect_table(collected)

@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/scale.py                       # 1,000 and 10,000 (flow and direct)
     .venv/bin/python benchmarks/scale.py --sizes 1000,10000,100000
     .venv/bin/python benchmarks/scale.py --sizes 10000,100000 --through collect
+    .venv/bin/python benchmarks/scale.py --sizes 10000 --world 100000 --through collect
 
 For each size: a generated snapshot (kitab snapshot generate; cached in bench_out/), a fresh
 warehouse, then

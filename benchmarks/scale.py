@@ -236,7 +236,7 @@ def _rows(summary: dict) -> dict:
     from kitab.core.warehouse import Warehouse
 
     wh = Warehouse(Path(summary["warehouse"]))
-    row = [r for r in wh.read_table("releases").to_pylist() if r["release_id"] == summary["release"]][0]
+    row = [r for r in wh.read_table("releases").to_pylist() if r["release"] == summary["release"]][0]
     return json.loads(row["counts"])
 
 

@@ -6,11 +6,12 @@ import random
 from collections import Counter
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kitab.sources.dumps import scan as dump_scan
-from kitab.sources.dumps.inputs import Decompressed, DumpInput
+from kitab.sources.dumps.inputs import Decompressed, DumpInput, DumpInputError
 from kitab.sources.dumps.scan import Cutter, chunks
 
 
@@ -101,4 +102,20 @@ def test_pooled_scan_through_slots_sees_every_byte(tmp_path, monkeypatch):
     assert counts["lines"] == 60_000 and counts["bytes"] == len(text)
     assert counts["chunks"] == len(list(chunks(Decompressed(path), 64 << 10, 1 << 20, Counter())))
     # the slots are gone afterwards, wherever they were made
+    assert not list(tmp_path.glob("kitab-scan-*")) and set(Path("/dev/shm").glob("kitab-scan-*")) <= shm_before
+
+
+def test_cut_download_in_a_pooled_scan_is_the_error_and_leaves_no_slots(tmp_path, monkeypatch):
+    """The cut is found while a chunk is being decompressed into a slot: the error is the
+    download's, and the slots are still removed."""
+    text = b"".join(b'{"id":"Q%d","x":"%s"},\n' % (i, b"w" * (i % 97)) for i in range(60_000))
+    whole = gzip.compress(text, 1)
+    path = tmp_path / "cut.json.gz"
+    path.write_bytes(whole[: len(whole) * 2 // 3])
+    item = DumpInput(path, "wikidata-json", size=path.stat().st_size, fingerprint="test")
+    monkeypatch.setattr(dump_scan, "IN_PROCESS_BYTES", 0)
+    shm_before = set(Path("/dev/shm").glob("kitab-scan-*"))
+    with pytest.raises(DumpInputError, match="truncated or corrupt gzip data near compressed byte"):
+        dump_scan.scan(item, "tests.test_dump_scan:_lines_chunk", {}, tmp_path / "parts", workers=2,
+                       chunk_bytes=64 << 10, max_record=1 << 20)
     assert not list(tmp_path.glob("kitab-scan-*")) and set(Path("/dev/shm").glob("kitab-scan-*")) <= shm_before

@@ -91,7 +91,10 @@ class Slots:
 
     def close(self) -> None:
         for one in self.maps:
-            one.close()
+            try:
+                one.close()
+            except BufferError:  # a view still held by the traceback of an error being raised:
+                pass  # the mapping goes with it; the files go now either way
         shutil.rmtree(self.folder, ignore_errors=True)
 
 

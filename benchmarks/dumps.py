@@ -28,11 +28,8 @@ import re
 import shutil
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
-
-import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
 # this folder holds a requests.py: keep it off the path, or it shadows the requests package
@@ -131,31 +128,12 @@ def build_inputs(published: Path, outs: dict[int, Path]) -> dict[int, dict[str, 
 
 
 def measured(cmd: list[str]) -> tuple[float, float, int, str]:
-    """(wall seconds, peak RSS of the process tree in GiB, exit code, stderr tail)."""
-    started = time.monotonic()
+    """(wall seconds, peak RSS of the process tree in GiB, exit code, stdout and stderr)."""
+    from benchmarks.process_tree import run_measured
+
     # wide lines: the progress lines are parsed, and rich wraps at 80 columns without a terminal
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
-                            env={**os.environ, "COLUMNS": "250"})
-    peak = 0
-    done = threading.Event()
-
-    def sample() -> None:
-        nonlocal peak
-        root = psutil.Process(proc.pid)
-        while not done.is_set():
-            try:
-                total = sum(p.memory_info().rss for p in [root, *root.children(recursive=True)])
-                peak = max(peak, total)
-            except psutil.Error:
-                pass
-            time.sleep(0.2)
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    out, err = proc.communicate()
-    done.set()
-    sampler.join()
-    return time.monotonic() - started, peak / 2**30, proc.returncode, out + err
+    result = run_measured(cmd, cwd=ROOT, env={**os.environ, "COLUMNS": "250"})
+    return result.wall, result.peak_gib, result.returncode, result.out + result.err
 
 
 def zcat_seconds(files: list[Path]) -> float:

@@ -34,11 +34,8 @@ import re
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
-
-import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH_OUT = ROOT / "bench_out"  # gitignored
@@ -59,58 +56,20 @@ def snapshot(authors: int) -> Path:
 
 
 def measured(cmd: list[str], env: dict) -> tuple[float, float, str, str]:
-    """Run ``cmd``; (wall seconds, peak RSS of its process tree in GiB, stdout, stderr)."""
-    started = time.monotonic()
-    loads: list[float] = []  # the 1-minute load average, sampled while it runs
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
-    peak = 0
-    roles: dict[str, int] = {}  # peak RSS per kind of process: refresh, worker, prefect server
-    cpu: dict[int, tuple[str, float]] = {}  # pid -> (kind, CPU seconds so far)
-    done = threading.Event()
+    """Run ``cmd``; (wall seconds, peak RSS of its process tree in GiB, stdout, stderr). The peak
+    per kind of process, CPU per kind and mean load are left on the function (``.roles``,
+    ``.cpu``, ``.load``)."""
+    # imported here, not at the top: the collect child's spawned workers import this module with
+    # the checkout, not benchmarks/, on their path
+    from process_tree import run_measured  # benchmarks/ is sys.path[0] in this process
 
-    def role(p: psutil.Process) -> str:
-        cmd = " ".join(p.cmdline())
-        return "prefect server" if "uvicorn" in cmd else "worker" if ("spawn_main" in cmd or "dask" in cmd) \
-            else "refresh" if p.pid == proc.pid else "other"
-
-    def sample() -> None:
-        nonlocal peak
-        parent = psutil.Process(proc.pid)
-        while not done.is_set():
-            try:
-                tree = [parent, *parent.children(recursive=True)]
-                total = 0
-                for p in tree:
-                    try:
-                        rss = p.memory_info().rss
-                        total += rss
-                        name = role(p)
-                        roles[name] = max(roles.get(name, 0), rss)
-                        times = p.cpu_times()
-                        cpu[p.pid] = (name, times.user + times.system)
-                    except psutil.Error:
-                        pass
-                peak = max(peak, total)
-            except psutil.Error:
-                pass
-            loads.append(os.getloadavg()[0])
-            done.wait(0.2)
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    out, err = proc.communicate()
-    done.set()
-    sampler.join()
-    wall = time.monotonic() - started
-    if proc.returncode != 0:
-        raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{err[-3000:]}")
-    measured.roles = {k: round(v / 2**30, 2) for k, v in roles.items()}  # type: ignore[attr-defined]
-    by_role: dict[str, float] = {}
-    for name, seconds in cpu.values():
-        by_role[name] = round(by_role.get(name, 0) + seconds, 1)
-    measured.cpu = by_role  # type: ignore[attr-defined]
-    measured.load = round(sum(loads) / len(loads), 2) if loads else None  # type: ignore[attr-defined]
-    return wall, peak / 2**30, out, err
+    result = run_measured(cmd, cwd=ROOT, env=env, root_name="refresh")
+    if result.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed ({result.returncode}):\n{result.err[-3000:]}")
+    measured.roles = result.roles  # type: ignore[attr-defined]
+    measured.cpu = result.cpu  # type: ignore[attr-defined]
+    measured.load = result.load  # type: ignore[attr-defined]
+    return result.wall, result.peak_gib, result.out, result.err
 
 
 def run(authors: int, mode: str, batch_size: int | None) -> dict:

@@ -33,8 +33,10 @@ from tasks.taggers import DEFAULT_MODEL, CityTagger, HumanTagger  # noqa: E402
 from tasks.taggers.lazy import CityTaggerV4, HumanTaggerV4  # noqa: E402
 from tasks.taggers.registry import DEFAULT  # noqa: E402
 from tasks.taggers.v5 import CityTaggerV5, HumanTaggerV5  # noqa: E402
+from tasks.taggers.v6 import CityTaggerV6, HumanTaggerV6  # noqa: E402
 
-OFFLINE = {"v3": (HumanTagger, CityTagger), "v4": (HumanTaggerV4, CityTaggerV4), "v5": (HumanTaggerV5, CityTaggerV5)}
+OFFLINE = {"v3": (HumanTagger, CityTagger), "v4": (HumanTaggerV4, CityTaggerV4), "v5": (HumanTaggerV5, CityTaggerV5),
+           "v6": (HumanTaggerV6, CityTaggerV6)}
 
 DATA = _HERE / "data" / "entity_titles.tsv"
 BLIND = _HERE / "data" / "entity_blind.tsv"  # read as totals only (--split blind)
@@ -106,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--min-recall", type=float, help="title-level recall gate (default: --min)")
     parser.add_argument("--model", default=DEFAULT_MODEL, help="spaCy model of the offline taggers")
     parser.add_argument("--tagger", choices=(*OFFLINE, "model"), default=DEFAULT[0].removeprefix("human_"),
-                        help="v5, v4, v3: human_vN/city_vN (default: the registry's default); model: the model tagger")
+                        help="v6, v5, v4, v3: human_vN/city_vN (default: the registry's default); model: the model tagger")
     parser.add_argument("--base-url", help="--tagger model: the OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
     parser.add_argument("--llm-model", help="--tagger model: the model name sent to the endpoint")
     parser.add_argument("--cache", help="--tagger model: SQLite answer cache (default: none)")

@@ -1,12 +1,13 @@
 """Throughput and peak memory of the title_entities stage (human + city taggers, one shared parse).
 
-    .venv/bin/python benchmarks/entity_speed.py [--titles 50000] [--seed 7] [--taggers v5|v4|v3] [--check]
+    .venv/bin/python benchmarks/entity_speed.py [--titles 50000] [--seed 7] [--taggers v6|v5|v4|v3] [--check]
 
 --taggers v3 measures human_v3/city_v3 (NER on every title); v4 human_v4/city_v4 (NER only
 where a cheap pass finds that it can matter, tasks/taggers/lazy.py); v5 human_v5/city_v5 (v4's
-lazy NER over the grown lists of tasks/taggers/v5.py). The default is the registry's default.
+lazy NER over the grown lists of tasks/taggers/v5.py); v6 human_v6/city_v6 (v5 grown from WordNet,
+tasks/taggers/v6.py). The default is the registry's default.
 --check also tags the titles with the same rules and lists but NER on every title (v4: v3;
-v5: v3's eager taggers given v5's lists) and counts the titles whose spans differ (expected: 0).
+v5, v6: v3's eager taggers given their lists) and counts the titles whose spans differ (expected: 0).
 
 Titles are synthetic but title-shaped (seeded, so every run tags the same ones): the labelled
 titles plus templates filled with common words, given names, surnames and city names. Each is
@@ -77,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--titles", type=int, default=50_000)
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--taggers", choices=("v5", "v4", "v3"), default=None, help="default: the registry's default")
+    parser.add_argument("--taggers", choices=("v6", "v5", "v4", "v3"), default=None, help="default: the registry's default")
     parser.add_argument("--check", action="store_true", help="compare the lazy taggers' spans with NER-on-every-title ones")
     args = parser.parse_args(argv)
 
@@ -113,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
         new = tag_titles(distinct, make_taggers((f"human_{version}", f"city_{version}")))
         eager = v3_taggers()
         for tagger in eager:
-            tagger.lex = taggers[0].lex  # the same lists (v5's for v5), NER on every title
+            tagger.lex = taggers[0].lex  # the same lists (v5's for v5, v6's for v6), NER on every title
         old = tag_titles(distinct, eager)
         differ = {kind: sum(1 for a, b in zip(old[kind], new[kind]) if [(s.start, s.end, s.kind) for s in a]
                             != [(s.start, s.end, s.kind) for s in b]) for kind in ("human", "city")}

@@ -37,7 +37,7 @@ CITY_KINDS = frozenset({"city", "town", "village", "port", "municipality", "nati
 
 
 class Synset:
-    __slots__ = ("lexfile", "words", "hypernyms", "instance")
+    __slots__ = ("hypernyms", "instance", "lexfile", "words")
 
     def __init__(self, lexfile: int, words: list[str], hypernyms: list[str], instance: bool) -> None:
         self.lexfile, self.words, self.hypernyms, self.instance = lexfile, words, hypernyms, instance

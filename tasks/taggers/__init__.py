@@ -10,8 +10,9 @@ from tasks.taggers.city import CityTagger
 from tasks.taggers.human import HumanTagger
 from tasks.taggers.lazy import CityTaggerV4, HumanTaggerV4
 from tasks.taggers.v5 import CityTaggerV5, HumanTaggerV5
+from tasks.taggers.v6 import CityTaggerV6, HumanTaggerV6
 from tasks.taggers.model import CityModelTagger, HumanModelTagger
 from tasks.taggers.pipeline import DEFAULT_MODEL, ModelNotAvailableError, load_pipeline
 from tasks.taggers.spans import Span
 
-__all__ = ["CityModelTagger", "CityTaggerV4", "CityTaggerV5", "HumanModelTagger", "HumanTaggerV4", "HumanTaggerV5", "CityTagger", "DEFAULT_MODEL", "HumanTagger", "ModelNotAvailableError", "Span", "load_pipeline"]
+__all__ = ["CityModelTagger", "CityTaggerV4", "CityTaggerV5", "CityTaggerV6", "HumanModelTagger", "HumanTaggerV4", "HumanTaggerV5", "HumanTaggerV6", "CityTagger", "DEFAULT_MODEL", "HumanTagger", "ModelNotAvailableError", "Span", "load_pipeline"]

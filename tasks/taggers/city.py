@@ -77,11 +77,14 @@ def _support(v: TitleView, m: CityMatch) -> set[str]:
         return set()
     big = m.entry.population >= BARE_CITY_MIN_POPULATION
     ner = v.place_ner(m.i, m.j)
+    # city_v6: WordNet knows the name only as something else ("Arcadia", "Atlantis", "Eden"):
+    # a locative or ", Region" may still make it a town; size and NER alone may not
+    bare_only = v.lex.generation >= 6 and m.key in v.lex.not_cities
     if all(t.word or t.dictionary for t in toks if t.cap):
         # a word that is also a town ("Nice Work", "Reading", "Paradise", and since city_v3 a
         # word that is also a name, "Sandy", "Warren", that the human tagger leaves alone):
         # only NER, and only for a big city, may call it a city
-        return {"ner", "population_rule"} if big and ner else set()
+        return {"ner", "population_rule"} if big and ner and not bare_only else set()
     found = set()
     if ner:
         found.add("ner")
@@ -91,5 +94,7 @@ def _support(v: TitleView, m: CityMatch) -> set[str]:
         found.add("region_context_rule")
     if big:
         found.add("population_rule")
+    if bare_only and found <= {"ner", "population_rule"}:
+        return set()
     return found
 

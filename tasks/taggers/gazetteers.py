@@ -58,6 +58,8 @@ class Lexicon:
     generation: int = 3
     districts: frozenset[str] = frozenset()  # boroughs and districts of cities: no cities ("Harlem", "Soho")
     surname_context: frozenset[str] = frozenset()  # census surnames, words too: names after "Mrs." ("Mrs. Bridge")
+    # city_v6: GeoNames names that WordNet knows, never as a city ("Arcadia", "Atlantis", "Eden")
+    not_cities: frozenset[str] = frozenset()
 
     def is_compound(self, key: str) -> bool:
         """ "Middlemarch", "Seabiscuit", "Darkover": two common words run together."""
@@ -178,3 +180,17 @@ def load_lexicon_v5() -> Lexicon:
         districts=_read_list("districts.txt"),
         surname_context=census,
     )
+
+
+@lru_cache(maxsize=1)
+def load_lexicon_v6() -> Lexicon:
+    """v5's lists grown from WordNet 3.0 for human_v6 / city_v6 (tools/build_v6_lists.py):
+    the people WordNet knows by one word ("Faust", "Hamlet", "Burr") become surnames, unless
+    a frequent English word or a region (a less frequent word stays one, so the rules for a
+    listed name that is a word apply: "Hamlet" alone is a name, "a hamlet" none); and a city
+    name that WordNet knows only as something else ("Arcadia", a region) needs more than its
+    population or NER to be a city."""
+    base = load_lexicon_v5()
+    people = {k for k in _read_list("wordnet_people.txt")
+              if k not in base.frequent_words and not base.is_region(k) and k not in base.demonyms}
+    return replace(base, surnames=base.surnames | people, generation=6, not_cities=_read_list("wordnet_not_cities.txt"))

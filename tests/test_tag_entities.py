@@ -106,8 +106,8 @@ def test_real_stage_end_to_end(real_taggers):
     variants = [{"variant_id": "v1", "book_id": "b1", "author_qid": "Q1", "title": "READING LOLITA IN TEHRAN"}]
     rows = tag_entities(books, variants, taggers=real_taggers).tables[TABLE]
     assert [(r["target_id"], r["kind"], r["text"], r["version"]) for r in rows] == [
-        ("b1", "human", "Lolita", "human_v5"), ("b1", "city", "Tehran", "city_v5"),
-        ("v1", "human", "LOLITA", "human_v5"), ("v1", "city", "TEHRAN", "city_v5"),
+        ("b1", "human", "Lolita", "human_v6"), ("b1", "city", "Tehran", "city_v6"),
+        ("v1", "human", "LOLITA", "human_v6"), ("v1", "city", "TEHRAN", "city_v6"),
     ]
     to_arrow(TABLE, rows)
 

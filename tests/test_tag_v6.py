@@ -81,7 +81,7 @@ def test_v6_lexicon_grows_v5s():
     assert {"faust", "hamlet", "burr", "usher", "ajax"} <= added
     assert not (added & v5.frequent_words) and not any(v5.is_region(k) for k in added) and not (added & v5.demonyms)
     assert {"arcadia", "atlantis", "salvador", "eden"} <= lex.not_cities
-    assert not ({"orlando", "troy", "paris", "venice", "pompeii"} & lex.not_cities)
+    assert not ({"orlando", "troy", "paris", "venice", "pompeii", "edinburgh", "belfast", "york", "stockton"} & lex.not_cities)
     assert lex.not_cities <= lex.cities.keys()  # a veto on GeoNames names only
 
 
@@ -138,6 +138,8 @@ _NOUN = """\
 09714952 18 n 01 European 0 000 | a native or inhabitant of Europe
 09715427 18 n 01 Dubliner 0 001 @ 09714952 n 0000 | a resident of Dublin
 10965151 18 n 02 Fahrenheit 0 Gabriel_Daniel_Fahrenheit 0 001 @i 09587565 n 0000 | German physicist
+08518505 15 n 01 capital 0 000 | a seat of government
+08970445 15 n 01 Edinburgh 0 001 @i 08518505 n 0000 | the capital of Scotland
 99999999 15 n 01 Springfield 0 001 @i 99999998 n 0000 | a town (its kind is a town's kind's kind)
 99999998 15 n 01 county_town 0 001 @ 08524735 n 0000 | a town that is the seat of a county
 """
@@ -162,6 +164,7 @@ def test_builder_reads_wordnet_people_and_non_cities(tmp_path):
     assert senses["Fahrenheit"] == [("noun", "10965151"), ("adj", "02725549")]
     # one-word named individuals known only as people: not a kind of person, not an adjective
     assert build.people(nouns, senses) == ["Faust", "Faustus"]
-    # GeoNames names that WordNet never knows as a city (Springfield: a county town is a city)
-    keys = {"arcadia", "orlando", "springfield", "faust", "dublin"}
-    assert build.not_cities(nouns, senses, keys) == ["Arcadia", "Faust"]
+    # GeoNames names that WordNet knows as a place, never as a city (Springfield: a county town
+    # is a city; Edinburgh: a capital is one; Faust: only a person, which says nothing of a town)
+    keys = {"arcadia", "orlando", "springfield", "faust", "dublin", "edinburgh"}
+    assert build.not_cities(nouns, senses, keys) == ["Arcadia"]

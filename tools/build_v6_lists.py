@@ -11,9 +11,9 @@ is a region, "Atlantis" an imaginary place, "Salvador" El Salvador).
   (an instance: "Faust", "Hamlet"; not "Dubliner" or "Quaker", which are kinds of people, nor
   "Fahrenheit", which is also an adjective).
 - wordnet_not_cities.txt: names of GeoNames cities (>= 1,000 inhabitants, the tagger's own
-  index) that WordNet knows as capitalised nouns but never as an instance of a city, town,
-  village, port, capital, municipality or city state ("Arcadia", "Atlantis", "Eden"; not
-  "Orlando" or "Troy").
+  index) that WordNet knows as a place or an imagined one, but never as an instance of a city,
+  town, village, port, capital, municipality or city state ("Arcadia", a region; "Atlantis",
+  "Eden"; not "Orlando", "Troy" or "Edinburgh", nor "York", which WordNet knows only as a dynasty).
 
     apt-get install wordnet-base
     .venv/bin/python tools/build_v6_lists.py [--wordnet /usr/share/wordnet]
@@ -32,8 +32,12 @@ sys.path.insert(0, str(ROOT))
 DATA_DIR = ROOT / "tasks" / "taggers" / "data"
 PERSON_LEXFILE = 18  # noun.person (WordNet's lexnames)
 # the synsets whose instances (and their kinds') are cities: lemma heads of WordNet nouns
-CITY_KINDS = frozenset({"city", "town", "village", "port", "municipality", "national_capital", "state_capital",
+CITY_KINDS = frozenset({"city", "town", "village", "port", "municipality", "capital", "national_capital", "state_capital",
                         "provincial_capital", "metropolis", "urban_center", "city_state"})
+# a name WordNet knows as a place (noun.location) or an imagined one (noun.cognition: "Atlantis",
+# "Eden") that is no city is another place; one it knows only as a person, battle or dynasty
+# ("Stockton", "Salerno", "York") says nothing about the town, which WordNet may simply not list
+PLACE_LEXFILES = frozenset({9, 15})
 
 
 class Synset:
@@ -101,7 +105,8 @@ def not_cities(nouns: dict[str, Synset], senses: dict[str, list[tuple[str, str]]
     for word, ws in senses.items():
         noun_senses = [o for pos, o in ws if pos == "noun"]
         key = norm(word)
-        if key in city_keys and noun_senses and not any(nouns[o].instance and is_city(o) for o in noun_senses):
+        if (key in city_keys and any(nouns[o].lexfile in PLACE_LEXFILES for o in noun_senses)
+                and not any(nouns[o].instance and is_city(o) for o in noun_senses)):
             found.add(word)
     return sorted(found)
 

@@ -58,7 +58,7 @@ class Lexicon:
     generation: int = 3
     districts: frozenset[str] = frozenset()  # boroughs and districts of cities: no cities ("Harlem", "Soho")
     surname_context: frozenset[str] = frozenset()  # census surnames, words too: names after "Mrs." ("Mrs. Bridge")
-    # city_v6: GeoNames names that WordNet knows, never as a city ("Arcadia", "Atlantis", "Eden")
+    # city_v6: GeoNames names that WordNet knows as places, never as a city ("Arcadia", "Atlantis")
     not_cities: frozenset[str] = frozenset()
 
     def is_compound(self, key: str) -> bool:
@@ -188,7 +188,7 @@ def load_lexicon_v6() -> Lexicon:
     the people WordNet knows by one word ("Faust", "Hamlet", "Burr") become surnames, unless
     a frequent English word or a region (a less frequent word stays one, so the rules for a
     listed name that is a word apply: "Hamlet" alone is a name, "a hamlet" none); and a city
-    name that WordNet knows only as something else ("Arcadia", a region) needs more than its
+    name that WordNet knows as another place ("Arcadia", a region), never a city, needs more than its
     population or NER to be a city."""
     base = load_lexicon_v5()
     people = {k for k in _read_list("wordnet_people.txt")

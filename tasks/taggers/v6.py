@@ -3,7 +3,7 @@
 WordNet knows which capitalised words name people and which name places that are no city
 (gazetteers.load_lexicon_v6, tools/build_v6_lists.py):
 - the people it knows by one word are surnames ("Faust", "Hamlet", "Burr", "Usher");
-- a city name it knows only as something else ("Arcadia", a region; "Atlantis", an imaginary
+- a city name it knows as another place, never a city ("Arcadia", a region; "Atlantis", an imaginary
   place; "Salvador", El Salvador) is a city only with a locative or ", Region" (city.py).
 """
 from __future__ import annotations

@@ -96,9 +96,9 @@ def not_cities(nouns: dict[str, Synset], senses: dict[str, list[tuple[str, str]]
     kinds = {o for o, s in nouns.items() if s.words[0].lower() in CITY_KINDS}
     memo: dict[str, bool] = {}
 
-    def is_city(offset: str, depth: int = 0) -> bool:
+    def is_city(offset: str) -> bool:  # hypernyms form a DAG (WordNet is ~20 levels deep)
         if offset not in memo:
-            memo[offset] = depth < 20 and any(h in kinds or is_city(h, depth + 1) for h in nouns[offset].hypernyms)
+            memo[offset] = any(h in kinds or is_city(h) for h in nouns[offset].hypernyms)
         return memo[offset]
 
     found = set()
@@ -117,20 +117,18 @@ def main() -> None:
     args = parser.parse_args()
     if not (args.wordnet / "data.noun").exists():
         raise SystemExit(f"{args.wordnet}/data.noun not found: apt-get install wordnet-base")
+    from kitab.core.files import write_bytes
     from tasks.taggers.gazetteers import _city_index
 
     nouns, senses = proper_nouns(args.wordnet)
     header = "# Princeton WordNet 3.0 (WordNet 3.0 licence, Copyright 2006 by Princeton University), via tools/build_v6_lists.py: "
     outputs = {
         "wordnet_people.txt": ("capitalised lemmas known only as people, at least once a named individual", people(nouns, senses)),
-        "wordnet_not_cities.txt": ("GeoNames city names WordNet knows, never as a city or town",
+        "wordnet_not_cities.txt": ("GeoNames city names WordNet knows as another place, never as a city",
                                    not_cities(nouns, senses, _city_index().keys())),
     }
     for name, (what, rows) in outputs.items():
-        path = DATA_DIR / name
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(header + what + "\n" + "".join(f"{w}\n" for w in rows), encoding="utf-8")
-        tmp.replace(path)
+        write_bytes(DATA_DIR / name, (header + what + "\n" + "".join(f"{w}\n" for w in rows)).encode("utf-8"))
         print(f"{name}: {len(rows)}")
 
 

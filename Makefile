@@ -9,7 +9,7 @@ export UV_PYTHON_DOWNLOADS := never
 export UV_COMPILE_BYTECODE := 1
 export UV_LINK_MODE := copy
 
-.PHONY: demo test venv lock stack
+.PHONY: demo test lint venv lock stack
 
 venv: $(STAMP)
 
@@ -25,6 +25,11 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(VENV)/bin/python -m pytest -q
+
+# ruff's lint and format check (configured in pyproject.toml); .ci/run runs it after the tests
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 
 # docker-compose.yml's topology from plain processes (Postgres, Prefect server, mirror,
 # worker): one run of the scheduled refresh to completion, then all of it stops.

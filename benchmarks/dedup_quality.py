@@ -8,6 +8,7 @@ fuzz.ratio >= 80 or a substring either way) is scored on the same pairs for comp
 
     .venv/bin/python benchmarks/dedup_quality.py [--errors]
 """
+
 from __future__ import annotations
 
 import csv
@@ -72,18 +73,30 @@ def score(rows: list[dict], predict) -> dict:
             errors.append(("FP" if said else "FN", row))
     precision = tp / (tp + fp) if tp + fp else float("nan")
     recall = tp / (tp + fn) if tp + fn else float("nan")
-    return {"tp": tp, "fp": fp, "fn": fn, "tn": tn, "precision": precision, "recall": recall,
-            "f1": 2 * precision * recall / (precision + recall), "errors": errors}
+    return {
+        "tp": tp,
+        "fp": fp,
+        "fn": fn,
+        "tn": tn,
+        "precision": precision,
+        "recall": recall,
+        "f1": 2 * precision * recall / (precision + recall),
+        "errors": errors,
+    }
 
 
 def main(argv: list[str]) -> None:
     rows = load_pairs()
     n_same = sum(r["label"] == "same" for r in rows)
-    print(f"{len(rows)} labelled pairs ({n_same} same book, {len(rows) - n_same} different) from {PAIRS.relative_to(ROOT)}")
+    print(
+        f"{len(rows)} labelled pairs ({n_same} same book, {len(rows) - n_same} different) from {PAIRS.relative_to(ROOT)}"
+    )
     print(f"{'rule':<28}{'precision':>10}{'recall':>8}{'F1':>7}{'TP':>5}{'FP':>5}{'FN':>5}{'TN':>5}")
     results = {"kitab dedup_titles": score(rows, ours), "paper (ratio>=80 | substring)": score(rows, paper)}
     for name, s in results.items():
-        print(f"{name:<28}{s['precision']:>10.3f}{s['recall']:>8.3f}{s['f1']:>7.3f}{s['tp']:>5}{s['fp']:>5}{s['fn']:>5}{s['tn']:>5}")
+        print(
+            f"{name:<28}{s['precision']:>10.3f}{s['recall']:>8.3f}{s['f1']:>7.3f}{s['tp']:>5}{s['fp']:>5}{s['fn']:>5}{s['tn']:>5}"
+        )
     if "--errors" in argv:
         for name, s in results.items():
             print(f"\n{name} errors:")

@@ -11,6 +11,7 @@ same clusters.
 
     .venv/bin/python benchmarks/dedup_speed.py [--authors 5000] [--seed 7]
 """
+
 from __future__ import annotations
 
 import sys
@@ -30,8 +31,8 @@ from itertools import combinations  # noqa: E402
 
 from rapidfuzz import fuzz  # noqa: E402
 
-from benchmarks.snapshot_input import cleaned_input  # noqa: E402
 import tasks.dedup_titles as dd  # noqa: E402
+from benchmarks.snapshot_input import cleaned_input  # noqa: E402
 from tasks.dedup_titles import Variant, cluster_titles, dedup_titles  # noqa: E402
 from tasks.text import main_title, match_key  # noqa: E402
 
@@ -63,16 +64,24 @@ def naive_cluster(variants: list[Variant]) -> set[frozenset[str]]:
             if i < j and fuzz.ratio(a, b) >= dd.FUZZY_MIN_RATIO and dd.fuzzy_compatible(a, b):
                 parent[find(j)] = find(i)
             ta, tb = a.split(), b.split()
-            prefix = (len(ta) < len(tb) and tb[: len(ta)] == ta
-                      and sum(t not in dd._FUNCTION_WORDS for t in ta) >= dd.SUBSET_MIN_CONTENT_WORDS)
+            prefix = (
+                len(ta) < len(tb)
+                and tb[: len(ta)] == ta
+                and sum(t not in dd._FUNCTION_WORDS for t in ta) >= dd.SUBSET_MIN_CONTENT_WORDS
+            )
             if a and (prefix or a in mains[b]):
                 longer[i].add(j)
     by_component = defaultdict(list)  # spellings of one shorter title share one decision
     for s in sorted(longer):
         by_component[find(s)].append(s)
-    accepted = [shorter for shorter in by_component.values()  # every decision before any link
-                if all(find(x) == find(y) or y in longer.get(x, ()) or x in longer.get(y, ())
-                       for x, y in combinations(sorted(set().union(*(longer[s] for s in shorter))), 2))]
+    accepted = [
+        shorter
+        for shorter in by_component.values()  # every decision before any link
+        if all(
+            find(x) == find(y) or y in longer.get(x, ()) or x in longer.get(y, ())
+            for x, y in combinations(sorted(set().union(*(longer[s] for s in shorter))), 2)
+        )
+    ]
     for shorter in accepted:
         for s in shorter:
             for li in longer[s]:
@@ -95,12 +104,15 @@ def main() -> None:
     per_author = defaultdict(list)
     for r in rows:  # the Variants dedup_titles builds
         per_author[r["author_qid"]].append(
-            Variant(r["work_key"], r["title"], r.get("year"), r.get("edition_count") or 0))
+            Variant(r["work_key"], r["title"], r.get("year"), r.get("edition_count") or 0)
+        )
     n = len(rows)
     sizes = sorted(len(v) for v in per_author.values())
     print(data.summary())
-    print(f"{n} titles of {len(per_author)} authors (per author: median {sizes[len(sizes) // 2]}, max {sizes[-1]}), "
-          f"seed {args.seed}")
+    print(
+        f"{n} titles of {len(per_author)} authors (per author: median {sizes[len(sizes) // 2]}, max {sizes[-1]}), "
+        f"seed {args.seed}"
+    )
 
     def timed(fn, *fn_args):
         match_key.cache_clear()  # every contender starts cold
@@ -129,13 +141,19 @@ def main() -> None:
     print(f"{'dedup_titles (whole stage)':<36}{stage_s:>9.2f}{n / stage_s:>11,.0f}")
     print(f"{'cluster_titles (cdist + hashing)':<36}{fast_s:>9.2f}{n / fast_s:>11,.0f}")
     print(f"{'naive pairwise Python loop':<36}{naive_s:>9.2f}{n / naive_s:>11,.0f}")
-    print(f"speed-up over the naive loop: cluster_titles {naive_s / fast_s:.1f}x, whole stage {naive_s / stage_s:.1f}x "
-          f"(same clusters: yes)")
-    print(f"one author with {len(big)} titles: cluster_titles {big_fast_s:.2f} s ({len(big) / big_fast_s:,.0f} titles/s), "
-          f"naive {big_naive_s:.2f} s ({len(big) / big_naive_s:,.0f} titles/s): {big_naive_s / big_fast_s:.0f}x")
+    print(
+        f"speed-up over the naive loop: cluster_titles {naive_s / fast_s:.1f}x, whole stage {naive_s / stage_s:.1f}x "
+        f"(same clusters: yes)"
+    )
+    print(
+        f"one author with {len(big)} titles: cluster_titles {big_fast_s:.2f} s ({len(big) / big_fast_s:,.0f} titles/s), "
+        f"naive {big_naive_s:.2f} s ({len(big) / big_naive_s:,.0f} titles/s): {big_naive_s / big_fast_s:.0f}x"
+    )
     print(f"books {len(result.tables['books'])}, links {result.stats['links']}")
-    print(f"peak traced memory of dedup_titles: {peak / 2**20:.1f} MiB (tracemalloc); process max RSS {maxrss_mb:.0f} MiB "
-          "(includes reading the snapshot)")
+    print(
+        f"peak traced memory of dedup_titles: {peak / 2**20:.1f} MiB (tracemalloc); process max RSS {maxrss_mb:.0f} MiB "
+        "(includes reading the snapshot)"
+    )
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ an older commit to compare with (`git worktree add /tmp/before <commit>`); runs 
 checkouts are interleaved, so a busy machine slows them alike. Default: this checkout.
 Target (issue 22): <= 30 s on the project's 2-core machine.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,8 +32,14 @@ def one_run(checkout: Path) -> tuple[float, str]:
     env.pop("KITAB_WAREHOUSE", None)
     started = time.monotonic()
     try:
-        done = subprocess.run([sys.executable, "-m", "kitab.app.cli", "demo", "--warehouse", str(work / "wh")],
-                              cwd=checkout, env=env, capture_output=True, text=True, timeout=600)
+        done = subprocess.run(
+            [sys.executable, "-m", "kitab.app.cli", "demo", "--warehouse", str(work / "wh")],
+            cwd=checkout,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         wall = time.monotonic() - started
         if done.returncode != 0:
             raise SystemExit(f"kitab demo failed in {checkout}:\n{done.stderr[-2000:]}")
@@ -56,8 +63,10 @@ def main() -> None:
             print(f"run {i + 1} {checkout}: {wall:.1f} s ({own})", flush=True)
     print("\n| checkout | runs | wall s (each) | median s |\n|---|---|---|---|")
     for checkout, values in walls.items():
-        print(f"| {checkout} | {len(values)} | {', '.join(f'{v:.1f}' for v in values)} | "
-              f"{statistics.median(values):.1f} |")
+        print(
+            f"| {checkout} | {len(values)} | {', '.join(f'{v:.1f}' for v in values)} | "
+            f"{statistics.median(values):.1f} |"
+        )
 
 
 if __name__ == "__main__":

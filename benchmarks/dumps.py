@@ -17,6 +17,7 @@ subprocess with the peak RSS of its process tree (sampled every 0.2 s). Printed:
 (compressed and decompressed input), the ratio zcat time / from-dumps time (>= 1.0: at least as
 fast as decompressing alone), peak RSS, and the growth from 1x to 4x. Results: docs/dumps.md.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -61,7 +62,7 @@ def _ontology() -> list[int]:
     return sorted({int(q[1:]) for q in ids} | {5, RESEARCHER, SCHOLARLY_ARTICLE})
 
 
-def shifted(text: bytes, k: int, restore: "re.Pattern", wikidata: bool) -> bytes:
+def shifted(text: bytes, k: int, restore: re.Pattern, wikidata: bool) -> bytes:
     """Copy k of a block: every id prefixed with 7kkk, the shared class ids put back."""
     if k == 0:
         return text
@@ -87,8 +88,9 @@ def _member(job: tuple[str, int, bool, bytes]) -> bytes:
         if wikidata:
             text = text[2:-3]  # without "[\n" and "\n]\n"
         ontology = b"|".join(b"%d" % n for n in _ontology())
-        _BLOCK.update(path=path, text=text,
-                      restore=re.compile(rb'"numeric-id":(7\d{3})(' + ontology + rb'),"id":"Q\1\2"'))
+        _BLOCK.update(
+            path=path, text=text, restore=re.compile(rb'"numeric-id":(7\d{3})(' + ontology + rb'),"id":"Q\1\2"')
+        )
     return igzip.compress(shifted(_BLOCK["text"], k, _BLOCK["restore"], wikidata) + tail, 1)
 
 
@@ -175,7 +177,9 @@ def per_file(stderr: str) -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--gb", type=float, default=1.0, help="size of the 1x input, compressed GB (>= 1 for the issue)")
+    parser.add_argument(
+        "--gb", type=float, default=1.0, help="size of the 1x input, compressed GB (>= 1 for the issue)"
+    )
     parser.add_argument("--factor", type=int, default=4)
     parser.add_argument("--block-authors", type=int, default=500)
     parser.add_argument("--seed", type=int, default=17)
@@ -183,8 +187,11 @@ def main() -> None:
     parser.add_argument("--memory-limit", default="1GB")
     parser.add_argument("--work", type=Path, default=DEFAULT_WORK)
     parser.add_argument("--keep", action="store_true", help="keep the generated inputs")
-    parser.add_argument("--reuse", action="store_true",
-                        help="reuse inputs kept by an earlier --keep run of the same sizes (and keep them)")
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="reuse inputs kept by an earlier --keep run of the same sizes (and keep them)",
+    )
     args = parser.parse_args()
     print(f"disk free at {args.work.parent}: {shutil.disk_usage(args.work.parent).free / 1e9:.0f} GB", flush=True)
     args.work.mkdir(parents=True, exist_ok=True)
@@ -197,9 +204,13 @@ def main() -> None:
     wanted = {"copies": sorted(outs), "block": published.name}
     if args.reuse and marker.is_file() and json.loads(marker.read_text()) == wanted:
         args.keep = True
-        all_files = {n: {"wikidata": out / "latest-all.json.gz",
-                         **{p.name: p for p in sorted((out / "openlibrary").glob("ol_dump_*.txt.gz"))}}
-                     for n, out in outs.items()}
+        all_files = {
+            n: {
+                "wikidata": out / "latest-all.json.gz",
+                **{p.name: p for p in sorted((out / "openlibrary").glob("ol_dump_*.txt.gz"))},
+            }
+            for n, out in outs.items()
+        }
         print("reusing the inputs of an earlier run", flush=True)
     else:
         marker.unlink(missing_ok=True)
@@ -224,56 +235,99 @@ def main() -> None:
         snapshot = out / "snapshot"
         shutil.rmtree(snapshot, ignore_errors=True)
         shutil.rmtree(out / "snapshot.parts", ignore_errors=True)
-        wall, rss, code, err = measured([sys.executable, "-m", "kitab.app.cli", "snapshot", "from-dumps",
-                                         "--wikidata", str(files["wikidata"]), "--openlibrary",
-                                         str(out / "openlibrary"), "--out", str(snapshot),
-                                         "--workers", str(args.workers), "--memory-limit", args.memory_limit])
+        wall, rss, code, err = measured(
+            [
+                sys.executable,
+                "-m",
+                "kitab.app.cli",
+                "snapshot",
+                "from-dumps",
+                "--wikidata",
+                str(files["wikidata"]),
+                "--openlibrary",
+                str(out / "openlibrary"),
+                "--out",
+                str(snapshot),
+                "--workers",
+                str(args.workers),
+                "--memory-limit",
+                args.memory_limit,
+            ]
+        )
         if code != 0:
             print(err, file=sys.stderr)
             raise SystemExit(f"from-dumps failed on the {factor}x input")
         manifest = json.loads((snapshot / "MANIFEST.json").read_text())
-        row = {"factor": factor, "copies": n, "compressed_gb": size / 1e9, "raw_gb": raw / 1e9,
-               "wall_s": wall, "zcat_s": zcat, "mb_s_compressed": size / wall / 1e6, "mb_s_raw": raw / wall / 1e6,
-               "ratio_to_zcat": zcat / wall, "peak_rss_gib": rss,
-               "eligible_authors": manifest["kept"]["wikidata"]["eligible_authors"],
-               "ol_kept": manifest["kept"]["openlibrary"], "output_tail": err[-1500:],
-               "files": {name: {"seconds": seconds, "compressed_mb": files_by_name[name].stat().st_size / 1e6,
-                                "raw_mb": per_copy_raw[name] * n / 1e6}
-                         for name, seconds in per_file(err).items()},
-               "load_average": [round(load_before, 1), round(os.getloadavg()[0], 1)]}
+        row = {
+            "factor": factor,
+            "copies": n,
+            "compressed_gb": size / 1e9,
+            "raw_gb": raw / 1e9,
+            "wall_s": wall,
+            "zcat_s": zcat,
+            "mb_s_compressed": size / wall / 1e6,
+            "mb_s_raw": raw / wall / 1e6,
+            "ratio_to_zcat": zcat / wall,
+            "peak_rss_gib": rss,
+            "eligible_authors": manifest["kept"]["wikidata"]["eligible_authors"],
+            "ol_kept": manifest["kept"]["openlibrary"],
+            "output_tail": err[-1500:],
+            "files": {
+                name: {
+                    "seconds": seconds,
+                    "compressed_mb": files_by_name[name].stat().st_size / 1e6,
+                    "raw_mb": per_copy_raw[name] * n / 1e6,
+                }
+                for name, seconds in per_file(err).items()
+            },
+            "load_average": [round(load_before, 1), round(os.getloadavg()[0], 1)],
+        }
         rows.append(row)
         print("  " + json.dumps(row), flush=True)
         if not args.keep:
             shutil.rmtree(out, ignore_errors=True)
     small, large = rows
     print()
-    print("| input | compressed | decompressed | wall | MB/s (gz) | MB/s (raw) | zcat | ratio to zcat | peak RSS | eligible authors |")
+    print(
+        "| input | compressed | decompressed | wall | MB/s (gz) | MB/s (raw) | zcat | ratio to zcat | peak RSS | eligible authors |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|")
     for row in rows:
-        print(f"| {row['factor']}x ({row['copies']} copies) | {row['compressed_gb']:.2f} GB | {row['raw_gb']:.1f} GB | "
-              f"{row['wall_s']:.0f} s | {row['mb_s_compressed']:.0f} | {row['mb_s_raw']:.0f} | {row['zcat_s']:.0f} s | "
-              f"{row['ratio_to_zcat']:.2f}x | {row['peak_rss_gib']:.2f} GiB | {row['eligible_authors']:,} |")
-    print("(load average of the machine, 1 min, before/after each run: "
-          + "; ".join(f"{r['factor']}x {r['load_average'][0]}/{r['load_average'][1]}" for r in rows) + " on "
-          + f"{os.cpu_count()} cores)")
-    print(f"\ngrowth: {args.factor}x input -> {large['wall_s'] / small['wall_s']:.2f}x time "
-          f"(target <= {args.factor * 1.1:.1f}x); peak RSS {small['peak_rss_gib']:.2f} -> {large['peak_rss_gib']:.2f} GiB")
+        print(
+            f"| {row['factor']}x ({row['copies']} copies) | {row['compressed_gb']:.2f} GB | {row['raw_gb']:.1f} GB | "
+            f"{row['wall_s']:.0f} s | {row['mb_s_compressed']:.0f} | {row['mb_s_raw']:.0f} | {row['zcat_s']:.0f} s | "
+            f"{row['ratio_to_zcat']:.2f}x | {row['peak_rss_gib']:.2f} GiB | {row['eligible_authors']:,} |"
+        )
+    print(
+        "(load average of the machine, 1 min, before/after each run: "
+        + "; ".join(f"{r['factor']}x {r['load_average'][0]}/{r['load_average'][1]}" for r in rows)
+        + " on "
+        + f"{os.cpu_count()} cores)"
+    )
+    print(
+        f"\ngrowth: {args.factor}x input -> {large['wall_s'] / small['wall_s']:.2f}x time "
+        f"(target <= {args.factor * 1.1:.1f}x); peak RSS {small['peak_rss_gib']:.2f} -> {large['peak_rss_gib']:.2f} GiB"
+    )
     print()
     print("| input | file | compressed | decompressed | seconds | MB/s (gz) | MB/s (raw) |")
     print("|---|---|---|---|---|---|---|")
     for row in rows:
         for name, f in row["files"].items():
-            print(f"| {row['factor']}x | {name} | {f['compressed_mb']:,.0f} MB | {f['raw_mb']:,.0f} MB | {f['seconds']:.1f} | "
-                  f"{f['compressed_mb'] / max(f['seconds'], 0.05):.0f} | {f['raw_mb'] / max(f['seconds'], 0.05):.0f} |")
+            print(
+                f"| {row['factor']}x | {name} | {f['compressed_mb']:,.0f} MB | {f['raw_mb']:,.0f} MB | {f['seconds']:.1f} | "
+                f"{f['compressed_mb'] / max(f['seconds'], 0.05):.0f} | {f['raw_mb'] / max(f['seconds'], 0.05):.0f} |"
+            )
     wd = [f for name, f in large["files"].items() if name.startswith("latest-all")][0]
     wd_hours = REAL_WIKIDATA_GZ / 1e6 / (wd["compressed_mb"] / wd["seconds"]) / 3600
     ol_minutes = 0.0
     for kind, real_raw in REAL_OPENLIBRARY_RAW.items():
         f = [f for name, f in large["files"].items() if f"_{kind}_" in name][0]
         ol_minutes += real_raw / 1e6 / (f["raw_mb"] / max(f["seconds"], 0.05)) / 60
-    print(f"\nextrapolated from the {args.factor}x run: WikiData latest-all.json.gz (~130 GB gz) {wd_hours:.1f} h "
-          f"(target <= 4 h); Open Library authors+works+editions (~63 GB raw, ~15 GB gz) {ol_minutes:.0f} min "
-          "(target <= 30 min)")
+    print(
+        f"\nextrapolated from the {args.factor}x run: WikiData latest-all.json.gz (~130 GB gz) {wd_hours:.1f} h "
+        f"(target <= 4 h); Open Library authors+works+editions (~63 GB raw, ~15 GB gz) {ol_minutes:.0f} min "
+        "(target <= 30 min)"
+    )
     if not args.keep:
         shutil.rmtree(args.work, ignore_errors=True)
 

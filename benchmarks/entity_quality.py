@@ -15,6 +15,7 @@ recall below --min-recall (both default to --min).
 Span level (exact span text, as a multiset per title) is printed for information: it also
 punishes "Florence" for "Florence Nightingale". With --split all, each split's numbers follow.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,8 +36,12 @@ from tasks.taggers.registry import DEFAULT  # noqa: E402
 from tasks.taggers.v5 import CityTaggerV5, HumanTaggerV5  # noqa: E402
 from tasks.taggers.v6 import CityTaggerV6, HumanTaggerV6  # noqa: E402
 
-OFFLINE = {"v3": (HumanTagger, CityTagger), "v4": (HumanTaggerV4, CityTaggerV4), "v5": (HumanTaggerV5, CityTaggerV5),
-           "v6": (HumanTaggerV6, CityTaggerV6)}
+OFFLINE = {
+    "v3": (HumanTagger, CityTagger),
+    "v4": (HumanTaggerV4, CityTaggerV4),
+    "v5": (HumanTaggerV5, CityTaggerV5),
+    "v6": (HumanTaggerV6, CityTaggerV6),
+}
 
 DATA = _HERE / "data" / "entity_titles.tsv"
 BLIND = _HERE / "data" / "entity_blind.tsv"  # read as totals only (--split blind)
@@ -59,7 +64,9 @@ def load(path: Path = DATA) -> list[Labelled]:
     with path.open(encoding="utf-8", newline="") as f:
         rows = list(csv.DictReader(f, delimiter="\t"))
     return [
-        Labelled(r["title"], r["author"], {k: [s.strip() for s in r[k].split(";") if s.strip()] for k in KINDS}, r["split"])
+        Labelled(
+            r["title"], r["author"], {k: [s.strip() for s in r[k].split(";") if s.strip()] for k in KINDS}, r["split"]
+        )
         for r in rows
     ]
 
@@ -87,7 +94,11 @@ def score(items: list[Labelled], predicted: dict[str, list[list[str]]]) -> dict[
             s["tp"] += overlap
             s["fp"] += len(pred) - overlap
             s["fn"] += len(gold) - overlap
-        report[kind] = {"title": (t, prf(t["tp"], t["fp"], t["fn"])), "span": (s, prf(s["tp"], s["fp"], s["fn"])), "errors": errors}
+        report[kind] = {
+            "title": (t, prf(t["tp"], t["fp"], t["fn"])),
+            "span": (s, prf(s["tp"], s["fp"], s["fn"])),
+            "errors": errors,
+        }
     return report
 
 
@@ -95,7 +106,8 @@ def _splits(text: str) -> str:
     unknown = set(text.split(",")) - {*SPLITS, "all", "blind"}
     if unknown or ({"all", "blind"} & set(text.split(",")) and text not in ("all", "blind")):
         raise argparse.ArgumentTypeError(
-            f"splits are 'all', 'blind' or some of {', '.join(SPLITS)}, joined by commas; got {text!r}")
+            f"splits are 'all', 'blind' or some of {', '.join(SPLITS)}, joined by commas; got {text!r}"
+        )
     return text
 
 
@@ -107,9 +119,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--min-precision", type=float, help="title-level precision gate (default: --min)")
     parser.add_argument("--min-recall", type=float, help="title-level recall gate (default: --min)")
     parser.add_argument("--model", default=DEFAULT_MODEL, help="spaCy model of the offline taggers")
-    parser.add_argument("--tagger", choices=(*OFFLINE, "model"), default=DEFAULT[0].removeprefix("human_"),
-                        help="v6, v5, v4, v3: human_vN/city_vN (default: the registry's default); model: the model tagger")
-    parser.add_argument("--base-url", help="--tagger model: the OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
+    parser.add_argument(
+        "--tagger",
+        choices=(*OFFLINE, "model"),
+        default=DEFAULT[0].removeprefix("human_"),
+        help="v6, v5, v4, v3: human_vN/city_vN (default: the registry's default); model: the model tagger",
+    )
+    parser.add_argument(
+        "--base-url", help="--tagger model: the OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1"
+    )
     parser.add_argument("--llm-model", help="--tagger model: the model name sent to the endpoint")
     parser.add_argument("--cache", help="--tagger model: SQLite answer cache (default: none)")
     args = parser.parse_args(argv)
@@ -128,8 +146,10 @@ def main(argv: list[str] | None = None) -> int:
         from tasks.taggers.model import model_taggers
 
         human_m, city_m = model_taggers(args.base_url, args.llm_model, args.cache)
-        predicted = {"human": [[s.text for s in x] for x in human_m.tag_many(titles)],
-                     "city": [[s.text for s in x] for x in city_m.tag_many(titles)]}
+        predicted = {
+            "human": [[s.text for s in x] for x in human_m.tag_many(titles)],
+            "city": [[s.text for s in x] for x in city_m.tag_many(titles)],
+        }
     else:
         human_cls, city_cls = OFFLINE[args.tagger]
         human, city = human_cls(args.model), city_cls(args.model)
@@ -140,8 +160,10 @@ def main(argv: list[str] | None = None) -> int:
         }
     report = score(items, predicted)
 
-    print(f"{len(items)} labelled titles (split: {args.split}); gold: "
-          + ", ".join(f"{sum(bool(x.gold[k]) for x in items)} with {k}" for k in KINDS))
+    print(
+        f"{len(items)} labelled titles (split: {args.split}); gold: "
+        + ", ".join(f"{sum(bool(x.gold[k]) for x in items)} with {k}" for k in KINDS)
+    )
     print(f"{'kind':6} {'level':6} {'tp':>4} {'fp':>4} {'fn':>4} {'precision':>9} {'recall':>7} {'f1':>6}")
     failed = False
     for kind in KINDS:

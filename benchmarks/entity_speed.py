@@ -13,6 +13,7 @@ Titles are synthetic but title-shaped (seeded, so every run tags the same ones):
 titles plus templates filled with common words, given names, surnames and city names. Each is
 distinct, so the stage cannot save work by deduplication.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -57,8 +58,24 @@ def synthetic_titles(n: int, seed: int) -> list[str]:
     words = [w.capitalize() for w in _words("common_words.txt", 40000)]
     firsts = _words("first_names.txt", 40000)
     surnames = _words("surnames.txt", 40000)
-    cities = ["Paris", "London", "Venice", "Tehran", "Chicago", "Berlin", "Lagos", "Lima", "Kyoto", "Reading", "Nice", "Florence"]
-    labelled = [line.split("\t", 1)[0] for line in (_HERE / "data" / "entity_titles.tsv").read_text(encoding="utf-8").splitlines()[1:]]
+    cities = [
+        "Paris",
+        "London",
+        "Venice",
+        "Tehran",
+        "Chicago",
+        "Berlin",
+        "Lagos",
+        "Lima",
+        "Kyoto",
+        "Reading",
+        "Nice",
+        "Florence",
+    ]
+    labelled = [
+        line.split("\t", 1)[0]
+        for line in (_HERE / "data" / "entity_titles.tsv").read_text(encoding="utf-8").splitlines()[1:]
+    ]
     titles = dict.fromkeys(labelled)
     while len(titles) < n:
         template = rng.choice(TEMPLATES)
@@ -78,12 +95,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--titles", type=int, default=50_000)
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--taggers", choices=("v6", "v5", "v4", "v3"), default=None, help="default: the registry's default")
-    parser.add_argument("--check", action="store_true", help="compare the lazy taggers' spans with NER-on-every-title ones")
+    parser.add_argument(
+        "--taggers", choices=("v6", "v5", "v4", "v3"), default=None, help="default: the registry's default"
+    )
+    parser.add_argument(
+        "--check", action="store_true", help="compare the lazy taggers' spans with NER-on-every-title ones"
+    )
     args = parser.parse_args(argv)
 
     titles = synthetic_titles(args.titles, args.seed)
-    books = [{"book_id": f"b{n}", "author_qid": "Q0", "canonical_title": t, "variant_titles": []} for n, t in enumerate(titles)]
+    books = [
+        {"book_id": f"b{n}", "author_qid": "Q0", "canonical_title": t, "variant_titles": []}
+        for n, t in enumerate(titles)
+    ]
     base = rss_mb()
 
     from tasks.tag_entities import tag_entities, tag_titles, v3_taggers
@@ -116,8 +140,14 @@ def main(argv: list[str] | None = None) -> int:
         for tagger in eager:
             tagger.lex = taggers[0].lex  # the same lists (v5's for v5, v6's for v6), NER on every title
         old = tag_titles(distinct, eager)
-        differ = {kind: sum(1 for a, b in zip(old[kind], new[kind]) if [(s.start, s.end, s.kind) for s in a]
-                            != [(s.start, s.end, s.kind) for s in b]) for kind in ("human", "city")}
+        differ = {
+            kind: sum(
+                1
+                for a, b in zip(old[kind], new[kind])
+                if [(s.start, s.end, s.kind) for s in a] != [(s.start, s.end, s.kind) for s in b]
+            )
+            for kind in ("human", "city")
+        }
         print(f"titles whose spans differ from the same rules with NER on every title: {differ}")
     return 0
 

@@ -37,6 +37,7 @@ steps checkpointed when the kill landed and the processes of the killed refresh 
 a second later (its Prefect server, its workers), which the benchmark then kills. The table is
 in docs/reliability.md.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -63,16 +64,40 @@ PROVENANCE = {"authors": ("fetched_at",), "works_raw": ("fetched_at",)}
 
 
 def refresh_direct(mirror, warehouse: Path, authors: int, seed: int) -> dict:
-    from kitab.core.env import BUNDLED_SNAPSHOT
     from kitab.app.runs import run_refresh
+    from kitab.core.env import BUNDLED_SNAPSHOT
 
-    return run_refresh(source="mirror", snapshot=BUNDLED_SNAPSHOT, authors=authors, seed=seed, release=RELEASE,
-                       warehouse=warehouse, mirror_url=mirror.url, direct=True)
+    return run_refresh(
+        source="mirror",
+        snapshot=BUNDLED_SNAPSHOT,
+        authors=authors,
+        seed=seed,
+        release=RELEASE,
+        warehouse=warehouse,
+        mirror_url=mirror.url,
+        direct=True,
+    )
 
 
 def cli_command(mirror, warehouse: Path, authors: int, seed: int) -> list[str]:
-    return [sys.executable, "-m", "kitab.app.cli", "refresh", "--source", "mirror", "--mirror-url", mirror.url,
-            "--authors", str(authors), "--seed", str(seed), "--release", RELEASE, "--warehouse", str(warehouse)]
+    return [
+        sys.executable,
+        "-m",
+        "kitab.app.cli",
+        "refresh",
+        "--source",
+        "mirror",
+        "--mirror-url",
+        mirror.url,
+        "--authors",
+        str(authors),
+        "--seed",
+        str(seed),
+        "--release",
+        RELEASE,
+        "--warehouse",
+        str(warehouse),
+    ]
 
 
 def committed(warehouse: Path) -> dict | None:
@@ -109,10 +134,16 @@ def compare(clean: Path, warehouse: Path) -> dict:
     if row is None:
         return {"published": False, "authors_lost": len(clean_qids), "identical": False, "differing": ["(none)"]}
     sums, clean_sums = json.loads(row["checksums"]), json.loads(reference["checksums"])
-    differing = sorted(t for t in clean_sums if sums.get(t) != clean_sums[t]
-                       and table_rows(warehouse, t) != table_rows(clean, t))
-    return {"published": True, "authors_lost": len(clean_qids - qids(warehouse)), "identical": not differing,
-            "differing": differing, "byte_identical": sorted(t for t in clean_sums if sums.get(t) == clean_sums[t])}
+    differing = sorted(
+        t for t in clean_sums if sums.get(t) != clean_sums[t] and table_rows(warehouse, t) != table_rows(clean, t)
+    )
+    return {
+        "published": True,
+        "authors_lost": len(clean_qids - qids(warehouse)),
+        "identical": not differing,
+        "differing": differing,
+        "byte_identical": sorted(t for t in clean_sums if sums.get(t) == clean_sums[t]),
+    }
 
 
 def faults_injected(mirror, since: int) -> dict:
@@ -122,7 +153,11 @@ def faults_injected(mirror, since: int) -> dict:
 def checkpoints(warehouse: Path) -> str:
     """Steps with at least one checkpoint in the release's work folder (what a rerun resumes)."""
     work = warehouse / ".work" / RELEASE
-    steps = [s for s in ("sample_authors", "collect", "tag_entities", "generate_constraints") if any((work / s).glob("*.json"))]
+    steps = [
+        s
+        for s in ("sample_authors", "collect", "tag_entities", "generate_constraints")
+        if any((work / s).glob("*.json"))
+    ]
     if committed(warehouse) is not None:
         return "published"
     return "+".join(steps) or "none"
@@ -154,8 +189,13 @@ def kill_tree(proc: subprocess.Popen, grace: float = 10.0) -> list[str]:
     for p in left:
         try:
             cmd = " ".join(p.cmdline())
-            names.append("Prefect server" if "uvicorn" in cmd or "prefect" in cmd and "server" in cmd
-                         else "pool worker" if "spawn_main" in cmd or "multiprocessing" in cmd else p.name())
+            names.append(
+                "Prefect server"
+                if "uvicorn" in cmd or "prefect" in cmd and "server" in cmd
+                else "pool worker"
+                if "spawn_main" in cmd or "multiprocessing" in cmd
+                else p.name()
+            )
             p.kill()
         except psutil.Error:
             pass
@@ -164,8 +204,7 @@ def kill_tree(proc: subprocess.Popen, grace: float = 10.0) -> list[str]:
 
 def run_cli(cmd: list[str], timeout: float | None = None) -> tuple[float, int]:
     started = time.monotonic()
-    proc = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                          timeout=timeout)
+    proc = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=timeout)
     if proc.returncode != 0:
         print(proc.stderr[-2000:], file=sys.stderr)
     return time.monotonic() - started, proc.returncode
@@ -174,12 +213,24 @@ def run_cli(cmd: list[str], timeout: float | None = None) -> tuple[float, int]:
 def kitab_cli(*args, env: dict | None = None, timeout: float = 600, cwd: Path = ROOT) -> dict:
     """``kitab ARGS`` as a person runs it: exit code, stderr lines, seconds, stdout."""
     started = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "kitab.app.cli", *map(str, args)], cwd=cwd, capture_output=True,
-                          text=True, timeout=timeout, env={**os.environ, **(env or {})})
+    proc = subprocess.run(
+        [sys.executable, "-m", "kitab.app.cli", *map(str, args)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
     lines = proc.stderr.strip().splitlines()
-    return {"exit": proc.returncode, "lines": len(lines), "seconds": round(time.monotonic() - started, 1),
-            "stdout": proc.stdout, "first": lines[0][:160] if lines else "", "traceback": "Traceback" in proc.stderr,
-            "stderr": proc.stderr[-3000:]}
+    return {
+        "exit": proc.returncode,
+        "lines": len(lines),
+        "seconds": round(time.monotonic() - started, 1),
+        "stdout": proc.stdout,
+        "first": lines[0][:160] if lines else "",
+        "traceback": "Traceback" in proc.stderr,
+        "stderr": proc.stderr[-3000:],
+    }
 
 
 def copy_release(clean: Path, target: Path) -> Path:
@@ -206,16 +257,41 @@ def damage_cases(clean: Path, out: Path) -> list[dict]:
             data[len(data) // 2] ^= 0xFF
             path.write_bytes(bytes(data))
         hf = out / f"hf-{how.replace(' ', '-')}"
-        export = kitab_cli("export", "--release", RELEASE, "--out", hf, "--push", "org/kitab", "--warehouse", wh.root,
-                           env={"HF_TOKEN": "hf_benchmarknotused", "HF_ENDPOINT": "http://127.0.0.1:9"})
+        export = kitab_cli(
+            "export",
+            "--release",
+            RELEASE,
+            "--out",
+            hf,
+            "--push",
+            "org/kitab",
+            "--warehouse",
+            wh.root,
+            env={"HF_TOKEN": "hf_benchmarknotused", "HF_ENDPOINT": "http://127.0.0.1:9"},
+        )
         books = kitab_cli("sql", "select count(*) from books", "--warehouse", wh.root)
         authors = kitab_cli("sql", "select count(*) from authors", "--output", "csv", "--warehouse", wh.root)
-        held = (export["exit"] != 0 and not hf.exists() and export["lines"] <= 2 and books["exit"] != 0
-                and books["lines"] <= 2 and books["stdout"] == "" and authors["exit"] == 0)
-        rows.append({"case": f"damage: books {how}", "held": held, "lines": max(export["lines"], books["lines"]),
-                     "exit": export["exit"], "measured": f"export exit {export['exit']}, nothing written: "
-                     f"{not hf.exists()}; sql books exit {books['exit']}; sql authors answers "
-                     f"{authors['stdout'].split()[-1] if authors['exit'] == 0 else 'no'}", "first": export["first"]})
+        held = (
+            export["exit"] != 0
+            and not hf.exists()
+            and export["lines"] <= 2
+            and books["exit"] != 0
+            and books["lines"] <= 2
+            and books["stdout"] == ""
+            and authors["exit"] == 0
+        )
+        rows.append(
+            {
+                "case": f"damage: books {how}",
+                "held": held,
+                "lines": max(export["lines"], books["lines"]),
+                "exit": export["exit"],
+                "measured": f"export exit {export['exit']}, nothing written: "
+                f"{not hf.exists()}; sql books exit {books['exit']}; sql authors answers "
+                f"{authors['stdout'].split()[-1] if authors['exit'] == 0 else 'no'}",
+                "first": export["first"],
+            }
+        )
     return rows
 
 
@@ -250,8 +326,9 @@ def reader_during_rebuild(mirror, clean: Path, out: Path, authors: int, seed: in
     wh = copy_release(clean, out / "reader")
     stop = out / "reader.stop"
     stop.unlink(missing_ok=True)
-    reader = subprocess.Popen([sys.executable, "-c", READER, str(wh), str(stop)], cwd=ROOT, stdout=subprocess.PIPE,
-                              text=True)
+    reader = subprocess.Popen(
+        [sys.executable, "-c", READER, str(wh), str(stop)], cwd=ROOT, stdout=subprocess.PIPE, text=True
+    )
     time.sleep(2)
     started = time.monotonic()
     refresh_direct(mirror, wh, authors, seed + 1)  # the same release id, other writers: every table changes
@@ -259,10 +336,16 @@ def reader_during_rebuild(mirror, clean: Path, out: Path, authors: int, seed: in
     stop.touch()
     stats = json.loads(reader.communicate(timeout=120)[0])
     held = stats["inconsistent"] == 0 and stats["errors"] == 0 and len(stats["versions"]) >= 2
-    return {"case": "reader in a loop during a rebuild of its release", "held": held, "lines": 0, "exit": 0,
-            "measured": f"{stats['reads']} reads ({stats['slow_reads']} slow, 3 s each), {stats['inconsistent']} "
-                        f"inconsistent, {stats['errors']} errors; books counts seen {stats['versions']}; rebuild "
-                        f"{time.monotonic() - started:.0f} s", "first": stats.get("last_error", "")}
+    return {
+        "case": "reader in a loop during a rebuild of its release",
+        "held": held,
+        "lines": 0,
+        "exit": 0,
+        "measured": f"{stats['reads']} reads ({stats['slow_reads']} slow, 3 s each), {stats['inconsistent']} "
+        f"inconsistent, {stats['errors']} errors; books counts seen {stats['versions']}; rebuild "
+        f"{time.monotonic() - started:.0f} s",
+        "first": stats.get("last_error", ""),
+    }
 
 
 def cli_refresh_args(mirror, warehouse: Path, authors: int, seed: int) -> list[str]:
@@ -277,8 +360,16 @@ def disk_full_cases(mirror, clean: Path, out: Path, authors: int, seed: int) -> 
     mount = out / "tmpfs"
     mount.mkdir(exist_ok=True)
     if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(mount)]).returncode:
-        return [{"case": "disk full (tmpfs)", "held": None, "lines": "-", "exit": "-",
-                 "measured": "skipped: needs root to mount a tmpfs", "first": ""}]
+        return [
+            {
+                "case": "disk full (tmpfs)",
+                "held": None,
+                "lines": "-",
+                "exit": "-",
+                "measured": "skipped: needs root to mount a tmpfs",
+                "first": "",
+            }
+        ]
     rows = []
 
     def fill(leave_mb: float) -> None:
@@ -289,15 +380,33 @@ def disk_full_cases(mirror, clean: Path, out: Path, authors: int, seed: int) -> 
     try:
         fill(50)  # under KITAB_MIN_FREE_MB's 200
         r = kitab_cli("refresh", *cli_refresh_args(mirror, mount / "wh1", authors, seed))
-        rows.append({"case": "disk full: refresh on a disk with 50 MB free", "exit": r["exit"], "lines": r["lines"],
-                     "held": r["exit"] != 0 and r["lines"] <= 2 and not r["traceback"] and not (mount / "wh1").exists(),
-                     "measured": f"refused in {r['seconds']} s, before Prefect", "first": r["first"], "stderr": r["stderr"]})
+        rows.append(
+            {
+                "case": "disk full: refresh on a disk with 50 MB free",
+                "exit": r["exit"],
+                "lines": r["lines"],
+                "held": r["exit"] != 0 and r["lines"] <= 2 and not r["traceback"] and not (mount / "wh1").exists(),
+                "measured": f"refused in {r['seconds']} s, before Prefect",
+                "first": r["first"],
+                "stderr": r["stderr"],
+            }
+        )
         (mount / "filler").unlink()
         fill(6)  # Prefect's database fits, the release does not
-        r = kitab_cli("refresh", *cli_refresh_args(mirror, mount / "wh2", authors, seed), env={"KITAB_MIN_FREE_MB": "1"})
-        rows.append({"case": "disk full: fills during a refresh (6 MB free, check off)", "exit": r["exit"],
-                     "lines": r["lines"], "held": r["exit"] != 0 and r["lines"] <= 2 and not r["traceback"],
-                     "measured": f"failed after {r['seconds']} s", "first": r["first"], "stderr": r["stderr"]})
+        r = kitab_cli(
+            "refresh", *cli_refresh_args(mirror, mount / "wh2", authors, seed), env={"KITAB_MIN_FREE_MB": "1"}
+        )
+        rows.append(
+            {
+                "case": "disk full: fills during a refresh (6 MB free, check off)",
+                "exit": r["exit"],
+                "lines": r["lines"],
+                "held": r["exit"] != 0 and r["lines"] <= 2 and not r["traceback"],
+                "measured": f"failed after {r['seconds']} s",
+                "first": r["first"],
+                "stderr": r["stderr"],
+            }
+        )
         shutil.rmtree(mount / "wh2", ignore_errors=True)
         (mount / "filler").unlink()
         from kitab.core.warehouse import Warehouse
@@ -309,11 +418,17 @@ def disk_full_cases(mirror, clean: Path, out: Path, authors: int, seed: int) -> 
         (mount / "filler").unlink()
         verify = kitab_cli("verify", "--warehouse", wh)
         same = Warehouse(wh).ledger_row(RELEASE)["checksums"] == before
-        rows.append({"case": "disk full: fills during a rebuild of a committed release", "exit": r["exit"],
-                     "lines": r["lines"], "held": r["exit"] != 0 and r["lines"] <= 2 and not r["traceback"]
-                     and verify["exit"] == 0 and same,
-                     "measured": f"failed after {r['seconds']} s; old release intact: {same}, verify exit "
-                                 f"{verify['exit']}", "first": r["first"], "stderr": r["stderr"]})
+        rows.append(
+            {
+                "case": "disk full: fills during a rebuild of a committed release",
+                "exit": r["exit"],
+                "lines": r["lines"],
+                "held": r["exit"] != 0 and r["lines"] <= 2 and not r["traceback"] and verify["exit"] == 0 and same,
+                "measured": f"failed after {r['seconds']} s; old release intact: {same}, verify exit {verify['exit']}",
+                "first": r["first"],
+                "stderr": r["stderr"],
+            }
+        )
     finally:
         subprocess.run(["umount", str(mount)])
     return rows
@@ -323,29 +438,42 @@ def deleted_lock_case(mirror, out: Path, authors: int, seed: int) -> dict:
     from kitab.core.locking import lock_path
 
     root = out / "lock"
-    first = subprocess.Popen(cli_command(mirror, root, authors, seed), cwd=ROOT, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL)
+    first = subprocess.Popen(
+        cli_command(mirror, root, authors, seed), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     deadline = time.monotonic() + 120
     while not (lock_path(root).exists() and lock_path(root).read_text()) and time.monotonic() < deadline:
         time.sleep(0.1)
     lock_path(root).unlink()
-    second = kitab_cli("refresh", *cli_refresh_args(mirror, root, authors, seed + 1)[:-4], "--release", "second",
-                       "--warehouse", root)
+    second = kitab_cli(
+        "refresh", *cli_refresh_args(mirror, root, authors, seed + 1)[:-4], "--release", "second", "--warehouse", root
+    )
     code = first.wait(timeout=900)
     verify = kitab_cli("verify", "--warehouse", root)
-    held = second["exit"] != 0 and second["lines"] <= 2 and "busy" in second["first"] and code == 0 \
-        and verify["exit"] == 0
-    return {"case": "lock file deleted during refresh A, then refresh B", "held": held, "exit": second["exit"],
-            "lines": second["lines"], "measured": f"B refused in {second['seconds']} s; A exit {code}, "
-            f"verify exit {verify['exit']}", "first": second["first"]}
+    held = (
+        second["exit"] != 0 and second["lines"] <= 2 and "busy" in second["first"] and code == 0 and verify["exit"] == 0
+    )
+    return {
+        "case": "lock file deleted during refresh A, then refresh B",
+        "held": held,
+        "exit": second["exit"],
+        "lines": second["lines"],
+        "measured": f"B refused in {second['seconds']} s; A exit {code}, verify exit {verify['exit']}",
+        "first": second["first"],
+    }
 
 
 def signal_cases(clean: Path, out: Path) -> list[dict]:
     rows = []
     query = "with recursive r(n) as (select 1 union all select n + 1 from r) select count(*) from r"
     for sig in (signal.SIGINT, signal.SIGTERM):
-        proc = subprocess.Popen([sys.executable, "-m", "kitab.app.cli", "sql", query, "--warehouse", str(clean)],
-                                cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "kitab.app.cli", "sql", query, "--warehouse", str(clean)],
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         time.sleep(10)  # started and running the query (a loaded machine takes a few seconds to start)
         sent = time.monotonic()
         proc.send_signal(sig)
@@ -358,17 +486,28 @@ def signal_cases(clean: Path, out: Path) -> list[dict]:
             err = first + proc.communicate()[1]
         took = time.monotonic() - sent
         lines = err.strip().splitlines()
-        rows.append({"case": f"{sig.name} during a recursive query", "exit": proc.returncode, "lines": len(lines),
-                     "held": proc.returncode != 0 and len(lines) <= 2 and said <= 1.0,
-                     "measured": f"query stopped and error printed {said:.2f} s after the signal; process "
-                                 f"exited after {took:.2f} s", "first": lines[0] if lines else ""})
+        rows.append(
+            {
+                "case": f"{sig.name} during a recursive query",
+                "exit": proc.returncode,
+                "lines": len(lines),
+                "held": proc.returncode != 0 and len(lines) <= 2 and said <= 1.0,
+                "measured": f"query stopped and error printed {said:.2f} s after the signal; process "
+                f"exited after {took:.2f} s",
+                "first": lines[0] if lines else "",
+            }
+        )
     return rows
 
 
 def hostile_cases(mirror, clean: Path, out: Path, authors: int, seed: int) -> list[dict]:
-    return [*damage_cases(clean, out), reader_during_rebuild(mirror, clean, out, authors, seed),
-            *disk_full_cases(mirror, clean, out, authors, seed), deleted_lock_case(mirror, out, authors, seed),
-            *signal_cases(clean, out)]
+    return [
+        *damage_cases(clean, out),
+        reader_during_rebuild(mirror, clean, out, authors, seed),
+        *disk_full_cases(mirror, clean, out, authors, seed),
+        deleted_lock_case(mirror, out, authors, seed),
+        *signal_cases(clean, out),
+    ]
 
 
 def main() -> None:
@@ -401,8 +540,9 @@ def main() -> None:
         rates = [float(r) for r in args.rates.split(",") if r] if "faults" in groups else []
         for rate in [0.0, *rates]:
             warehouse = clean if rate == 0 else out / f"faults-{rate:g}"
-            mirror.faults.random = RandomFaults.parse(f"rate={rate},seed={args.fault_seed},kinds={KINDS}") \
-                if rate else None
+            mirror.faults.random = (
+                RandomFaults.parse(f"rate={rate},seed={args.fault_seed},kinds={KINDS}") if rate else None
+            )
             mark, started = len(mirror.log()), time.monotonic()
             try:
                 summary = refresh_direct(mirror, warehouse, args.authors, args.seed)
@@ -412,10 +552,17 @@ def main() -> None:
             wall = time.monotonic() - started
             if rate == 0 and error:
                 raise SystemExit(f"the clean refresh failed: {error}")
-            report({"case": f"faults {rate:.0%}" if rate else "clean (0% faults)", "wall_s": round(wall, 1),
-                    "requests": len(mirror.log()) - mark, "faults": faults_injected(mirror, mark),
+            report(
+                {
+                    "case": f"faults {rate:.0%}" if rate else "clean (0% faults)",
+                    "wall_s": round(wall, 1),
+                    "requests": len(mirror.log()) - mark,
+                    "faults": faults_injected(mirror, mark),
                     "source_unavailable": summary["stage_counts"]["source unavailable"] if summary else None,
-                    "error": error, **compare(clean, warehouse)})
+                    "error": error,
+                    **compare(clean, warehouse),
+                }
+            )
         mirror.faults.random = None
 
         if "hostile" in groups:
@@ -425,15 +572,27 @@ def main() -> None:
         if "kills" not in groups:
             args.kills = 0
         full, code = run_cli(cli_command(mirror, out / "cli", args.authors, args.seed))
-        report({"case": "CLI refresh, not killed", "wall_s": round(full, 1), "requests": len(mirror.log()) - mark,
-                "exit": code, **compare(clean, out / "cli")})
+        report(
+            {
+                "case": "CLI refresh, not killed",
+                "wall_s": round(full, 1),
+                "requests": len(mirror.log()) - mark,
+                "exit": code,
+                **compare(clean, out / "cli"),
+            }
+        )
 
         rng = random.Random(args.kill_seed)
         delays = [round(rng.uniform(1.0, 0.9 * full), 1) for _ in range(args.kills)]
         for n, delay in enumerate(delays, 1):
             warehouse = out / f"kill-{n:02d}"
-            proc = subprocess.Popen(cli_command(mirror, warehouse, args.authors, args.seed), cwd=ROOT,
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+            proc = subprocess.Popen(
+                cli_command(mirror, warehouse, args.authors, args.seed),
+                cwd=ROOT,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
             launched = time.monotonic()
             try:
                 proc.wait(timeout=delay)
@@ -453,15 +612,26 @@ def main() -> None:
                 except Exception as exc:  # noqa: BLE001
                     error = f"{type(exc).__name__}: {exc}"
             rerun = time.monotonic() - started
-            report({"case": f"kill -9 at {killed_at:.1f}s (measured; drawn {delay:.1f}s), rerun" if killed_at
-                    else f"no kill: finished before {delay:.1f}s", "wall_s": round((killed_at or delay) + rerun, 1),
-                    "rerun_s": round(rerun, 1), "checkpoints_at_kill": at_kill, "processes_left": left,
-                    "error": error, **compare(clean, warehouse)})
+            report(
+                {
+                    "case": f"kill -9 at {killed_at:.1f}s (measured; drawn {delay:.1f}s), rerun"
+                    if killed_at
+                    else f"no kill: finished before {delay:.1f}s",
+                    "wall_s": round((killed_at or delay) + rerun, 1),
+                    "rerun_s": round(rerun, 1),
+                    "checkpoints_at_kill": at_kill,
+                    "processes_left": left,
+                    "error": error,
+                    **compare(clean, warehouse),
+                }
+            )
 
     (out / "results.json").write_text(json.dumps(cases, indent=2))
     print()
-    print(f"{args.authors} authors, seed {args.seed}; faults seed {args.fault_seed} ({KINDS}); "
-          f"kill seed {args.kill_seed}; rerun {args.rerun}; results in {out / 'results.json'}")
+    print(
+        f"{args.authors} authors, seed {args.seed}; faults seed {args.fault_seed} ({KINDS}); "
+        f"kill seed {args.kill_seed}; rerun {args.rerun}; results in {out / 'results.json'}"
+    )
     print()
     hostile = [c for c in cases if "held" in c]
     if hostile:
@@ -469,8 +639,10 @@ def main() -> None:
         print("|---|---|---|---|---|---|")
         for c in hostile:
             held = "skipped" if c["held"] is None else "yes" if c["held"] else "**no**"
-            print(f"| {c['case']} | {held} | {c['measured']} | {c['lines']} | {c['exit']} | "
-                  f"{c['first'].replace('|', '/')} |")
+            print(
+                f"| {c['case']} | {held} | {c['measured']} | {c['lines']} | {c['exit']} | "
+                f"{c['first'].replace('|', '/')} |"
+            )
         print()
     print("| case | authors lost | tables identical to the clean run | faults injected | wall (s) | notes |")
     print("|---|---|---|---|---|---|")
@@ -488,8 +660,10 @@ def main() -> None:
             notes.append("differ: " + ", ".join(c["differing"]))
         faults = sum(c.get("faults", {}).values())
         injected = f"{faults} of {c['requests']} requests" if "faults" in c else "-"
-        print(f"| {c['case']} | {c['authors_lost']} | {'yes' if c['identical'] else 'no'} | {injected} | "
-              f"{c['wall_s']} | {'; '.join(notes)} |")
+        print(
+            f"| {c['case']} | {c['authors_lost']} | {'yes' if c['identical'] else 'no'} | {injected} | "
+            f"{c['wall_s']} | {'; '.join(notes)} |"
+        )
 
 
 if __name__ == "__main__":

@@ -38,6 +38,7 @@ release's book flags instead of a tagger on the lower-cased answer). The smalles
 replacements that makes it all-correct is its reason; a query no set fixes is
 ``unexplained`` and makes the script exit 1.
 """
+
 from __future__ import annotations
 
 import sys
@@ -53,7 +54,7 @@ import json  # noqa: E402
 import math  # noqa: E402
 import re  # noqa: E402
 import string  # noqa: E402
-from collections import Counter, defaultdict  # noqa: E402
+from collections import defaultdict  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
 
@@ -92,8 +93,11 @@ def port_map(book: str, all_books: list[str], raw_books: list[str]) -> tuple[str
     close = fuzzy_first(book, all_books)
     if close is not None:
         return "book", close
-    if any(book in item for item in raw_books) or any(item in book for item in raw_books) \
-            or fuzzy_first(book, raw_books) is not None:
+    if (
+        any(book in item for item in raw_books)
+        or any(item in book for item in raw_books)
+        or fuzzy_first(book, raw_books) is not None
+    ):
         return "raw", None
     return "none", None
 
@@ -145,8 +149,11 @@ def port_score(row: dict, model_titles: list[str], grading: Grading) -> dict:
             satisfied = list(set(sat_c) & set(satisfied))
             unsatisfied = list(set(unsat_c) | set(unsatisfied))
     n_clusters = len(set(not_from_author)) + len(clusters)
-    rates = ((len(set(satisfied)) / n_clusters, len(set(unsatisfied)) / n_clusters,
-              len(set(not_from_author)) / n_clusters) if n_clusters else (NAN, NAN, NAN))
+    rates = (
+        (len(set(satisfied)) / n_clusters, len(set(unsatisfied)) / n_clusters, len(set(not_from_author)) / n_clusters)
+        if n_clusters
+        else (NAN, NAN, NAN)
+    )
     if mapped_raw:
         wanted = {process_title(b) for b in mapped_raw}
         found = {process_title(b) for b in satisfied} | {v for b in set(satisfied) for v in clusters[b]}
@@ -156,12 +163,24 @@ def port_score(row: dict, model_titles: list[str], grading: Grading) -> dict:
     all_correct = int(completeness == 1 and rates[0] == 1 and rates[2] == 0)
     if not mapped_raw and grading.empty_is_right and not model_titles:  # what the port meant to do
         completeness, rates, all_correct = 1.0, (1.0, 0.0, 0.0), 1
-    return {"satisfied": rates[0], "unsatisfied": rates[1], "not_from_author": rates[2],
-            "completeness": completeness, "all_correct": all_correct}
+    return {
+        "satisfied": rates[0],
+        "unsatisfied": rates[1],
+        "not_from_author": rates[2],
+        "completeness": completeness,
+        "all_correct": all_correct,
+    }
 
 
-def _criterion(criterion: str, ctype: str, existing: str, variants: list[str], all_books: list[str],
-               entries: list[str], grading: Grading) -> bool:
+def _criterion(
+    criterion: str,
+    ctype: str,
+    existing: str,
+    variants: list[str],
+    all_books: list[str],
+    entries: list[str],
+    grading: Grading,
+) -> bool:
     negated = "doesn't" in criterion
     if ctype == "starts-with":
         letter = criterion[-2].lower()
@@ -201,13 +220,15 @@ def nanmean(values: list[float]) -> float:
 
 # -- the release ---------------------------------------------------------------------------------
 def load(warehouse: Path, release: str):
-    from kitab.release.evaluation.run import load_truths
     from kitab.core.warehouse import Warehouse
+    from kitab.release.evaluation.run import load_truths
 
     with Warehouse(warehouse).connect(release=release) as con:
         truths = load_truths(con)
-        cursor = con.execute("SELECT k.*, q.author_qid FROM kitab_book_constraints k JOIN queries q USING (query_id) "
-                             "ORDER BY k.n_constraints, k.query_id")
+        cursor = con.execute(
+            "SELECT k.*, q.author_qid FROM kitab_book_constraints k JOIN queries q USING (query_id) "
+            "ORDER BY k.n_constraints, k.query_id"
+        )
         names = [d[0] for d in cursor.description]
         rows = [dict(zip(names, r)) for r in cursor.fetchall()]
     return rows, truths
@@ -226,8 +247,10 @@ def tagger_checks(rows: list[dict]) -> tuple[Callable, Callable]:
     spans = tag_titles(ordered, default_taggers())
     human = {s for s, found in zip(ordered, spans["human"]) if found}
     city = {s for s, found in zip(ordered, spans["city"]) if found}
-    return (lambda variants, existing: any(s in human for s in [*variants, existing]),
-            lambda variants, existing: any(s in city for s in variants))
+    return (
+        lambda variants, existing: any(s in human for s in [*variants, existing]),
+        lambda variants, existing: any(s in city for s in variants),
+    )
 
 
 def flag_checks(rows: list[dict], truths: dict) -> tuple[Callable, Callable]:
@@ -235,8 +258,7 @@ def flag_checks(rows: list[dict], truths: dict) -> tuple[Callable, Callable]:
     flags: dict[tuple[str, str], tuple[bool, bool]] = {}
     for row in rows:
         for book in truths[row["query_id"]].truth.books:
-            flags[(row["query_id"], process_title(book.title))] = (bool(book.has("human")),
-                                                                   bool(book.has("city")))
+            flags[(row["query_id"], process_title(book.title))] = (bool(book.has("human")), bool(book.has("city")))
     current: list[str] = [""]
 
     def human(variants, existing):
@@ -273,8 +295,12 @@ def main(argv: list[str] | None = None) -> int:
 
     def grading(fixes: tuple[str, ...]) -> Grading:
         entity = "entity" in fixes
-        return Grading(human=f_human if entity else t_human, city=f_city if entity else t_city,
-                       mapping=kitab_mapping if "mapping" in fixes else port_map, empty_is_right="empty" in fixes)
+        return Grading(
+            human=f_human if entity else t_human,
+            city=f_city if entity else t_city,
+            mapping=kitab_mapping if "mapping" in fixes else port_map,
+            empty_is_right="empty" in fixes,
+        )
 
     gradings = {fixes: grading(fixes) for r in range(len(FIXES) + 1) for fixes in itertools.combinations(FIXES, r)}
     port: dict[int, list[dict]] = defaultdict(list)
@@ -289,40 +315,71 @@ def main(argv: list[str] | None = None) -> int:
         port[row["n_constraints"]].append(scored)
         port_flags[row["n_constraints"]].append(port_score(row, answer, gradings[("entity",)]))
         k = score_answer(truths[row["query_id"]].truth, answer)
-        kitab[row["n_constraints"]].append({"satisfied": k.satisfied_rate, "unsatisfied": k.unsatisfied_rate,
-                                            "not_from_author": k.not_from_author_rate,
-                                            "completeness": k.completeness, "all_correct": int(k.all_correct)})
+        kitab[row["n_constraints"]].append(
+            {
+                "satisfied": k.satisfied_rate,
+                "unsatisfied": k.unsatisfied_rate,
+                "not_from_author": k.not_from_author_rate,
+                "completeness": k.completeness,
+                "all_correct": int(k.all_correct),
+            }
+        )
         if scored["all_correct"]:
             continue
-        reason = next(("+".join(fixes) for fixes in gradings if fixes
-                       and port_score(row, answer, gradings[fixes])["all_correct"]), "unexplained")
+        reason = next(
+            (
+                "+".join(fixes)
+                for fixes in gradings
+                if fixes and port_score(row, answer, gradings[fixes])["all_correct"]
+            ),
+            "unexplained",
+        )
         reasons[reason].append(row["query_id"])
         if len(examples[reason]) < args.examples:
             examples[reason].append(_example(row, answer, reason))
 
     metrics = ("satisfied", "unsatisfied", "not_from_author", "completeness", "all_correct")
     table = []
-    for label, results in (("the port's rules (eureka-ml-insights KitabMetric)", port),
-                           ("the port's rules, entity criteria from the release's flags", port_flags),
-                           ("kitab evaluate", kitab)):
+    for label, results in (
+        ("the port's rules (eureka-ml-insights KitabMetric)", port),
+        ("the port's rules, entity criteria from the release's flags", port_flags),
+        ("kitab evaluate", kitab),
+    ):
         for size in sorted(results):
             means = {m: nanmean([r[m] if r[m] is not None else NAN for r in results[size]]) for m in metrics}
             table.append({"scored_by": label, "n_constraints": size, "queries": len(results[size]), **means})
     imperfect = sum(len(v) for v in reasons.values())
     if args.json:
-        print(json.dumps({"release": args.release, "table": table, "imperfect": imperfect,
-                          "reasons": {k: len(v) for k, v in reasons.items()},
-                          "examples": dict(examples)}, indent=2, default=str))
+        print(
+            json.dumps(
+                {
+                    "release": args.release,
+                    "table": table,
+                    "imperfect": imperfect,
+                    "reasons": {k: len(v) for k, v in reasons.items()},
+                    "examples": dict(examples),
+                },
+                indent=2,
+                default=str,
+            )
+        )
     else:
         print(f"release {args.release}: each query's mapped_books given back as the answer\n")
-        print("| scored by | constraints | queries | satisfied | unsatisfied | not from author | completeness "
-              "| all correct |")
+        print(
+            "| scored by | constraints | queries | satisfied | unsatisfied | not from author | completeness "
+            "| all correct |"
+        )
         print("|---|---:|---:|---:|---:|---:|---:|---:|")
         for t in table:
-            print(f"| {t['scored_by']} | {t['n_constraints']} | {t['queries']} | "
-                  + " | ".join(f"{t[m]:.3f}" for m in metrics) + " |")
-        print(f"\n{imperfect} queries are not all-correct under the port's rules; the smallest set of its rules "
-              "that, replaced by kitab's, makes each all-correct:\n")
+            print(
+                f"| {t['scored_by']} | {t['n_constraints']} | {t['queries']} | "
+                + " | ".join(f"{t[m]:.3f}" for m in metrics)
+                + " |"
+            )
+        print(
+            f"\n{imperfect} queries are not all-correct under the port's rules; the smallest set of its rules "
+            "that, replaced by kitab's, makes each all-correct:\n"
+        )
         print("| reason | queries | examples |")
         print("|---|---:|---|")
         for reason, ids in sorted(reasons.items(), key=lambda kv: (-len(kv[1]), kv[0])):
@@ -332,7 +389,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _example(row: dict, answer: list[str], reason: str) -> str:
     if reason.startswith("empty"):
-        return f"{row['query_id']} (unsatisfiable; answer [] is not the string \"[]\")"
+        return f'{row["query_id"]} (unsatisfiable; answer [] is not the string "[]")'
     if "mapping" in reason:
         all_books = [process_title(strip_year(e)) for e in ast.literal_eval(row["all_books"])]
         raw = [process_title(t) for t in ast.literal_eval(row["raw_books"])]

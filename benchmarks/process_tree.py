@@ -5,6 +5,7 @@ Measured: wall seconds, peak RSS summed over the tree, peak RSS per kind of proc
 per kind, and the mean 1-minute load average while it ran. RSS counts a page shared by several
 processes once per process, so the summed figure is an upper bound.
 """
+
 from __future__ import annotations
 
 import os
@@ -31,8 +32,15 @@ class Measured:
 
 def role(p: psutil.Process, root_pid: int, root_name: str) -> str:
     cmd = " ".join(p.cmdline())
-    return "prefect server" if "uvicorn" in cmd else "worker" if ("spawn_main" in cmd or "dask" in cmd) \
-        else root_name if p.pid == root_pid else "other"
+    return (
+        "prefect server"
+        if "uvicorn" in cmd
+        else "worker"
+        if ("spawn_main" in cmd or "dask" in cmd)
+        else root_name
+        if p.pid == root_pid
+        else "other"
+    )
 
 
 def run_measured(cmd: list[str], *, cwd: Path, env: dict | None = None, root_name: str = "main") -> Measured:
@@ -74,6 +82,13 @@ def run_measured(cmd: list[str], *, cwd: Path, env: dict | None = None, root_nam
     by_role: dict[str, float] = {}
     for name, seconds in cpu.values():
         by_role[name] = round(by_role.get(name, 0) + seconds, 1)
-    return Measured(wall=time.monotonic() - started, peak_gib=peak / 2**30, returncode=proc.returncode, out=out,
-                    err=err, roles={k: round(v / 2**30, 2) for k, v in roles.items()}, cpu=by_role,
-                    load=round(sum(loads) / len(loads), 2) if loads else None)
+    return Measured(
+        wall=time.monotonic() - started,
+        peak_gib=peak / 2**30,
+        returncode=proc.returncode,
+        out=out,
+        err=err,
+        roles={k: round(v / 2**30, 2) for k, v in roles.items()},
+        cpu=by_role,
+        load=round(sum(loads) / len(loads), 2) if loads else None,
+    )

@@ -3,6 +3,7 @@ cap, for a mirror run of the bundled snapshot (fresh cache, real clients, no Pre
 
     .venv/bin/python benchmarks/requests.py [--authors 40] [--cap 5]
 """
+
 from __future__ import annotations
 
 import sys
@@ -36,9 +37,14 @@ def main() -> None:
         settings = Settings(warehouse=Path(tmp), mirror_ol_rate=args.cap)
         sources = open_sources("mirror", settings, mirror_url=mirror.url)
         started = time.monotonic()
-        pool, _ = fetch_candidates(sources.wikidata, first_year=settings.birth_year_min, last_year_exclusive=2027,
-                                   window=settings.birth_year_window, min_works=settings.min_works,
-                                   max_works=settings.max_works)
+        pool, _ = fetch_candidates(
+            sources.wikidata,
+            first_year=settings.birth_year_min,
+            last_year_exclusive=2027,
+            window=settings.birth_year_window,
+            min_works=settings.min_works,
+            max_works=settings.max_works,
+        )
         sampled = sample_authors(pool, n=args.authors, seed=args.seed, exclude_qids=set())
         for author in sampled.tables["sampled"]:
             collect_author(author, sources.openlibrary)
@@ -56,7 +62,9 @@ def main() -> None:
         print(f"Open Library requests:      {len(ol)}  ({len(ol) / n:.2f} per author)")
         print(f"all requests per author:    {(len(ol) + len(wd)) / n:.2f}")
         print(f"429 answers from mirror:    {sum(1 for e in ol + wd if e.status == 429)}")
-        print(f"achieved OL rate:           {rate:.2f} req/s  (cap {args.cap:g} req/s, {100 * rate / args.cap:.0f}% of cap)")
+        print(
+            f"achieved OL rate:           {rate:.2f} req/s  (cap {args.cap:g} req/s, {100 * rate / args.cap:.0f}% of cap)"
+        )
         print(f"peak requests in any 1 s:   {peak}")
         print(f"wall time:                  {wall:.1f} s")
 

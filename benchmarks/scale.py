@@ -25,6 +25,7 @@ the dump cache build, of sampling (the build included) and of collecting, CPU se
 (the worker processes' included), peak RSS of the process tree and the load average while it
 ran (the cores may be shared), and the growth from the smallest size to the others.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import UTC
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,8 +52,11 @@ def snapshot(authors: int) -> Path:
     out = BENCH_OUT / f"snapshot-s{seed}-n{candidates}"
     if not (out / "MANIFEST.json").exists():
         print(f"generating {out.name} ...", flush=True)
-        subprocess.run([*KITAB, "snapshot", "generate", "--seed", str(seed), "--authors", str(candidates),
-                        "--out", str(out)], check=True, cwd=ROOT)
+        subprocess.run(
+            [*KITAB, "snapshot", "generate", "--seed", str(seed), "--authors", str(candidates), "--out", str(out)],
+            check=True,
+            cwd=ROOT,
+        )
     return out
 
 
@@ -76,26 +81,56 @@ def run(authors: int, mode: str, batch_size: int | None) -> dict:
     snap = snapshot(authors)
     warehouse = Path(tempfile.mkdtemp(prefix=f"kitab-scale-{authors}-{mode}-", dir=BENCH_OUT))
     env = {**os.environ, "KITAB_WAREHOUSE": str(warehouse)}
-    args = dict(source="dump", snapshot=str(snap), authors=authors, seed=1, release=f"scale-{authors}",
-                warehouse=str(warehouse), batch_size=batch_size)
+    args = dict(
+        source="dump",
+        snapshot=str(snap),
+        authors=authors,
+        seed=1,
+        release=f"scale-{authors}",
+        warehouse=str(warehouse),
+        batch_size=batch_size,
+    )
     if mode == "flow":
-        cmd = [*KITAB, "refresh", "--source", "dump", "--snapshot", str(snap), "--authors", str(authors),
-               "--seed", "1", "--release", args["release"], "--warehouse", str(warehouse), "--json"]
+        cmd = [
+            *KITAB,
+            "refresh",
+            "--source",
+            "dump",
+            "--snapshot",
+            str(snap),
+            "--authors",
+            str(authors),
+            "--seed",
+            "1",
+            "--release",
+            args["release"],
+            "--warehouse",
+            str(warehouse),
+            "--json",
+        ]
         if batch_size:
             cmd += ["--batch-size", str(batch_size)]
     else:
-        code = ("import json, sys; from kitab.core.env import quiet_prefect_env; quiet_prefect_env(); "
-                "from kitab.app.runs import run_refresh; "
-                "s = run_refresh(**json.loads(sys.argv[1]), direct=True); print(json.dumps(s, default=str))")
+        code = (
+            "import json, sys; from kitab.core.env import quiet_prefect_env; quiet_prefect_env(); "
+            "from kitab.app.runs import run_refresh; "
+            "s = run_refresh(**json.loads(sys.argv[1]), direct=True); print(json.dumps(s, default=str))"
+        )
         cmd = [sys.executable, "-c", code, json.dumps(args)]
     wall, rss, out, err = measured(cmd, env)
-    summary = json.loads(out[out.index("{"):])
-    return {"authors": authors, "mode": mode, "wall_s": round(wall, 1), "peak_rss_gib": round(rss, 2),
-            "rows": json.loads(summary["counts"]) if "counts" in summary else _rows(summary),
-            "stage_seconds": summary.get("stage_seconds"), "dropped_event_warnings": len(DROPPED.findall(err)),
-            "peak_rss_gib_by_process": measured.roles,  # type: ignore[attr-defined]
-            "cpu_seconds_by_process": measured.cpu,  # type: ignore[attr-defined]
-            "warehouse": str(warehouse)}
+    summary = json.loads(out[out.index("{") :])
+    return {
+        "authors": authors,
+        "mode": mode,
+        "wall_s": round(wall, 1),
+        "peak_rss_gib": round(rss, 2),
+        "rows": json.loads(summary["counts"]) if "counts" in summary else _rows(summary),
+        "stage_seconds": summary.get("stage_seconds"),
+        "dropped_event_warnings": len(DROPPED.findall(err)),
+        "peak_rss_gib_by_process": measured.roles,  # type: ignore[attr-defined]
+        "cpu_seconds_by_process": measured.cpu,  # type: ignore[attr-defined]
+        "warehouse": str(warehouse),
+    }
 
 
 def through_collect(authors: int, batch_size: int | None, world: int | None = None) -> dict:
@@ -104,21 +139,35 @@ def through_collect(authors: int, batch_size: int | None, world: int | None = No
     snap = snapshot(world or authors)
     warehouse = Path(tempfile.mkdtemp(prefix=f"kitab-scale-{authors}-collect-", dir=BENCH_OUT))
     env = {**os.environ, "KITAB_WAREHOUSE": str(warehouse)}
-    args = dict(source="dump", snapshot=str(snap), authors=authors, seed=1, release=f"scale-{authors}",
-                warehouse=str(warehouse), batch_size=batch_size)
+    args = dict(
+        source="dump",
+        snapshot=str(snap),
+        authors=authors,
+        seed=1,
+        release=f"scale-{authors}",
+        warehouse=str(warehouse),
+        batch_size=batch_size,
+    )
     wall, rss, out, _ = measured([sys.executable, __file__, "--child-collect", json.dumps(args)], env)
     child = json.loads(out.strip().splitlines()[-1])
-    return {"authors": authors, "snapshot": snap.name, "mode": "through collect", "wall_s": round(wall, 1), "peak_rss_gib": round(rss, 2),
-            **child, "load_avg_1min": measured.load,  # type: ignore[attr-defined]
-            "peak_rss_gib_by_process": measured.roles,  # type: ignore[attr-defined]
-            "warehouse": str(warehouse)}
+    return {
+        "authors": authors,
+        "snapshot": snap.name,
+        "mode": "through collect",
+        "wall_s": round(wall, 1),
+        "peak_rss_gib": round(rss, 2),
+        **child,
+        "load_avg_1min": measured.load,  # type: ignore[attr-defined]
+        "peak_rss_gib_by_process": measured.roles,  # type: ignore[attr-defined]
+        "warehouse": str(warehouse),
+    }
 
 
 def _child_collect(args: dict) -> None:
     """In the child: flows/pipeline.py's first two stages, with the same steps, context and runner."""
     import hashlib
     import resource
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     # run as a script, sys.path[0] is benchmarks/, whose requests.py would shadow the package:
     # the checkout instead (its flows and tasks), for this process and the workers it spawns
@@ -140,55 +189,93 @@ def _child_collect(args: dict) -> None:
         own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
         return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
-    today = datetime.now(timezone.utc).date()
+    today = datetime.now(UTC).date()
     params = RefreshParams(**{k: v for k, v in args.items() if v is not None}).resolved(today)
     settings = Settings(warehouse=params.warehouse)
     wh = Warehouse(settings.warehouse)
     runner = LocalRunner()
     times: dict[str, float] = {}
-    with open_origin(params.source, settings, snapshot=params.snapshot_dir(), mirror_url=None,
-                     release=params.release) as (spec, origin):
+    with open_origin(
+        params.source, settings, snapshot=params.snapshot_dir(), mirror_url=None, release=params.release
+    ) as (spec, origin):
         ledger = other_releases(wh, params.release)
-        ctx = RunContext(release=params.release, seed=params.seed, today_year=today.year,
-                         work=WorkDir(str(wh.root / ".work" / params.release)), sources=spec,
-                         released_ol_keys=tuple(sorted(ledger.ol_keys)))
+        ctx = RunContext(
+            release=params.release,
+            seed=params.seed,
+            today_year=today.year,
+            work=WorkDir(str(wh.root / ".work" / params.release)),
+            sources=spec,
+            released_ol_keys=tuple(sorted(ledger.ol_keys)),
+        )
         started, cpu_started = time.monotonic(), cpu()
-        sampled = runner.run(sample_step, ctx, params.authors, tuple(sorted(ledger.qids)), tuple(sorted(ledger.names)),
-                             settings.birth_year_min, today.year + 1, settings.birth_year_window, settings.min_works,
-                             settings.max_works, name="sample")
+        sampled = runner.run(
+            sample_step,
+            ctx,
+            params.authors,
+            tuple(sorted(ledger.qids)),
+            tuple(sorted(ledger.names)),
+            settings.birth_year_min,
+            today.year + 1,
+            settings.birth_year_window,
+            settings.min_works,
+            settings.max_works,
+            name="sample",
+        )
         times["sample_s"], times["sample_cpu_s"] = time.monotonic() - started, cpu() - cpu_started
         # the fresh warehouse's dump cache, built by the sample step: its READY.json has the build's steps
         ready = settings.cache_dir / "dumps" / origin.snapshot_id / "READY.json"
         scan = json.loads(ready.read_text())["scan_seconds"]
         rows = sampled.outputs["sampled"].rows
-        batches = [Batch(n, start, min(start + params.batch_size, rows))
-                   for n, start in enumerate(range(0, rows, params.batch_size))]
+        batches = [
+            Batch(n, start, min(start + params.batch_size, rows))
+            for n, start in enumerate(range(0, rows, params.batch_size))
+        ]
         started, cpu_started = time.monotonic(), cpu()
-        collected = runner.map(collect_step, [(ctx, b, sampled.outputs["sampled"]) for b in batches], cpu=True,
-                               names=[f"collect-{b.part}" for b in batches])
+        collected = runner.map(
+            collect_step,
+            [(ctx, b, sampled.outputs["sampled"]) for b in batches],
+            cpu=True,
+            names=[f"collect-{b.part}" for b in batches],
+        )
         runner.close()  # the worker processes end here: their CPU time is then counted
         times["collect_s"], times["collect_cpu_s"] = time.monotonic() - started, cpu() - cpu_started
-    print(json.dumps({**{k: round(v, 1) for k, v in times.items()}, "cache_build_s": round(sum(scan.values()), 1),
-                      "cache_build_steps_s": scan, "batches": len(batches), "sampled": rows,
-                      "works_raw": sum(c.stats["collect_authors"]["works_raw"] for c in collected),
-                      # one digest of every collect output file: equal across code versions = same bytes
-                      "outputs_sha256": hashlib.sha256(" ".join(
-                          ref.sha256 for c in collected for _, ref in sorted(c.outputs.items())).encode()).hexdigest()}))
+    print(
+        json.dumps(
+            {
+                **{k: round(v, 1) for k, v in times.items()},
+                "cache_build_s": round(sum(scan.values()), 1),
+                "cache_build_steps_s": scan,
+                "batches": len(batches),
+                "sampled": rows,
+                "works_raw": sum(c.stats["collect_authors"]["works_raw"] for c in collected),
+                # one digest of every collect output file: equal across code versions = same bytes
+                "outputs_sha256": hashlib.sha256(
+                    " ".join(ref.sha256 for c in collected for _, ref in sorted(c.outputs.items())).encode()
+                ).hexdigest(),
+            }
+        )
+    )
 
 
 def _collect_table(results: list[dict]) -> None:
-    print("| authors | snapshot | cache build | sample (build incl.) | collect wall | collect CPU | peak RSS (tree) "
-          "| load avg | works_raw |")
+    print(
+        "| authors | snapshot | cache build | sample (build incl.) | collect wall | collect CPU | peak RSS (tree) "
+        "| load avg | works_raw |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
     for r in results:
-        print(f"| {r['authors']:,} | {r['snapshot']} | {r['cache_build_s']:.0f} s | {r['sample_s']:.0f} s | {r['collect_s']:.1f} s "
-              f"| {r['collect_cpu_s']:.1f} s | {r['peak_rss_gib']:.2f} GiB | {r['load_avg_1min']} "
-              f"| {r['works_raw']:,} |")
+        print(
+            f"| {r['authors']:,} | {r['snapshot']} | {r['cache_build_s']:.0f} s | {r['sample_s']:.0f} s | {r['collect_s']:.1f} s "
+            f"| {r['collect_cpu_s']:.1f} s | {r['peak_rss_gib']:.2f} GiB | {r['load_avg_1min']} "
+            f"| {r['works_raw']:,} |"
+        )
     base = results[0]
     for r in results[1:]:
-        print(f"\n{r['authors']:,} ÷ {base['authors']:,} authors: collect wall {r['collect_s'] / base['collect_s']:.1f}x, "
-              f"collect CPU {r['collect_cpu_s'] / base['collect_cpu_s']:.1f}x, "
-              f"works_raw {r['works_raw'] / base['works_raw']:.1f}x")
+        print(
+            f"\n{r['authors']:,} ÷ {base['authors']:,} authors: collect wall {r['collect_s'] / base['collect_s']:.1f}x, "
+            f"collect CPU {r['collect_cpu_s'] / base['collect_cpu_s']:.1f}x, "
+            f"works_raw {r['works_raw'] / base['works_raw']:.1f}x"
+        )
 
 
 def _rows(summary: dict) -> dict:
@@ -204,11 +291,19 @@ def main() -> None:
     parser.add_argument("--sizes", default="1000,10000", help="authors per run, comma-separated")
     parser.add_argument("--direct-max", type=int, default=10_000, help="also run direct up to this many authors")
     parser.add_argument("--batch-size", type=int, default=None)
-    parser.add_argument("--through", choices=["collect"], default=None,
-                        help="stop after this step (sample and collect only, LocalRunner)")
-    parser.add_argument("--world", type=int, default=None,
-                        help="with --through collect: every size samples the snapshot of this size (the "
-                             "same generated world), so the answers per batch do not change with the size")
+    parser.add_argument(
+        "--through",
+        choices=["collect"],
+        default=None,
+        help="stop after this step (sample and collect only, LocalRunner)",
+    )
+    parser.add_argument(
+        "--world",
+        type=int,
+        default=None,
+        help="with --through collect: every size samples the snapshot of this size (the "
+        "same generated world), so the answers per batch do not change with the size",
+    )
     parser.add_argument("--child-collect", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child_collect:
@@ -231,18 +326,24 @@ def main() -> None:
             results.append(result)
             print(json.dumps(result), flush=True)
     print()
-    print("| authors | run | wall | peak RSS (tree) | flow ÷ direct | authors | works_raw | books | title_entities "
-          "| constraints | queries | rejects | dropped-event warnings |")
+    print(
+        "| authors | run | wall | peak RSS (tree) | flow ÷ direct | authors | works_raw | books | title_entities "
+        "| constraints | queries | rejects | dropped-event warnings |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     by = {(r["authors"], r["mode"]): r for r in results}
     for r in results:
         direct = by.get((r["authors"], "direct"))
         ratio = f"{r['wall_s'] / direct['wall_s']:.2f}" if r["mode"] == "flow" and direct else "–"
         rows = r["rows"]
-        print(f"| {r['authors']:,} | {r['mode']} | {r['wall_s']:.0f} s | {r['peak_rss_gib']:.2f} GiB | {ratio} | "
-              + " | ".join(f"{rows.get(t, 0):,}" for t in ("authors", "works_raw", "books", "title_entities",
-                                                              "constraints", "queries", "rejects"))
-              + f" | {r['dropped_event_warnings']} |")
+        print(
+            f"| {r['authors']:,} | {r['mode']} | {r['wall_s']:.0f} s | {r['peak_rss_gib']:.2f} GiB | {ratio} | "
+            + " | ".join(
+                f"{rows.get(t, 0):,}"
+                for t in ("authors", "works_raw", "books", "title_entities", "constraints", "queries", "rejects")
+            )
+            + f" | {r['dropped_event_warnings']} |"
+        )
     flows = {r["authors"]: r for r in results if r["mode"] == "flow"}
     if 1_000 in flows and 10_000 in flows:
         print(f"\n10k ÷ 1k wall (flow): {flows[10_000]['wall_s'] / flows[1_000]['wall_s']:.2f}")

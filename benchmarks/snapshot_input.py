@@ -10,6 +10,7 @@ checks dump == mirror).
 Years are judged against the snapshot's as-of date, not today's, so a rerun next year gives the
 same rows.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -17,9 +18,9 @@ from datetime import datetime
 from pathlib import Path
 
 from kitab.core.config import Settings
-from kitab.sources.snapshot.format import MANIFEST_FILE, read_manifest
 from kitab.simulate.generator.generate import GENERATOR_VERSION, generate_snapshot
 from kitab.sources import open_sources
+from kitab.sources.snapshot.format import MANIFEST_FILE, read_manifest
 from kitab.sources.wikidata import works_with_labels
 from tasks.base import StageResult
 from tasks.clean_books import clean_books
@@ -59,10 +60,14 @@ def works_for(snapshot_dir: Path, seed: int, sources=None) -> tuple[list[dict], 
     sources = sources or _dump_sources(snapshot_dir)
     try:
         settings = Settings(warehouse=BENCH_OUT / "warehouse")
-        candidates, _ = fetch_candidates(sources.wikidata, first_year=settings.birth_year_min,
-                                         last_year_exclusive=_as_of_year(snapshot_dir) + 1,
-                                         window=settings.birth_year_window, min_works=settings.min_works,
-                                         max_works=settings.max_works)
+        candidates, _ = fetch_candidates(
+            sources.wikidata,
+            first_year=settings.birth_year_min,
+            last_year_exclusive=_as_of_year(snapshot_dir) + 1,
+            window=settings.birth_year_window,
+            min_works=settings.min_works,
+            max_works=settings.max_works,
+        )
         sampled = sample_authors(candidates, n=len(candidates), seed=seed, exclude_qids=set())
         collected = collect_authors(sampled.tables["sampled"], sources.openlibrary)
         return collected.tables["authors"], collected.tables["works_raw"]
@@ -79,9 +84,11 @@ class CleanedInput:
     cleaned: StageResult  # clean_books: tables["works_clean"], rejects, stats
 
     def summary(self) -> str:
-        return (f"snapshot {self.snapshot_id}: {len(self.authors)} authors sampled, "
-                f"{sum(1 for a in self.authors if a['ol_author_key'])} matched, {len(self.works_raw)} works fetched, "
-                f"{len(self.cleaned.tables['works_clean'])} kept by clean_books")
+        return (
+            f"snapshot {self.snapshot_id}: {len(self.authors)} authors sampled, "
+            f"{sum(1 for a in self.authors if a['ol_author_key'])} matched, {len(self.works_raw)} works fetched, "
+            f"{len(self.cleaned.tables['works_clean'])} kept by clean_books"
+        )
 
 
 def cleaned_input(n_authors: int, seed: int, cache_root: Path = BENCH_OUT) -> CleanedInput:
@@ -90,8 +97,12 @@ def cleaned_input(n_authors: int, seed: int, cache_root: Path = BENCH_OUT) -> Cl
     sources = _dump_sources(snapshot)
     try:
         authors, works_raw = works_for(snapshot, seed, sources)
-        cleaned = clean_books(works_raw, authors, lambda titles: works_with_labels(sources.wikidata, titles),
-                              today_year=_as_of_year(snapshot))
+        cleaned = clean_books(
+            works_raw,
+            authors,
+            lambda titles: works_with_labels(sources.wikidata, titles),
+            today_year=_as_of_year(snapshot),
+        )
     finally:
         sources.close()
     return CleanedInput(read_manifest(snapshot)["snapshot_id"], authors, works_raw, cleaned)

@@ -11,6 +11,7 @@ It also asks perfect's questions a second time and reports the requests sent (0:
 
     .venv/bin/python benchmarks/synthetic_models.py --warehouse warehouse --release demo [--json]
 """
+
 from __future__ import annotations
 
 import sys
@@ -57,22 +58,42 @@ def main(argv: list[str] | None = None) -> None:
         cache = tmp / "answers.sqlite"
         with ChatServer(lambda prompt: by_prompt[prompt]) as server:
             started = time.monotonic()
-            runs["perfect"] = answer_release(warehouse, args.release, model="perfect", base_url=server.url,
-                                             out=tmp / "perfect.jsonl", cache_path=cache,
-                                             concurrency=args.concurrency)
+            runs["perfect"] = answer_release(
+                warehouse,
+                args.release,
+                model="perfect",
+                base_url=server.url,
+                out=tmp / "perfect.jsonl",
+                cache_path=cache,
+                concurrency=args.concurrency,
+            )
             runs["perfect"]["wall"] = time.monotonic() - started
-            runs["perfect (rerun)"] = answer_release(warehouse, args.release, model="perfect", base_url=server.url,
-                                                     out=tmp / "perfect-again.jsonl", cache_path=cache)
+            runs["perfect (rerun)"] = answer_release(
+                warehouse,
+                args.release,
+                model="perfect",
+                base_url=server.url,
+                out=tmp / "perfect-again.jsonl",
+                cache_path=cache,
+            )
             sent = len(server.chat_requests)
         same = (tmp / "perfect.jsonl").read_bytes() == (tmp / "perfect-again.jsonl").read_bytes()
         lines = (tmp / "perfect.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
         (tmp / "half.jsonl").write_text("".join(lines[::2]), encoding="utf-8")
         with ChatServer(lambda prompt: FIXED_WRONG) as server:
-            runs["fixed-wrong"] = answer_release(warehouse, args.release, model="fixed-wrong", base_url=server.url,
-                                                 out=tmp / "fixed-wrong.jsonl", cache_path=cache,
-                                                 concurrency=args.concurrency)
-        results = {model: evaluate_release(warehouse, args.release, tmp / f"{model}.jsonl", model=model)
-                   for model in ("perfect", "half", "fixed-wrong")}
+            runs["fixed-wrong"] = answer_release(
+                warehouse,
+                args.release,
+                model="fixed-wrong",
+                base_url=server.url,
+                out=tmp / "fixed-wrong.jsonl",
+                cache_path=cache,
+                concurrency=args.concurrency,
+            )
+        results = {
+            model: evaluate_release(warehouse, args.release, tmp / f"{model}.jsonl", model=model)
+            for model in ("perfect", "half", "fixed-wrong")
+        }
     with Warehouse(warehouse).connect(release=args.release) as con:
         board = leaderboard(con, args.release)
     keys = {(r["model"], r["answers_sha256"]) for r in results.values()}
@@ -82,10 +103,12 @@ def main(argv: list[str] | None = None) -> None:
     if args.json:
         print(json.dumps({"runs": runs, "leaderboard": board}, indent=2, default=str))
         return
-    print(f"release {args.release}: {len(prompts)} queries, loopback endpoint {sent} requests for perfect "
-          f"(first run {runs['perfect']['requests']} in {runs['perfect']['wall']:.1f} s, rerun "
-          f"{runs['perfect (rerun)']['requests']}; rerun answers file byte-identical: {same}), "
-          f"{runs['fixed-wrong']['requests']} for fixed-wrong\n")
+    print(
+        f"release {args.release}: {len(prompts)} queries, loopback endpoint {sent} requests for perfect "
+        f"(first run {runs['perfect']['requests']} in {runs['perfect']['wall']:.1f} s, rerun "
+        f"{runs['perfect (rerun)']['requests']}; rerun answers file byte-identical: {same}), "
+        f"{runs['fixed-wrong']['requests']} for fixed-wrong\n"
+    )
     print(format_leaderboard(board))
 
 

@@ -9,6 +9,7 @@ generate_constraints and sample_queries. ``--synthetic`` instead draws books and
 straight from ``synthetic_inputs``, a seeded generator of KITAB-like bibliographies: no snapshot,
 no tagger, a second or so (the tests use it).
 """
+
 from __future__ import annotations
 
 import sys
@@ -42,11 +43,15 @@ WORDS = (
     "learning speaking reading writing understanding introduction guide handbook companion study"
 ).split()
 SMALL = ("of", "and", "in", "the", "for", "on", "to", "with", "from", "at")
-NAMES = ("Emma Jane Anna Maria John Peter Tom Sarah David Rachel Oscar Lucy Hadrian Zorro Ivan Olga Kwame "
-         "Amara Ravi Sita Yuki Hiroshi Carmen Diego Fatima Omar Leila Elena Nikos Ingrid Sven").split()
+NAMES = (
+    "Emma Jane Anna Maria John Peter Tom Sarah David Rachel Oscar Lucy Hadrian Zorro Ivan Olga Kwame "
+    "Amara Ravi Sita Yuki Hiroshi Carmen Diego Fatima Omar Leila Elena Nikos Ingrid Sven"
+).split()
 SURNAMES = "Brown Smith Garcia Kowalski Okafor Tanaka Ivanova Dupont Rossi Nakamura".split()
-CITIES = ("Paris London Venice Rome Berlin Vienna Prague Lisbon Dublin Cairo Delhi Tokyo Lagos Lima "
-          "Havana Boston Chicago Odessa Athens Istanbul Kyoto Nairobi Seville Toledo Oxford").split()
+CITIES = (
+    "Paris London Venice Rome Berlin Vienna Prague Lisbon Dublin Cairo Delhi Tokyo Lagos Lima "
+    "Havana Boston Chicago Odessa Athens Istanbul Kyoto Nairobi Seville Toledo Oxford"
+).split()
 WORD_COUNTS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
 WORD_COUNT_WEIGHTS = (16, 24, 20, 14, 10, 7, 4, 3, 1, 1)
 
@@ -95,8 +100,15 @@ def synthetic_inputs(n_authors: int = 600, seed: int = 0) -> tuple[list[dict], l
     for i in range(n_authors):
         qid = f"Q{900_000 + i}"
         birth = rng.randint(1850, 1985)
-        authors.append({"qid": qid, "name": f"{rng.choice(NAMES)} {rng.choice(SURNAMES)} {i}", "birth_year": birth,
-                        "sitelinks": min(190, int(rng.paretovariate(1.2) * 2)), "ol_author_key": f"OL{i}A"})
+        authors.append(
+            {
+                "qid": qid,
+                "name": f"{rng.choice(NAMES)} {rng.choice(SURNAMES)} {i}",
+                "birth_year": birth,
+                "sitelinks": min(190, int(rng.paretovariate(1.2) * 2)),
+                "ol_author_key": f"OL{i}A",
+            }
+        )
         # >= 5 books (KITAB's floor), median ~10; published over a career of 5-45 years
         n_books = min(200, 5 + int(rng.lognormvariate(1.7, 0.9)))
         career_start = min(2023, birth + rng.randint(20, 40))
@@ -105,15 +117,29 @@ def synthetic_inputs(n_authors: int = 600, seed: int = 0) -> tuple[list[dict], l
             title, has_human, has_city = _title(rng)
             book_id = f"{qid}-b{j}"
             year = None if rng.random() < 0.03 else rng.randint(career_start, career_end)
-            books.append({"book_id": book_id, "author_qid": qid, "canonical_title": title, "first_year": year,
-                          "n_variants": 1, "variant_titles": [title, *_variants(rng, title)]})
+            books.append(
+                {
+                    "book_id": book_id,
+                    "author_qid": qid,
+                    "canonical_title": title,
+                    "first_year": year,
+                    "n_variants": 1,
+                    "variant_titles": [title, *_variants(rng, title)],
+                }
+            )
             books[-1]["n_variants"] = len(books[-1]["variant_titles"])
             flags[book_id] = {"human": has_human, "city": has_city}
     return authors, books, flags
 
 
-def run(authors: list[dict], books: list[dict], entity_flags: dict[str, dict], *, seed: int,
-        rates: SamplingRates = SamplingRates()) -> tuple[list[dict], dict, dict]:
+def run(
+    authors: list[dict],
+    books: list[dict],
+    entity_flags: dict[str, dict],
+    *,
+    seed: int,
+    rates: SamplingRates = SamplingRates(),
+) -> tuple[list[dict], dict, dict]:
     """Constraints + queries -> (Table 2 rows, generation stats, sampling stats)."""
     generated = generate_constraints(authors, books, entity_flags)
     sampled = sample_queries(generated.tables["constraints"], authors, books, seed=seed, rates=rates)
@@ -129,44 +155,62 @@ def snapshot_inputs(n_authors: int = 600, seed: int = 0) -> tuple[list[dict], li
     kept = {b["author_qid"] for b in books}
     authors = [a for a in data.authors if a["qid"] in kept]
     tagged = tag_entities(books, deduped.tables["title_variants"])
-    described = (f"{data.summary()}, {len(books)} books ({len(deduped.tables['title_variants'])} title variants) "
-                 f"of {len(authors)} authors with >= 5 books")
+    described = (
+        f"{data.summary()}, {len(books)} books ({len(deduped.tables['title_variants'])} title variants) "
+        f"of {len(authors)} authors with >= 5 books"
+    )
     return authors, books, entity_flags(books, tagged.tables["title_entities"]), described
 
 
 # What the paper measured on its own release (§3.1, Table 2): results, not settings.
-PAPER_MEASURED = (("one-constraint queries", "8239"), ("two-constraint queries", "4750"),
-                  ("one-constraint queries unsatisfiable", "7.99%"),
-                  ("two-constraint queries jointly unsatisfiable", "0.76%"))
+PAPER_MEASURED = (
+    ("one-constraint queries", "8239"),
+    ("two-constraint queries", "4750"),
+    ("one-constraint queries unsatisfiable", "7.99%"),
+    ("two-constraint queries jointly unsatisfiable", "0.76%"),
+)
 
 
 def rates_text(rates: SamplingRates, sampled: dict) -> str:
     """Three blocks kept apart: what kitab is configured to do (``SamplingRates``; the paper's
     App. C.2 percentages are settings, its 7.99% / 0.76% are targets kitab tops up to), what
     this run measured, and what the paper measured on its release."""
+
     def pct(x: float) -> str:
         return f"{100 * x:g}%"
 
-    configured = [*(f"keep {pct(rate)} of satisfiable one-constraint {name} candidates"
-                    for name, rate in sorted(rates.one_constraint.items())),
-                  f"other satisfiable one-constraint types: keep 100%; asked of every author whatever S: "
-                  f"{', '.join(sorted(rates.always_asked))}",
-                  f"unsatisfiable one-constraint queries topped up to {pct(rates.one_unsatisfiable_share)} "
-                  "of one-constraint queries",
-                  f"two constraints: {pct(rates.two_easy)} of {' x '.join(rates.two_easy_types)} pairs mapping to > 1 "
-                  f"book; other pairs: {pct(rates.two_one_book)} mapping to 1 book, {pct(rates.two_two_books)} to 2, "
-                  f"{pct(rates.two_more_books)} to more",
-                  f"jointly unsatisfiable pairs topped up to {pct(rates.two_unsatisfiable_share)} of two-constraint "
-                  "queries"]
-    measured = [f"one-constraint queries: {sampled['queries_one']}",
-                f"two-constraint queries: {sampled['queries_two']}",
-                f"one-constraint queries unsatisfiable: {sampled['one_unsatisfiable_share']:.2%}",
-                f"two-constraint queries jointly unsatisfiable: {sampled['two_unsatisfiable_share']:.2%}"]
-    return "\n".join(["kitab's configured sampling (tasks/sample_queries.py SamplingRates):",
-                      *(f"  {line}" for line in configured), "",
-                      "measured in this run:", *(f"  {line}" for line in measured), "",
-                      "measured by the paper on its release (611 authors; not settings):",
-                      *(f"  {name}: {value}" for name, value in PAPER_MEASURED)])
+    configured = [
+        *(
+            f"keep {pct(rate)} of satisfiable one-constraint {name} candidates"
+            for name, rate in sorted(rates.one_constraint.items())
+        ),
+        f"other satisfiable one-constraint types: keep 100%; asked of every author whatever S: "
+        f"{', '.join(sorted(rates.always_asked))}",
+        f"unsatisfiable one-constraint queries topped up to {pct(rates.one_unsatisfiable_share)} "
+        "of one-constraint queries",
+        f"two constraints: {pct(rates.two_easy)} of {' x '.join(rates.two_easy_types)} pairs mapping to > 1 "
+        f"book; other pairs: {pct(rates.two_one_book)} mapping to 1 book, {pct(rates.two_two_books)} to 2, "
+        f"{pct(rates.two_more_books)} to more",
+        f"jointly unsatisfiable pairs topped up to {pct(rates.two_unsatisfiable_share)} of two-constraint queries",
+    ]
+    measured = [
+        f"one-constraint queries: {sampled['queries_one']}",
+        f"two-constraint queries: {sampled['queries_two']}",
+        f"one-constraint queries unsatisfiable: {sampled['one_unsatisfiable_share']:.2%}",
+        f"two-constraint queries jointly unsatisfiable: {sampled['two_unsatisfiable_share']:.2%}",
+    ]
+    return "\n".join(
+        [
+            "kitab's configured sampling (tasks/sample_queries.py SamplingRates):",
+            *(f"  {line}" for line in configured),
+            "",
+            "measured in this run:",
+            *(f"  {line}" for line in measured),
+            "",
+            "measured by the paper on its release (611 authors; not settings):",
+            *(f"  {name}: {value}" for name, value in PAPER_MEASURED),
+        ]
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -183,8 +227,10 @@ def main(argv: list[str] | None = None) -> None:
         authors, books, flags, described = snapshot_inputs(args.authors, args.seed)
     rows, generated, sampled = run(authors, books, flags, seed=args.seed)
     print(described)
-    print(f"{generated['authors']} authors, {generated['books']} books, {generated['constraints']} candidate "
-          f"constraints ({sampled['candidates_satisfiable']} satisfiable), seed {args.seed}\n")
+    print(
+        f"{generated['authors']} authors, {generated['books']} books, {generated['constraints']} candidate "
+        f"constraints ({sampled['candidates_satisfiable']} satisfiable), seed {args.seed}\n"
+    )
     print(format_table2(rows))
     print(f"\n{rates_text(SamplingRates(), sampled)}")
     print(f"kept by stratum: {sampled['kept_by_stratum']}")

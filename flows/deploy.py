@@ -8,6 +8,7 @@ rerun on the same day rebuilds that day's release instead of adding another. One
 a time (``concurrency_limit``): two at once would sample against the same ledger, and the
 second would be refused at publish; later runs wait for a slot.
 """
+
 from __future__ import annotations
 
 from functools import lru_cache
@@ -32,13 +33,19 @@ DEPLOYMENT_NAME = deployment_spec()["name"]
 DEFAULT_CRON = deployment_spec()["schedules"][0]["cron"]
 
 
-def refresh_deployment(*, cron: str | None = None, work_pool_name: str | None = None,
-                       **parameters: object) -> RunnerDeployment:
+def refresh_deployment(
+    *, cron: str | None = None, work_pool_name: str | None = None, **parameters: object
+) -> RunnerDeployment:
     """prefect.yaml's deployment as an object (``.apply()`` registers it, ``serve`` runs it);
     ``cron`` and any flow parameter given here (not None) replace prefect.yaml's."""
     spec = deployment_spec()
     merged = {**spec.get("parameters", {}), **{k: v for k, v in parameters.items() if v is not None}}
     return refresh.to_deployment(
-        name=spec["name"], cron=cron or DEFAULT_CRON, parameters=merged, description=spec["description"],
-        tags=spec["tags"], work_pool_name=work_pool_name, concurrency_limit=spec["concurrency_limit"],
+        name=spec["name"],
+        cron=cron or DEFAULT_CRON,
+        parameters=merged,
+        description=spec["description"],
+        tags=spec["tags"],
+        work_pool_name=work_pool_name,
+        concurrency_limit=spec["concurrency_limit"],
     )

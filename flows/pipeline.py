@@ -9,15 +9,15 @@ Between steps travel Parquet refs (kitab/core/refs.py) in the release's work fol
 the global parts (distinct titles, query top-ups, publishing) are DuckDB over those files,
 so memory is bounded by a batch, not by the release.
 """
+
 from __future__ import annotations
 
 import contextlib
 import logging
 import time
-from datetime import date, datetime, timezone
+from collections.abc import Iterator
+from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import Iterator
-
 
 from flows.runners import cpu_workers
 from kitab.core.config import Settings
@@ -25,14 +25,23 @@ from kitab.core.errors import BadValue, KitabError
 from kitab.core.locking import refresh_lock
 from kitab.core.params import RefreshParams
 from kitab.core.progress import Progress, tracking
-from kitab.core.stages import GENERATE_CONSTRAINTS, SAMPLE_AUTHORS, TAG_ENTITIES
 from kitab.core.refs import TableRef, duck, read_rows, write_query, write_rows
-from kitab.sources import Origin, SourceSpec, close_sources, sources_for
+from kitab.core.stages import GENERATE_CONSTRAINTS, SAMPLE_AUTHORS, TAG_ENTITIES
 from kitab.core.warehouse import Warehouse
 from kitab.core.workdir import StepResult, WorkDir
+from kitab.sources import Origin, SourceSpec, close_sources, sources_for
 from tasks.publish import other_releases, publish, released_authors_rows
-from tasks.steps import (Batch, RunContext, collect_step, constrain_step, merge_stats, sample_queries_step, sample_step, tag_step,
-                         unavailable_authors)
+from tasks.steps import (
+    Batch,
+    RunContext,
+    collect_step,
+    constrain_step,
+    merge_stats,
+    sample_queries_step,
+    sample_step,
+    tag_step,
+    unavailable_authors,
+)
 
 log = logging.getLogger("kitab.refresh")
 TAG_CHUNK_MIN, TAG_CHUNK_MAX = 2_000, 20_000  # distinct titles per tagging task
@@ -48,8 +57,10 @@ def check_failed_share(failed: int, sampled: int, max_share: float) -> None:
     """A release may do without a few authors a source did not answer for (each is a
     ``source_unavailable`` reject), not without more than ``max_share`` of them."""
     if sampled and failed / sampled > max_share:
-        raise KitabError(f"{failed} of {sampled} authors ({_percent(failed / sampled)}) failed: source unavailable "
-                         f"(max {_percent(max_share)}); nothing published")
+        raise KitabError(
+            f"{failed} of {sampled} authors ({_percent(failed / sampled)}) failed: source unavailable "
+            f"(max {_percent(max_share)}); nothing published"
+        )
 
 
 def _percent(share: float) -> str:
@@ -71,8 +82,9 @@ def check_inputs(params: RefreshParams) -> None:
 
 
 @contextlib.contextmanager
-def open_origin(source: str, settings: Settings, *, snapshot: Path, mirror_url: str | None,
-                release: str) -> Iterator[tuple[SourceSpec, Origin]]:
+def open_origin(
+    source: str, settings: Settings, *, snapshot: Path, mirror_url: str | None, release: str
+) -> Iterator[tuple[SourceSpec, Origin]]:
     """Where the data comes from: the snapshot's id, and the spec every step opens its clients
     from. ``source`` mirror needs the mirror's URL (kitab.app.runs starts one in-process for a
     snapshot; a deployment names a running ``kitab mirror serve``); ``snapshot`` given with it
@@ -86,14 +98,18 @@ def open_origin(source: str, settings: Settings, *, snapshot: Path, mirror_url: 
     origin = Origin(read_manifest(snapshot)["snapshot_id"] if known else None)
     with contextlib.ExitStack() as stack:
         # the snapshot id also names a dump's content in the work folder's step keys
-        scope = origin.snapshot_id if source in ("mirror", "dump") and origin.snapshot_id else (
-            release if source == "live" else None)
+        scope = (
+            origin.snapshot_id
+            if source in ("mirror", "dump") and origin.snapshot_id
+            else (release if source == "live" else None)
+        )
         if source == "mirror" and scope is None:
             import hashlib
 
             scope = "url-" + hashlib.sha256(mirror_url.encode()).hexdigest()[:12]
-        spec = SourceSpec.of(source, settings, snapshot=snapshot if source == "dump" else None,
-                             mirror_url=mirror_url, cache_scope=scope)
+        spec = SourceSpec.of(
+            source, settings, snapshot=snapshot if source == "dump" else None, mirror_url=mirror_url, cache_scope=scope
+        )
         if source != "dump":  # fail here, clearly, on a bad source (no contact for live, ...)
             spec.open().close()
         stack.callback(close_sources)
@@ -116,7 +132,7 @@ def run_pipeline(params: RefreshParams, runner, *, progress: Progress | None = N
     and finished batch (kitab/core/progress.py)."""
     started = time.monotonic()
     settings = Settings(**({"warehouse": params.warehouse} if params.warehouse else {}))
-    today = datetime.now(timezone.utc).date()
+    today = datetime.now(UTC).date()
     params = params.resolved(today)
     # Held already when kitab.app.runs started this (re-entrant); taken here for a deployment's run.
     with refresh_lock(settings.warehouse, params.release), tracking(params.release, progress) as progress:
@@ -125,48 +141,85 @@ def run_pipeline(params: RefreshParams, runner, *, progress: Progress | None = N
         return summary
 
 
-def _run_pipeline(params: RefreshParams, runner, settings: Settings, today: date, started: float,
-                  progress: Progress) -> dict:
+def _run_pipeline(
+    params: RefreshParams, runner, settings: Settings, today: date, started: float, progress: Progress
+) -> dict:
     seed, release = params.seed, params.release
     wh = Warehouse(settings.warehouse)
     snapshot = params.snapshot_dir()
     progress.begin(release=release, source=params.source, authors=params.authors, batch_size=params.batch_size)
     progress.stage("start")
-    with open_origin(params.source, settings, snapshot=snapshot if params.snapshot or params.source != "mirror" else None,
-                     mirror_url=params.mirror_url,
-                     release=release) as (spec, origin), watch_requests(progress, spec):
+    with (
+        open_origin(
+            params.source,
+            settings,
+            snapshot=snapshot if params.snapshot or params.source != "mirror" else None,
+            mirror_url=params.mirror_url,
+            release=release,
+        ) as (spec, origin),
+        watch_requests(progress, spec),
+    ):
         ledger = other_releases(wh, release)
-        ctx = RunContext(release=release, seed=seed, today_year=today.year,
-                         work=WorkDir(str(wh.root / ".work" / release)), sources=spec,
-                         released_ol_keys=tuple(sorted(ledger.ol_keys)))
+        ctx = RunContext(
+            release=release,
+            seed=seed,
+            today_year=today.year,
+            work=WorkDir(str(wh.root / ".work" / release)),
+            sources=spec,
+            released_ol_keys=tuple(sorted(ledger.ol_keys)),
+        )
         progress.stage(SAMPLE_AUTHORS)
-        sampled = runner.run(sample_step, ctx, params.authors, tuple(sorted(ledger.qids)), tuple(sorted(ledger.names)),
-                             settings.birth_year_min, today.year + 1, settings.birth_year_window, settings.min_works,
-                             settings.max_works, name=SAMPLE_AUTHORS)
+        sampled = runner.run(
+            sample_step,
+            ctx,
+            params.authors,
+            tuple(sorted(ledger.qids)),
+            tuple(sorted(ledger.names)),
+            settings.birth_year_min,
+            today.year + 1,
+            settings.birth_year_window,
+            settings.min_works,
+            settings.max_works,
+            name=SAMPLE_AUTHORS,
+        )
         sampled_authors = sampled.outputs["sampled"]
-        log.info("sampled %d authors (%d eligible, %d excluded as released)", sampled_authors.rows,
-                 sampled.stats["eligible"], sampled.stats["excluded_released"])
+        log.info(
+            "sampled %d authors (%d eligible, %d excluded as released)",
+            sampled_authors.rows,
+            sampled.stats["eligible"],
+            sampled.stats["excluded_released"],
+        )
         shortfall = author_shortfall(params.authors, sampled.stats)
         if shortfall["shortfall"] and not params.allow_fewer:
             released = sampled.stats["excluded_released"]
-            raise BadValue(f"--authors {params.authors}: only {shortfall['eligible']} authors are eligible"
-                           + (f" ({released} more were released before)" if released else "")
-                           + "; ask for fewer, or pass --allow-fewer to publish them")
+            raise BadValue(
+                f"--authors {params.authors}: only {shortfall['eligible']} authors are eligible"
+                + (f" ({released} more were released before)" if released else "")
+                + "; ask for fewer, or pass --allow-fewer to publish them"
+            )
         progress.end_stage(rows=sampled_authors.rows, requests=sampled.stats["requests_sent"])
 
-        batches = [Batch(n, start, min(start + params.batch_size, sampled_authors.rows))
-                   for n, start in enumerate(range(0, sampled_authors.rows, params.batch_size))]
+        batches = [
+            Batch(n, start, min(start + params.batch_size, sampled_authors.rows))
+            for n, start in enumerate(range(0, sampled_authors.rows, params.batch_size))
+        ]
 
         def part_done(parts: list[Batch], with_requests: bool = False):
             """A runner's on_done: the finished batch's items (and the requests it counted)."""
-            return lambda n, r: progress.part_done(n, parts[n].stop - parts[n].start,
-                                                   requests=r.stats["requests_sent"] if with_requests else 0)
+            return lambda n, r: progress.part_done(
+                n, parts[n].stop - parts[n].start, requests=r.stats["requests_sent"] if with_requests else 0
+            )
 
         progress.stage("collect", total=sampled_authors.rows, unit="authors", tasks=len(batches))
         # From the dump, collecting is CPU work (DuckDB lookups, cleaning, dedup): one process
         # per core. Over HTTP it stays on threads: one client per process keeps the rate limits.
-        collected = runner.map(collect_step, [(ctx, b, sampled_authors) for b in batches], cpu=params.source == "dump",
-                               names=[f"collect-{b.part}" for b in batches], on_done=part_done(batches, True))
+        collected = runner.map(
+            collect_step,
+            [(ctx, b, sampled_authors) for b in batches],
+            cpu=params.source == "dump",
+            names=[f"collect-{b.part}" for b in batches],
+            on_done=part_done(batches, True),
+        )
         failed = sum(unavailable_authors(c) for c in collected)
         if failed:
             log.warning("%d of %d authors rejected: source unavailable", failed, sampled_authors.rows)
@@ -177,16 +230,28 @@ def _run_pipeline(params: RefreshParams, runner, settings: Settings, today: date
         runner.release_workers()  # fresh workers for tagging: the dump lookups' memory goes with these
         titles = distinct_titles(ctx, [c.outputs["title_variants"] for c in collected])
         size = tag_chunk_size(titles.rows, cpu_workers())
-        chunks = [Batch(n, start, min(start + size, titles.rows)) for n, start in enumerate(range(0, titles.rows, size))]
+        chunks = [
+            Batch(n, start, min(start + size, titles.rows)) for n, start in enumerate(range(0, titles.rows, size))
+        ]
         progress.plan(total=titles.rows, unit="titles", tasks=len(chunks))
-        tagged = runner.map(tag_step, [(ctx, c, titles) for c in chunks], cpu=True,
-                            names=[f"tag-{c.part}" for c in chunks], on_done=part_done(chunks))
+        tagged = runner.map(
+            tag_step,
+            [(ctx, c, titles) for c in chunks],
+            cpu=True,
+            names=[f"tag-{c.part}" for c in chunks],
+            on_done=part_done(chunks),
+        )
         tags = tuple(r.outputs["title_tags"] for r in tagged)
         progress.end_stage(rows=titles.rows)
 
         progress.stage(GENERATE_CONSTRAINTS, total=sampled_authors.rows, unit="authors", tasks=len(batches))
-        constrained = runner.map(constrain_step, [(ctx, b, c, tags) for b, c in zip(batches, collected)],
-                                 cpu=True, names=[f"constrain-{b.part}" for b in batches], on_done=part_done(batches))
+        constrained = runner.map(
+            constrain_step,
+            [(ctx, b, c, tags) for b, c in zip(batches, collected)],
+            cpu=True,
+            names=[f"constrain-{b.part}" for b in batches],
+            on_done=part_done(batches),
+        )
         progress.end_stage(rows=sum(c.outputs["constraints"].rows for c in constrained))
         progress.stage("sample_queries")
         runner.release_workers()  # the rest is DuckDB in this process: free the workers' memory first
@@ -199,8 +264,11 @@ def _run_pipeline(params: RefreshParams, runner, settings: Settings, today: date
 
         authors = read_rows(parts(collected, "authors"))
         kept = {row["author_qid"] for row in _column(parts(collected, "books"), "author_qid")}
-        released = write_rows("released_authors", released_authors_rows(release, authors, kept),
-                              ctx.work.path("publish", "all", "released_authors"))
+        released = write_rows(
+            "released_authors",
+            released_authors_rows(release, authors, kept),
+            ctx.work.path("publish", "all", "released_authors"),
+        )
         tables = {
             "authors": parts(collected, "authors"),
             "works_raw": parts(collected, "works_raw"),
@@ -210,15 +278,27 @@ def _run_pipeline(params: RefreshParams, runner, settings: Settings, today: date
             "constraints": parts(constrained, "constraints"),
             "queries": [queries],
             # stage by stage, as the stages ran; the key order decides, this only breaks ties
-            "rejects": [sampled.outputs["rejects.sample_authors"],
-                        *parts(collected, "rejects.collect_authors"), *parts(collected, "rejects.clean_books"),
-                        *parts(collected, "rejects.dedup_titles"), *parts(constrained, "rejects.generate_constraints")],
+            "rejects": [
+                sampled.outputs["rejects.sample_authors"],
+                *parts(collected, "rejects.collect_authors"),
+                *parts(collected, "rejects.clean_books"),
+                *parts(collected, "rejects.dedup_titles"),
+                *parts(constrained, "rejects.generate_constraints"),
+            ],
             "released_authors": [released],
         }
         requests_made = sampled.stats["requests_sent"] + sum(c.stats["requests_sent"] for c in collected)
-        committed = publish(wh, release, tables, seed=seed, source=params.source, snapshot_id=origin.snapshot_id,
-                            n_authors_requested=params.authors, requests_made=requests_made,
-                            stages=[r for r in progress.records() if r["stage"] != "publish"])
+        committed = publish(
+            wh,
+            release,
+            tables,
+            seed=seed,
+            source=params.source,
+            snapshot_id=origin.snapshot_id,
+            n_authors_requested=params.authors,
+            requests_made=requests_made,
+            stages=[r for r in progress.records() if r["stage"] != "publish"],
+        )
         progress.end_stage(rows=sum(committed["row_counts"].values()))
     ctx.work.remove()
     stages = progress.records()
@@ -228,30 +308,48 @@ def _run_pipeline(params: RefreshParams, runner, settings: Settings, today: date
     counts = committed["row_counts"]
     methods = collect_stats["collect_authors"]["match_method"]
     return {
-        "release": release, "seed": seed, "source": params.source, "snapshot_id": origin.snapshot_id,
+        "release": release,
+        "seed": seed,
+        "source": params.source,
+        "snapshot_id": origin.snapshot_id,
         "warehouse": str(wh.root),
         "authors": shortfall,
-        "stage_counts": {"candidate authors": sampled.stats["candidates"], "sampled": sampled_authors.rows,
-                         "source unavailable": failed,
-                         "matched on Open Library": methods.get("p648", 0) + methods.get("name_birth_year", 0),
-                         "works_raw": counts["works_raw"],
-                         "works kept by clean_books": collect_stats["clean_books"]["works_clean"],
-                         "title_variants": counts["title_variants"], "books": counts["books"],
-                         "authors with >= 5 books": len(kept), "title_entities": counts["title_entities"],
-                         "constraints": counts["constraints"], "queries": counts["queries"]},
+        "stage_counts": {
+            "candidate authors": sampled.stats["candidates"],
+            "sampled": sampled_authors.rows,
+            "source unavailable": failed,
+            "matched on Open Library": methods.get("p648", 0) + methods.get("name_birth_year", 0),
+            "works_raw": counts["works_raw"],
+            "works kept by clean_books": collect_stats["clean_books"]["works_clean"],
+            "title_variants": counts["title_variants"],
+            "books": counts["books"],
+            "authors with >= 5 books": len(kept),
+            "title_entities": counts["title_entities"],
+            "constraints": counts["constraints"],
+            "queries": counts["queries"],
+        },
         "match_methods": {m: methods.get(m, 0) for m in ("p648", "name_birth_year", "unmatched")},
         "rejects": counts["rejects"],
-        "stage_stats": {"sample_authors": sampled.stats, "collect_authors": collect_stats["collect_authors"],
-                        "clean_books": collect_stats["clean_books"], "dedup_titles": collect_stats["dedup_titles"],
-                        "tag_entities": {**constrain_stats["tag_entities"], "titles_tagged": titles.rows},
-                        "generate_constraints": constrain_stats["generate_constraints"],
-                        "sample_queries": query_stats},
-        "batches": {"authors_per_batch": params.batch_size, "collect": len(batches), TAG_ENTITIES: len(chunks),
-                    GENERATE_CONSTRAINTS: len(batches)},
+        "stage_stats": {
+            "sample_authors": sampled.stats,
+            "collect_authors": collect_stats["collect_authors"],
+            "clean_books": collect_stats["clean_books"],
+            "dedup_titles": collect_stats["dedup_titles"],
+            "tag_entities": {**constrain_stats["tag_entities"], "titles_tagged": titles.rows},
+            "generate_constraints": constrain_stats["generate_constraints"],
+            "sample_queries": query_stats,
+        },
+        "batches": {
+            "authors_per_batch": params.batch_size,
+            "collect": len(batches),
+            TAG_ENTITIES: len(chunks),
+            GENERATE_CONSTRAINTS: len(batches),
+        },
         "stages": stages,
         "stage_seconds": {r["stage"]: r["seconds"] for r in stages},
         "requests_made": requests_made,
-        "checksums": committed["checksums"], "data_tests": committed["data_tests"],
+        "checksums": committed["checksums"],
+        "data_tests": committed["data_tests"],
         "wall_seconds": round(time.monotonic() - started, 2),
     }
 
@@ -260,8 +358,12 @@ def author_shortfall(requested: int, sample_stats: dict) -> dict:
     """Authors requested, eligible (not released before, with a label) and sampled, and how
     many short of the request the sample is."""
     sampled = sample_stats["sampled"]
-    return {"requested": requested, "eligible": sample_stats["eligible"], "sampled": sampled,
-            "shortfall": max(0, requested - sampled)}
+    return {
+        "requested": requested,
+        "eligible": sample_stats["eligible"],
+        "sampled": sampled,
+        "shortfall": max(0, requested - sampled),
+    }
 
 
 def _column(refs: list[TableRef], column: str) -> list[dict]:
@@ -281,7 +383,19 @@ def distinct_titles(ctx: RunContext, variants: list[TableRef]) -> TableRef:
     target = ctx.work.path("titles", "all", "titles")
     with duck(ctx.work.root) as con:
         if not files:
-            return write_query(con, "SELECT NULL::VARCHAR AS title WHERE false", None, "titles", target,
-                               schema=pa.schema([("title", pa.string())]))
-        return write_query(con, "SELECT DISTINCT title FROM read_parquet(?) WHERE title <> '' ORDER BY title",
-                           [files], "titles", target, schema=pa.schema([("title", pa.string())]))
+            return write_query(
+                con,
+                "SELECT NULL::VARCHAR AS title WHERE false",
+                None,
+                "titles",
+                target,
+                schema=pa.schema([("title", pa.string())]),
+            )
+        return write_query(
+            con,
+            "SELECT DISTINCT title FROM read_parquet(?) WHERE title <> '' ORDER BY title",
+            [files],
+            "titles",
+            target,
+            schema=pa.schema([("title", pa.string())]),
+        )

@@ -7,12 +7,13 @@ The task runner is ``threads`` unless ``KITAB_TASK_RUNNER=dask`` (optionally
 ``KITAB_DASK_ADDRESS=tcp://host:8786``) is set where the flow is loaded, e.g. in a worker's
 environment; ``kitab refresh --task-runner dask`` sets it per run (flows/runners.py).
 """
+
 from __future__ import annotations
 
 import contextlib
 import os
-from datetime import datetime, timezone
-from typing import Iterator
+from collections.abc import Iterator
+from datetime import UTC, datetime
 
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_progress_artifact, update_progress_artifact
@@ -27,8 +28,10 @@ __all__ = ["refresh", "default_release_id", "default_seed", "with_task_runner"]
 
 def configured_task_runner(kind: str | None = None, address: str | None = None):
     """The task runner ``kind`` at ``address``; unset: $KITAB_TASK_RUNNER (threads) and $KITAB_DASK_ADDRESS."""
-    return task_runner(kind or os.environ.get("KITAB_TASK_RUNNER") or "threads",
-                       address or os.environ.get("KITAB_DASK_ADDRESS") or None)
+    return task_runner(
+        kind or os.environ.get("KITAB_TASK_RUNNER") or "threads",
+        address or os.environ.get("KITAB_DASK_ADDRESS") or None,
+    )
 
 
 def with_task_runner(kind: str | None = None, address: str | None = None):
@@ -44,7 +47,7 @@ def _refresh(**parameters) -> dict:
     fail the run unless ``allow_fewer``. If more than ``max_failed_share`` of the authors are
     lost to a source that does not answer, the run fails and publishes nothing.
     The parameters are kitab.core.params.RefreshParams' fields, declared there once."""
-    params = RefreshParams(**parameters).resolved(datetime.now(timezone.utc).date())
+    params = RefreshParams(**parameters).resolved(datetime.now(UTC).date())
     runner = PrefectRunner()
     # the progress `kitab refresh` registered for this release (it displays it too), else a new one
     with tracking(params.release) as progress, progress_artifact(progress):

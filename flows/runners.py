@@ -13,13 +13,15 @@
 else to start) or ``dask`` (prefect-dask: a ``LocalCluster`` with one worker process per core,
 or the running scheduler at ``address``, which is how a refresh goes past one machine).
 """
+
 from __future__ import annotations
 
 import multiprocessing
 import os
 import threading
+from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor, as_completed
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Protocol
 
 from kitab.core.workdir import StepResult
 
@@ -40,8 +42,15 @@ class Runner(Protocol):
     def release_workers(self) -> None:
         """No more CPU steps: free the worker processes (their memory) before publishing."""
 
-    def map(self, step: Step, calls: Sequence[tuple], *, cpu: bool = False, names: Sequence[str],
-            on_done: OnDone | None = None) -> list[StepResult]: ...
+    def map(
+        self,
+        step: Step,
+        calls: Sequence[tuple],
+        *,
+        cpu: bool = False,
+        names: Sequence[str],
+        on_done: OnDone | None = None,
+    ) -> list[StepResult]: ...
 
     def close(self) -> None: ...
 
@@ -98,8 +107,15 @@ class LocalRunner:
     def run(self, step: Step, *args: Any, cpu: bool = False, name: str = "") -> StepResult:
         return call_step(step, args, cpu)
 
-    def map(self, step: Step, calls: Sequence[tuple], *, cpu: bool = False, names: Sequence[str] = (),
-            on_done: OnDone | None = None) -> list[StepResult]:
+    def map(
+        self,
+        step: Step,
+        calls: Sequence[tuple],
+        *,
+        cpu: bool = False,
+        names: Sequence[str] = (),
+        on_done: OnDone | None = None,
+    ) -> list[StepResult]:
         cpu = cpu and len(calls) > 1  # a pool gains nothing for one call, and costs its start-up
         futures: dict[Future, int] = {self.io.submit(call_step, step, args, cpu): n for n, args in enumerate(calls)}
         return _collect(futures, len(calls), on_done)
@@ -158,16 +174,29 @@ class PrefectRunner:
         if key not in self._tasks:
             # No Prefect result cache and no persisted results: a result is a few refs, and the
             # work folder's checkpoints are the cache (kitab/core/workdir.py).
-            self._tasks[key] = task(call_step, name=step.__name__.removesuffix("_step"), cache_policy=NO_CACHE,
-                                    persist_result=False, retries=2, retry_delay_seconds=5,
-                                    retry_condition_fn=worth_retrying)
+            self._tasks[key] = task(
+                call_step,
+                name=step.__name__.removesuffix("_step"),
+                cache_policy=NO_CACHE,
+                persist_result=False,
+                retries=2,
+                retry_delay_seconds=5,
+                retry_condition_fn=worth_retrying,
+            )
         return self._tasks[key]
 
     def run(self, step: Step, *args: Any, cpu: bool = False, name: str = "") -> StepResult:
         return self.map(step, [args], cpu=cpu, names=[name or step.__name__])[0]
 
-    def map(self, step: Step, calls: Sequence[tuple], *, cpu: bool = False, names: Sequence[str] = (),
-            on_done: OnDone | None = None) -> list[StepResult]:
+    def map(
+        self,
+        step: Step,
+        calls: Sequence[tuple],
+        *,
+        cpu: bool = False,
+        names: Sequence[str] = (),
+        on_done: OnDone | None = None,
+    ) -> list[StepResult]:
         from prefect.futures import as_completed as prefect_completed
 
         cpu = cpu and len(calls) > 1  # a pool gains nothing for one call, and costs its start-up
@@ -203,6 +232,7 @@ def task_runner(kind: str = "threads", address: str | None = None, workers: int 
         if address:
             return DaskTaskRunner(address=address)
         n = workers or cpu_workers()
-        return DaskTaskRunner(cluster_kwargs={"n_workers": n, "threads_per_worker": 1, "processes": True,
-                                              "dashboard_address": None})
+        return DaskTaskRunner(
+            cluster_kwargs={"n_workers": n, "threads_per_worker": 1, "processes": True, "dashboard_address": None}
+        )
     raise ValueError(f"unknown task runner {kind!r}; expected one of {TASK_RUNNERS}")

@@ -1,4 +1,5 @@
 """What every stage returns: its tables, its rejects (each with a reason) and its stats."""
+
 from __future__ import annotations
 
 import json
@@ -15,7 +16,7 @@ class StageResult:
     stats: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def merge(cls, results: list["StageResult"]) -> "StageResult":
+    def merge(cls, results: list[StageResult]) -> StageResult:
         """Results of one stage run per item (e.g. per author), as one: tables and rejects
         concatenated in the given order; per-item stats are not summed."""
         merged = cls()

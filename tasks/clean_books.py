@@ -18,6 +18,7 @@ A work is kept or gets exactly one ``rejects`` row, from the first check it fail
 
 Impossible years are nulled, not rejected: ``year_issue`` says why and ``stats`` counts them.
 """
+
 from __future__ import annotations
 
 import re
@@ -180,8 +181,9 @@ def clean_books(
         title = row.get("title")
         if title is not None and reason == "title_too_long":
             title = title[:MAX_TITLE_CHARS]  # enough to recognise it; works_raw keeps it whole
-        rejects.append(reject(STAGE, reason, "work", row["work_key"], author_qid=row["author_qid"],
-                              title=title, evidence=evidence))
+        rejects.append(
+            reject(STAGE, reason, "work", row["work_key"], author_qid=row["author_qid"], title=title, evidence=evidence)
+        )
 
     for row in works_raw:
         key, author = (row["author_qid"], row["work_key"]), by_qid.get(row["author_qid"])

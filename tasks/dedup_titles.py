@@ -25,6 +25,7 @@ when (union-find takes the transitive closure, so the result does not depend on 
 Canonical title of a cluster: most editions, then the most frequent spelling (the matching key
 shared by the most members), then the shortest raw title, then the earliest year.
 """
+
 from __future__ import annotations
 
 import json
@@ -116,9 +117,10 @@ def _numbers(tokens: list[str]) -> list[str]:
     """
     last = len(tokens) - 1
     return sorted(
-        t for n, t in enumerate(tokens)
-        if t.isdigit() or (_ROMAN.match(t) and (
-            len(t) > 1 or n == last or (n > 0 and tokens[n - 1] in _NUMERAL_MARKERS)))
+        t
+        for n, t in enumerate(tokens)
+        if t.isdigit()
+        or (_ROMAN.match(t) and (len(t) > 1 or n == last or (n > 0 and tokens[n - 1] in _NUMERAL_MARKERS)))
     )
 
 
@@ -143,8 +145,9 @@ def _may_reach_ratio(keys: list[str]) -> list[int]:
     such partner is never fuzzy-linked; leaving it out keeps a very long title from costing
     a quadratic comparison with itself (cdist scores the diagonal too)."""
     lengths = sorted(len(k) for k in keys)
-    return [i for i, k in enumerate(keys)
-            if bisect_right(lengths, len(k) / 0.6) - bisect_left(lengths, len(k) * 0.6) > 1]
+    return [
+        i for i, k in enumerate(keys) if bisect_right(lengths, len(k) / 0.6) - bisect_left(lengths, len(k) * 0.6) > 1
+    ]
 
 
 def _fuzzy_pairs(keys: list[str]) -> Iterator[tuple[int, int]]:
@@ -153,8 +156,11 @@ def _fuzzy_pairs(keys: list[str]) -> Iterator[tuple[int, int]]:
     compared = [keys[i] for i in at]
     for start in range(0, len(compared), _CDIST_BLOCK):
         scores = process.cdist(
-            compared[start : start + _CDIST_BLOCK], compared[start:],
-            scorer=fuzz.ratio, score_cutoff=FUZZY_MIN_RATIO, dtype=np.uint8,
+            compared[start : start + _CDIST_BLOCK],
+            compared[start:],
+            scorer=fuzz.ratio,
+            score_cutoff=FUZZY_MIN_RATIO,
+            dtype=np.uint8,
         )
         for r, c in zip(*(axis.tolist() for axis in scores.nonzero())):
             i, j = at[start + r], at[start + c]
@@ -222,9 +228,12 @@ def cluster_titles(variants: Sequence[Variant]) -> list[Cluster]:
     for s in sorted(longer):
         by_component[uf.find(s)].append(s)
     accepted = [
-        shorter for shorter in by_component.values()
-        if all(uf.find(a) == uf.find(b) or b in longer.get(a, ()) or a in longer.get(b, ())
-               for a, b in combinations(sorted(set().union(*(longer[s] for s in shorter))), 2))
+        shorter
+        for shorter in by_component.values()
+        if all(
+            uf.find(a) == uf.find(b) or b in longer.get(a, ()) or a in longer.get(b, ())
+            for a, b in combinations(sorted(set().union(*(longer[s] for s in shorter))), 2)
+        )
     ]
     for shorter in accepted:
         for s in shorter:
@@ -285,35 +294,47 @@ def dedup_titles(works_clean: list[dict], authors: list[dict], *, min_books: int
             evidence = {"n_books": len(clusters), "n_works": len(rows), "min_books": min_books}
             rejects.append(reject(STAGE, "author_below_min_books", "author", qid, author_qid=qid, evidence=evidence))
             rejects.extend(
-                reject(STAGE, "author_below_min_books", "work", r["work_key"], author_qid=qid, title=r["title"], evidence=evidence)
+                reject(
+                    STAGE,
+                    "author_below_min_books",
+                    "work",
+                    r["work_key"],
+                    author_qid=qid,
+                    title=r["title"],
+                    evidence=evidence,
+                )
                 for r in rows
             )
             continue
         by_key = {r["work_key"]: r for r in rows}
         for cluster in clusters:
             book_id = f"{qid}:{_bare_key(cluster.members[0][0].work_key)}"
-            books.append({
-                "book_id": book_id,
-                "author_qid": qid,
-                "canonical_title": cluster.canonical.title,
-                "first_year": cluster.first_year,
-                "n_variants": len(cluster.members),
-                "variant_titles": sorted({v.title for v, _ in cluster.members}),
-            })
-            for v, link in cluster.members:
-                links[link] += 1
-                variants.append({
-                    "variant_id": f"{qid}:{_bare_key(v.work_key)}",
+            books.append(
+                {
                     "book_id": book_id,
                     "author_qid": qid,
-                    "work_key": v.work_key,
-                    "title": v.title,
-                    "match_key": match_key(v.title),
-                    "year": v.year,
-                    "link": link,
-                    # why the year is what it is, and how the language was decided (clean_books)
-                    **{k: by_key[v.work_key].get(k) for k in PROVENANCE_FROM_CLEAN},
-                })
+                    "canonical_title": cluster.canonical.title,
+                    "first_year": cluster.first_year,
+                    "n_variants": len(cluster.members),
+                    "variant_titles": sorted({v.title for v, _ in cluster.members}),
+                }
+            )
+            for v, link in cluster.members:
+                links[link] += 1
+                variants.append(
+                    {
+                        "variant_id": f"{qid}:{_bare_key(v.work_key)}",
+                        "book_id": book_id,
+                        "author_qid": qid,
+                        "work_key": v.work_key,
+                        "title": v.title,
+                        "match_key": match_key(v.title),
+                        "year": v.year,
+                        "link": link,
+                        # why the year is what it is, and how the language was decided (clean_books)
+                        **{k: by_key[v.work_key].get(k) for k in PROVENANCE_FROM_CLEAN},
+                    }
+                )
     stats = {
         "works_in": len(works_clean),
         "books": len(books),
@@ -336,13 +357,17 @@ def dedup_probe(lines: Iterable[str]) -> Iterator[str]:
     out chronologically (undated last), then by title.
     """
     parsed = (split_title_year(line) for line in lines)
-    variants = [Variant(f"line:{n}", title, year) for n, (title, year) in enumerate(parsed)
-                if title and match_key(title)]
+    variants = [
+        Variant(f"line:{n}", title, year) for n, (title, year) in enumerate(parsed) if title and match_key(title)
+    ]
     clusters = cluster_titles(variants)
     clusters.sort(key=lambda c: (c.first_year is None, c.first_year or 0, c.canonical.title))
     for c in clusters:
         yield json.dumps(
-            {"canonical": c.canonical.title, "first_year": c.first_year,
-             "variants": sorted({v.title for v, _ in c.members})},
+            {
+                "canonical": c.canonical.title,
+                "first_year": c.first_year,
+                "variants": sorted({v.title for v, _ in c.members}),
+            },
             ensure_ascii=False,
         )

@@ -1,12 +1,13 @@
 """Stage 3: every Open Library work of each matched author, every result page, only the
 fields the pipeline reads, with provenance on each row."""
+
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
+from kitab.core.stages import FETCH_WORKS
 from kitab.sources.http import Fetched, SourceUnavailable
 from kitab.sources.openlibrary import OpenLibrary
-from kitab.core.stages import FETCH_WORKS
 from tasks.base import StageResult, reject
 from tasks.match_openlibrary import match_author
 
@@ -41,25 +42,49 @@ def fetch_author_works(author: dict, ol: OpenLibrary) -> StageResult:
         pages += 1
         for doc in fetched.data.get("docs", []):
             if not doc.get("key"):
-                rejects.append(reject(STAGE, "work_without_key", "work", f"{author['qid']}:?",
-                                      author_qid=author["qid"], title=doc.get("title")))
+                rejects.append(
+                    reject(
+                        STAGE,
+                        "work_without_key",
+                        "work",
+                        f"{author['qid']}:?",
+                        author_qid=author["qid"],
+                        title=doc.get("title"),
+                    )
+                )
                 continue
             rows.setdefault(doc["key"], work_row(doc, author, fetched, ol.source))
     if not rows:
-        rejects.append(reject(STAGE, "no_works_on_openlibrary", "author", author["qid"],
-                              author_qid=author["qid"], evidence={"ol_author_key": author["ol_author_key"]}))
-    return StageResult(tables={"works_raw": sorted(rows.values(), key=lambda r: r["work_key"])},
-                       rejects=rejects, stats={"pages": pages, "works": len(rows)})
+        rejects.append(
+            reject(
+                STAGE,
+                "no_works_on_openlibrary",
+                "author",
+                author["qid"],
+                author_qid=author["qid"],
+                evidence={"ol_author_key": author["ol_author_key"]},
+            )
+        )
+    return StageResult(
+        tables={"works_raw": sorted(rows.values(), key=lambda r: r["work_key"])},
+        rejects=rejects,
+        stats={"pages": pages, "works": len(rows)},
+    )
 
 
 def source_unavailable(author: dict, stage: str, exc: SourceUnavailable) -> StageResult:
     """An author whose Open Library requests did not get an answer (``stage``: where): a
     ``source_unavailable`` reject with the URL, status and attempts, and no row in any table,
     so it is not published (a later release may sample it again)."""
-    return StageResult(tables={"authors": [], "works_raw": []},
-                       rejects=[reject(stage, SOURCE_UNAVAILABLE, "author", author["qid"], author_qid=author["qid"],
-                                       evidence=exc.evidence())],
-                       stats={SOURCE_UNAVAILABLE: 1})
+    return StageResult(
+        tables={"authors": [], "works_raw": []},
+        rejects=[
+            reject(
+                stage, SOURCE_UNAVAILABLE, "author", author["qid"], author_qid=author["qid"], evidence=exc.evidence()
+            )
+        ],
+        stats={SOURCE_UNAVAILABLE: 1},
+    )
 
 
 Matched = tuple[dict, "dict | None"] | StageResult  # (authors row, reject or None), or the author's failure
@@ -71,8 +96,14 @@ def _matched(author: dict, ol: OpenLibrary, released_ol_keys: frozenset[str]) ->
     except SourceUnavailable as exc:
         return source_unavailable(author, "match_openlibrary", exc)
     if row["ol_author_key"] in released_ol_keys:
-        rejected = reject("match_openlibrary", "openlibrary_author_released_before", "author", row["qid"],
-                          author_qid=row["qid"], evidence={"ol_author_key": row["ol_author_key"]})
+        rejected = reject(
+            "match_openlibrary",
+            "openlibrary_author_released_before",
+            "author",
+            row["qid"],
+            author_qid=row["qid"],
+            evidence={"ol_author_key": row["ol_author_key"]},
+        )
     return row, rejected
 
 
@@ -80,8 +111,11 @@ def _with_works(matched: Matched, ol: OpenLibrary) -> StageResult:
     if isinstance(matched, StageResult):
         return matched
     row, rejected = matched
-    result = StageResult(tables={"authors": [row], "works_raw": []}, rejects=[rejected] if rejected else [],
-                         stats={"match_method": row["match_method"]})
+    result = StageResult(
+        tables={"authors": [row], "works_raw": []},
+        rejects=[rejected] if rejected else [],
+        stats={"match_method": row["match_method"]},
+    )
     if row["ol_author_key"] and not rejected:
         try:
             works = fetch_author_works(row, ol)
@@ -101,8 +135,12 @@ def collect_author(author: dict, ol: OpenLibrary, released_ol_keys: frozenset[st
     return _with_works(_matched(author, ol, released_ol_keys), ol)
 
 
-def collect_authors(authors: list[dict], ol: OpenLibrary, released_ol_keys: frozenset[str] = frozenset(),
-                    on_author: Callable[[int], None] | None = None) -> StageResult:
+def collect_authors(
+    authors: list[dict],
+    ol: OpenLibrary,
+    released_ol_keys: frozenset[str] = frozenset(),
+    on_author: Callable[[int], None] | None = None,
+) -> StageResult:
     """:func:`collect_author` for a batch of authors, in their order; one author's failure does
     not stop the others. A source that can look things up in bulk (the dump:
     ``prefetch_authors``, ``prefetch_works``) is asked once per batch for every author record,
@@ -114,8 +152,13 @@ def collect_authors(authors: list[dict], ol: OpenLibrary, released_ol_keys: froz
     if bulk:
         ol.prefetch_authors([k for w in authors for k in w.get("wd_ol_ids") or []], [w["name"] for w in authors])
         matched = [_matched(w, ol, released_ol_keys) for w in authors]
-        ol.prefetch_works([m[0]["ol_author_key"] for m in matched
-                           if not isinstance(m, StageResult) and m[0]["ol_author_key"] and not m[1]])
+        ol.prefetch_works(
+            [
+                m[0]["ol_author_key"]
+                for m in matched
+                if not isinstance(m, StageResult) and m[0]["ol_author_key"] and not m[1]
+            ]
+        )
     results = []
     try:
         for n, author in enumerate(authors):

@@ -3,6 +3,7 @@
 Per author: the registered types' candidates (tasks/constraints/kinds/), each with the books
 it maps to, S, N and κ = 1 − S/N. Sampling into queries is tasks/sample_queries.py.
 """
+
 from __future__ import annotations
 
 from collections import Counter, defaultdict
@@ -10,15 +11,24 @@ from collections.abc import Iterable, Mapping
 
 from kitab.core.stages import GENERATE_CONSTRAINTS
 from tasks.base import StageResult, reject
-from tasks.constraints import SPEC_VERSION, Book, Candidate, author_candidates, constraint_id, entity_kinds, spec_to_json
+from tasks.constraints import (
+    SPEC_VERSION,
+    Book,
+    Candidate,
+    author_candidates,
+    constraint_id,
+    entity_kinds,
+    spec_to_json,
+)
 from tasks.constraints.matching import author_books
 from tasks.taggers.registry import TAGGERS, selected_versions
 
 STAGE = GENERATE_CONSTRAINTS  # rejects.stage of what this stage drops (kitab/core/stages.py)
 
 
-def entity_flags(books: Iterable[Mapping], title_entities: Iterable[Mapping],
-                 kinds: Iterable[str] | None = None) -> dict[str, dict[str, bool]]:
+def entity_flags(
+    books: Iterable[Mapping], title_entities: Iterable[Mapping], kinds: Iterable[str] | None = None
+) -> dict[str, dict[str, bool]]:
     """``title_entities`` rows -> each book's flags per entity kind (default: the kinds of the
     selected taggers that a registered constraint type reads; a kind no tagger looked for
     stays unknown, so it makes no constraints): a book has a human (city, ...) name if any
@@ -95,8 +105,16 @@ def generate_constraints(
     rejects = []
     for row in books:
         if row["author_qid"] not in known:
-            rejects.append(reject(STAGE, "author_not_in_authors", "book", row["book_id"],
-                                  author_qid=row["author_qid"], title=row["canonical_title"]))
+            rejects.append(
+                reject(
+                    STAGE,
+                    "author_not_in_authors",
+                    "book",
+                    row["book_id"],
+                    author_qid=row["author_qid"],
+                    title=row["canonical_title"],
+                )
+            )
             continue
         by_author[row["author_qid"]].append(book_view(row, flags.get(row["book_id"])))
 
@@ -106,8 +124,9 @@ def generate_constraints(
     for qid in qids:
         books_of_author = author_books(sorted(by_author.get(qid, []), key=lambda book: (book.title, book.book_id)))
         not_credited += sum(len(b.titles) for b in by_author.get(qid, [])) - sum(len(b.titles) for b in books_of_author)
-        rows.extend(constraint_row(qid, index, candidate)
-                    for index, candidate in enumerate(author_candidates(books_of_author)))
+        rows.extend(
+            constraint_row(qid, index, candidate) for index, candidate in enumerate(author_candidates(books_of_author))
+        )
 
     by_type = Counter(row["constraint_type"] for row in rows)
     unsatisfiable = Counter(row["constraint_type"] for row in rows if not row["satisfiable"])
@@ -115,7 +134,8 @@ def generate_constraints(
         "authors": len(qids),
         "authors_without_books": sum(1 for qid in qids if not by_author.get(qid)),
         "authors_without_entity_flags": sum(
-            1 for qid in qids
+            1
+            for qid in qids
             if by_author.get(qid) and any(b.has(kind) is None for b in by_author[qid] for kind in kinds)
         ),
         "books": sum(len(v) for v in by_author.values()),

@@ -1,15 +1,16 @@
 """Stage 1: candidate authors from WikiData, then a seeded sample that excludes every
 author of earlier releases."""
+
 from __future__ import annotations
 
 import logging
 import random
-from typing import Iterable
+from collections.abc import Iterable
 
 from kitab.core.errors import KitabError
+from kitab.core.stages import SAMPLE_AUTHORS
 from kitab.sources.http import Fetched
 from kitab.sources.wikidata import QueryTimeout, Wikidata, bindings
-from kitab.core.stages import SAMPLE_AUTHORS
 from tasks.base import StageResult, reject
 from tasks.match_openlibrary import name_key
 
@@ -41,8 +42,9 @@ def parse_candidate(row: dict[str, str]) -> dict:
     }
 
 
-def fetch_candidates(wikidata: Wikidata, *, first_year: int, last_year_exclusive: int, window: int,
-                     min_works: int, max_works: int) -> tuple[list[dict], list[str]]:
+def fetch_candidates(
+    wikidata: Wikidata, *, first_year: int, last_year_exclusive: int, window: int, min_works: int, max_works: int
+) -> tuple[list[dict], list[str]]:
     """Run the sampling query per birth-year window; returns candidates and the request
     fingerprints (provenance of the sample). A window WDQS cannot answer inside its time
     limit is split (:func:`window_answers`); an author lands in exactly one window however they
@@ -66,16 +68,25 @@ def window_answers(wikidata: Wikidata, start: int, end: int, *, min_works: int, 
         return [wikidata.candidate_authors(from_year=start, to_year=end, min_works=min_works, max_works=max_works)]
     except QueryTimeout as exc:
         if end - start <= 1:
-            raise KitabError(f"WikiData timed out on the authors born in {start} (a one-year window cannot be "
-                             "split further); try again later") from exc
+            raise KitabError(
+                f"WikiData timed out on the authors born in {start} (a one-year window cannot be "
+                "split further); try again later"
+            ) from exc
         log.info("WDQS timed out on births %d-%d: splitting the window", start, end - 1)
     middle = (start + end) // 2
-    return (window_answers(wikidata, start, middle, min_works=min_works, max_works=max_works)
-            + window_answers(wikidata, middle, end, min_works=min_works, max_works=max_works))
+    return window_answers(wikidata, start, middle, min_works=min_works, max_works=max_works) + window_answers(
+        wikidata, middle, end, min_works=min_works, max_works=max_works
+    )
 
 
-def sample_authors(candidates: Iterable[dict], *, n: int, seed: int, exclude_qids: set[str],
-                   exclude_names: frozenset[str] = frozenset()) -> StageResult:
+def sample_authors(
+    candidates: Iterable[dict],
+    *,
+    n: int,
+    seed: int,
+    exclude_qids: set[str],
+    exclude_names: frozenset[str] = frozenset(),
+) -> StageResult:
     """Seeded uniform sample of ``n`` authors, never one in ``exclude_qids`` nor one whose
     normalised name was released before (a duplicate WikiData item of a released author;
     the price is that a namesake is not sampled either).
@@ -93,6 +104,11 @@ def sample_authors(candidates: Iterable[dict], *, n: int, seed: int, exclude_qid
             pool.append(c)
     chosen = random.Random(seed).sample(pool, min(n, len(pool)))
     chosen.sort(key=lambda c: qid_number(c["qid"]))
-    stats = {"candidates": len(pool) + len(rejects) + excluded, "excluded_released": excluded,
-             "eligible": len(pool), "sampled": len(chosen), "shortfall": max(0, n - len(chosen))}
+    stats = {
+        "candidates": len(pool) + len(rejects) + excluded,
+        "excluded_released": excluded,
+        "eligible": len(pool),
+        "sampled": len(chosen),
+        "shortfall": max(0, n - len(chosen)),
+    }
     return StageResult(tables={"sampled": chosen}, rejects=rejects, stats=stats)

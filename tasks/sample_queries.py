@@ -15,6 +15,7 @@ stream: the sample is the same for a seed whatever the input order, and adding a
 does not reshuffle the others' draws (only the unsatisfiable top-ups, which depend on
 totals, can change).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -63,8 +64,13 @@ class SamplingRates:
     def __post_init__(self) -> None:
         for name in (*self.one_constraint, *self.always_asked, *self.two_easy_types):
             spec_type(name)  # raises on an unknown type: a typo must not silently mean 100%
-        rates = [*self.one_constraint.values(), self.two_easy, self.two_one_book, self.two_two_books,
-                 self.two_more_books]
+        rates = [
+            *self.one_constraint.values(),
+            self.two_easy,
+            self.two_one_book,
+            self.two_two_books,
+            self.two_more_books,
+        ]
         if not all(0.0 <= rate <= 1.0 for rate in rates):
             raise ValueError(f"sampling rates must lie in [0, 1]: {self}")
         if not all(0.0 <= share < 1.0 for share in (self.one_unsatisfiable_share, self.two_unsatisfiable_share)):
@@ -74,16 +80,23 @@ class SamplingRates:
 
     def as_dict(self) -> dict:
         """JSON-ready, for the run report."""
-        return {**{f.name: getattr(self, f.name) for f in fields(self)},
-                "one_constraint": dict(self.one_constraint), "always_asked": sorted(self.always_asked),
-                "two_easy_types": list(self.two_easy_types)}
+        return {
+            **{f.name: getattr(self, f.name) for f in fields(self)},
+            "one_constraint": dict(self.one_constraint),
+            "always_asked": sorted(self.always_asked),
+            "two_easy_types": list(self.two_easy_types),
+        }
 
     def one_rate(self, constraint_type: str) -> float:
         return self.one_constraint.get(constraint_type, 1.0)
 
     def two_rate(self, stratum: str) -> float:
-        return {TWO_EASY: self.two_easy, TWO_ONE_BOOK: self.two_one_book, TWO_TWO_BOOKS: self.two_two_books,
-                TWO_MORE_BOOKS: self.two_more_books}[stratum]
+        return {
+            TWO_EASY: self.two_easy,
+            TWO_ONE_BOOK: self.two_one_book,
+            TWO_TWO_BOOKS: self.two_two_books,
+            TWO_MORE_BOOKS: self.two_more_books,
+        }[stratum]
 
 
 def uniform(seed: int, purpose: str, *ids: str) -> float:
@@ -236,83 +249,116 @@ def top_up_counts(kept: Sequence[Sampled], rates: SamplingRates) -> tuple[int, i
     """How many unsatisfiable one- and two-constraint queries to append, given every kept query."""
     one = [members for members, _ in kept if len(members) == 1]
     already = sum(1 for (row,) in one if not row["satisfiable"])
-    return (fill_count(len(one), already, rates.one_unsatisfiable_share),
-            fill_count(len(kept) - len(one), 0, rates.two_unsatisfiable_share))
+    return (
+        fill_count(len(one), already, rates.one_unsatisfiable_share),
+        fill_count(len(kept) - len(one), 0, rates.two_unsatisfiable_share),
+    )
 
 
-def choose_top_ups(one_unsatisfiable: Sequence[dict], two_unsatisfiable: Sequence[tuple[dict, dict, float]],
-                   n_one: int, n_two: int) -> list[Sampled]:
+def choose_top_ups(
+    one_unsatisfiable: Sequence[dict], two_unsatisfiable: Sequence[tuple[dict, dict, float]], n_one: int, n_two: int
+) -> list[Sampled]:
     """The unsatisfiable queries appended: one-constraint ones round-robin over types, each
     type's pool in draw order; two-constraint pairs in draw order. (The pipeline runs the
     same rule in SQL over every batch's candidates: ``choose_top_ups_sql`` below.)"""
     pools: dict[str, list[dict]] = defaultdict(list)
     for row in one_unsatisfiable:
         pools[row["constraint_type"]].append(row)
-    chosen: list[Sampled] = [([row], ONE_UNSATISFIABLE)
-                             for row in islice(round_robin(pools, lambda row: row["draw"]), n_one)]
+    chosen: list[Sampled] = [
+        ([row], ONE_UNSATISFIABLE) for row in islice(round_robin(pools, lambda row: row["draw"]), n_one)
+    ]
     pairs = sorted(two_unsatisfiable, key=lambda pair: pair[2])[:n_two]
     chosen += [([first, second], TWO_UNSATISFIABLE) for first, second, _ in pairs]
     return chosen
 
 
-def choose_top_ups_sql(con, one_unsatisfiable: list[str], two_unsatisfiable: list[str], n_one: int,
-                       n_two: int) -> tuple[list[str], list[tuple[str, str]]]:
+def choose_top_ups_sql(
+    con, one_unsatisfiable: list[str], two_unsatisfiable: list[str], n_one: int, n_two: int
+) -> tuple[list[str], list[tuple[str, str]]]:
     """``choose_top_ups`` in DuckDB over Parquet files of every batch's unsatisfiable
     candidates (``sample_authors_queries``' pools, with their draws), so the release's
     candidates are never all in memory: the chosen one-constraint ids, round robin over
     types (each type's k-th draw, types in ORDER, k = 1, 2, ...), and the chosen pairs."""
     one_ids: list[str] = []
     if one_unsatisfiable and n_one:
-        orders = [(t, spec_type(t).ORDER) for (t,) in con.sql(
-            "SELECT DISTINCT constraint_type FROM read_parquet(?)", params=[one_unsatisfiable]).fetchall()]
+        orders = [
+            (t, spec_type(t).ORDER)
+            for (t,) in con.sql(
+                "SELECT DISTINCT constraint_type FROM read_parquet(?)", params=[one_unsatisfiable]
+            ).fetchall()
+        ]
         con.execute("CREATE OR REPLACE TEMP TABLE type_order (constraint_type VARCHAR, type_order INTEGER)")
         con.executemany("INSERT INTO type_order VALUES (?, ?)", orders)
-        one_ids = [i for (i,) in con.sql(
-            "SELECT constraint_id FROM (SELECT u.*, o.type_order, row_number() OVER "
-            "(PARTITION BY u.constraint_type ORDER BY draw, constraint_id) AS k FROM read_parquet(?) u "
-            "JOIN type_order o USING (constraint_type)) ORDER BY k, type_order LIMIT ?",
-            params=[one_unsatisfiable, n_one]).fetchall()]
+        one_ids = [
+            i
+            for (i,) in con.sql(
+                "SELECT constraint_id FROM (SELECT u.*, o.type_order, row_number() OVER "
+                "(PARTITION BY u.constraint_type ORDER BY draw, constraint_id) AS k FROM read_parquet(?) u "
+                "JOIN type_order o USING (constraint_type)) ORDER BY k, type_order LIMIT ?",
+                params=[one_unsatisfiable, n_one],
+            ).fetchall()
+        ]
     pairs: list[tuple[str, str]] = []
     if two_unsatisfiable and n_two:
-        pairs = con.sql("SELECT first_id, second_id FROM read_parquet(?) ORDER BY draw, first_id, second_id "
-                        "LIMIT ?", params=[two_unsatisfiable, n_two]).fetchall()
+        pairs = con.sql(
+            "SELECT first_id, second_id FROM read_parquet(?) ORDER BY draw, first_id, second_id LIMIT ?",
+            params=[two_unsatisfiable, n_two],
+        ).fetchall()
     return one_ids, pairs
 
 
 def number_queries_sql(columns: Sequence[str]) -> str:
     """``number_queries``' numbering as a SELECT list over queries rows with ``order``: KITAB's
     integer id is the candidate's index for one constraint, the per-author position for two."""
-    return ", ".join(f'"{c}"' if c != "kitab_index" else
-                     'CASE WHEN n_constraints = 1 THEN "order"[1] ELSE row_number() OVER '
-                     '(PARTITION BY author_qid, n_constraints ORDER BY "order") - 1 END AS kitab_index'
-                     for c in columns)
+    return ", ".join(
+        f'"{c}"'
+        if c != "kitab_index"
+        else 'CASE WHEN n_constraints = 1 THEN "order"[1] ELSE row_number() OVER '
+        '(PARTITION BY author_qid, n_constraints ORDER BY "order") - 1 END AS kitab_index'
+        for c in columns
+    )
 
 
 def sampling_summary_sql(con, queries: str, counts: Mapping, seed: int, rates: SamplingRates) -> dict:
     """``sampling_stats`` over the release's queries file (``counts``: the batches' merged
     sample_authors_queries stats)."""
-    (one, two, one_unsat, two_unsat), = con.sql(
+    ((one, two, one_unsat, two_unsat),) = con.sql(
         "SELECT count(*) FILTER (n_constraints = 1), count(*) FILTER (n_constraints = 2), "
         "count(*) FILTER (n_constraints = 1 AND NOT satisfiable), count(*) FILTER (n_constraints = 2 AND NOT satisfiable) "
-        "FROM read_parquet(?)", params=[queries]).fetchall()
-    strata = dict(con.sql("SELECT sample_stratum, count(*) FROM read_parquet(?) GROUP BY ALL ORDER BY 1",
-                          params=[queries]).fetchall())
-    return {"seed": seed, "rates": rates.as_dict(), "authors": counts.get("authors", 0),
-            "candidates": counts.get("candidates", 0), "candidates_satisfiable": counts.get("candidates_satisfiable", 0),
-            "queries_one": one, "queries_two": two, "kept_by_stratum": strata,
-            "one_unsatisfiable_share": one_unsat / one if one else None,
-            "two_unsatisfiable_share": two_unsat / two if two else None}
+        "FROM read_parquet(?)",
+        params=[queries],
+    ).fetchall()
+    strata = dict(
+        con.sql(
+            "SELECT sample_stratum, count(*) FROM read_parquet(?) GROUP BY ALL ORDER BY 1", params=[queries]
+        ).fetchall()
+    )
+    return {
+        "seed": seed,
+        "rates": rates.as_dict(),
+        "authors": counts.get("authors", 0),
+        "candidates": counts.get("candidates", 0),
+        "candidates_satisfiable": counts.get("candidates_satisfiable", 0),
+        "queries_one": one,
+        "queries_two": two,
+        "kept_by_stratum": strata,
+        "one_unsatisfiable_share": one_unsat / one if one else None,
+        "two_unsatisfiable_share": two_unsat / two if two else None,
+    }
 
 
-def group_constraints(constraints: Iterable[Mapping], authors: Iterable[Mapping],
-                      books: Iterable[Mapping]) -> tuple[dict[str, list[dict]], dict[str, Mapping]]:
+def group_constraints(
+    constraints: Iterable[Mapping], authors: Iterable[Mapping], books: Iterable[Mapping]
+) -> tuple[dict[str, list[dict]], dict[str, Mapping]]:
     """Constraints by author in candidate order and authors by QID; raises if the
     constraints are stale (another spec version, or N differs from ``books``)."""
     by_author: dict[str, list[dict]] = defaultdict(list)
     for row in constraints:
         if row["spec_version"] != SPEC_VERSION:
-            raise ValueError(f"constraint {row['constraint_id']} has spec version {row['spec_version']}, "
-                             f"this code is {SPEC_VERSION}: regenerate the constraints")
+            raise ValueError(
+                f"constraint {row['constraint_id']} has spec version {row['spec_version']}, "
+                f"this code is {SPEC_VERSION}: regenerate the constraints"
+            )
         by_author[row["author_qid"]].append(dict(row))
     for rows in by_author.values():
         rows.sort(key=lambda row: (spec_type(row["constraint_type"]).ORDER, row["constraint_index"]))
@@ -322,16 +368,23 @@ def group_constraints(constraints: Iterable[Mapping], authors: Iterable[Mapping]
         if qid not in authors_by_qid:
             raise ValueError(f"constraints of author {qid} but no such row in authors")
         if rows[0]["n_books"] != n_books[qid]:
-            raise ValueError(f"author {qid}: constraints say N = {rows[0]['n_books']}, books has "
-                             f"{n_books[qid]}: the constraints are stale, regenerate them")
+            raise ValueError(
+                f"author {qid}: constraints say N = {rows[0]['n_books']}, books has "
+                f"{n_books[qid]}: the constraints are stale, regenerate them"
+            )
     return by_author, authors_by_qid
 
 
 def query_rows(sampled: Iterable[Sampled], authors_by_qid: Mapping[str, Mapping], seed: int) -> list[dict]:
     """``queries`` rows of sampled queries, each with ``order`` (its constraints' per-author
     indices), which orders an author's queries and numbers them (number_queries)."""
-    return [{**query_row(members, stratum, authors_by_qid[members[0]["author_qid"]], seed),
-             "order": [m["constraint_index"] for m in members]} for members, stratum in sampled]
+    return [
+        {
+            **query_row(members, stratum, authors_by_qid[members[0]["author_qid"]], seed),
+            "order": [m["constraint_index"] for m in members],
+        }
+        for members, stratum in sampled
+    ]
 
 
 def number_queries(rows: list[dict]) -> list[dict]:
@@ -376,8 +429,9 @@ def sample_queries(
     return StageResult(tables={"queries": queries}, stats=sampling_stats(by_author, queries, seed, rates))
 
 
-def sampling_stats(by_author: Mapping[str, Sequence[dict]], queries: Sequence[dict], seed: int,
-                   rates: SamplingRates) -> dict:
+def sampling_stats(
+    by_author: Mapping[str, Sequence[dict]], queries: Sequence[dict], seed: int, rates: SamplingRates
+) -> dict:
     one = [q for q in queries if q["n_constraints"] == 1]
     two = [q for q in queries if q["n_constraints"] == 2]
     candidates = [row for rows in by_author.values() for row in rows]

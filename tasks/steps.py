@@ -18,6 +18,7 @@ constrain_step     tag_entities.entity_rows,                  per batch of autho
 The global parts (distinct titles, query top-ups, publishing) are DuckDB over the refs, in
 flows/pipeline.py.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -28,17 +29,26 @@ from kitab.core.progress import step_progress
 from kitab.core.refs import TableRef, duck, read_rows, read_slice, write_query, write_rows
 from kitab.core.schemas import arrow_schema
 from kitab.core.stages import GENERATE_CONSTRAINTS, SAMPLE_AUTHORS, TAG_ENTITIES
+from kitab.core.workdir import StepResult, WorkDir
 from kitab.sources import SourceSpec, sources_for
 from kitab.sources.wikidata import works_with_labels
-from kitab.core.workdir import StepResult, WorkDir
 from tasks.clean_books import clean_books
 from tasks.dedup_titles import dedup_titles
 from tasks.fetch_works import SOURCE_UNAVAILABLE, collect_authors
 from tasks.generate_constraints import entity_flags, generate_constraints
 from tasks.sample_authors import fetch_candidates, sample_authors
-from tasks.sample_queries import (ONE_UNSATISFIABLE, TWO_UNSATISFIABLE, SamplingRates, choose_top_ups_sql, fill_count,
-                                  group_constraints, number_queries_sql, query_rows, sample_authors_queries,
-                                  sampling_summary_sql)
+from tasks.sample_queries import (
+    ONE_UNSATISFIABLE,
+    TWO_UNSATISFIABLE,
+    SamplingRates,
+    choose_top_ups_sql,
+    fill_count,
+    group_constraints,
+    number_queries_sql,
+    query_rows,
+    sample_authors_queries,
+    sampling_summary_sql,
+)
 from tasks.tag_entities import default_taggers, entity_rows, title_tags
 from tasks.taggers.registry import fingerprints
 
@@ -85,9 +95,11 @@ def merge_stats(stats: list[dict]) -> dict:
             if isinstance(value, bool) or not isinstance(value, (int, float, dict)):
                 out.setdefault(key, value)
             elif isinstance(value, dict):
-                out[key] = merge_stats([out.get(key, {}), value]) if all(
-                    isinstance(v, (int, float, dict)) and not isinstance(v, bool) for v in value.values()) \
+                out[key] = (
+                    merge_stats([out.get(key, {}), value])
+                    if all(isinstance(v, (int, float, dict)) and not isinstance(v, bool) for v in value.values())
                     else out.get(key, value)
+                )
             else:
                 out[key] = round(out.get(key, 0) + value, 6)
     return out
@@ -95,32 +107,78 @@ def merge_stats(stats: list[dict]) -> dict:
 
 # -- sample -------------------------------------------------------------------------------
 
-def sample_step(ctx: RunContext, n: int, exclude_qids: tuple[str, ...], exclude_names: tuple[str, ...],
-                first_year: int, last_year_exclusive: int, window: int, min_works: int, max_works: int) -> StepResult:
-    params = dict(n=n, seed=ctx.seed, exclude_qids=exclude_qids, exclude_names=exclude_names, first_year=first_year,
-                  last_year_exclusive=last_year_exclusive, window=window, min_works=min_works, max_works=max_works)
+
+def sample_step(
+    ctx: RunContext,
+    n: int,
+    exclude_qids: tuple[str, ...],
+    exclude_names: tuple[str, ...],
+    first_year: int,
+    last_year_exclusive: int,
+    window: int,
+    min_works: int,
+    max_works: int,
+) -> StepResult:
+    params = dict(
+        n=n,
+        seed=ctx.seed,
+        exclude_qids=exclude_qids,
+        exclude_names=exclude_names,
+        first_year=first_year,
+        last_year_exclusive=last_year_exclusive,
+        window=window,
+        min_works=min_works,
+        max_works=max_works,
+    )
 
     def compute() -> StepResult:
         sources = sources_for(ctx.sources)
         before = sources.requests_sent_by_this_thread()
-        candidates, fingerprints = fetch_candidates(sources.wikidata, first_year=first_year,
-                                                    last_year_exclusive=last_year_exclusive, window=window,
-                                                    min_works=min_works, max_works=max_works)
-        result = sample_authors(candidates, n=n, seed=ctx.seed, exclude_qids=set(exclude_qids),
-                                exclude_names=frozenset(exclude_names))
-        outputs = _write(ctx, SAMPLE_AUTHORS, "all", {"sampled": result.tables["sampled"],
-                                                "rejects.sample_authors": result.rejects})
-        return StepResult(outputs, {**result.stats, "sparql_fingerprints": fingerprints,
-                                    "requests_sent": sources.requests_sent_by_this_thread() - before})
+        candidates, fingerprints = fetch_candidates(
+            sources.wikidata,
+            first_year=first_year,
+            last_year_exclusive=last_year_exclusive,
+            window=window,
+            min_works=min_works,
+            max_works=max_works,
+        )
+        result = sample_authors(
+            candidates, n=n, seed=ctx.seed, exclude_qids=set(exclude_qids), exclude_names=frozenset(exclude_names)
+        )
+        outputs = _write(
+            ctx, SAMPLE_AUTHORS, "all", {"sampled": result.tables["sampled"], "rejects.sample_authors": result.rejects}
+        )
+        return StepResult(
+            outputs,
+            {
+                **result.stats,
+                "sparql_fingerprints": fingerprints,
+                "requests_sent": sources.requests_sent_by_this_thread() - before,
+            },
+        )
 
-    return ctx.work.run(SAMPLE_AUTHORS, "all", compute, source=ctx.sources.kind, cache_scope=ctx.sources.cache_scope,
-                        snapshot=ctx.sources.snapshot, **params)
+    return ctx.work.run(
+        SAMPLE_AUTHORS,
+        "all",
+        compute,
+        source=ctx.sources.kind,
+        cache_scope=ctx.sources.cache_scope,
+        snapshot=ctx.sources.snapshot,
+        **params,
+    )
 
 
 # -- collect: match, fetch, clean, dedup --------------------------------------------------
 
-COLLECT_OUTPUTS = ("authors", "works_raw", "books", "title_variants", "rejects.collect_authors",
-                   "rejects.clean_books", "rejects.dedup_titles")
+COLLECT_OUTPUTS = (
+    "authors",
+    "works_raw",
+    "books",
+    "title_variants",
+    "rejects.collect_authors",
+    "rejects.clean_books",
+    "rejects.dedup_titles",
+)
 
 
 def unavailable_authors(collected: StepResult) -> int:
@@ -137,38 +195,74 @@ def collect_step(ctx: RunContext, batch: Batch, sampled: TableRef) -> StepResult
         sources = sources_for(ctx.sources)
         before = sources.requests_sent_by_this_thread()
         batch_authors = read_slice(sampled, batch.start, batch.stop)  # not the whole sample per batch
-        collected = collect_authors(batch_authors, sources.openlibrary, frozenset(ctx.released_ol_keys),
-                                    on_author=step_progress(ctx.release, "collect", batch.index))
+        collected = collect_authors(
+            batch_authors,
+            sources.openlibrary,
+            frozenset(ctx.released_ol_keys),
+            on_author=step_progress(ctx.release, "collect", batch.index),
+        )
         authors = collected.tables.get("authors", [])
         works_raw = collected.tables.get("works_raw", [])
         # authors already rejected (no match, no works, released before) are not rejected again
         rejected = {r["record_id"] for r in collected.rejects if r["record_kind"] == "author"}
         kept = [a for a in authors if a["qid"] not in rejected]
-        cleaned = clean_books(works_raw, kept, lambda titles: works_with_labels(sources.wikidata, titles),
-                              today_year=ctx.today_year,
-                              batch_size=sources.wikidata.authors_per_query or max(1, len(kept)))
+        cleaned = clean_books(
+            works_raw,
+            kept,
+            lambda titles: works_with_labels(sources.wikidata, titles),
+            today_year=ctx.today_year,
+            batch_size=sources.wikidata.authors_per_query or max(1, len(kept)),
+        )
         deduped = dedup_titles(cleaned.tables["works_clean"], kept)
-        outputs = _write(ctx, "collect", batch.part, {
-            "authors": authors, "works_raw": works_raw, "books": deduped.tables["books"],
-            "title_variants": deduped.tables["title_variants"], "rejects.collect_authors": collected.rejects,
-            "rejects.clean_books": cleaned.rejects, "rejects.dedup_titles": deduped.rejects})
+        outputs = _write(
+            ctx,
+            "collect",
+            batch.part,
+            {
+                "authors": authors,
+                "works_raw": works_raw,
+                "books": deduped.tables["books"],
+                "title_variants": deduped.tables["title_variants"],
+                "rejects.collect_authors": collected.rejects,
+                "rejects.clean_books": cleaned.rejects,
+                "rejects.dedup_titles": deduped.rejects,
+            },
+        )
         methods = Counter(a["match_method"] for a in authors)
-        return StepResult(outputs, {
-            "authors": len(batch_authors),
-            "collect_authors": {"match_method": dict(methods), "works_raw": len(works_raw),
-                                SOURCE_UNAVAILABLE: collected.stats[SOURCE_UNAVAILABLE]},
-            "clean_books": cleaned.stats, "dedup_titles": deduped.stats,
-            "requests_sent": sources.requests_sent_by_this_thread() - before})
+        return StepResult(
+            outputs,
+            {
+                "authors": len(batch_authors),
+                "collect_authors": {
+                    "match_method": dict(methods),
+                    "works_raw": len(works_raw),
+                    SOURCE_UNAVAILABLE: collected.stats[SOURCE_UNAVAILABLE],
+                },
+                "clean_books": cleaned.stats,
+                "dedup_titles": deduped.stats,
+                "requests_sent": sources.requests_sent_by_this_thread() - before,
+            },
+        )
 
     # a batch that lost authors to an unavailable source is not checkpointed: a rerun asks again
     # (its other authors' answers come from the HTTP cache)
-    return ctx.work.run("collect", batch.part, compute, final=lambda r: not unavailable_authors(r),
-                        sampled=sampled, batch=batch, source=ctx.sources.kind,
-                        cache_scope=ctx.sources.cache_scope, snapshot=ctx.sources.snapshot,
-                        released_ol_keys=ctx.released_ol_keys, today_year=ctx.today_year)
+    return ctx.work.run(
+        "collect",
+        batch.part,
+        compute,
+        final=lambda r: not unavailable_authors(r),
+        sampled=sampled,
+        batch=batch,
+        source=ctx.sources.kind,
+        cache_scope=ctx.sources.cache_scope,
+        snapshot=ctx.sources.snapshot,
+        released_ol_keys=ctx.released_ol_keys,
+        today_year=ctx.today_year,
+    )
 
 
 # -- tag ----------------------------------------------------------------------------------
+
 
 def tag_step(ctx: RunContext, chunk: Batch, titles: TableRef) -> StepResult:
     """Titles ``start:stop`` of the release's distinct titles -> their spans (title_tags)."""
@@ -176,25 +270,35 @@ def tag_step(ctx: RunContext, chunk: Batch, titles: TableRef) -> StepResult:
 
     def compute() -> StepResult:
         with duck() as con:  # only this chunk's titles (the file is sorted), not the whole list
-            chunk_titles = [t for (t,) in con.sql(
-                "SELECT title FROM read_parquet(?, file_row_number = true) "
-                "WHERE file_row_number >= ? AND file_row_number < ? ORDER BY file_row_number",
-                params=[titles.path, chunk.start, chunk.stop]).fetchall()]
+            chunk_titles = [
+                t
+                for (t,) in con.sql(
+                    "SELECT title FROM read_parquet(?, file_row_number = true) "
+                    "WHERE file_row_number >= ? AND file_row_number < ? ORDER BY file_row_number",
+                    params=[titles.path, chunk.start, chunk.stop],
+                ).fetchall()
+            ]
         tags = title_tags(chunk_titles, taggers)
         outputs = _write(ctx, TAG_ENTITIES, chunk.part, {"title_tags": tags})
-        return StepResult(outputs, {"titles_tagged": len(chunk_titles),
-                                    "taggers": {t.name: t.version for t in taggers}})
+        return StepResult(
+            outputs, {"titles_tagged": len(chunk_titles), "taggers": {t.name: t.version for t in taggers}}
+        )
 
     # the selected taggers' names, versions and model versions are part of the key: another
     # tagger, or another spaCy model, never reuses these tags
-    return ctx.work.run(TAG_ENTITIES, chunk.part, compute, titles=titles, chunk=chunk,
-                        taggers=fingerprints(taggers))
+    return ctx.work.run(TAG_ENTITIES, chunk.part, compute, titles=titles, chunk=chunk, taggers=fingerprints(taggers))
 
 
 # -- constrain: entities, constraints, per-author query draws ------------------------------
 
-def constrain_step(ctx: RunContext, batch: Batch, collected: StepResult, tags: tuple[TableRef, ...],
-                   rates: SamplingRates = SamplingRates()) -> StepResult:
+
+def constrain_step(
+    ctx: RunContext,
+    batch: Batch,
+    collected: StepResult,
+    tags: tuple[TableRef, ...],
+    rates: SamplingRates = SamplingRates(),
+) -> StepResult:
     """One batch's ``title_entities``, ``constraints`` and the queries its authors' own
     draws keep, with the unsatisfiable candidates the global top-ups choose from."""
     inputs = {k: collected.outputs[k] for k in ("authors", "books", "title_variants")}
@@ -209,26 +313,58 @@ def constrain_step(ctx: RunContext, batch: Batch, collected: StepResult, tags: t
         constraints = generate_constraints(authors, books, entity_flags(books, entities))
         by_author, authors_by_qid = group_constraints(constraints.tables["constraints"], authors, books)
         part = sample_authors_queries(by_author, ctx.seed, rates)
-        one_unsat = [{"author_qid": r["author_qid"], "constraint_id": r["constraint_id"],
-                      "constraint_type": r["constraint_type"], "draw": r["draw"]} for r in part.one_unsatisfiable]
-        two_unsat = [{"author_qid": a["author_qid"], "first_id": a["constraint_id"], "second_id": b["constraint_id"],
-                      "draw": draw} for a, b, draw in part.two_unsatisfiable]
+        one_unsat = [
+            {
+                "author_qid": r["author_qid"],
+                "constraint_id": r["constraint_id"],
+                "constraint_type": r["constraint_type"],
+                "draw": r["draw"],
+            }
+            for r in part.one_unsatisfiable
+        ]
+        two_unsat = [
+            {
+                "author_qid": a["author_qid"],
+                "first_id": a["constraint_id"],
+                "second_id": b["constraint_id"],
+                "draw": draw,
+            }
+            for a, b, draw in part.two_unsatisfiable
+        ]
         kept = query_rows(part.kept, authors_by_qid, ctx.seed)
-        outputs = _write(ctx, GENERATE_CONSTRAINTS, batch.part, {
-            "title_entities": entities, "constraints": constraints.tables["constraints"],
-            "rejects.generate_constraints": constraints.rejects, "queries_kept": kept,
-            "one_unsatisfiable": one_unsat, "two_unsatisfiable": two_unsat})
+        outputs = _write(
+            ctx,
+            GENERATE_CONSTRAINTS,
+            batch.part,
+            {
+                "title_entities": entities,
+                "constraints": constraints.tables["constraints"],
+                "rejects.generate_constraints": constraints.rejects,
+                "queries_kept": kept,
+                "one_unsatisfiable": one_unsat,
+                "two_unsatisfiable": two_unsat,
+            },
+        )
         candidates = constraints.tables["constraints"]
-        return StepResult(outputs, {
-            "tag_entities": entity_stats, "generate_constraints": constraints.stats,
-            "sample_queries": {"authors": len(by_author), "candidates": len(candidates),
-                               "candidates_satisfiable": sum(r["satisfiable"] for r in candidates),
-                               "kept_one": sum(1 for m, _ in part.kept if len(m) == 1),
-                               "kept_one_unsatisfiable": sum(1 for m, _ in part.kept
-                                                             if len(m) == 1 and not m[0]["satisfiable"]),
-                               "kept_two": sum(1 for m, _ in part.kept if len(m) == 2)}})
+        return StepResult(
+            outputs,
+            {
+                "tag_entities": entity_stats,
+                "generate_constraints": constraints.stats,
+                "sample_queries": {
+                    "authors": len(by_author),
+                    "candidates": len(candidates),
+                    "candidates_satisfiable": sum(r["satisfiable"] for r in candidates),
+                    "kept_one": sum(1 for m, _ in part.kept if len(m) == 1),
+                    "kept_one_unsatisfiable": sum(1 for m, _ in part.kept if len(m) == 1 and not m[0]["satisfiable"]),
+                    "kept_two": sum(1 for m, _ in part.kept if len(m) == 2),
+                },
+            },
+        )
 
-    return ctx.work.run(GENERATE_CONSTRAINTS, batch.part, compute, tags=tags, rates=rates.as_dict(), seed=ctx.seed, **inputs)
+    return ctx.work.run(
+        GENERATE_CONSTRAINTS, batch.part, compute, tags=tags, rates=rates.as_dict(), seed=ctx.seed, **inputs
+    )
 
 
 def _tags_for(titles: list[str], tags: tuple[TableRef, ...]) -> list[dict]:
@@ -238,20 +374,29 @@ def _tags_for(titles: list[str], tags: tuple[TableRef, ...]) -> list[dict]:
         return []
     with duck() as con:
         con.execute("CREATE TEMP TABLE wanted AS SELECT unnest(?::VARCHAR[]) AS title", [titles])
-        return con.sql("SELECT t.* FROM read_parquet(?) t SEMI JOIN wanted USING (title) ORDER BY title, tagger, start",
-                       params=[files]).to_arrow_table().to_pylist()
+        return (
+            con.sql(
+                "SELECT t.* FROM read_parquet(?) t SEMI JOIN wanted USING (title) ORDER BY title, tagger, start",
+                params=[files],
+            )
+            .to_arrow_table()
+            .to_pylist()
+        )
 
 
 # -- sample_queries (global part) -----------------------------------------------------------
 
-def sample_queries_step(ctx: RunContext, collected: list[StepResult], constrained: list[StepResult],
-                        rates: SamplingRates = SamplingRates()) -> tuple[TableRef, dict]:
+
+def sample_queries_step(
+    ctx: RunContext, collected: list[StepResult], constrained: list[StepResult], rates: SamplingRates = SamplingRates()
+) -> tuple[TableRef, dict]:
     """The global part of query sampling over every batch (tasks/sample_queries.py): the
     unsatisfiable top-ups (``choose_top_ups_sql``), then every author's queries numbered
     (``number_queries_sql``) into the release's queries file, and its stats."""
     counts = merge_stats([c.stats["sample_queries"] for c in constrained])
-    n_one = fill_count(counts.get("kept_one", 0), counts.get("kept_one_unsatisfiable", 0),
-                       rates.one_unsatisfiable_share)
+    n_one = fill_count(
+        counts.get("kept_one", 0), counts.get("kept_one_unsatisfiable", 0), rates.one_unsatisfiable_share
+    )
     n_two = fill_count(counts.get("kept_two", 0), 0, rates.two_unsatisfiable_share)
 
     def files(name: str) -> list[str]:
@@ -262,20 +407,32 @@ def sample_queries_step(ctx: RunContext, collected: list[StepResult], constraine
         wanted = sorted(set(one_ids) | {i for pair in pairs for i in pair})
         rows: dict[str, dict] = {}
         if wanted:
-            rows = {r["constraint_id"]: r for r in con.sql(
-                "SELECT * FROM read_parquet(?) WHERE constraint_id IN (SELECT unnest(?::VARCHAR[]))",
-                params=[files("constraints"), wanted]).to_arrow_table().to_pylist()}
+            rows = {
+                r["constraint_id"]: r
+                for r in con.sql(
+                    "SELECT * FROM read_parquet(?) WHERE constraint_id IN (SELECT unnest(?::VARCHAR[]))",
+                    params=[files("constraints"), wanted],
+                )
+                .to_arrow_table()
+                .to_pylist()
+            }
         qids = {r["author_qid"] for r in rows.values()}
         authors = {a["qid"]: a for a in read_rows([c.outputs["authors"] for c in collected]) if a["qid"] in qids}
         sampled = [([rows[i]], ONE_UNSATISFIABLE) for i in one_ids]
         sampled += [([rows[a], rows[b]], TWO_UNSATISFIABLE) for a, b in pairs]
-        top_ups = write_rows("queries_kept", query_rows(sampled, authors, ctx.seed),
-                             ctx.work.path("queries", "all", "top_ups"))
+        top_ups = write_rows(
+            "queries_kept", query_rows(sampled, authors, ctx.seed), ctx.work.path("queries", "all", "top_ups")
+        )
         parts = [*files("queries_kept"), *([top_ups.path] if top_ups.rows else [])]
         if parts:
-            ref = write_query(con, f"SELECT {number_queries_sql(arrow_schema('queries').names)} "
-                                   "FROM read_parquet(?, union_by_name = true)", [parts],
-                              "queries", ctx.work.path("queries", "all", "queries"))
+            ref = write_query(
+                con,
+                f"SELECT {number_queries_sql(arrow_schema('queries').names)} "
+                "FROM read_parquet(?, union_by_name = true)",
+                [parts],
+                "queries",
+                ctx.work.path("queries", "all", "queries"),
+            )
         else:
             ref = write_rows("queries", [], ctx.work.path("queries", "all", "queries"))
         summary = sampling_summary_sql(con, ref.path, counts, ctx.seed, rates)

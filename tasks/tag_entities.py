@@ -4,6 +4,7 @@ Tags live beside the titles (table `title_entities`, schema schemas/title_entiti
 never rewrite them. Each distinct title string is tagged once, however many books and variants
 share it; taggers that share a spaCy pipeline share one parse.
 """
+
 from __future__ import annotations
 
 import json
@@ -15,8 +16,8 @@ from typing import Protocol
 
 from tasks.base import StageResult
 from tasks.taggers import DEFAULT_MODEL, Span
-from tasks.taggers.registry import make_taggers
 from tasks.taggers.pipeline import PipelineTagger
+from tasks.taggers.registry import make_taggers
 
 TABLE = "title_entities"
 PROBE_BATCH = 256
@@ -67,11 +68,23 @@ def title_tags(titles: Sequence[str], taggers: Sequence[Tagger]) -> list[dict]:
     titles = sorted({t for t in titles if t})
     rows = []
     for start in range(0, len(titles), PARSE_BATCH):  # parsed docs of one slice at a time: bounded memory
-        part = titles[start:start + PARSE_BATCH]
+        part = titles[start : start + PARSE_BATCH]
         tagged = tag_titles(part, taggers)
-        rows += [{"title": title, "tagger": tagger.name, "version": tagger.version, "kind": span.kind,
-                  "text": span.text, "start": span.start, "end": span.end, "evidence": span.evidence}
-                 for n, title in enumerate(part) for tagger in taggers for span in tagged[tagger.name][n]]
+        rows += [
+            {
+                "title": title,
+                "tagger": tagger.name,
+                "version": tagger.version,
+                "kind": span.kind,
+                "text": span.text,
+                "start": span.start,
+                "end": span.end,
+                "evidence": span.evidence,
+            }
+            for n, title in enumerate(part)
+            for tagger in taggers
+            for span in tagged[tagger.name][n]
+        ]
     return rows
 
 
@@ -93,13 +106,18 @@ def entity_rows(books: list[dict], title_variants: list[dict], tags: Iterable[di
             rows.append(_row(target_kind, target_id, book_id, author_qid, tag))
         with_kind.update(kinds_here)
     rows.sort(key=lambda r: (r["target_kind"], r["target_id"], r["start"], r["kind"]))
-    stats = {"targets": len(targets), "empty_titles": sum(1 for t in targets if not t[4]),
-             "spans_per_kind": dict(sorted(Counter(r["kind"] for r in rows).items())),
-             "targets_with_kind": dict(sorted(with_kind.items()))}
+    stats = {
+        "targets": len(targets),
+        "empty_titles": sum(1 for t in targets if not t[4]),
+        "spans_per_kind": dict(sorted(Counter(r["kind"] for r in rows).items())),
+        "targets_with_kind": dict(sorted(with_kind.items())),
+    }
     return rows, stats
 
 
-def tag_entities(books: list[dict], title_variants: list[dict], *, taggers: Sequence[Tagger] | None = None) -> StageResult:
+def tag_entities(
+    books: list[dict], title_variants: list[dict], *, taggers: Sequence[Tagger] | None = None
+) -> StageResult:
     """Rows of `title_entities` for each book's canonical title and each title variant:
     every distinct title tagged once (title_tags), then joined to its targets (entity_rows).
 
@@ -115,9 +133,13 @@ def tag_entities(books: list[dict], title_variants: list[dict], *, taggers: Sequ
     rows, stats = entity_rows(books, title_variants, tags)
     return StageResult(
         tables={TABLE: rows},
-        stats={**stats, "titles_tagged": len(distinct), "seconds": round(seconds, 3),
-               "titles_per_s": round(len(distinct) / seconds, 1) if seconds > 0 else None,
-               "taggers": {t.name: t.version for t in taggers}},
+        stats={
+            **stats,
+            "titles_tagged": len(distinct),
+            "seconds": round(seconds, 3),
+            "titles_per_s": round(len(distinct) / seconds, 1) if seconds > 0 else None,
+            "taggers": {t.name: t.version for t in taggers},
+        },
     )
 
 
@@ -150,5 +172,6 @@ def tag_probe(titles: Iterable[str], *, taggers: Sequence[Tagger] | None = None)
             for tagger in taggers:
                 for span in tagged[tagger.name][n]:
                     names.setdefault(span.kind, []).append(span.text)
-            yield json.dumps({"title": title, **{f"{kind}_names": found for kind, found in names.items()}},
-                             ensure_ascii=False)
+            yield json.dumps(
+                {"title": title, **{f"{kind}_names": found for kind, found in names.items()}}, ensure_ascii=False
+            )

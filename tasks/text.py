@@ -16,6 +16,7 @@ Differences from the original evaluator's ``process_title`` (kitab-original.md Â
 punctuation becomes a space instead of vanishing ("Half-Blood" and "Half Blood" agree),
 diacritics are folded, number words equal digits, and "Dr." equals "Doctor".
 """
+
 from __future__ import annotations
 
 import re
@@ -39,8 +40,10 @@ _NON_WORD = re.compile(r"[\W_]+")
 _ABBREVIATIONS = {"dr": "doctor", "mr": "mister", "st": "saint", "vol": "volume"}
 
 _UNITS = {w: i for i, w in enumerate("zero one two three four five six seven eight nine".split())}
-_TEENS = {w: i + 10 for i, w in enumerate(
-    "ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen".split())}
+_TEENS = {
+    w: i + 10
+    for i, w in enumerate("ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen".split())
+}
 _TENS = {w: 10 * (i + 2) for i, w in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split())}
 _SCALES = {"thousand": 1000, "million": 1_000_000}
 _NUMBER_WORDS = {**_UNITS, **_TEENS, **_TENS, "hundred": 100, **_SCALES}
@@ -104,8 +107,17 @@ def _numbers_to_digits(tokens: list[str]) -> list[str]:
             flush()
             out.append(tok)
             continue
-        kind = ("unit" if tok in _UNITS else "teen" if tok in _TEENS else "tens" if tok in _TENS
-                else "hundred" if tok == "hundred" else "scale")
+        kind = (
+            "unit"
+            if tok in _UNITS
+            else "teen"
+            if tok in _TEENS
+            else "tens"
+            if tok in _TENS
+            else "hundred"
+            if tok == "hundred"
+            else "scale"
+        )
         value = _NUMBER_WORDS[tok]
         if in_run:
             extends = (

@@ -1,5 +1,6 @@
 """Test environment: Prefect quiet and offline in a throwaway home, Hugging Face offline,
 and one local mirror of the bundled snapshot per session (the real clients talk to it)."""
+
 from __future__ import annotations
 
 import os
@@ -42,5 +43,4 @@ def mirror(snapshot_dir):
 @pytest.fixture
 def settings(tmp_path) -> Settings:
     """A private warehouse (and so a private HTTP cache) per test; quick backoff."""
-    return Settings(warehouse=tmp_path / "warehouse", backoff_initial=0.05, backoff_max=0.2,
-                    mirror_ol_rate=200.0)
+    return Settings(warehouse=tmp_path / "warehouse", backoff_initial=0.05, backoff_max=0.2, mirror_ol_rate=200.0)

@@ -17,6 +17,7 @@ Endpoints (JSON unless noted), every one requiring ``Authorization: Bearer <toke
 Bounded: it serves at most ``max_requests`` requests and stops by itself after
 ``max_seconds`` (or on ``stop()`` / leaving the ``with`` block). It binds 127.0.0.1 only.
 """
+
 from __future__ import annotations
 
 import base64
@@ -30,7 +31,9 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import yaml
 
-REPO_PATH = re.compile(r"^/api/(?P<type>models|datasets|spaces)/(?P<repo>[^/]+/[^/]+)/(?P<op>[a-z]+)(?:/(?P<rest>.*))?$")
+REPO_PATH = re.compile(
+    r"^/api/(?P<type>models|datasets|spaces)/(?P<repo>[^/]+/[^/]+)/(?P<op>[a-z]+)(?:/(?P<rest>.*))?$"
+)
 
 
 def git_blob_sha1(data: bytes) -> str:
@@ -126,14 +129,15 @@ class FakeHub:
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name="fake-hub", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-hub", daemon=True
+        )
         self._timer = threading.Timer(max_seconds, self.stop)
         self._timer.daemon = True
         self._stopped = False
 
     # -- lifecycle ---------------------------------------------------------------------
-    def start(self) -> "FakeHub":
+    def start(self) -> FakeHub:
         self._thread.start()
         self._timer.start()
         return self
@@ -145,7 +149,7 @@ class FakeHub:
             self._server.shutdown()
             self._server.server_close()
 
-    def __enter__(self) -> "FakeHub":
+    def __enter__(self) -> FakeHub:
         return self.start()
 
     def __exit__(self, *exc) -> None:
@@ -170,10 +174,19 @@ class FakeHub:
             self.fail_next[op] -= 1
             return 503, {"error": f"fake hub: injected failure of {op}"}, {}
         if method == "GET" and op == "refs":
-            return 200, {"branches": [{"name": "main", "ref": "refs/heads/main", "targetCommit": repo.head.oid}],
-                         "converts": [], "pullRequests": [],
-                         "tags": [{"name": t, "ref": f"refs/tags/{t}", "targetCommit": oid}
-                                  for t, oid in sorted(repo.tags.items())]}, {}
+            return (
+                200,
+                {
+                    "branches": [{"name": "main", "ref": "refs/heads/main", "targetCommit": repo.head.oid}],
+                    "converts": [],
+                    "pullRequests": [],
+                    "tags": [
+                        {"name": t, "ref": f"refs/tags/{t}", "targetCommit": oid}
+                        for t, oid in sorted(repo.tags.items())
+                    ],
+                },
+                {},
+            )
         if method == "GET" and op == "tree":
             rev, _, sub = rest.partition("/")
             commit = repo.resolve(rev)
@@ -185,14 +198,34 @@ class FakeHub:
             commit = repo.resolve(rest)
             if commit is None:
                 return 404, {"error": "Revision not found"}, {"X-Error-Code": "RevisionNotFound"}
-            return 200, {"id": repo.repo_id, "sha": commit.oid, "private": repo.private,
-                         "siblings": [{"rfilename": f} for f in sorted(commit.files)]}, {}
+            return (
+                200,
+                {
+                    "id": repo.repo_id,
+                    "sha": commit.oid,
+                    "private": repo.private,
+                    "siblings": [{"rfilename": f} for f in sorted(commit.files)],
+                },
+                {},
+            )
         if method == "POST" and op == "preupload":
             files = json.loads(body)["files"]
             head = repo.head.files
-            return 200, {"files": [{"path": f["path"], "uploadMode": "regular", "shouldIgnore": False,
-                                    "oid": git_blob_sha1(head[f["path"]]) if f["path"] in head else None}
-                                   for f in files]}, {}
+            return (
+                200,
+                {
+                    "files": [
+                        {
+                            "path": f["path"],
+                            "uploadMode": "regular",
+                            "shouldIgnore": False,
+                            "oid": git_blob_sha1(head[f["path"]]) if f["path"] in head else None,
+                        }
+                        for f in files
+                    ]
+                },
+                {},
+            )
         if method == "POST" and op == "commit":
             return self.commit(repo, rest, body)
         if method == "POST" and op == "tag":
@@ -214,8 +247,15 @@ class FakeHub:
             return 409, {"error": "You already created this repo", "url": self._repo_url(self.repos[repo_id])}, {}
         repo = Repo(repo_id, repo_type, private=payload.get("visibility") == "private")
         attributes = b"*.parquet filter=lfs diff=lfs merge=lfs -text\n*.png filter=lfs diff=lfs merge=lfs -text\n"
-        repo.commits.append(Commit(self._oid(None, "initial commit", {".gitattributes": attributes}), None,
-                                   "initial commit", "", {".gitattributes": attributes}))
+        repo.commits.append(
+            Commit(
+                self._oid(None, "initial commit", {".gitattributes": attributes}),
+                None,
+                "initial commit",
+                "",
+                {".gitattributes": attributes},
+            )
+        )
         self.repos[repo_id] = repo
         return 200, {"url": self._repo_url(repo), "name": repo_id, "id": repo_id}, {}
 
@@ -223,7 +263,7 @@ class FakeHub:
         content = payload.get("content", "")
         if content.startswith("---\n"):
             try:
-                yaml.safe_load(content[4:content.index("\n---\n", 4)])
+                yaml.safe_load(content[4 : content.index("\n---\n", 4)])
             except (ValueError, yaml.YAMLError) as exc:
                 return 400, {"errors": [{"message": str(exc)}]}, {}
         return 200, {"errors": [], "warnings": []}, {}
@@ -250,10 +290,17 @@ class FakeHub:
             else:
                 return 400, {"error": f"fake hub: unsupported operation {line['key']} (LFS/Xet not emulated)"}, {}
         oid = self._oid(repo.head.oid, header.get("summary", ""), files)
-        repo.commits.append(Commit(oid, repo.head.oid, header.get("summary", ""), header.get("description", ""),
-                                   files))
-        return 200, {"commitUrl": f"{self._repo_url(repo)}/commit/{oid}", "commitOid": oid,
-                     "pullRequestUrl": None, "success": True}, {}
+        repo.commits.append(Commit(oid, repo.head.oid, header.get("summary", ""), header.get("description", ""), files))
+        return (
+            200,
+            {
+                "commitUrl": f"{self._repo_url(repo)}/commit/{oid}",
+                "commitOid": oid,
+                "pullRequestUrl": None,
+                "success": True,
+            },
+            {},
+        )
 
     # -- helpers -----------------------------------------------------------------------
     def _repo_url(self, repo: Repo) -> str:
@@ -274,7 +321,7 @@ class FakeHub:
         for path in sorted(commit.files):
             if not path.startswith(prefix):
                 continue
-            rel = path[len(prefix):]
+            rel = path[len(prefix) :]
             if "/" in rel and not recursive:
                 folders.add(prefix + rel.split("/", 1)[0])
                 continue
@@ -283,5 +330,7 @@ class FakeHub:
                 folders.update(prefix + "/".join(parts[: i + 1]) for i in range(len(parts)))
             data = commit.files[path]
             entries.append({"type": "file", "path": path, "size": len(data), "oid": git_blob_sha1(data)})
-        return [{"type": "directory", "path": f, "oid": hashlib.sha1(f.encode()).hexdigest(), "size": 0}
-                for f in sorted(folders)] + entries
+        return [
+            {"type": "directory", "path": f, "oid": hashlib.sha1(f.encode()).hexdigest(), "size": 0}
+            for f in sorted(folders)
+        ] + entries

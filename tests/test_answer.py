@@ -3,6 +3,7 @@
 the cache (a rerun sends 0 requests, a killed run resumes), bounded concurrency and rate, and
 the key in no file, message or log. The release-level loop (answer -> evaluate) is in
 tests/test_evaluate_release.py."""
+
 from __future__ import annotations
 
 import json
@@ -19,8 +20,19 @@ import httpx
 import pytest
 
 from kitab.core.errors import KitabError
-from kitab.release.answer import (AnswerCache, ChatClient, Params, Prompt, RateLimiter, Retry, answer_prompts,
-                                  answers_lines, cache_key, parse_retry_after, write_answers)
+from kitab.release.answer import (
+    AnswerCache,
+    ChatClient,
+    Params,
+    Prompt,
+    RateLimiter,
+    Retry,
+    answer_prompts,
+    answers_lines,
+    cache_key,
+    parse_retry_after,
+    write_answers,
+)
 from kitab.simulate.chat import ChatServer
 
 KEY = "sk-kitab-test-7f3c9a1e5b2d"
@@ -39,8 +51,14 @@ def run(server: ChatServer, tmp_path: Path, items: list[Prompt], *, key: str | N
     cache = AnswerCache(tmp_path / "cache" / "answers.sqlite")
     try:
         with ChatClient(server.url, "fixture-model", api_key=key, timeout=10.0) as client:
-            return answer_prompts(items, client=client, cache=cache, params=Params(max_tokens=400),
-                                  retry=kwargs.pop("retry", FAST), **kwargs)
+            return answer_prompts(
+                items,
+                client=client,
+                cache=cache,
+                params=Params(max_tokens=400),
+                retry=kwargs.pop("retry", FAST),
+                **kwargs,
+            )
     finally:
         cache.close()
 
@@ -51,15 +69,18 @@ def test_one_request_per_query_with_tokens_and_the_answers_in_query_order(tmp_pa
         results, stats = run(server, tmp_path, items, concurrency=3)
     sent = server.chat_requests
     assert len(sent) == len(items) and sorted(s.prompt for s in sent) == sorted(p.text for p in items)
-    assert all(s.key_ok and s.body["model"] == "fixture-model" and s.body["temperature"] == 0.0
-               and s.body["max_tokens"] == 400 for s in sent)
+    assert all(
+        s.key_ok and s.body["model"] == "fixture-model" and s.body["temperature"] == 0.0 and s.body["max_tokens"] == 400
+        for s in sent
+    )
     assert stats.requests == len(items) and stats.retries == 0 and not stats.failed
     lines = [json.loads(line) for line in answers_lines(items, results, "fixture-model")]
     assert [row["query_id"] for row in lines] == [p.query_id for p in items]
     for row, item in zip(lines, items):
         assert row["response"] == answer_of(item.text)
         assert row["prompt_tokens"] == len(item.text.split()) and row["completion_tokens"] == len(
-            answer_of(item.text).split())
+            answer_of(item.text).split()
+        )
         assert row["attempts"] == 1 and row["seconds"] >= 0 and row["finish_reason"] == "stop"
     assert stats.prompt_tokens == sum(r["prompt_tokens"] for r in lines)
 
@@ -106,8 +127,9 @@ def test_retries_end_and_the_query_is_reported_failed(tmp_path):
     items = prompts(1)
     with ChatServer(answer_of, key=KEY) as server:
         server.fail(10, 503)
-        results, stats = run(server, tmp_path, items, retry=Retry(max_attempts=3, backoff_initial=0.01,
-                                                                  backoff_max=0.02))
+        results, stats = run(
+            server, tmp_path, items, retry=Retry(max_attempts=3, backoff_initial=0.01, backoff_max=0.02)
+        )
     assert results == {} and "after 3 attempts" in stats.failed["q000"] and len(server.chat_requests) == 3
 
 
@@ -135,8 +157,18 @@ def test_a_rerun_sends_no_request_and_writes_the_same_bytes(tmp_path):
 def test_the_cache_key_is_model_prompt_and_parameters():
     base = cache_key("m", "p", Params())
     assert base == cache_key("m", "p", Params())
-    assert len({base, cache_key("m2", "p", Params()), cache_key("m", "p2", Params()),
-                cache_key("m", "p", Params(temperature=0.7)), cache_key("m", "p", Params(max_tokens=1000))}) == 5
+    assert (
+        len(
+            {
+                base,
+                cache_key("m2", "p", Params()),
+                cache_key("m", "p2", Params()),
+                cache_key("m", "p", Params(temperature=0.7)),
+                cache_key("m", "p", Params(max_tokens=1000)),
+            }
+        )
+        == 5
+    )
     with ChatServer(answer_of) as server:  # another endpoint, same question: the same key
         assert ChatClient(server.url, "m", api_key=None).model == "m"
 
@@ -215,9 +247,13 @@ def test_a_killed_run_resumes_from_the_cache(tmp_path):
     (tmp_path / "items.json").write_text(json.dumps([p.__dict__ for p in items]))
     cache_path = tmp_path / "cache" / "answers.sqlite"
     with ChatServer(answer_of, slow=0.1) as server:
-        child = subprocess.Popen([sys.executable, "-c", RESUMABLE, server.url, str(cache_path),
-                                  str(tmp_path / "items.json")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                 env={**os.environ}, start_new_session=True)
+        child = subprocess.Popen(
+            [sys.executable, "-c", RESUMABLE, server.url, str(cache_path), str(tmp_path / "items.json")],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={**os.environ},
+            start_new_session=True,
+        )
         deadline = time.monotonic() + 60
         while len([s for s in server.chat_requests if s.status == 200]) < 10 and time.monotonic() < deadline:
             time.sleep(0.02)

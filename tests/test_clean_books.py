@@ -1,4 +1,5 @@
 """tasks/clean_books.py: each check, WikiData batching, and that no work goes missing."""
+
 from __future__ import annotations
 
 import json
@@ -17,14 +18,31 @@ AUTHORS = [
 ]
 
 
-def work(title: str | None, n: int, qid: str = "Q72334", *, year: int | None = None, languages=("eng",),
-         author_keys=("OL31120A",), subtitle: str | None = None) -> dict:
+def work(
+    title: str | None,
+    n: int,
+    qid: str = "Q72334",
+    *,
+    year: int | None = None,
+    languages=("eng",),
+    author_keys=("OL31120A",),
+    subtitle: str | None = None,
+) -> dict:
     """A works_raw row (schemas/works_raw.json)."""
     return {
-        "author_qid": qid, "ol_author_key": "OL31120A", "work_key": f"/works/OL{n}W", "title": title,
-        "subtitle": subtitle, "first_publish_year": year, "languages": list(languages) if languages is not None else None,
-        "author_keys": list(author_keys), "author_names": [f"name of {k}" for k in author_keys], "edition_count": 3,
-        "source": "dump", "request_fingerprint": "f" * 64, "fetched_at": None,
+        "author_qid": qid,
+        "ol_author_key": "OL31120A",
+        "work_key": f"/works/OL{n}W",
+        "title": title,
+        "subtitle": subtitle,
+        "first_publish_year": year,
+        "languages": list(languages) if languages is not None else None,
+        "author_keys": list(author_keys),
+        "author_names": [f"name of {k}" for k in author_keys],
+        "edition_count": 3,
+        "source": "dump",
+        "request_fingerprint": "f" * 64,
+        "fetched_at": None,
     }
 
 
@@ -78,19 +96,33 @@ def test_language_tags_and_offline_detection() -> None:
 
 
 def test_more_than_two_authors_is_an_anthology() -> None:
-    rows = [work("Beloved", 1, author_keys=["OL1A", "OL2A"]),
-            work("The Best Short Stories 2022: The O. Henry Prize Winners", 2, author_keys=["OL1A", "OL2A", "OL3A"])]
+    rows = [
+        work("Beloved", 1, author_keys=["OL1A", "OL2A"]),
+        work("The Best Short Stories 2022: The O. Henry Prize Winners", 2, author_keys=["OL1A", "OL2A", "OL3A"]),
+    ]
     result = run(rows)
     assert reasons(result) == {"/works/OL2W": "more_than_two_authors"}
     assert json.loads(result.rejects[0]["evidence"])["author_keys"] == ["OL1A", "OL2A", "OL3A"]
 
 
 def test_empty_titles_and_the_authors_own_name() -> None:
-    rows = [work(None, 1), work("  ", 2), work("!!!", 3), work("Toni Morrison", 4), work("MORRISON, Toni", 5),
-            work("Conversations with Toni Morrison", 6), work("Jules Verne", 7)]  # another author's name is a title
+    rows = [
+        work(None, 1),
+        work("  ", 2),
+        work("!!!", 3),
+        work("Toni Morrison", 4),
+        work("MORRISON, Toni", 5),
+        work("Conversations with Toni Morrison", 6),
+        work("Jules Verne", 7),
+    ]  # another author's name is a title
     result = run(rows)
-    assert reasons(result) == {"/works/OL1W": "empty_title", "/works/OL2W": "empty_title", "/works/OL3W": "empty_title",
-                               "/works/OL4W": "title_is_author_name", "/works/OL5W": "title_is_author_name"}
+    assert reasons(result) == {
+        "/works/OL1W": "empty_title",
+        "/works/OL2W": "empty_title",
+        "/works/OL3W": "empty_title",
+        "/works/OL4W": "title_is_author_name",
+        "/works/OL5W": "title_is_author_name",
+    }
 
 
 def test_a_title_over_the_bound_is_rejected_with_its_length() -> None:
@@ -108,27 +140,47 @@ def test_a_title_over_the_bound_is_rejected_with_its_length() -> None:
 
 
 def test_impossible_years_become_missing_with_a_reason() -> None:
-    rows = [work("A", 1, year=9999), work("B", 2, year=2031), work("C", 3, year=1900), work("D", 4, year=1987),
-            work("E", 5, year=None), work("F", 6, year=1931)]
+    rows = [
+        work("A", 1, year=9999),
+        work("B", 2, year=2031),
+        work("C", 3, year=1900),
+        work("D", 4, year=1987),
+        work("E", 5, year=None),
+        work("F", 6, year=1931),
+    ]
     result = run(rows)
     got = [(r["year"], r["year_issue"], r["year_raw"]) for r in result.tables["works_clean"]]
-    assert got == [(None, "placeholder_9999", 9999), (None, "after_today", 2031), (None, "before_author_birth", 1900),
-                   (1987, None, 1987), (None, None, None), (1931, None, 1931)]
+    assert got == [
+        (None, "placeholder_9999", 9999),
+        (None, "after_today", 2031),
+        (None, "before_author_birth", 1900),
+        (1987, None, 1987),
+        (None, None, None),
+        (1931, None, 1931),
+    ]
     assert result.rejects == []  # a nulled year does not drop the work
     assert result.stats["year_issues"] == {"after_today": 1, "before_author_birth": 1, "placeholder_9999": 1}
 
 
 def test_wikidata_cross_check_rule() -> None:
-    wikidata = FakeWikidata([
-        ("Q1", "Hamlet", "Q692"),  # by another author only -> dropped
-        ("Q2", "Beloved", "Q72334"),  # by our author (our title differs in case) -> kept
-        ("Q3", "Beloved", "Q999"),  # also by someone else: still ours
-        ("Q5", "Sula", "Q999"),  # ours in different case, by another author only -> dropped
-        *[(f"Q1{i}", "Home", f"Q50{i}") for i in range(MAX_OTHER_WRITERS + 1)],  # a common title -> kept
-        ("Q4", "Untitled Work", None),  # no author on WikiData: no evidence
-    ])
-    rows = [work("Hamlet", 1), work("beloved", 2), work("Home", 3), work("Untitled Work", 4), work("Jazz", 5),
-            work("SULA", 6)]
+    wikidata = FakeWikidata(
+        [
+            ("Q1", "Hamlet", "Q692"),  # by another author only -> dropped
+            ("Q2", "Beloved", "Q72334"),  # by our author (our title differs in case) -> kept
+            ("Q3", "Beloved", "Q999"),  # also by someone else: still ours
+            ("Q5", "Sula", "Q999"),  # ours in different case, by another author only -> dropped
+            *[(f"Q1{i}", "Home", f"Q50{i}") for i in range(MAX_OTHER_WRITERS + 1)],  # a common title -> kept
+            ("Q4", "Untitled Work", None),  # no author on WikiData: no evidence
+        ]
+    )
+    rows = [
+        work("Hamlet", 1),
+        work("beloved", 2),
+        work("Home", 3),
+        work("Untitled Work", 4),
+        work("Jazz", 5),
+        work("SULA", 6),
+    ]
     result = run(rows, wikidata)
     assert reasons(result) == {"/works/OL1W": "wikidata_other_author", "/works/OL6W": "wikidata_other_author"}
     assert json.loads(result.rejects[0]["evidence"]) == {"other_author_qids": ["Q692"], "wikidata_work_qids": ["Q1"]}
@@ -160,13 +212,33 @@ def test_duplicates_and_unknown_authors() -> None:
     assert len(result.tables["works_clean"]) == 1
 
 
-TITLES = st.sampled_from([
-    "Beloved", "Beloved: A Novel", "Toni Morrison", "", None, "Hamlet", "Jazz", "Jazz Age Stories", "Sula",
-    "Cien años de soledad", "Song of Solomon", "Tar Baby", "Tarbaby", "Home", "Paradise", "A Mercy", "Love",
-])
+TITLES = st.sampled_from(
+    [
+        "Beloved",
+        "Beloved: A Novel",
+        "Toni Morrison",
+        "",
+        None,
+        "Hamlet",
+        "Jazz",
+        "Jazz Age Stories",
+        "Sula",
+        "Cien años de soledad",
+        "Song of Solomon",
+        "Tar Baby",
+        "Tarbaby",
+        "Home",
+        "Paradise",
+        "A Mercy",
+        "Love",
+    ]
+)
 ROWS = st.lists(
     st.builds(
-        work, TITLES, st.integers(1, 40), st.sampled_from(["Q72334", "Q33977", "Q0"]),
+        work,
+        TITLES,
+        st.integers(1, 40),
+        st.sampled_from(["Q72334", "Q33977", "Q0"]),
         year=st.one_of(st.none(), st.sampled_from([1800, 1850, 1987, 2030, 9999])),
         languages=st.sampled_from([("eng",), ("spa",), (), None]),
         author_keys=st.lists(st.sampled_from(["OL1A", "OL2A", "OL3A", "OL4A"]), max_size=4),

@@ -1,4 +1,5 @@
 """The command line as a person uses it: probes on stdin, SQL over the catalog."""
+
 from __future__ import annotations
 
 import json
@@ -6,8 +7,8 @@ import json
 from typer.testing import CliRunner
 
 from kitab.app.cli import app
-from tasks.publish import publish
 from kitab.core.warehouse import Warehouse
+from tasks.publish import publish
 from tests.test_warehouse import tables
 
 runner = CliRunner()
@@ -20,8 +21,11 @@ def run(*args: str, stdin: str | None = None) -> list[dict]:
 
 
 def test_dedup_probe_explains_clusters():
-    out = run("dedup", stdin="One Hundred Years of Solitude (1967)\n100 Years of Solitude (1970)\nJazz (1992)\n"
-                             "Jazz Age Stories (1921)\n")
+    out = run(
+        "dedup",
+        stdin="One Hundred Years of Solitude (1967)\n100 Years of Solitude (1970)\nJazz (1992)\n"
+        "Jazz Age Stories (1921)\n",
+    )
     merged = next(c for c in out if "One Hundred Years of Solitude" in c["variants"])
     assert merged["first_year"] == 1967 and "100 Years of Solitude" in merged["variants"]
     assert {"Jazz"} in [set(c["variants"]) for c in out]  # a bare word does not swallow a longer title
@@ -29,8 +33,11 @@ def test_dedup_probe_explains_clusters():
 
 def test_tag_probe_args_and_stdin():
     out = run("tag", "Reading Lolita in Tehran", "A Tale of Two Cities")
-    assert out[0]["city_names"] == ["Tehran"] and out[1] == {"title": "A Tale of Two Cities", "human_names": [],
-                                                             "city_names": []}
+    assert out[0]["city_names"] == ["Tehran"] and out[1] == {
+        "title": "A Tale of Two Cities",
+        "human_names": [],
+        "city_names": [],
+    }
     assert run("tag", stdin="Death in Venice\n")[0]["city_names"] == ["Venice"]
 
 
@@ -42,8 +49,16 @@ def test_constraints_probe_lists_every_candidate_with_kappa():
 
 
 def test_sql_answers_from_the_catalog(tmp_path):
-    publish(Warehouse(tmp_path), "r", tables(["Q1", "Q2"]), seed=1, source="dump", snapshot_id="s",
-            n_authors_requested=2, requests_made=0)
+    publish(
+        Warehouse(tmp_path),
+        "r",
+        tables(["Q1", "Q2"]),
+        seed=1,
+        source="dump",
+        snapshot_id="s",
+        n_authors_requested=2,
+        requests_made=0,
+    )
     out = run("sql", "--warehouse", str(tmp_path), "--output", "jsonl", "select count(*) as n from authors")
     assert out == [{"n": 2}]
     result = runner.invoke(app, ["sql", "--warehouse", str(tmp_path), "select * from nope"])
@@ -56,8 +71,8 @@ def test_snapshot_manifest_makes_a_folder_of_dump_files_a_snapshot(tmp_path):
 
     from kitab.core.config import Settings
     from kitab.core.env import BUNDLED_SNAPSHOT
-    from kitab.sources.snapshot.format import DATA_FILES, read_manifest
     from kitab.sources import open_sources
+    from kitab.sources.snapshot.format import DATA_FILES, read_manifest
 
     folder = tmp_path / "dumps"
     folder.mkdir()

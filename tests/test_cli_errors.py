@@ -1,6 +1,7 @@
 """The real ``kitab`` command (a subprocess, as a person runs it) on bad input: each user error
 is one or two lines on stderr, a non-zero exit, no traceback, and nothing written; ``--debug``
 or ``KITAB_DEBUG=1`` bring the traceback back. The probes answer any bytes on stdin."""
+
 from __future__ import annotations
 
 import json
@@ -27,8 +28,7 @@ def kitab(*args, env: dict | None = None, stdin: bytes | None = None, timeout: f
     full = {**os.environ, **(env or {})}
     if "KITAB_DEBUG" not in (env or {}):
         full.pop("KITAB_DEBUG", None)
-    return subprocess.run([*kitab_cmd(), *map(str, args)], input=stdin, capture_output=True, env=full,
-                          timeout=timeout)
+    return subprocess.run([*kitab_cmd(), *map(str, args)], input=stdin, capture_output=True, env=full, timeout=timeout)
 
 
 def assert_user_error(result: subprocess.CompletedProcess, *needles: str) -> str:
@@ -62,19 +62,31 @@ def broken_snapshot(tmp_path: Path, damage: str) -> Path:
 
 # --- refresh: every input checked before anything starts or is written ------------------------
 
-@pytest.mark.parametrize("args,needle", [
-    (["--release", "../../etc"], "release id '../../etc'"),
-    (["--release", ""], "release id ''"),  # not the dated default
-    (["--source", "ftp"], "source 'ftp'"),
-])
+
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["--release", "../../etc"], "release id '../../etc'"),
+        (["--release", ""], "release id ''"),  # not the dated default
+        (["--source", "ftp"], "source 'ftp'"),
+    ],
+)
 def test_bad_refresh_values_are_one_line_and_create_nothing(tmp_path, args, needle):
     result = kitab("refresh", "--warehouse", tmp_path / "wh", *args, timeout=60)
     assert_user_error(result, needle)
     assert not (tmp_path / "wh").exists()
 
 
-@pytest.mark.parametrize("damage,source", [("empty folder", "mirror"), ("missing file", "mirror"),
-                                           ("empty file", "mirror"), ("not gzip", "mirror"), ("not gzip", "dump")])
+@pytest.mark.parametrize(
+    "damage,source",
+    [
+        ("empty folder", "mirror"),
+        ("missing file", "mirror"),
+        ("empty file", "mirror"),
+        ("not gzip", "mirror"),
+        ("not gzip", "dump"),
+    ],
+)
 def test_a_broken_snapshot_is_named_before_the_refresh_starts(tmp_path, damage, source):
     snapshot = broken_snapshot(tmp_path, damage)
     result = kitab("refresh", "--source", source, "--snapshot", snapshot, "--warehouse", tmp_path / "wh", timeout=60)
@@ -116,19 +128,39 @@ def test_an_error_inside_the_flow_is_one_line_and_publishes_nothing(tmp_path, sm
 
     env = {"PREFECT_HOME": str(tmp_path / "prefect-child")}
     # --quiet: the progress lines that precede an error found this late are left out
-    result = kitab("refresh", "--source", "dump", "--snapshot", small_snapshot, "--authors", 1000,
-                   "--release", "r", "--warehouse", tmp_path / "wh", "--quiet", env=env)
+    result = kitab(
+        "refresh",
+        "--source",
+        "dump",
+        "--snapshot",
+        small_snapshot,
+        "--authors",
+        1000,
+        "--release",
+        "r",
+        "--warehouse",
+        tmp_path / "wh",
+        "--quiet",
+        env=env,
+    )
     assert_user_error(result, "--authors 1000: only ", "authors are eligible", "--allow-fewer")
     assert Warehouse(tmp_path / "wh").committed_releases() == []
 
 
 def test_allow_fewer_publishes_the_eligible_authors_and_says_the_shortfall(tmp_path, small_snapshot):
-    from kitab.core.errors import BadValue
     from kitab.app.runs import run_refresh
+    from kitab.core.errors import BadValue
     from kitab.core.warehouse import Warehouse
 
-    kwargs = dict(source="dump", snapshot=small_snapshot, authors=1000, seed=3, release="r",
-                  warehouse=tmp_path / "wh", direct=True)
+    kwargs = dict(
+        source="dump",
+        snapshot=small_snapshot,
+        authors=1000,
+        seed=3,
+        release="r",
+        warehouse=tmp_path / "wh",
+        direct=True,
+    )
     with pytest.raises(BadValue, match="only .* authors are eligible"):
         run_refresh(**kwargs)
     summary = run_refresh(**kwargs, allow_fewer=True)
@@ -141,8 +173,11 @@ def test_allow_fewer_publishes_the_eligible_authors_and_says_the_shortfall(tmp_p
 
 # --- read commands: a missing warehouse is not created, an unknown release is named -------------
 
-@pytest.mark.parametrize("args", [["releases"], ["sql", "select 1"], ["export", "--release", "r", "--out", "OUT"],
-                                  ["report", "--release", "r"]])
+
+@pytest.mark.parametrize(
+    "args",
+    [["releases"], ["sql", "select 1"], ["export", "--release", "r", "--out", "OUT"], ["report", "--release", "r"]],
+)
 def test_read_commands_on_a_missing_warehouse_create_nothing(tmp_path, args):
     args = [str(tmp_path / "out") if a == "OUT" else a for a in args]
     result = kitab(*args, "--warehouse", tmp_path / "nowhere", timeout=60)
@@ -157,17 +192,28 @@ def warehouse(tmp_path_factory) -> Path:
     from tests.test_warehouse import tables
 
     root = tmp_path_factory.mktemp("wh")
-    publish(Warehouse(root), "r", tables(["Q1", "Q2"]), seed=1, source="dump", snapshot_id="s",
-            n_authors_requested=2, requests_made=0)
+    publish(
+        Warehouse(root),
+        "r",
+        tables(["Q1", "Q2"]),
+        seed=1,
+        source="dump",
+        snapshot_id="s",
+        n_authors_requested=2,
+        requests_made=0,
+    )
     return root
 
 
-@pytest.mark.parametrize("args,needle", [
-    (["export", "--release", "nope", "--out", "OUT"], "no committed release 'nope'"),
-    (["report", "--release", "nope"], "no committed release 'nope'"),
-    (["sql", "--release", "nope", "select 1"], "no committed release 'nope'"),
-    (["sql", "--output", "xml", "select 1"], "--output 'xml': expected one of table, json, jsonl, csv"),
-])
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["export", "--release", "nope", "--out", "OUT"], "no committed release 'nope'"),
+        (["report", "--release", "nope"], "no committed release 'nope'"),
+        (["sql", "--release", "nope", "select 1"], "no committed release 'nope'"),
+        (["sql", "--output", "xml", "select 1"], "--output 'xml': expected one of table, json, jsonl, csv"),
+    ],
+)
 def test_unknown_release_or_output_is_named(tmp_path, warehouse, args, needle):
     args = [str(tmp_path / "out") if a == "OUT" else a for a in args]
     assert_user_error(kitab(*args, "--warehouse", warehouse, timeout=60), needle)
@@ -175,7 +221,9 @@ def test_unknown_release_or_output_is_named(tmp_path, warehouse, args, needle):
 
 
 def test_known_release_and_output_still_answer(warehouse):
-    ok = kitab("sql", "--warehouse", warehouse, "--release", "r", "--output", "csv", "select count(*) as n from authors")
+    ok = kitab(
+        "sql", "--warehouse", warehouse, "--release", "r", "--output", "csv", "select count(*) as n from authors"
+    )
     assert ok.returncode == 0 and ok.stdout.decode().split() == ["n", "2"] and not ok.stderr
 
 
@@ -191,8 +239,12 @@ def test_debug_shows_the_traceback(tmp_path, how):
 
 # --- probes on hostile stdin --------------------------------------------------------------
 
-HOSTILE = (random.Random(0).randbytes(20_000)  # invalid UTF-8 on most lines
-           + b"\nBeloved (1987)\n" + b"Love in Paris " * 75_000 + b"(1990)\nJazz (1992)\n")  # a 1 MB line
+HOSTILE = (
+    random.Random(0).randbytes(20_000)  # invalid UTF-8 on most lines
+    + b"\nBeloved (1987)\n"
+    + b"Love in Paris " * 75_000
+    + b"(1990)\nJazz (1992)\n"
+)  # a 1 MB line
 
 
 @pytest.mark.parametrize("probe", [["dedup"], ["tag"], ["constraints", "--human", "--city"]])

@@ -1,4 +1,5 @@
 """docker-compose.yml and prefect.yaml say what the README says (no Docker engine here)."""
+
 from __future__ import annotations
 
 import yaml
@@ -20,7 +21,11 @@ def test_compose_services_ports_volumes_and_worker():
     assert services["worker"]["volumes"] == ["warehouse:/app/warehouse"]
     assert set(compose["volumes"]) == {"pgdata", "warehouse"}
     worker = " ".join(services["worker"]["command"])
-    for step in ("prefect work-pool create kitab-pool", "prefect deploy --all", "prefect worker start --pool kitab-pool"):
+    for step in (
+        "prefect work-pool create kitab-pool",
+        "prefect deploy --all",
+        "prefect worker start --pool kitab-pool",
+    ):
         assert step in worker
     assert services["worker"]["environment"]["PREFECT_API_URL"] == "http://prefect-server:4200/api"
     assert services["mirror"]["command"][:3] == ["kitab", "mirror", "serve"]

@@ -1,4 +1,5 @@
 """The constraints stage and the ``kitab constraints`` probe."""
+
 from __future__ import annotations
 
 import json
@@ -13,11 +14,29 @@ from tasks.constraints import SPEC_VERSION, spec_from_json
 from tasks.constraints.counting import first_letter, last_letter, word_count
 from tasks.constraints.matching import author_books
 from tasks.constraints.probe import constraints_probe
-from tasks.text import split_title_year
 from tasks.generate_constraints import book_view, generate_constraints
+from tasks.text import split_title_year
 
-VOCAB = ["The", "A", "an", "Love", "War", "Émile", "1984", "Catch-22", "Zorro", "of", "&", "Night:", "Øre",
-         "'Salem's", "Quiet", "x", "Yes!", "Bach,"]
+VOCAB = [
+    "The",
+    "A",
+    "an",
+    "Love",
+    "War",
+    "Émile",
+    "1984",
+    "Catch-22",
+    "Zorro",
+    "of",
+    "&",
+    "Night:",
+    "Øre",
+    "'Salem's",
+    "Quiet",
+    "x",
+    "Yes!",
+    "Bach,",
+]
 
 titles = st.lists(st.sampled_from(VOCAB), min_size=1, max_size=6).map(" ".join)
 
@@ -33,9 +52,16 @@ def bibliographies(draw, max_authors=3):
         for b in range(draw(st.integers(0, 8))):
             book_id = f"{qid}-{b}"
             variants = draw(st.lists(titles, min_size=1, max_size=3))
-            books.append({"book_id": book_id, "author_qid": qid, "canonical_title": variants[0],
-                          "first_year": draw(st.none() | st.integers(1890, 2020)), "n_variants": len(variants),
-                          "variant_titles": variants})
+            books.append(
+                {
+                    "book_id": book_id,
+                    "author_qid": qid,
+                    "canonical_title": variants[0],
+                    "first_year": draw(st.none() | st.integers(1890, 2020)),
+                    "n_variants": len(variants),
+                    "variant_titles": variants,
+                }
+            )
             if tagged == "all" or (tagged == "some" and b % 2):
                 flags[book_id] = {"human": draw(st.booleans()), "city": draw(st.booleans())}
     return authors, books, flags
@@ -95,11 +121,17 @@ def test_candidates_cover_every_letter_count_window_and_entity(data):
         assert len(by_type.get("human_name", ())) == len(by_type.get("city_name", ())) == (2 if tagged else 0)
         # every letter a title actually has is a satisfiable candidate
         present = {first_letter(t) for t in all_titles} - {None}
-        assert present == {spec_from_json(r["spec"]).letter for r in rows
-                           if r["author_qid"] == qid and r["constraint_type"] == "starts_with" and r["satisfiable"]}
+        assert present == {
+            spec_from_json(r["spec"]).letter
+            for r in rows
+            if r["author_qid"] == qid and r["constraint_type"] == "starts_with" and r["satisfiable"]
+        }
         ends = {last_letter(t) for t in all_titles} - {None}
-        assert ends == {spec_from_json(r["spec"]).letter for r in rows
-                        if r["author_qid"] == qid and r["constraint_type"] == "ends_with" and r["satisfiable"]}
+        assert ends == {
+            spec_from_json(r["spec"]).letter
+            for r in rows
+            if r["author_qid"] == qid and r["constraint_type"] == "ends_with" and r["satisfiable"]
+        }
 
 
 @settings(max_examples=30, deadline=None)
@@ -113,7 +145,8 @@ def test_ids_are_unique_stable_and_order_independent(data, rnd):
         assert r["constraint_id"] == f"{r['author_qid']}:{spec.TYPE}:{spec.value}"
     for qid in {r["author_qid"] for r in rows}:
         assert [r["constraint_index"] for r in rows if r["author_qid"] == qid] == list(
-            range(sum(r["author_qid"] == qid for r in rows)))
+            range(sum(r["author_qid"] == qid for r in rows))
+        )
     shuffled_books, shuffled_authors = books[:], authors[:]
     rnd.shuffle(shuffled_books)
     rnd.shuffle(shuffled_authors)
@@ -123,10 +156,18 @@ def test_ids_are_unique_stable_and_order_independent(data, rnd):
 def test_rows_match_the_schema_and_read_like_kitab():
     authors = [{"qid": "Q72334", "name": "Toni Morrison", "birth_year": 1931, "sitelinks": 122}]
     titles = [("Beloved", 1987), ("The Bluest Eye", 1970), ("Sula", 1973), ("Jazz", 1992), ("Song of Solomon", 1977)]
-    books = [{"book_id": f"b{i}", "author_qid": "Q72334", "canonical_title": t, "first_year": y,
-              "n_variants": 1, "variant_titles": [t]} for i, (t, y) in enumerate(titles)]
-    flags = {f"b{i}": {"human": t in ("Sula", "Song of Solomon"), "city": False}
-             for i, (t, _) in enumerate(titles)}
+    books = [
+        {
+            "book_id": f"b{i}",
+            "author_qid": "Q72334",
+            "canonical_title": t,
+            "first_year": y,
+            "n_variants": 1,
+            "variant_titles": [t],
+        }
+        for i, (t, y) in enumerate(titles)
+    ]
+    flags = {f"b{i}": {"human": t in ("Sula", "Song of Solomon"), "city": False} for i, (t, _) in enumerate(titles)}
     result = generate_constraints(authors, books, flags)
     rows = {r["constraint_id"]: r for r in result.tables["constraints"]}
     to_arrow("constraints", result.tables["constraints"])  # raises on any schema mismatch
@@ -142,21 +183,37 @@ def test_rows_match_the_schema_and_read_like_kitab():
 
 
 def test_books_of_unknown_authors_are_rejected_not_dropped():
-    result = generate_constraints([], [{"book_id": "b1", "author_qid": "Q9", "canonical_title": "Sula",
-                                        "first_year": 1973, "n_variants": 1, "variant_titles": ["Sula"]}], {})
+    result = generate_constraints(
+        [],
+        [
+            {
+                "book_id": "b1",
+                "author_qid": "Q9",
+                "canonical_title": "Sula",
+                "first_year": 1973,
+                "n_variants": 1,
+                "variant_titles": ["Sula"],
+            }
+        ],
+        {},
+    )
     assert result.tables["constraints"] == []
     assert [(r["reason"], r["record_id"]) for r in result.rejects] == [("author_not_in_authors", "b1")]
 
 
 # --- probe ------------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("line", "parsed"), [
-    ("Beloved (1987)\n", ("Beloved", 1987)),
-    ("Gödel, Escher, Bach (1979)", ("Gödel, Escher, Bach", 1979)),
-    ("Bach (1985) (1999)", ("Bach (1985)", 1999)),
-    ("Paradise\n", ("Paradise", None)),
-    ("(1999)", ("(1999)", None)),
-])
+
+@pytest.mark.parametrize(
+    ("line", "parsed"),
+    [
+        ("Beloved (1987)\n", ("Beloved", 1987)),
+        ("Gödel, Escher, Bach (1979)", ("Gödel, Escher, Bach", 1979)),
+        ("Bach (1985) (1999)", ("Bach (1985)", 1999)),
+        ("Paradise\n", ("Paradise", None)),
+        ("(1999)", ("(1999)", None)),
+    ],
+)
 def test_probe_line_format(line, parsed):
     assert split_title_year(line) == parsed
 
@@ -166,16 +223,23 @@ def test_probe_prints_every_candidate_as_json():
     out = [json.loads(line) for line in constraints_probe(lines)]
     assert {o["type"] for o in out} == {"starts_with", "ends_with", "word_count", "year_range"}
     b = next(o for o in out if o["spec"] == {"type": "starts_with", "letter": "b"})
-    assert b == {"type": "starts_with", "spec": {"type": "starts_with", "letter": "b"},
-                 "text": "Book title starts with the letter b.", "mapped_titles": ["Beloved", "The Bluest Eye"],
-                 "S": 2, "N": 4, "kappa": 0.5}
+    assert b == {
+        "type": "starts_with",
+        "spec": {"type": "starts_with", "letter": "b"},
+        "text": "Book title starts with the letter b.",
+        "mapped_titles": ["Beloved", "The Bluest Eye"],
+        "S": 2,
+        "N": 4,
+        "kappa": 0.5,
+    }
     assert sum(o["type"] == "starts_with" for o in out) == 26
 
     tagged = [json.loads(line) for line in constraints_probe(lines, taggers={"human": lambda t: t == "Sula"})]
     human = [o for o in tagged if o["type"] == "human_name"]
     assert [(o["text"], o["mapped_titles"]) for o in human] == [
         ("Book contains a human name in its title.", ["Sula"]),
-        ("Book doesn't contain a human name in its title.", ["Beloved", "The Bluest Eye", "Paradise"])]
+        ("Book doesn't contain a human name in its title.", ["Beloved", "The Bluest Eye", "Paradise"]),
+    ]
     assert not any(o["type"] == "city_name" for o in tagged)
 
 
@@ -183,9 +247,18 @@ def test_probe_agrees_with_the_stage():
     rng = random.Random(3)
     lines = [f"{' '.join(rng.sample(VOCAB, 3))} ({rng.randint(1950, 1999)})" for _ in range(12)]
     probe = [json.loads(line) for line in constraints_probe(lines)]
-    books = [{"book_id": f"line:{n}", "author_qid": "Q1", "canonical_title": split_title_year(line)[0],
-              "first_year": split_title_year(line)[1], "n_variants": 1, "variant_titles": []}
-             for n, line in enumerate(lines, start=1)]
+    books = [
+        {
+            "book_id": f"line:{n}",
+            "author_qid": "Q1",
+            "canonical_title": split_title_year(line)[0],
+            "first_year": split_title_year(line)[1],
+            "n_variants": 1,
+            "variant_titles": [],
+        }
+        for n, line in enumerate(lines, start=1)
+    ]
     rows = generate_constraints([{"qid": "Q1"}], books, {}).tables["constraints"]
     assert [(o["spec"], sorted(o["mapped_titles"]), o["S"]) for o in probe] == [
-        (json.loads(r["spec"]), sorted(r["mapped_titles"]), r["n_mapped"]) for r in rows]
+        (json.loads(r["spec"]), sorted(r["mapped_titles"]), r["n_mapped"]) for r in rows
+    ]

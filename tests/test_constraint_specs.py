@@ -1,4 +1,5 @@
 """Constraint specs: counting rules, verifiers, rendering <-> parsing, registry."""
+
 from __future__ import annotations
 
 import re
@@ -13,6 +14,7 @@ from tasks.constraints import (
     parse_criteria,
     parse_criterion,
     register,
+    registry,
     render_criteria,
     spec_from_dict,
     spec_from_json,
@@ -20,7 +22,6 @@ from tasks.constraints import (
     spec_type,
     spec_types,
 )
-from tasks.constraints import registry
 from tasks.constraints.counting import first_letter, last_letter, title_words, word_count
 
 StartsWith, EndsWith, WordCount = spec_type("starts_with"), spec_type("ends_with"), spec_type("word_count")
@@ -40,26 +41,30 @@ specs = st.one_of(
 
 # --- counting rules ---------------------------------------------------------------------
 
-@pytest.mark.parametrize(("title", "words", "first", "last"), [
-    ("The Bluest Eye", ("bluest", "eye"), "b", "e"),
-    ("A Tale of Two Cities", ("tale", "of", "two", "cities"), "t", "s"),
-    ("An Artist of the Floating World", ("artist", "of", "the", "floating", "world"), "a", "d"),
-    ("The", ("the",), "t", "e"),  # an article alone is the title, not dropped
-    ("Gödel, Escher, Bach", ("gödel", "escher", "bach"), "g", "h"),
-    ("Émile, or On Education", ("émile", "or", "on", "education"), None, "n"),  # é is not e (KITAB)
-    ("Bogotá", ("bogotá",), "b", None),
-    ("Catch-22", ("catch22",), "c", None),  # digits are not letters
-    ("1984", ("1984",), None, None),
-    ("'Salem's Lot", ("salems", "lot"), "s", "t"),
-    ("Salem’s Lot", ("salem’s", "lot"), "s", "t"),  # only ASCII punctuation is deleted
-    ("Pride & Prejudice", ("pride", "and", "prejudice"), "p", "e"),
-    ("War and Peace — A Novel!", ("war", "and", "peace", "—", "a", "novel"), "w", "l"),  # a spaced dash is a word
-    ("Peace…", ("peace…",), "p", None),
-    ("Øystein's Song", ("øysteins", "song"), None, "g"),
-    ("  the   waves\u00a0", ("waves",), "w", "s"),
-    ("\u200bThe Hours", ("\u200bthe", "hours"), None, "s"),  # a zero-width space is not a space
-    ("...", (), None, None),
-])
+
+@pytest.mark.parametrize(
+    ("title", "words", "first", "last"),
+    [
+        ("The Bluest Eye", ("bluest", "eye"), "b", "e"),
+        ("A Tale of Two Cities", ("tale", "of", "two", "cities"), "t", "s"),
+        ("An Artist of the Floating World", ("artist", "of", "the", "floating", "world"), "a", "d"),
+        ("The", ("the",), "t", "e"),  # an article alone is the title, not dropped
+        ("Gödel, Escher, Bach", ("gödel", "escher", "bach"), "g", "h"),
+        ("Émile, or On Education", ("émile", "or", "on", "education"), None, "n"),  # é is not e (KITAB)
+        ("Bogotá", ("bogotá",), "b", None),
+        ("Catch-22", ("catch22",), "c", None),  # digits are not letters
+        ("1984", ("1984",), None, None),
+        ("'Salem's Lot", ("salems", "lot"), "s", "t"),
+        ("Salem’s Lot", ("salem’s", "lot"), "s", "t"),  # only ASCII punctuation is deleted
+        ("Pride & Prejudice", ("pride", "and", "prejudice"), "p", "e"),
+        ("War and Peace — A Novel!", ("war", "and", "peace", "—", "a", "novel"), "w", "l"),  # a spaced dash is a word
+        ("Peace…", ("peace…",), "p", None),
+        ("Øystein's Song", ("øysteins", "song"), None, "g"),
+        ("  the   waves\u00a0", ("waves",), "w", "s"),
+        ("\u200bThe Hours", ("\u200bthe", "hours"), None, "s"),  # a zero-width space is not a space
+        ("...", (), None, None),
+    ],
+)
 def test_counting_rules(title, words, first, last):
     assert title_words(title) == words
     assert word_count(title) == len(words)
@@ -79,8 +84,9 @@ def test_counting_matches_construction(data):
     words = data.draw(st.lists(plain_words, min_size=1, max_size=8))
     article = data.draw(st.none() | articles)
     tokens = ([article] if article else []) + words
-    decorated = [data.draw(marks) + (t.capitalize() if data.draw(st.booleans()) else t) + data.draw(marks)
-                 for t in tokens]
+    decorated = [
+        data.draw(marks) + (t.capitalize() if data.draw(st.booleans()) else t) + data.draw(marks) for t in tokens
+    ]
     title = decorated[0] + "".join(data.draw(gaps) + t for t in decorated[1:])
     expected = [t.lower() for t in tokens]
     if len(expected) > 1 and expected[0] in ("the", "a", "an"):
@@ -91,6 +97,7 @@ def test_counting_matches_construction(data):
 
 
 # --- verifiers --------------------------------------------------------------------------
+
 
 def test_a_merged_book_satisfies_the_constraint_of_any_variant():
     geb = Book("b1", ("Gödel, Escher, Bach", "Gödel, Escher, Bach: An Eternal Golden Braid"), 1979)
@@ -116,17 +123,21 @@ def test_entity_verifiers_read_the_tagger_flags():
 
 # --- rendering and parsing --------------------------------------------------------------
 
-@pytest.mark.parametrize(("spec", "text"), [
-    (StartsWith("v"), "Book title starts with the letter v."),
-    (EndsWith("a"), "Book title ends with the letter a."),
-    (WordCount(4), "Book title contains only 4 words."),
-    (WordCount(1), "Book title contains only 1 word."),
-    (YearRange(1970, 1974), "Book was first published between 1970-1974."),
-    (HumanName(True), "Book contains a human name in its title."),
-    (HumanName(False), "Book doesn't contain a human name in its title."),
-    (CityName(True), "Book contains a city name in its title."),
-    (CityName(False), "Book doesn't contain a city name in its title."),
-])
+
+@pytest.mark.parametrize(
+    ("spec", "text"),
+    [
+        (StartsWith("v"), "Book title starts with the letter v."),
+        (EndsWith("a"), "Book title ends with the letter a."),
+        (WordCount(4), "Book title contains only 4 words."),
+        (WordCount(1), "Book title contains only 1 word."),
+        (YearRange(1970, 1974), "Book was first published between 1970-1974."),
+        (HumanName(True), "Book contains a human name in its title."),
+        (HumanName(False), "Book doesn't contain a human name in its title."),
+        (CityName(True), "Book contains a city name in its title."),
+        (CityName(False), "Book doesn't contain a city name in its title."),
+    ],
+)
 def test_kitab_phrasing(spec, text):
     assert spec.render() == text
     assert parse_criterion(text) == spec
@@ -167,18 +178,21 @@ def test_json_spec_shapes():
     assert spec_to_json(WordCount(4)) == '{"count": 4, "type": "word_count"}'
 
 
-@pytest.mark.parametrize("bad", [
-    {"type": "starts_with", "letter": "V"},
-    {"type": "starts_with", "letter": "ab"},
-    {"type": "starts_with", "letter": "é"},
-    {"type": "word_count", "count": 0},
-    {"type": "word_count", "count": True},
-    {"type": "year_range", "from": 1975, "to": 1970},
-    {"type": "year_range", "start": 1970, "end": 1974},
-    {"type": "human_name", "present": "yes"},
-    {"type": "starts_with", "letter": "v", "extra": 1},
-    {"type": "colour", "value": "red"},
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"type": "starts_with", "letter": "V"},
+        {"type": "starts_with", "letter": "ab"},
+        {"type": "starts_with", "letter": "é"},
+        {"type": "word_count", "count": 0},
+        {"type": "word_count", "count": True},
+        {"type": "year_range", "from": 1975, "to": 1970},
+        {"type": "year_range", "start": 1970, "end": 1974},
+        {"type": "human_name", "present": "yes"},
+        {"type": "starts_with", "letter": "v", "extra": 1},
+        {"type": "colour", "value": "red"},
+    ],
+)
 def test_invalid_specs_are_refused(bad):
     with pytest.raises((ValueError, TypeError)):
         spec_from_dict(bad)
@@ -197,11 +211,24 @@ def test_parsing_is_lenient_on_case_and_period():
 
 # --- registry ---------------------------------------------------------------------------
 
+
 def test_registered_types_in_kitab_order():
     assert [cls.TYPE for cls in spec_types()] == [
-        "starts_with", "ends_with", "word_count", "year_range", "human_name", "city_name"]
+        "starts_with",
+        "ends_with",
+        "word_count",
+        "year_range",
+        "human_name",
+        "city_name",
+    ]
     assert [cls.KITAB_TYPE for cls in spec_types()] == [
-        "starts-with", "ends-with", "word-count", "publishing-year", "human-name", "city-name"]
+        "starts-with",
+        "ends-with",
+        "word-count",
+        "publishing-year",
+        "human-name",
+        "city-name",
+    ]
 
 
 def test_a_new_type_registers_itself_and_generation_picks_it_up(monkeypatch):

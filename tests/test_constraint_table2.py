@@ -1,4 +1,5 @@
 """Table 2 (queries and mean constrainedness per type) and the benchmark script's input."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -37,15 +38,25 @@ def test_counts_and_means_per_type():
     ]
     rows = {row["type"]: row for row in table2(CONSTRAINTS, queries)}
     assert list(rows) == [*(label for label in PAPER_TABLE2 if label != SUMMARY), SUMMARY]
-    assert rows["starts-with"] == {"type": "starts-with", "one_queries": 2, "one_kappa": pytest.approx(0.7),
-                                   "two_queries": 1, "two_kappa": pytest.approx(0.9)}
+    assert rows["starts-with"] == {
+        "type": "starts-with",
+        "one_queries": 2,
+        "one_kappa": pytest.approx(0.7),
+        "two_queries": 1,
+        "two_kappa": pytest.approx(0.9),
+    }
     assert rows["no-human-name"]["one_queries"] == 1 and rows["human-name"]["one_queries"] == 0
     assert rows["human-name"]["one_kappa"] is None and rows["human-name"]["two_queries"] == 1
     # a two-constraint query counts under each of its types, but once in the summary
     assert rows["publishing-year"]["two_queries"] == 2
     assert rows["publishing-year"]["two_kappa"] == pytest.approx(0.8)
-    assert rows[SUMMARY] == {"type": SUMMARY, "one_queries": 3, "one_kappa": pytest.approx(1.6 / 3),
-                             "two_queries": 2, "two_kappa": pytest.approx(0.8)}
+    assert rows[SUMMARY] == {
+        "type": SUMMARY,
+        "one_queries": 3,
+        "one_kappa": pytest.approx(1.6 / 3),
+        "two_queries": 2,
+        "two_kappa": pytest.approx(0.8),
+    }
 
 
 def test_formatter_prints_ours_beside_the_paper():

@@ -1,4 +1,5 @@
 """tasks/text.py: the shared title matching key."""
+
 from __future__ import annotations
 
 import pytest
@@ -96,6 +97,9 @@ def test_title_parsing_is_linear_on_long_runs_of_spaces():
 
     spaces = " " * 1_000_000
     assert split_title_year(f"a{spaces}b{spaces}(1990) ") == (f"a{spaces}b", 1990)
-    assert split_title_year("  Beloved  (1987)\t") == ("Beloved", 1987) and split_title_year("(1949)") == ("(1949)", None)
+    assert split_title_year("  Beloved  (1987)\t") == ("Beloved", 1987) and split_title_year("(1949)") == (
+        "(1949)",
+        None,
+    )
     assert main_title(f"a{spaces}b{spaces}: c") == f"a{spaces}b"
     assert main_title("Pnin   : A Novel") == "Pnin" and main_title("A  / B") == "A"

@@ -1,4 +1,5 @@
 """tasks/dedup_titles.py: clustering rules, tables, rejects and the probe."""
+
 from __future__ import annotations
 
 import json
@@ -12,8 +13,7 @@ from rapidfuzz import fuzz
 import tasks.dedup_titles as dd
 from kitab.core.schemas import to_arrow
 from tasks.dedup_titles import Variant, cluster_titles, dedup_probe, dedup_titles, fuzzy_compatible
-from tasks.text import split_title_year
-from tasks.text import match_key
+from tasks.text import match_key, split_title_year
 
 
 def clusters_of(*titles: str) -> list[set[str]]:
@@ -27,6 +27,7 @@ def same(*titles: str) -> bool:
 
 
 # --- subset rule -----------------------------------------------------------------------
+
 
 def test_subset_links_main_title_to_subtitled_form() -> None:
     assert same("Gödel, Escher, Bach", "Gödel, Escher, Bach: An Eternal Golden Braid")
@@ -59,11 +60,16 @@ def test_subset_guard_keeps_unspecific_prefixes_apart(short: str, long: str) -> 
 def test_ambiguous_shorter_form_links_to_none() -> None:
     # "Dune" is the main title of two different books: it can be neither of them.
     assert clusters_of("Dune", "Dune: House Atreides", "Dune: House Harkonnen") == [
-        {"Dune"}, {"Dune: House Atreides"}, {"Dune: House Harkonnen"}
+        {"Dune"},
+        {"Dune: House Atreides"},
+        {"Dune: House Harkonnen"},
     ]
     # ...but nested longer forms of one book are not ambiguous.
-    assert same("Gödel, Escher, Bach", "Gödel, Escher, Bach: An Eternal Golden Braid",
-                "Gödel, Escher, Bach: An Eternal Golden Braid (20th anniversary edition)")
+    assert same(
+        "Gödel, Escher, Bach",
+        "Gödel, Escher, Bach: An Eternal Golden Braid",
+        "Gödel, Escher, Bach: An Eternal Golden Braid (20th anniversary edition)",
+    )
     # ...nor are two longer forms already linked as one book.
     assert same("Dune", "Dune: Deluxe Edition", "Dune - Deluxe Edition")
 
@@ -72,19 +78,32 @@ def test_ambiguity_is_decided_per_component_of_shorter_forms() -> None:
     # "Harry Potter" and "Harry Poter" are one title (a fuzzy link): each alone has one longer
     # form, but together they would join two different books, so neither links to them.
     titles = ["Harry Potter", "Harry Potter: Chamber of Secrets", "Harry Poter", "Harry Poter: Prisoner of Azkaban"]
-    expected = [{"Harry Potter", "Harry Poter"}, {"Harry Poter: Prisoner of Azkaban"}, {"Harry Potter: Chamber of Secrets"}]
+    expected = [
+        {"Harry Potter", "Harry Poter"},
+        {"Harry Poter: Prisoner of Azkaban"},
+        {"Harry Potter: Chamber of Secrets"},
+    ]
     assert clusters_of(*titles) == expected
     assert clusters_of(*reversed(titles)) == expected
     # The same with an exact link (two raw spellings of one key) instead of a fuzzy one.
-    assert clusters_of("Harry Potter", "HARRY POTTER!", "Harry Potter: Chamber of Secrets",
-                       "HARRY POTTER!: Prisoner of Azkaban") == [
-        {"Harry Potter", "HARRY POTTER!"}, {"HARRY POTTER!: Prisoner of Azkaban"}, {"Harry Potter: Chamber of Secrets"}]
+    assert clusters_of(
+        "Harry Potter", "HARRY POTTER!", "Harry Potter: Chamber of Secrets", "HARRY POTTER!: Prisoner of Azkaban"
+    ) == [
+        {"Harry Potter", "HARRY POTTER!"},
+        {"HARRY POTTER!: Prisoner of Azkaban"},
+        {"Harry Potter: Chamber of Secrets"},
+    ]
     # A component whose longer forms are one book still links to them all.
-    assert same("The Colour of Magic", "The Color of Magic",
-                "The Colour of Magic: A Discworld Novel", "The Color of Magic: A Discworld Novel")
+    assert same(
+        "The Colour of Magic",
+        "The Color of Magic",
+        "The Colour of Magic: A Discworld Novel",
+        "The Color of Magic: A Discworld Novel",
+    )
 
 
 # --- fuzzy rule --------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize(
     ("a", "b"),
@@ -158,7 +177,9 @@ def test_fuzzy_pairs_blocks_match_brute_force(monkeypatch: pytest.MonkeyPatch) -
     words = ["love", "lover", "dark", "night", "nights", "tower", "towers", "city", "of", "bones", "ashes"]
     keys = sorted({" ".join(rng.choices(words, k=rng.randint(1, 4))) for _ in range(120)})
     expected = {
-        (i, j) for i in range(len(keys)) for j in range(i + 1, len(keys))
+        (i, j)
+        for i in range(len(keys))
+        for j in range(i + 1, len(keys))
         if fuzz.ratio(keys[i], keys[j]) >= dd.FUZZY_MIN_RATIO and fuzzy_compatible(keys[i], keys[j])
     }
     monkeypatch.setattr(dd, "_CDIST_BLOCK", 7)  # many blocks, including a ragged last one
@@ -166,6 +187,7 @@ def test_fuzzy_pairs_blocks_match_brute_force(monkeypatch: pytest.MonkeyPatch) -
 
 
 # --- clusters: canonical title, year, links -------------------------------------------
+
 
 def test_cluster_canonical_year_and_links() -> None:
     variants = [
@@ -178,17 +200,26 @@ def test_cluster_canonical_year_and_links() -> None:
     assert cluster.canonical.work_key == "/works/OL3W"  # most editions wins over shortest
     assert cluster.first_year == 1979
     assert dict((v.work_key, link) for v, link in cluster.members) == {
-        "/works/OL1W": "exact_key", "/works/OL2W": "exact_key", "/works/OL3W": "self", "/works/OL4W": "exact_key",
+        "/works/OL1W": "exact_key",
+        "/works/OL2W": "exact_key",
+        "/works/OL3W": "self",
+        "/works/OL4W": "exact_key",
     }
 
 
 def test_canonical_prefers_the_most_frequent_spelling() -> None:
-    variants = [Variant("/works/OL1W", "Harry Poter"), Variant("/works/OL2W", "Harry Potter"),
-                Variant("/works/OL3W", "Harry Potter.")]
+    variants = [
+        Variant("/works/OL1W", "Harry Poter"),
+        Variant("/works/OL2W", "Harry Potter"),
+        Variant("/works/OL3W", "Harry Potter."),
+    ]
     [cluster] = cluster_titles(variants)
     assert cluster.canonical.title == "Harry Potter"  # two works spell it so; the typo is shorter
     assert dict((v.work_key, link) for v, link in cluster.members) == {
-        "/works/OL1W": "fuzzy", "/works/OL2W": "self", "/works/OL3W": "exact_key"}
+        "/works/OL1W": "fuzzy",
+        "/works/OL2W": "self",
+        "/works/OL3W": "exact_key",
+    }
     # Edition counts still come first.
     [cluster] = cluster_titles([*variants[1:], Variant("/works/OL1W", "Harry Poter", editions=5)])
     assert cluster.canonical.title == "Harry Poter"
@@ -202,13 +233,39 @@ def test_canonical_ties_go_to_the_shortest_title() -> None:
 
 
 TITLE_POOL = [
-    "Gödel, Escher, Bach", "Gödel, Escher, Bach: An Eternal Golden Braid", "Godel Escher Bach",
-    "Dune", "Dune Messiah", "Dune: House Atreides", "Dune: House Harkonnen", "Dune (40th Anniversary Edition)",
-    "Jazz", "Jazz Age Stories", "Beloved", "Beloved: A Novel", "BELOVED.", "The Colour of Magic",
-    "The Color of Magic", "Nineteen Eighty-Four", "1984", "It Ends With Us", "It Starts with Us",
-    "Little Women", "Little Men", "Twisted Love", "Twisted Lies", "Harry Potter", "",
-    "Harry Poter", "Harry Potter: Chamber of Secrets", "Harry Poter: Prisoner of Azkaban", "HARRY POTTER!",
-    "Richard II", "Richard III", "Mix Tape", "Mixtape",
+    "Gödel, Escher, Bach",
+    "Gödel, Escher, Bach: An Eternal Golden Braid",
+    "Godel Escher Bach",
+    "Dune",
+    "Dune Messiah",
+    "Dune: House Atreides",
+    "Dune: House Harkonnen",
+    "Dune (40th Anniversary Edition)",
+    "Jazz",
+    "Jazz Age Stories",
+    "Beloved",
+    "Beloved: A Novel",
+    "BELOVED.",
+    "The Colour of Magic",
+    "The Color of Magic",
+    "Nineteen Eighty-Four",
+    "1984",
+    "It Ends With Us",
+    "It Starts with Us",
+    "Little Women",
+    "Little Men",
+    "Twisted Love",
+    "Twisted Lies",
+    "Harry Potter",
+    "",
+    "Harry Poter",
+    "Harry Potter: Chamber of Secrets",
+    "Harry Poter: Prisoner of Azkaban",
+    "HARRY POTTER!",
+    "Richard II",
+    "Richard III",
+    "Mix Tape",
+    "Mixtape",
 ]
 
 
@@ -221,8 +278,15 @@ def author_titles(draw) -> list[Variant]:
 
 
 def _as_sets(clusters) -> set:
-    return {(frozenset(v.work_key for v, _ in c.members), c.canonical.work_key, c.first_year,
-             frozenset((v.work_key, link) for v, link in c.members)) for c in clusters}
+    return {
+        (
+            frozenset(v.work_key for v, _ in c.members),
+            c.canonical.work_key,
+            c.first_year,
+            frozenset((v.work_key, link) for v, link in c.members),
+        )
+        for c in clusters
+    }
 
 
 @settings(max_examples=150, deadline=None)
@@ -247,6 +311,7 @@ def test_first_year_is_min_of_members_and_each_variant_in_one_cluster(variants: 
 
 # --- the stage -------------------------------------------------------------------------
 
+
 def clean_row(qid: str, n: int, title: str, year: int | None = None, editions: int = 1) -> dict:
     return {"author_qid": qid, "work_key": f"/works/OL{n}W", "title": title, "year": year, "edition_count": editions}
 
@@ -257,8 +322,16 @@ AUTHORS = [
     {"qid": "Q3", "name": "No Works Left", "match_method": "p648"},
     {"qid": "Q4", "name": "Never Matched", "match_method": "unmatched"},
 ]
-MORRISON = [("The Bluest Eye", 60), ("Sula", 40), ("Song of Solomon", 50), ("Tar Baby", 30), ("Tarbaby", 2),
-            ("Beloved", 90), ("Beloved: A Novel", 3), ("Jazz", 20)]
+MORRISON = [
+    ("The Bluest Eye", 60),
+    ("Sula", 40),
+    ("Song of Solomon", 50),
+    ("Tar Baby", 30),
+    ("Tarbaby", 2),
+    ("Beloved", 90),
+    ("Beloved: A Novel", 3),
+    ("Jazz", 20),
+]
 
 
 def morrison_rows() -> list[dict]:
@@ -271,12 +344,27 @@ def test_dedup_titles_tables_ids_and_rejects() -> None:
     result = dedup_titles(rows, AUTHORS)
     books, variants = result.tables["books"], result.tables["title_variants"]
 
-    assert [b["canonical_title"] for b in books] == ["The Bluest Eye", "Sula", "Song of Solomon", "Tar Baby", "Beloved", "Jazz"]
+    assert [b["canonical_title"] for b in books] == [
+        "The Bluest Eye",
+        "Sula",
+        "Song of Solomon",
+        "Tar Baby",
+        "Beloved",
+        "Jazz",
+    ]
     beloved = next(b for b in books if b["canonical_title"] == "Beloved")
-    assert beloved == {"book_id": "Q1:OL15W", "author_qid": "Q1", "canonical_title": "Beloved", "first_year": 1975,
-                       "n_variants": 2, "variant_titles": ["Beloved", "Beloved: A Novel"]}
+    assert beloved == {
+        "book_id": "Q1:OL15W",
+        "author_qid": "Q1",
+        "canonical_title": "Beloved",
+        "first_year": 1975,
+        "n_variants": 2,
+        "variant_titles": ["Beloved", "Beloved: A Novel"],
+    }
     assert {v["variant_id"]: v["book_id"] for v in variants if v["book_id"] == "Q1:OL13W"} == {
-        "Q1:OL13W": "Q1:OL13W", "Q1:OL14W": "Q1:OL13W"}  # Tar Baby / Tarbaby
+        "Q1:OL13W": "Q1:OL13W",
+        "Q1:OL14W": "Q1:OL13W",
+    }  # Tar Baby / Tarbaby
     assert len(variants) == len(MORRISON)
     assert sum(b["n_variants"] for b in books) == len(variants)
 
@@ -285,7 +373,10 @@ def test_dedup_titles_tables_ids_and_rejects() -> None:
     assert by_kind == {("author", "Q2"), ("author", "Q3")} | {("work", f"/works/OL{n}W") for n in range(100, 105)}
     assert {r["reason"] for r in result.rejects} == {"author_below_min_books"}
     assert json.loads(next(r for r in result.rejects if r["record_id"] == "Q2")["evidence"]) == {
-        "min_books": 5, "n_books": 4, "n_works": 5}
+        "min_books": 5,
+        "n_books": 4,
+        "n_works": 5,
+    }
     assert result.stats["authors_kept"] == 1 and result.stats["authors_rejected"] == 2
 
     # The rows fit the committed schemas.
@@ -304,6 +395,7 @@ def test_dedup_titles_output_is_sorted_and_deterministic() -> None:
 
 # --- the probe -------------------------------------------------------------------------
 
+
 def test_split_title_year() -> None:
     assert split_title_year("Beloved (1987)\n") == ("Beloved", 1987)
     assert split_title_year("  1984  ") == ("1984", None)
@@ -311,13 +403,23 @@ def test_split_title_year() -> None:
 
 
 def test_dedup_probe_prints_clusters_as_json_lines() -> None:
-    lines = ["Gödel, Escher, Bach (1979)", "", "Gödel, Escher, Bach: An Eternal Golden Braid (1980)",
-             "Jazz (1992)", "Jazz Age Stories", "1984 (1950)", "Nineteen Eighty-Four (1949)"]
+    lines = [
+        "Gödel, Escher, Bach (1979)",
+        "",
+        "Gödel, Escher, Bach: An Eternal Golden Braid (1980)",
+        "Jazz (1992)",
+        "Jazz Age Stories",
+        "1984 (1950)",
+        "Nineteen Eighty-Four (1949)",
+    ]
     out = [json.loads(line) for line in dedup_probe(lines)]
     assert out == [
         {"canonical": "1984", "first_year": 1949, "variants": ["1984", "Nineteen Eighty-Four"]},
-        {"canonical": "Gödel, Escher, Bach", "first_year": 1979,
-         "variants": ["Gödel, Escher, Bach", "Gödel, Escher, Bach: An Eternal Golden Braid"]},
+        {
+            "canonical": "Gödel, Escher, Bach",
+            "first_year": 1979,
+            "variants": ["Gödel, Escher, Bach", "Gödel, Escher, Bach: An Eternal Golden Braid"],
+        },
         {"canonical": "Jazz", "first_year": 1992, "variants": ["Jazz"]},
         {"canonical": "Jazz Age Stories", "first_year": None, "variants": ["Jazz Age Stories"]},
     ]
@@ -339,7 +441,11 @@ def test_one_megabyte_title_is_clustered_in_linear_time():
     80 with (lengths too far apart) is not compared."""
     long = "Love in Paris " * 75_000
     out = [json.loads(line) for line in dedup_probe([long, "Love in Paris (1990)", "Jazz (1992)", "Jaz (1993)"])]
-    assert sorted(c["variants"] for c in out) == [["Jaz", "Jazz"], ["Love in Paris"], [long.strip()]]  # fuzzy still links
+    assert sorted(c["variants"] for c in out) == [
+        ["Jaz", "Jazz"],
+        ["Love in Paris"],
+        [long.strip()],
+    ]  # fuzzy still links
 
 
 def test_keys_out_of_ratio_reach_are_not_compared_but_pairs_in_reach_are():

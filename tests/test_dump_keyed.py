@@ -1,5 +1,6 @@
 """Lookups by key in the dump cache (kitab.sources.dump.KeyedTable): the rows of a batch's keys,
 exactly those a full scan finds, read without touching the rest of the table."""
+
 from __future__ import annotations
 
 import shutil
@@ -16,8 +17,10 @@ from kitab.sources.dump import KeyedTable, _write_keyed, key_hash, keyed_files
 ARROW_BATCH_ROWS = 200  # small record batches: a table of many, so what a lookup touches shows
 N_KEYS = 6_000
 # keys of every kind the cache holds: ASCII, accents, astral plane, quotes, the empty string
-KEY = "(CASE WHEN i % 7 = 0 THEN 'Ünï ' || i WHEN i % 11 = 0 THEN '𝔅𝔬𝔬𝔨 ' || i WHEN i % 13 = 0 THEN 'O''Brien ' || i " \
-      "WHEN i = 1 THEN '' ELSE 'key ' || i END)"
+KEY = (
+    "(CASE WHEN i % 7 = 0 THEN 'Ünï ' || i WHEN i % 11 = 0 THEN '𝔅𝔬𝔬𝔨 ' || i WHEN i % 13 = 0 THEN 'O''Brien ' || i "
+    "WHEN i = 1 THEN '' ELSE 'key ' || i END)"
+)
 
 
 @pytest.fixture(scope="module")
@@ -48,9 +51,16 @@ def all_keys() -> list[str]:
 
 def full_scan(folder, keys: list[str]) -> list[dict]:
     """The plain query: every row of the Parquet file whose key is one of ``keys``, in file order."""
-    return duckdb.sql(f"""
+    return (
+        duckdb.sql(
+            f"""
         SELECT * EXCLUDE (file_row_number) FROM read_parquet('{folder / "t.parquet"}', file_row_number = true)
-        WHERE k IN (SELECT unnest(?::VARCHAR[])) ORDER BY file_row_number""", params=[keys]).to_arrow_table().to_pylist()
+        WHERE k IN (SELECT unnest(?::VARCHAR[])) ORDER BY file_row_number""",
+            params=[keys],
+        )
+        .to_arrow_table()
+        .to_pylist()
+    )
 
 
 KEYS = [k for (k,) in all_keys()]
@@ -69,9 +79,15 @@ def test_rows_equal_a_full_scan(table_dir, table, keys):
 
 
 def row_numbers(folder, keys: list[str]) -> list[int]:
-    return [n for (n,) in duckdb.execute(f"""
+    return [
+        n
+        for (n,) in duckdb.execute(
+            f"""
         SELECT file_row_number FROM read_parquet('{folder / "t.parquet"}', file_row_number = true)
-        WHERE k IN (SELECT unnest(?::VARCHAR[]))""", [keys]).fetchall()]
+        WHERE k IN (SELECT unnest(?::VARCHAR[]))""",
+            [keys],
+        ).fetchall()
+    ]
 
 
 def test_a_lookup_reads_its_keys_rows_not_the_table(table_dir, table):
@@ -120,5 +136,7 @@ def test_a_table_not_sorted_by_its_key_is_refused(tmp_path):
 @given(keys=st.lists(st.text(alphabet=st.characters(blacklist_categories=["Cs"])), max_size=20))
 def test_key_hash_is_duckdbs_md5_number_lower(keys):
     """The index is built by DuckDB's md5_number_lower and searched with key_hash: the same numbers."""
-    ((expected,),) = duckdb.execute("SELECT list_transform(?::VARCHAR[], lambda x: md5_number_lower(x))", [keys]).fetchall()
+    ((expected,),) = duckdb.execute(
+        "SELECT list_transform(?::VARCHAR[], lambda x: md5_number_lower(x))", [keys]
+    ).fetchall()
     assert [key_hash(k) for k in keys] == expected

@@ -1,4 +1,5 @@
 """The dump scan's cutter and its shared-memory path to the workers."""
+
 from __future__ import annotations
 
 import gzip
@@ -23,7 +24,7 @@ class Trickle:
 
     def readinto(self, buffer) -> int:
         n = min(len(buffer), self.sizes[self.pos % len(self.sizes)], len(self.data) - self.pos)
-        buffer[:n] = self.data[self.pos:self.pos + n]
+        buffer[:n] = self.data[self.pos : self.pos + n]
         self.pos += n
         return n
 
@@ -48,13 +49,15 @@ def reference(data: bytes, chunk_bytes: int, max_record: int) -> tuple[list[byte
         if cut < 0:
             out.append(data[pos:])
             break
-        out.append(data[pos:cut + 1])
+        out.append(data[pos : cut + 1])
         pos = cut + 1
     return out, oversized
 
 
-lines = st.lists(st.one_of(st.binary(max_size=12).map(lambda b: b.replace(b"\n", b"x")),
-                           st.integers(0, 90).map(lambda n: b"y" * n)), max_size=40)
+lines = st.lists(
+    st.one_of(st.binary(max_size=12).map(lambda b: b.replace(b"\n", b"x")), st.integers(0, 90).map(lambda n: b"y" * n)),
+    max_size=40,
+)
 
 
 @settings(max_examples=300, deadline=None)
@@ -97,8 +100,15 @@ def test_pooled_scan_through_slots_sees_every_byte(tmp_path, monkeypatch):
     item = DumpInput(path, "wikidata-json", size=path.stat().st_size, fingerprint="test")
     monkeypatch.setattr(dump_scan, "IN_PROCESS_BYTES", 0)  # small file: use the pool anyway
     shm_before = set(Path("/dev/shm").glob("kitab-scan-*"))
-    counts = dump_scan.scan(item, "tests.test_dump_scan:_lines_chunk", {}, tmp_path / "parts", workers=2,
-                            chunk_bytes=64 << 10, max_record=1 << 20)
+    counts = dump_scan.scan(
+        item,
+        "tests.test_dump_scan:_lines_chunk",
+        {},
+        tmp_path / "parts",
+        workers=2,
+        chunk_bytes=64 << 10,
+        max_record=1 << 20,
+    )
     assert counts["lines"] == 60_000 and counts["bytes"] == len(text)
     assert counts["chunks"] == len(list(chunks(Decompressed(path), 64 << 10, 1 << 20, Counter())))
     # the slots are gone afterwards, wherever they were made
@@ -116,6 +126,13 @@ def test_cut_download_in_a_pooled_scan_is_the_error_and_leaves_no_slots(tmp_path
     monkeypatch.setattr(dump_scan, "IN_PROCESS_BYTES", 0)
     shm_before = set(Path("/dev/shm").glob("kitab-scan-*"))
     with pytest.raises(DumpInputError, match="truncated or corrupt gzip data near compressed byte"):
-        dump_scan.scan(item, "tests.test_dump_scan:_lines_chunk", {}, tmp_path / "parts", workers=2,
-                       chunk_bytes=64 << 10, max_record=1 << 20)
+        dump_scan.scan(
+            item,
+            "tests.test_dump_scan:_lines_chunk",
+            {},
+            tmp_path / "parts",
+            workers=2,
+            chunk_bytes=64 << 10,
+            max_record=1 << 20,
+        )
     assert not list(tmp_path.glob("kitab-scan-*")) and set(Path("/dev/shm").glob("kitab-scan-*")) <= shm_before

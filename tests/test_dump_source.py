@@ -1,6 +1,7 @@
 """The DuckDB dump source (kitab/sources/dump.py) against the in-memory references: the same
 answers as pyoxigraph over the N-Triples and as OLIndex over the Open Library dumps, on the
 bundled snapshot and on a small snapshot of deliberately awkward records."""
+
 from __future__ import annotations
 
 import gzip
@@ -17,17 +18,35 @@ import pyoxigraph
 import pytest
 
 from kitab.core.config import Settings
-from kitab.sources.queries import sparql, sparql_string
-from kitab.sources.snapshot.format import (DATA_FILES, MANIFEST_FILE, OL_AUTHORS_FILE, OL_EDITIONS_FILE, OL_WORKS_FILE,
-                                   WIKIDATA_FILE, SnapshotFormatError, deterministic_gzip, iter_ol_dump, ol_dump_line,
-                                   read_manifest)
-from kitab.sources.snapshot.manifest import write_manifest
 from kitab.simulate.mirror.rdfstore import load_store, query_json
-from kitab.sources.dump import (KEYED, TABLES, DumpOpenLibrary, DumpStore, DumpWikidata, _install, nt_unescape,
-                                keyed_files, xsd_year_bounds)
-from kitab.sources.http import ServiceError, fingerprint
-from kitab.sources.http import Fetched, RequestCounter
+from kitab.sources.dump import (
+    KEYED,
+    TABLES,
+    DumpOpenLibrary,
+    DumpStore,
+    DumpWikidata,
+    _install,
+    keyed_files,
+    nt_unescape,
+    xsd_year_bounds,
+)
+from kitab.sources.http import Fetched, RequestCounter, ServiceError, fingerprint
 from kitab.sources.openlibrary import MAX_REDIRECTS, _Shared
+from kitab.sources.queries import sparql, sparql_string
+from kitab.sources.snapshot.format import (
+    DATA_FILES,
+    MANIFEST_FILE,
+    OL_AUTHORS_FILE,
+    OL_EDITIONS_FILE,
+    OL_WORKS_FILE,
+    WIKIDATA_FILE,
+    SnapshotFormatError,
+    deterministic_gzip,
+    iter_ol_dump,
+    ol_dump_line,
+    read_manifest,
+)
+from kitab.sources.snapshot.manifest import write_manifest
 
 X = "http://www.w3.org/2001/XMLSchema#"
 WINDOWS = [(start, min(start + 25, 2026)) for start in range(1850, 2026, 25)]
@@ -62,10 +81,10 @@ class ReferenceOpenLibrary(_Shared):
         return self._fetched("/search/authors.json", {"q": name}, self.index.search_authors(name))
 
     def _search(self, params):
-        data = self.index.search_works(author_key=params["author_key"], fields=params["fields"],
-                                       limit=params["limit"], page=params["page"])
+        data = self.index.search_works(
+            author_key=params["author_key"], fields=params["fields"], limit=params["limit"], page=params["page"]
+        )
         return self._fetched("/search.json", params, data)
-
 
 
 def reference_select(store: pyoxigraph.Store, query: str) -> dict:
@@ -148,7 +167,7 @@ def author_keys(snapshot_dir) -> list[str]:
 
 @pytest.fixture(scope="module")
 def wikidata_labels(store) -> list[str]:
-    rows = reference_select(store, 'SELECT DISTINCT ?label WHERE { ?s rdfs:label ?label }')
+    rows = reference_select(store, "SELECT DISTINCT ?label WHERE { ?s rdfs:label ?label }")
     return sorted(row["label"]["value"] for row in rows["results"]["bindings"])
 
 
@@ -193,10 +212,25 @@ def test_author_equal_olindex_for_every_key(dump_ol, reference_ol, author_keys):
         assert answer(dump_ol.author, key) == answer(reference_ol.author, key), key
 
 
-def test_search_authors_equal_olindex(snapshot_dir, module_settings, dump_ol, reference_ol, wikidata_labels,
-                                     person_labels):
-    tricky = ["", "   ", "!!!", "García Márquez", "GARCIA MARQUEZ", "márquez, gabriel", "Toni", "O'Brien",
-              "ß", "x" * 300, "a b c d e f", "Morrison Toni", "12", "_"]
+def test_search_authors_equal_olindex(
+    snapshot_dir, module_settings, dump_ol, reference_ol, wikidata_labels, person_labels
+):
+    tricky = [
+        "",
+        "   ",
+        "!!!",
+        "García Márquez",
+        "GARCIA MARQUEZ",
+        "márquez, gabriel",
+        "Toni",
+        "O'Brien",
+        "ß",
+        "x" * 300,
+        "a b c d e f",
+        "Morrison Toni",
+        "12",
+        "_",
+    ]
     for name in person_labels + tricky:  # one query per call
         assert answer(dump_ol.search_authors, name) == answer(reference_ol.search_authors, name), name
     batch = DumpOpenLibrary(snapshot_dir, module_settings)
@@ -211,8 +245,9 @@ def test_works_pages_equal_olindex_for_every_author(dump_ol, reference_ol, autho
         assert pages(dump_ol, key) == pages(reference_ol, key), key
 
 
-def test_prefetch_gives_the_same_answers_without_queries(snapshot_dir, module_settings, dump_ol, author_keys,
-                                                          wikidata_labels, monkeypatch):
+def test_prefetch_gives_the_same_answers_without_queries(
+    snapshot_dir, module_settings, dump_ol, author_keys, wikidata_labels, monkeypatch
+):
     fresh = DumpOpenLibrary(snapshot_dir, module_settings)
     names = wikidata_labels[:120] + ["", "García Márquez"]
     fresh.prefetch_authors(author_keys, names)
@@ -277,7 +312,8 @@ def test_cache_is_built_once(snapshot_dir, tmp_path):
     assert first.scan_seconds is not None
     folder = tmp_path / read_manifest(snapshot_dir)["snapshot_id"]
     assert sorted(p.name for p in folder.iterdir()) == sorted(
-        [f"{t}.parquet" for t in TABLES] + [name for t in KEYED for name in keyed_files(t)] + ["READY.json"])
+        [f"{t}.parquet" for t in TABLES] + [name for t in KEYED for name in keyed_files(t)] + ["READY.json"]
+    )
     mtimes = {p.name: p.stat().st_mtime_ns for p in folder.iterdir()}
     first.close()
     again = DumpStore.open(snapshot_dir, tmp_path)
@@ -289,11 +325,17 @@ def test_cache_is_built_once(snapshot_dir, tmp_path):
 
 def test_concurrent_openers_scan_once(snapshot_dir, tmp_path):
     """Two processes opening the same snapshot at once: one scans, the other waits and reuses it."""
-    script = ("import sys; from kitab.sources.dump import DumpStore; "
-              "s = DumpStore.open(sys.argv[1], sys.argv[2]); "
-              "print(s.scan_seconds is not None, s.query('SELECT count(*) FROM authors')[0][0])")
-    runs = [subprocess.Popen([sys.executable, "-c", script, str(snapshot_dir), str(tmp_path)],
-                             stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    script = (
+        "import sys; from kitab.sources.dump import DumpStore; "
+        "s = DumpStore.open(sys.argv[1], sys.argv[2]); "
+        "print(s.scan_seconds is not None, s.query('SELECT count(*) FROM authors')[0][0])"
+    )
+    runs = [
+        subprocess.Popen(
+            [sys.executable, "-c", script, str(snapshot_dir), str(tmp_path)], stdout=subprocess.PIPE, text=True
+        )
+        for _ in range(2)
+    ]
     outputs = sorted(run.communicate(timeout=120)[0].split() for run in runs)
     assert [run.returncode for run in runs] == [0, 0]
     assert [scanned for scanned, _ in outputs] == ["False", "True"] and outputs[0][1] == outputs[1][1] != "0"
@@ -320,8 +362,11 @@ def _corrupt(lines: list[str], name: str) -> list[str]:
     return lines[:3] + [lines[3][:-5]] + lines[4:]  # JSON cut short
 
 
-@pytest.mark.parametrize("name,damage", [(name, "bad line") for name in DATA_FILES] +
-                         [(OL_EDITIONS_FILE, "truncated"), (WIKIDATA_FILE, "truncated"), (OL_WORKS_FILE, "missing")])
+@pytest.mark.parametrize(
+    "name,damage",
+    [(name, "bad line") for name in DATA_FILES]
+    + [(OL_EDITIONS_FILE, "truncated"), (WIKIDATA_FILE, "truncated"), (OL_WORKS_FILE, "missing")],
+)
 def test_bad_input_names_the_file(snapshot_dir, tmp_path, name, damage):
     snapshot = tmp_path / "snapshot"
     shutil.copytree(snapshot_dir, snapshot)
@@ -345,13 +390,25 @@ WD, WDT = "http://www.wikidata.org/entity/", "http://www.wikidata.org/prop/direc
 LABEL, LINKS = "<http://www.w3.org/2000/01/rdf-schema#label>", "<http://wikiba.se/ontology#sitelinks>"
 
 
-def _author(qid: str, births: list[str], *, label: str | None = None, links: str = '"5"', ol: list[str] = (),
-            works: int = 2, occupation: str = "Q36180", title: str | None = None) -> list[str]:
+def _author(
+    qid: str,
+    births: list[str],
+    *,
+    label: str | None = None,
+    links: str = '"5"',
+    ol: list[str] = (),
+    works: int = 2,
+    occupation: str = "Q36180",
+    title: str | None = None,
+) -> list[str]:
     me = f"<{WD}{qid}>"
-    lines = [f"{me} <{WDT}P31> <{WD}Q5> .", f"{me} <{WDT}P106> <{WD}{occupation}> .",
-             f"{me} {LINKS} {links}^^<{X}integer> ."]
+    lines = [
+        f"{me} <{WDT}P31> <{WD}Q5> .",
+        f"{me} <{WDT}P106> <{WD}{occupation}> .",
+        f"{me} {LINKS} {links}^^<{X}integer> .",
+    ]
     lines += [f"{me} <{WDT}P569> {birth} ." for birth in births]
-    lines += [f'{me} <{WDT}P648> {value} .' for value in ol]
+    lines += [f"{me} <{WDT}P648> {value} ." for value in ol]
     if label is not None:
         lines.append(f"{me} {LABEL} {label} .")
     for i in range(works):
@@ -367,9 +424,15 @@ def _dt(text: str) -> str:
 
 
 WIKIDATA_LINES = [
-    "# a comment, then a blank line", "",
-    *_author("Q1", [_dt("1900-05-01T00:00:00Z")], label='"Jos\\u00E9 \\"Pepe\\" O\'Brien \\U0001F600"@en',
-             ol=['"OL1A"', '"OL2A"', '"OL2A"'], title='"Tab\\there"@en'),
+    "# a comment, then a blank line",
+    "",
+    *_author(
+        "Q1",
+        [_dt("1900-05-01T00:00:00Z")],
+        label='"Jos\\u00E9 \\"Pepe\\" O\'Brien \\U0001F600"@en',
+        ol=['"OL1A"', '"OL2A"', '"OL2A"'],
+        title='"Tab\\there"@en',
+    ),
     *_author("Q2", [_dt("1900-01-01T00:00:00Z")], label='"Upper"@EN', links='"07"', title='"Upper"@en'),
     *_author("Q3", [_dt("1910-01-01T00:00:00Z"), _dt("1870-01-01T00:00:00Z")], label='"Two births"@en'),
     *_author("Q4", [_dt("1900-01-01T00:00:00Z"), '"1890"'], label='"String birth"@en'),
@@ -385,13 +448,21 @@ WIKIDATA_LINES = [
     *_author("Q14", [_dt("1902-01-01T00:00:00Z")], works=0, label='"No works"@en'),
     f"<{WD}Q1W0>\t<{WDT}P50>\t<{WD}Q1> .",  # the same triple again, tab-separated
     f"_:b1 <{WDT}P50> <{WD}Q2> .",
-    f'<{WD}T1> {LABEL} "Same title"@en .', f"<{WD}T1> <{WDT}P50> <{WD}Q1> .", f"<{WD}T1> <{WDT}P50> <{WD}Q2> .",
-    f'<{WD}T2> {LABEL} "Same title"@en .', f"<{WD}T2> <{WDT}P50> <{WD}Q3> .",
-    f'<{WD}T3> {LABEL} "back\\\\slash \\"q\\""@en .', f"<{WD}T3> <{WDT}P50> <{WD}Q3> .",
-    f'<{WD}T4> {LABEL} "Same title"@de .', f"<{WD}T4> <{WDT}P50> <{WD}Q3> .",
-    f'<{WD}T5> {LABEL} ""@en .', f"<{WD}T5> <{WDT}P50> <{WD}Q4> .",
-    f'<{WD}T6> {LABEL} "C:\\\\u0041"@en .', f"<{WD}T6> <{WDT}P50> <{WD}Q4> .",  # a backslash, then "u0041"
-    f'<{WD}T7> {LABEL} "C:A"@en .', f"<{WD}T7> <{WDT}P50> <{WD}Q4> .",
+    f'<{WD}T1> {LABEL} "Same title"@en .',
+    f"<{WD}T1> <{WDT}P50> <{WD}Q1> .",
+    f"<{WD}T1> <{WDT}P50> <{WD}Q2> .",
+    f'<{WD}T2> {LABEL} "Same title"@en .',
+    f"<{WD}T2> <{WDT}P50> <{WD}Q3> .",
+    f'<{WD}T3> {LABEL} "back\\\\slash \\"q\\""@en .',
+    f"<{WD}T3> <{WDT}P50> <{WD}Q3> .",
+    f'<{WD}T4> {LABEL} "Same title"@de .',
+    f"<{WD}T4> <{WDT}P50> <{WD}Q3> .",
+    f'<{WD}T5> {LABEL} ""@en .',
+    f"<{WD}T5> <{WDT}P50> <{WD}Q4> .",
+    f'<{WD}T6> {LABEL} "C:\\\\u0041"@en .',
+    f"<{WD}T6> <{WDT}P50> <{WD}Q4> .",  # a backslash, then "u0041"
+    f'<{WD}T7> {LABEL} "C:A"@en .',
+    f"<{WD}T7> <{WDT}P50> <{WD}Q4> .",
 ]
 TRICKY_TITLES = ["Tab\there", "Upper", "Same title", 'back\\slash "q"', "", "missing", "José", "C:\\u0041"]
 
@@ -404,8 +475,10 @@ def _author(key: str, name: str | None = None, **fields) -> tuple:
 
 
 def _redirect(key: str, to: str) -> tuple:
-    return ("/type/redirect", {"key": f"/authors/{key}", "type": {"key": "/type/redirect"},
-                               "location": f"/authors/{to}"})
+    return (
+        "/type/redirect",
+        {"key": f"/authors/{key}", "type": {"key": "/type/redirect"}, "location": f"/authors/{to}"},
+    )
 
 
 def _work(key: str, authors: list[str], **fields) -> tuple:
@@ -414,43 +487,72 @@ def _work(key: str, authors: list[str], **fields) -> tuple:
 
 
 def _edition(key: str, works: list[str], **fields) -> tuple:
-    return ("/type/edition", {"key": f"/books/{key}", "type": {"key": "/type/edition"},
-                              "works": [{"key": f"/works/{w}"} for w in works], **fields})
+    return (
+        "/type/edition",
+        {
+            "key": f"/books/{key}",
+            "type": {"key": "/type/edition"},
+            "works": [{"key": f"/works/{w}"} for w in works],
+            **fields,
+        },
+    )
 
 
 AUTHORS = [
     _author("OL1A", "José García-Márquez", alternate_names=["Jose Garcia", "ГАРСИЯ"], birth_date="6 March 1927"),
     _author("OL2A", "Straße Müller", death_date="1990"),
     _author("OL3A", "Zoe\u0308 Smith", birth_date=""),  # combining diaeresis
-    _author("OL10A", "Tie Smith"), _author("OL9A", "Tie Smith"),
-    _author("OL11A", ""), _author("OL12A", "Agent 007"), _author("OL13A"),
-    _redirect("OL20A", "OL21A"), _redirect("OL21A", "OL22A"), _redirect("OL22A", "OL23A"),
-    _redirect("OL23A", "OL24A"), _redirect("OL24A", "OL25A"), _author("OL25A", "Five Hops"),
-    _redirect("OL31A", "OL32A"), _redirect("OL32A", "OL33A"), _redirect("OL33A", "OL34A"),
-    _redirect("OL34A", "OL35A"), _author("OL35A", "Four Hops"),
-    _redirect("OL40A", "OL41A"), _redirect("OL41A", "OL40A"),  # a loop
+    _author("OL10A", "Tie Smith"),
+    _author("OL9A", "Tie Smith"),
+    _author("OL11A", ""),
+    _author("OL12A", "Agent 007"),
+    _author("OL13A"),
+    _redirect("OL20A", "OL21A"),
+    _redirect("OL21A", "OL22A"),
+    _redirect("OL22A", "OL23A"),
+    _redirect("OL23A", "OL24A"),
+    _redirect("OL24A", "OL25A"),
+    _author("OL25A", "Five Hops"),
+    _redirect("OL31A", "OL32A"),
+    _redirect("OL32A", "OL33A"),
+    _redirect("OL33A", "OL34A"),
+    _redirect("OL34A", "OL35A"),
+    _author("OL35A", "Four Hops"),
+    _redirect("OL40A", "OL41A"),
+    _redirect("OL41A", "OL40A"),  # a loop
     ("/type/delete", {"key": "/authors/OL50A", "type": {"key": "/type/delete"}}),
 ]
 WORKS = [
     _work("OL1W", ["OL1A", "OL1A"], title="Twice by one author", first_publish_date="c. \u0661\u0669\u0668\u0667"),
     _work("OL2W", ["OL20A", "OL31A", "OL1A", "OL404A", "OL40A"], title="Redirected", subtitle=""),
     _work("OL3W", ["OL1A"], subtitle="Only a subtitle", first_publish_date="0000"),
-    _work("OL4W", ["OL9A"], title="Tie one"), _work("OL5W", ["OL10A"], title="Tie two"),
+    _work("OL4W", ["OL9A"], title="Tie one"),
+    _work("OL5W", ["OL10A"], title="Tie two"),
     _work("OL6W", ["OL2A", "OL3A"], title=None, first_publish_date="1999, reprinted 2001"),
     _work("OL7W", ["OL12A"], title="Years", first_publish_date="12345 then 1950"),
     ("/type/redirect", {"key": "/works/OL8W", "type": {"key": "/type/redirect"}, "location": "/works/OL1W"}),
-    ("/type/work", {"key": "/works/OL9W", "type": {"key": "/type/work"}, "title": "Odd authors",
-                    "authors": [{"type": {"key": "/type/author_role"}}, {"author": {"key": "/authors/OL2A"}}]}),
+    (
+        "/type/work",
+        {
+            "key": "/works/OL9W",
+            "type": {"key": "/type/work"},
+            "title": "Odd authors",
+            "authors": [{"type": {"key": "/type/author_role"}}, {"author": {"key": "/authors/OL2A"}}],
+        },
+    ),
     *[_work(f"OL{100 + i}W", ["OL2A"], title=f"Many {i}") for i in range(7)],
 ]
 EDITIONS = [
     _edition("OL1M", ["OL1W", "OL1W"], publish_date="May 1990", languages=[{"key": "/languages/fre"}]),
     _edition("OL2M", ["OL1W"], publish_date="\u0661\u0669\u0668\u0660", languages=[{"key": "/languages/eng"}]),
     _edition("OL3M", ["OL3W", "OL404W"], publish_date="0000"),
-    _edition("OL4M", ["OL4W"], publish_date="1999-2000", languages=[{"key": "/languages/eng"},
-                                                                      {"key": "/languages/eng"}]),
-    _edition("OL5M", ["OL5W"]), _edition("OL6M", ["OL5W"], publish_date="no year"),
-    _edition("OL7M", ["OL7W"], publish_date="12345"), _edition("OL8M", [], publish_date="1900"),
+    _edition(
+        "OL4M", ["OL4W"], publish_date="1999-2000", languages=[{"key": "/languages/eng"}, {"key": "/languages/eng"}]
+    ),
+    _edition("OL5M", ["OL5W"]),
+    _edition("OL6M", ["OL5W"], publish_date="no year"),
+    _edition("OL7M", ["OL7W"], publish_date="12345"),
+    _edition("OL8M", [], publish_date="1900"),
 ]
 
 
@@ -472,11 +574,15 @@ def test_awkward_wikidata_records_equal_pyoxigraph(tricky, tmp_path):
     reference = load_store(tricky)
     assert_same_authors(source, reference, [(1850, 1900), (1900, 1925), (1890, 1910), (1800, 2000)], 1, 300)
     assert_same_authors(source, reference, [(1900, 1901), (1899, 1900)], 0, 1)
-    got = {b["author"]["value"].rsplit("/", 1)[1]: b for b in
-           source.candidate_authors(from_year=1900, to_year=1925, min_works=1, max_works=300).data["results"]["bindings"]}
+    got = {
+        b["author"]["value"].rsplit("/", 1)[1]: b
+        for b in source.candidate_authors(from_year=1900, to_year=1925, min_works=1, max_works=300).data["results"][
+            "bindings"
+        ]
+    }
     # a sanity check that the edge cases are exercised, not only agreed on
     assert {"Q1", "Q2", "Q9", "Q11"} <= got.keys() and not {"Q3", "Q4", "Q5", "Q6", "Q7", "Q8", "Q12"} & got.keys()
-    assert got["Q1"]["name"]["value"] == 'José "Pepe" O\'Brien \U0001F600' and got["Q2"]["sitelinks"]["value"] == "7"
+    assert got["Q1"]["name"]["value"] == 'José "Pepe" O\'Brien \U0001f600' and got["Q2"]["sitelinks"]["value"] == "7"
     assert_same_titles(source, reference, TRICKY_TITLES)
     source.close()
 
@@ -485,8 +591,24 @@ def test_awkward_openlibrary_records_equal_olindex(tricky, tmp_path):
     settings = Settings(warehouse=tmp_path, ol_page_size=3)
     source, reference = DumpOpenLibrary(tricky, settings), ReferenceOpenLibrary(tricky, settings)
     keys = [record["key"].rsplit("/", 1)[1] for _, record in AUTHORS] + ["OL404A"]
-    names = ["José", "jose garcia", "ГАРСИЯ", "гарсия", "Strasse", "STRASSE MÜLLER", "zoë", "Zoe", "smith",
-             "Tie", "agent 007", "007", "Four Hops", "five", "", "-"]
+    names = [
+        "José",
+        "jose garcia",
+        "ГАРСИЯ",
+        "гарсия",
+        "Strasse",
+        "STRASSE MÜLLER",
+        "zoë",
+        "Zoe",
+        "smith",
+        "Tie",
+        "agent 007",
+        "007",
+        "Four Hops",
+        "five",
+        "",
+        "-",
+    ]
     for key in keys:
         assert answer(source.author, key) == answer(reference.author, key), key
         assert pages(source, key) == pages(reference, key), key
@@ -509,7 +631,7 @@ def test_awkward_openlibrary_records_equal_olindex(tricky, tmp_path):
 
 
 def test_nt_unescape():
-    assert nt_unescape(r'a\"b\\c\nd\re\tf\u00E9\U0001F600\'') == 'a"b\\c\nd\re\tfé\U0001F600\''
+    assert nt_unescape(r"a\"b\\c\nd\re\tf\u00E9\U0001F600\'") == "a\"b\\c\nd\re\tfé\U0001f600'"
     with pytest.raises(ValueError):
         nt_unescape(r"\uD800")
 
@@ -518,22 +640,36 @@ def test_xsd_year_bounds_match_pyoxigraph():
     """YEAR() and the window comparisons of candidate_authors.rq, for random (often invalid)
     dateTime spellings, against pyoxigraph itself."""
     rng = random.Random(7)
-    parts = [["1889", "1890", "0000", "-0004", "-0001", "12345", "01890", "999"], ["01", "12", "02", "13", "1"],
-             ["01", "31", "29", "30", "00"], ["00", "23", "24", "13", "14", "10"], ["00", "59", "60"], ["00", "59", "60"],
-             ["", ".0", ".5", "."], ["Z", "", "", "+14:00", "-14:00", "+14:01", "-05:00", "-00:00", "z"]]
+    parts = [
+        ["1889", "1890", "0000", "-0004", "-0001", "12345", "01890", "999"],
+        ["01", "12", "02", "13", "1"],
+        ["01", "31", "29", "30", "00"],
+        ["00", "23", "24", "13", "14", "10"],
+        ["00", "59", "60"],
+        ["00", "59", "60"],
+        ["", ".0", ".5", "."],
+        ["Z", "", "", "+14:00", "-14:00", "+14:01", "-05:00", "-00:00", "z"],
+    ]
     values = sorted({"{}-{}-{}T{}:{}:{}{}{}".format(*(rng.choice(p) for p in parts)) for _ in range(800)})
     typed = [(X + "dateTime", v) for v in values] + [
-        (X + "date", "1890-02-29"), (X + "date", "2000-02-29Z"), (X + "gYear", "1890"), (X + "gYear", "01890"),
-        (X + "gYearMonth", "1890-13"), (X + "gYearMonth", "1890-12Z"), (X + "dateTimeStamp", "1890-01-01T00:00:00"),
-        (X + "string", "1890-01-01T00:00:00Z")]
+        (X + "date", "1890-02-29"),
+        (X + "date", "2000-02-29Z"),
+        (X + "gYear", "1890"),
+        (X + "gYear", "01890"),
+        (X + "gYearMonth", "1890-13"),
+        (X + "gYearMonth", "1890-12Z"),
+        (X + "dateTimeStamp", "1890-01-01T00:00:00"),
+        (X + "string", "1890-01-01T00:00:00Z"),
+    ]
     store = pyoxigraph.Store()
-    store.load(input="\n".join(f'<http://x/{i}> <http://p> "{v}"^^<{dt}> .' for i, (dt, v) in enumerate(typed))
-               .encode(), format=pyoxigraph.RdfFormat.N_TRIPLES)
+    store.load(
+        input="\n".join(f'<http://x/{i}> <http://p> "{v}"^^<{dt}> .' for i, (dt, v) in enumerate(typed)).encode(),
+        format=pyoxigraph.RdfFormat.N_TRIPLES,
+    )
     bounds = [1889, 1890, 1891, 0, 1, -3, 12345, 12346, 2000, 2001]
     start = {b: f'"{"-" if b < 0 else ""}{abs(b):04d}-01-01T00:00:00Z"^^xsd:dateTime' for b in bounds}
     columns = " ".join(f"(?o >= {start[b]} AS ?ge{i}) (?o < {start[b]} AS ?lt{i})" for i, b in enumerate(bounds))
-    for row in store.query(f"SELECT ?s (YEAR(?o) AS ?y) {columns} WHERE {{ ?s <http://p> ?o }}",
-                           prefixes={"xsd": X}):
+    for row in store.query(f"SELECT ?s (YEAR(?o) AS ?y) {columns} WHERE {{ ?s <http://p> ?o }}", prefixes={"xsd": X}):
         datatype, value = typed[int(row["s"].value.rsplit("/", 1)[1])]
         year, low, high = xsd_year_bounds(datatype, value)
         assert year == (int(row["y"].value) if row["y"] is not None else None), value

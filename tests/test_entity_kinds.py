@@ -3,6 +3,7 @@ tasks/taggers/registry.py plus one EntitySpec constraint type; nothing else chan
 test adds a throwaway one, a tagger over a five-word list, and takes it end to end: tagging,
 flags, every candidate constraint with its mapped books and κ, query sampling, and the
 ``kitab constraints``-style probe. Then it removes both registrations again."""
+
 from __future__ import annotations
 
 import re
@@ -31,8 +32,10 @@ class CountryTagger:
         self.pattern = re.compile(r"\b(" + "|".join(COUNTRIES) + r")\b")
 
     def tag_many(self, titles: list[str]) -> list[list[Span]]:
-        return [[Span(m.start(), m.end(), "country", m.group(1), "country_list") for m in self.pattern.finditer(t)]
-                for t in titles]
+        return [
+            [Span(m.start(), m.end(), "country", m.group(1), "country_list") for m in self.pattern.finditer(t)]
+            for t in titles
+        ]
 
     def fingerprint(self) -> dict:
         return {"list": ",".join(COUNTRIES)}
@@ -59,27 +62,38 @@ def country_kind():
         del constraint_registry._TYPES[CountryName.TYPE]
 
 
-BOOKS = [("b1", "A Year in France"), ("b2", "Norway Rising"), ("b3", "The Quiet Garden"), ("b4", "Letters"),
-         ("b5", "The Last Train")]
+BOOKS = [
+    ("b1", "A Year in France"),
+    ("b2", "Norway Rising"),
+    ("b3", "The Quiet Garden"),
+    ("b4", "Letters"),
+    ("b5", "The Last Train"),
+]
 
 
 def test_a_country_kind_generates_its_constraints_end_to_end(country_kind, monkeypatch):
     monkeypatch.setenv(tagger_registry.ENV, "country_v1")
     assert "country" in entity_kinds()
     [tagger] = tagger_registry.make_taggers()
-    books = [{"book_id": b, "author_qid": "Q1", "canonical_title": t, "first_year": 1990 + n, "variant_titles": [t]}
-             for n, (b, t) in enumerate(BOOKS)]
+    books = [
+        {"book_id": b, "author_qid": "Q1", "canonical_title": t, "first_year": 1990 + n, "variant_titles": [t]}
+        for n, (b, t) in enumerate(BOOKS)
+    ]
 
     tagged = tag_entities(books, [], taggers=[tagger]).tables["title_entities"]
-    assert {(r["book_id"], r["text"], r["version"]) for r in tagged} == {("b1", "France", "country_v1"),
-                                                                         ("b2", "Norway", "country_v1")}
+    assert {(r["book_id"], r["text"], r["version"]) for r in tagged} == {
+        ("b1", "France", "country_v1"),
+        ("b2", "Norway", "country_v1"),
+    }
     flags = entity_flags(books, tagged)
     assert flags["b1"]["country"] is True and flags["b3"]["country"] is False
 
     rows = generate_constraints([{"qid": "Q1"}], books, flags).tables["constraints"]
     country = {r["text"]: r for r in rows if r["constraint_type"] == "country_name"}
-    assert set(country) == {"Book contains a country name in its title.",
-                            "Book doesn't contain a country name in its title."}
+    assert set(country) == {
+        "Book contains a country name in its title.",
+        "Book doesn't contain a country name in its title.",
+    }
     present = country["Book contains a country name in its title."]
     assert (present["mapped_book_ids"], present["n_mapped"], present["n_books"]) == (["b1", "b2"], 2, 5)
     assert present["constrainedness"] == pytest.approx(1 - 2 / 5)

@@ -1,5 +1,6 @@
 """KITAB's metrics as pure functions: answer parsing, title matching, scoring, and the contract
 that kitab's own ground truth, given back as an answer, scores perfectly."""
+
 from __future__ import annotations
 
 import math
@@ -22,48 +23,74 @@ YearRange, HumanName = spec_type("year_range"), spec_type("human_name")
 
 # --- parsing an answer ------------------------------------------------------------------
 
+
 def test_parse_answer_reads_the_templates_output_list():
-    text = ("Toni Morrison wrote many books. Let me think step by step.\n\nOutput:\n"
-            "1. Reason: The title: 'Beloved' starts with B. Title: Beloved (1987)\n"
-            "2. Reason: It starts with B. Title: The Bluest Eye\n"
-            "3. Reason: no period here Title: **\"Jazz\"**\n"
-            "4. Reason: A title may say Title: too. Title: The Title: A Story\n")
+    text = (
+        "Toni Morrison wrote many books. Let me think step by step.\n\nOutput:\n"
+        "1. Reason: The title: 'Beloved' starts with B. Title: Beloved (1987)\n"
+        "2. Reason: It starts with B. Title: The Bluest Eye\n"
+        '3. Reason: no period here Title: **"Jazz"**\n'
+        "4. Reason: A title may say Title: too. Title: The Title: A Story\n"
+    )
     assert parse_answer(text) == ["Beloved", "The Bluest Eye", "Jazz", "The Title: A Story"]
 
 
 def test_parse_answer_takes_the_last_output_list_and_ignores_markers_inside_titles():
-    self_context = ("All Books:\n1. Title: Sula\n2. Title: Jazz\n\nFinal Output:\n"
-                    "1. Reason: It has a name. Title: Sula\n2. Reason: x. Title: Input/Output: Collected\n")
+    self_context = (
+        "All Books:\n1. Title: Sula\n2. Title: Jazz\n\nFinal Output:\n"
+        "1. Reason: It has a name. Title: Sula\n2. Reason: x. Title: Input/Output: Collected\n"
+    )
     assert parse_answer(self_context) == ["Sula", "Input/Output: Collected"]
     assert parse_answer("Output: the list\n## Output:\n1. Title: Paradise") == ["Paradise"]
 
 
 def test_parse_answer_falls_back_to_plain_list_items_and_knows_empty_answers():
-    assert parse_answer("Here they are:\n1. Beloved\n2) Jazz (1992)\n- Sula\n* Love") == ["Beloved", "Jazz", "Sula",
-                                                                                          "Love"]
-    for empty in ("", None, "Output:\n", "Output:\nNo book satisfies the criteria.", "Output:\n1. Title: None",
-                  "Output:\n1. Reason: <reason>. Title: <title>", "Output:\n1. Title: N/A"):
+    assert parse_answer("Here they are:\n1. Beloved\n2) Jazz (1992)\n- Sula\n* Love") == [
+        "Beloved",
+        "Jazz",
+        "Sula",
+        "Love",
+    ]
+    for empty in (
+        "",
+        None,
+        "Output:\n",
+        "Output:\nNo book satisfies the criteria.",
+        "Output:\n1. Title: None",
+        "Output:\n1. Reason: <reason>. Title: <title>",
+        "Output:\n1. Title: N/A",
+    ):
         assert parse_answer(empty) == [], empty
 
 
 # --- matching a title to a book -----------------------------------------------------------
 
-NESTED = ["clock", "clock in buenos aires", "old clock", "paper doctor", "doctor", "saving the wind a novel",
-          "saving the rain"]
+NESTED = [
+    "clock",
+    "clock in buenos aires",
+    "old clock",
+    "paper doctor",
+    "doctor",
+    "saving the wind a novel",
+    "saving the rain",
+]
 
 
-@pytest.mark.parametrize(("title", "index", "kind"), [
-    ("The Old Clock", 2, "exact"),  # KITAB's port would answer "clock": the first substring relation
-    ("Clock", 0, "exact"),
-    ("A Clock in Buenos Aires", 1, "exact"),
-    ("Clock: A Novel", 0, "subset"),
-    ("The Old Clock: Stories", 2, "subset"),  # most similar of "clock" and "old clock"
-    ("Buenos Aires", 1, "subset"),
-    ("Clock in Buenos Aries", 0, "subset"),  # subset before fuzzy, as KITAB's port: the price of the next one
-    ("Saving the Wind", 5, "subset"),  # its own main title, not "Saving the Rain" (87% alike)
-    ("The Paper Doctors", 3, "fuzzy"),
-    ("Doctors", 4, "fuzzy"),
-])
+@pytest.mark.parametrize(
+    ("title", "index", "kind"),
+    [
+        ("The Old Clock", 2, "exact"),  # KITAB's port would answer "clock": the first substring relation
+        ("Clock", 0, "exact"),
+        ("A Clock in Buenos Aires", 1, "exact"),
+        ("Clock: A Novel", 0, "subset"),
+        ("The Old Clock: Stories", 2, "subset"),  # most similar of "clock" and "old clock"
+        ("Buenos Aires", 1, "subset"),
+        ("Clock in Buenos Aries", 0, "subset"),  # subset before fuzzy, as KITAB's port: the price of the next one
+        ("Saving the Wind", 5, "subset"),  # its own main title, not "Saving the Rain" (87% alike)
+        ("The Paper Doctors", 3, "fuzzy"),
+        ("Doctors", 4, "fuzzy"),
+    ],
+)
 def test_match_prefers_the_exact_title_then_the_closest_subset_then_fuzzy(title, index, kind):
     assert match_title(normalise_title(title), NESTED) == (index, kind)
 
@@ -73,8 +100,28 @@ def test_subset_is_whole_words_and_nothing_matches_nothing(title):
     assert match_title(normalise_title(title), ["it", "sula", "woods of"]) is None
 
 
-words = st.sampled_from(["clock", "old", "doctor", "paper", "buenos", "aires", "in", "of", "the", "a", "sula",
-                         "jazz", "love", "émile", "bogotá", "peace…", "night:", "it"])
+words = st.sampled_from(
+    [
+        "clock",
+        "old",
+        "doctor",
+        "paper",
+        "buenos",
+        "aires",
+        "in",
+        "of",
+        "the",
+        "a",
+        "sula",
+        "jazz",
+        "love",
+        "émile",
+        "bogotá",
+        "peace…",
+        "night:",
+        "it",
+    ]
+)
 raw_titles = st.lists(words, min_size=1, max_size=5).map(" ".join)
 
 
@@ -92,16 +139,26 @@ def test_every_answer_title_names_its_own_book(books):
 
 # --- scoring ------------------------------------------------------------------------------
 
+
 def truth(criteria: str, mapped: list[str], books=None, raw=()) -> QueryTruth:
-    books = books or [Book("b1", ("Beloved",), 1987, entities=(("city", False), ("human", True))), Book("b2", ("The Bluest Eye",), 1970, entities=(("city", False), ("human", False))),
-                      Book("b3", ("Sula",), 1973, entities=(("city", False), ("human", True))), Book("b4", ("Clock",), 1990, entities=(("city", False), ("human", False))),
-                      Book("b5", ("The Old Clock",), 2001, entities=(("city", False), ("human", False)))]
+    books = books or [
+        Book("b1", ("Beloved",), 1987, entities=(("city", False), ("human", True))),
+        Book("b2", ("The Bluest Eye",), 1970, entities=(("city", False), ("human", False))),
+        Book("b3", ("Sula",), 1973, entities=(("city", False), ("human", True))),
+        Book("b4", ("Clock",), 1990, entities=(("city", False), ("human", False))),
+        Book("b5", ("The Old Clock",), 2001, entities=(("city", False), ("human", False))),
+    ]
     return QueryTruth("q", tuple(parse_criteria(criteria)), tuple(books), tuple(mapped), tuple(raw))
 
 
 def rates(score):
-    return (score.satisfied_rate, score.unsatisfied_rate, score.not_from_author_rate, score.completeness,
-            score.all_correct)
+    return (
+        score.satisfied_rate,
+        score.unsatisfied_rate,
+        score.not_from_author_rate,
+        score.completeness,
+        score.all_correct,
+    )
 
 
 def test_the_ground_truth_scores_perfectly_and_mistakes_are_counted():
@@ -114,7 +171,7 @@ def test_the_ground_truth_scores_perfectly_and_mistakes_are_counted():
 
 
 def test_the_satisfying_variant_is_what_counts():
-    """"Clock" ends with k; its variant "Clock: A Novel" ends with l: the model's string decides."""
+    """ "Clock" ends with k; its variant "Clock: A Novel" ends with l: the model's string decides."""
     t = truth("Criterion 1: Book title ends with the letter l.", ["Clock: A Novel"])
     assert rates(score_answer(t, ["Clock: A Novel"])) == (1.0, 0.0, 0.0, 1.0, True)
     assert rates(score_answer(t, ["Clock"])) == (0.0, 1.0, 0.0, 0.0, False)
@@ -126,7 +183,10 @@ def test_nested_titles_are_credited_to_the_book_named():
 
 
 def test_accents_are_not_folded():
-    books = [Book("b1", ("Bogotá",), 1990, entities=(("city", True), ("human", False))), Book("b2", ("Lima",), 1991, entities=(("city", True), ("human", False)))]
+    books = [
+        Book("b1", ("Bogotá",), 1990, entities=(("city", True), ("human", False))),
+        Book("b2", ("Lima",), 1991, entities=(("city", True), ("human", False))),
+    ]
     t = truth("Criterion 1: Book title ends with the letter a.", ["Lima"], books)
     assert rates(score_answer(t, ["Lima"])) == (1.0, 0.0, 0.0, 1.0, True)
     assert score_answer(t, ["Lima", "Bogotá"]).n_unsatisfied == 1
@@ -142,8 +202,11 @@ def test_evaluator_leniency_stopword_and_one_word():
 def test_year_and_entity_criteria_read_the_book_not_the_string():
     t = truth("Criterion 1: Book was first published between 1970-1974.", ["Sula", "The Bluest Eye"])
     assert rates(score_answer(t, ["sula", "Bluest Eye"])) == (1.0, 0.0, 0.0, 1.0, True)
-    t = truth("Criterion 1: Book contains a human name in its title., "
-              "Criterion 2: Book was first published between 1970-1974.", ["Sula"])
+    t = truth(
+        "Criterion 1: Book contains a human name in its title., "
+        "Criterion 2: Book was first published between 1970-1974.",
+        ["Sula"],
+    )
     assert rates(score_answer(t, ["Sula", "The Bluest Eye"])) == (0.5, 0.5, 0.0, 1.0, False)
 
 
@@ -163,8 +226,10 @@ def test_raw_titles_are_forgiven_not_scored():
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(raw_titles, max_size=8), st.sampled_from(["starts with the letter c", "ends with the letter k",
-                                                          "contains only 2 words"]))
+@given(
+    st.lists(raw_titles, max_size=8),
+    st.sampled_from(["starts with the letter c", "ends with the letter k", "contains only 2 words"]),
+)
 def test_the_three_rates_add_up_to_one(titles, criterion):
     score = score_answer(truth(f"Criterion 1: Book title {criterion}.", ["Clock"]), titles)
     if score.n_clusters:
@@ -175,8 +240,27 @@ def test_the_three_rates_add_up_to_one(titles, criterion):
 
 # --- the contract, over generated bibliographies -------------------------------------------
 
-TITLE_WORDS = ["The", "A", "Clock", "Old", "Night:", "Émile", "Bogotá", "Peace…", "Lima", "of", "&", "Catch-22",
-               "Salem’s", "Love", "x", "Yes!", "—", "Zorro", "in"]
+TITLE_WORDS = [
+    "The",
+    "A",
+    "Clock",
+    "Old",
+    "Night:",
+    "Émile",
+    "Bogotá",
+    "Peace…",
+    "Lima",
+    "of",
+    "&",
+    "Catch-22",
+    "Salem’s",
+    "Love",
+    "x",
+    "Yes!",
+    "—",
+    "Zorro",
+    "in",
+]
 titles_st = st.lists(st.sampled_from(TITLE_WORDS), min_size=1, max_size=4).map(" ".join)
 
 
@@ -187,9 +271,16 @@ def bibliography(draw):
     for b in range(draw(st.integers(1, 7))):
         variants = draw(st.lists(titles_st, min_size=1, max_size=3, unique=True))
         book_id = f"Q1-{b}"
-        books.append({"book_id": book_id, "author_qid": "Q1", "canonical_title": variants[0],
-                      "first_year": draw(st.none() | st.integers(1950, 1965)), "n_variants": len(variants),
-                      "variant_titles": sorted(variants)})
+        books.append(
+            {
+                "book_id": book_id,
+                "author_qid": "Q1",
+                "canonical_title": variants[0],
+                "first_year": draw(st.none() | st.integers(1950, 1965)),
+                "n_variants": len(variants),
+                "variant_titles": sorted(variants),
+            }
+        )
         flags[book_id] = {"human": draw(st.booleans()), "city": draw(st.booleans())}
     assume(len({normalise_title(b["canonical_title"]) for b in books}) == len(books))  # dedup's job
     return authors, books, flags
@@ -200,18 +291,27 @@ def bibliography(draw):
 def test_every_query_of_a_bibliography_scores_its_own_ground_truth_perfectly(data):
     authors, books, flags = data
     constraints = generate_constraints(authors, books, flags).tables["constraints"]
-    everything = SamplingRates(one_constraint={t.TYPE: 1.0 for t in spec_types()}, two_easy=1.0, two_one_book=1.0,
-                               two_two_books=1.0, two_more_books=1.0, one_unsatisfiable_share=0.5,
-                               two_unsatisfiable_share=0.5)
+    everything = SamplingRates(
+        one_constraint={t.TYPE: 1.0 for t in spec_types()},
+        two_easy=1.0,
+        two_one_book=1.0,
+        two_two_books=1.0,
+        two_more_books=1.0,
+        one_unsatisfiable_share=0.5,
+        two_unsatisfiable_share=0.5,
+    )
     queries = sample_queries(constraints, authors, books, seed=1, rates=everything).tables["queries"]
     ordered = sorted(books, key=lambda b: (b["canonical_title"], b["book_id"]))
-    metadata = tuple(Book(b["book_id"], (b["canonical_title"],), b["first_year"], entities=tuple(sorted(flags[b["book_id"]].items())))
-                     for b in ordered)
+    metadata = tuple(
+        Book(
+            b["book_id"], (b["canonical_title"],), b["first_year"], entities=tuple(sorted(flags[b["book_id"]].items()))
+        )
+        for b in ordered
+    )
     raw = tuple(t for b in books for t in b["variant_titles"])
     assert queries
     for q in queries:
-        t = QueryTruth(q["query_id"], tuple(parse_criteria(q["constraints"])), metadata, tuple(q["mapped_titles"]),
-                       raw)
+        t = QueryTruth(q["query_id"], tuple(parse_criteria(q["constraints"])), metadata, tuple(q["mapped_titles"]), raw)
         assert rates(score_answer(t, q["mapped_titles"])) == (1.0, 0.0, 0.0, 1.0, True), q
 
 

@@ -6,6 +6,7 @@ loop, the CSV form of answers, errors, the evaluations table and ``kitab report`
 
 One release for the module (the pipeline called directly on the dump source, ~20 s).
 """
+
 from __future__ import annotations
 
 import ast
@@ -22,11 +23,11 @@ from typer.testing import CliRunner
 from kitab.app.cli import app
 from kitab.core.env import BUNDLED_SNAPSHOT
 from kitab.core.errors import KitabError
+from kitab.core.warehouse import Warehouse
 from kitab.release.evaluation.run import evaluate_release
 from kitab.release.export import export_release
 from kitab.release.leaderboard import PLOTS
 from kitab.release.report import render_report
-from kitab.core.warehouse import Warehouse
 from tasks.constraints import parse_criteria
 
 RELEASE = "2026.11.22-s11"
@@ -39,8 +40,9 @@ def warehouse(tmp_path_factory) -> Path:
     from kitab.app.runs import run_refresh
 
     root = tmp_path_factory.mktemp("evaluate") / "warehouse"
-    run_refresh(source="dump", snapshot=BUNDLED_SNAPSHOT, authors=30, seed=11, release=RELEASE, warehouse=root,
-                direct=True)
+    run_refresh(
+        source="dump", snapshot=BUNDLED_SNAPSHOT, authors=30, seed=11, release=RELEASE, warehouse=root, direct=True
+    )
     return root
 
 
@@ -88,9 +90,12 @@ CASES = {  # model name -> its answer, from a query's exported mapped_books
 def evaluated(warehouse, exported, tmp_path_factory) -> dict[str, dict]:
     """The three answers of the issue's "done when", scored with kitab evaluate."""
     folder = tmp_path_factory.mktemp("answers")
-    return {model: evaluate_release(warehouse, RELEASE, write_answers(folder / f"{model}.jsonl", exported, answer),
-                                    model=model)
-            for model, answer in CASES.items()}
+    return {
+        model: evaluate_release(
+            warehouse, RELEASE, write_answers(folder / f"{model}.jsonl", exported, answer), model=model
+        )
+        for model, answer in CASES.items()
+    }
 
 
 # -- the contract ----------------------------------------------------------------------------
@@ -101,7 +106,11 @@ def test_the_exported_ground_truth_scores_perfectly_on_every_query(warehouse, ex
     assert set(rows) == {r["query_id"] for r in exported}
     for query_id, row in rows.items():
         assert (row["satisfied_rate"], row["completeness"], row["all_correct"], row["not_from_author_rate"]) == (
-            1.0, 1.0, True, 0.0), (query_id, row["model_titles"], row["match_kinds"])
+            1.0,
+            1.0,
+            True,
+            0.0,
+        ), (query_id, row["model_titles"], row["match_kinds"])
     summary = {(a["dimension"], a["bin"], a["n_constraints"]): a for a in result["aggregates"]}
     assert summary["all", "all queries", None]["all_correct"] == 1.0
     assert {d for d, _, _ in summary} == {"all", "type", "kappa", "popularity"}
@@ -132,6 +141,7 @@ def test_the_exported_titles_pass_kitabs_own_title_checks(exported):
     """Independently of kitab's code: each mapped title satisfies its lexical criteria as
     KITAB's evaluator reads a title (lower-case, & -> and, ASCII punctuation stripped, a
     leading article dropped, no accent folding), and no raw title is empty after that."""
+
     def process(title: str) -> list[str]:
         words = title.lower().replace("&", "and").translate(str.maketrans("", "", string.punctuation)).split()
         return words[1:] if words and words[0] in ("the", "a", "an") and len(words) > 1 else words
@@ -156,32 +166,52 @@ def test_kitab_csv_answers_score_like_json_lines(warehouse, exported, tmp_path):
     """KITAB's sample-response CSVs: KITAB's columns and the model's text; rows found by
     Author, constraint_type and constraints (no query_id)."""
     path = tmp_path / "template_2a_sample_responses.csv"
-    columns = ["Author", "Birth Year", "# of sitelinks", "constraint_id", "constraint_type", "constraints",
-               "mapped_books", "all_books", "raw_books", "model_response"]
+    columns = [
+        "Author",
+        "Birth Year",
+        "# of sitelinks",
+        "constraint_id",
+        "constraint_type",
+        "constraints",
+        "mapped_books",
+        "all_books",
+        "raw_books",
+        "model_response",
+    ]
     with path.open("w", newline="", encoding="utf-8") as fh:
         writer = csv.DictWriter(fh, columns)
         writer.writeheader()
         for row in exported:
-            writer.writerow({**{c: row[c] for c in columns[:-1]},
-                             "model_response": kitab_answer(ast.literal_eval(row["mapped_books"]))})
+            writer.writerow(
+                {
+                    **{c: row[c] for c in columns[:-1]},
+                    "model_response": kitab_answer(ast.literal_eval(row["mapped_books"])),
+                }
+            )
     result = evaluate_release(warehouse, RELEASE, path, model="csv-truth")
     assert result["answered"] == len(exported)
     assert all(r["all_correct"] for r in scores(warehouse, "csv-truth").values())
 
 
-def test_evaluations_are_kept_per_model_and_answers_file_and_compared_in_sql(warehouse, exported, evaluated,
-                                                                            tmp_path):
+def test_evaluations_are_kept_per_model_and_answers_file_and_compared_in_sql(warehouse, exported, evaluated, tmp_path):
     answers = write_answers(tmp_path / "again.jsonl", exported, lambda mapped: mapped[:1])
     evaluate_release(warehouse, RELEASE, answers, model="first-only")
     evaluate_release(warehouse, RELEASE, answers, model="first-only")  # the same file again replaces its rows
     wh = Warehouse(warehouse)
     with wh.connect() as con:  # across releases: one view
-        by_model = dict(con.execute("SELECT model, count(*) FROM evaluations WHERE release = ? GROUP BY model",
-                                    [RELEASE]).fetchall())
-        (sha, queries_sha), = con.execute("SELECT DISTINCT answers_sha256, queries_sha256 FROM evaluations "
-                                          "WHERE model = 'first-only'").fetchall()
-        overall = dict(con.execute("SELECT model, all_correct FROM evaluation_summary WHERE dimension = 'all' "
-                                   "AND n_constraints IS NULL").fetchall())
+        by_model = dict(
+            con.execute(
+                "SELECT model, count(*) FROM evaluations WHERE release = ? GROUP BY model", [RELEASE]
+            ).fetchall()
+        )
+        ((sha, queries_sha),) = con.execute(
+            "SELECT DISTINCT answers_sha256, queries_sha256 FROM evaluations WHERE model = 'first-only'"
+        ).fetchall()
+        overall = dict(
+            con.execute(
+                "SELECT model, all_correct FROM evaluation_summary WHERE dimension = 'all' AND n_constraints IS NULL"
+            ).fetchall()
+        )
     assert by_model["first-only"] == len(exported)
     assert queries_sha == json.loads(wh.read_table("releases").to_pylist()[0]["checksums"])["queries"]
     assert len(sha) == 64
@@ -207,54 +237,91 @@ def test_bad_answers_are_clear_errors_and_write_nothing(warehouse, exported, tmp
     with pytest.raises(KitabError, match="--response-column"):
         evaluate_release(warehouse, RELEASE, tmp_path / "two.csv", model="bad")
     assert scores(warehouse, "bad") == {}
-    result = runner.invoke(app, ["evaluate", "--release", RELEASE, "--answers", str(tmp_path / "unknown.jsonl"),
-                                 "--warehouse", str(warehouse)])
+    result = runner.invoke(
+        app,
+        ["evaluate", "--release", RELEASE, "--answers", str(tmp_path / "unknown.jsonl"), "--warehouse", str(warehouse)],
+    )
     assert result.exit_code == 1 and "match no query" in result.stderr and "Traceback" not in result.output
-    result = runner.invoke(app, ["evaluate", "--release", "no-such", "--answers", str(tmp_path / "unknown.jsonl"),
-                                 "--warehouse", str(warehouse)])
+    result = runner.invoke(
+        app,
+        [
+            "evaluate",
+            "--release",
+            "no-such",
+            "--answers",
+            str(tmp_path / "unknown.jsonl"),
+            "--warehouse",
+            str(warehouse),
+        ],
+    )
     assert result.exit_code == 1 and "no committed release" in result.stderr
 
 
 # -- the loop: prompts -> model -> evaluate ----------------------------------------------------
 def test_prompts_then_answers_then_evaluate_is_a_loop(warehouse, exported, tmp_path):
-    result = runner.invoke(app, ["prompts", "--release", RELEASE, "--template", "with-context",
-                                 "--warehouse", str(warehouse)])
+    result = runner.invoke(
+        app, ["prompts", "--release", RELEASE, "--template", "with-context", "--warehouse", str(warehouse)]
+    )
     assert result.exit_code == 0, result.output
     lines = [json.loads(line) for line in result.stdout.splitlines()]
     assert len(lines) == len(exported) and {line["template"] for line in lines} == {"with-context"}
     by_id = {r["query_id"]: r for r in exported}
     for line in lines:
         row = by_id[line["query_id"]]
-        assert line["prompt"].startswith(f"The following is a list of books by {row['Author']} "
-                                         f"(born in {row['Birth Year']}) with publication dates in parenthesis.")
+        assert line["prompt"].startswith(
+            f"The following is a list of books by {row['Author']} "
+            f"(born in {row['Birth Year']}) with publication dates in parenthesis."
+        )
         assert f"Criteria: {row['constraints']} Remember" in line["prompt"]
         assert "\n".join(ast.literal_eval(row["all_books"])) in line["prompt"]
         parse_criteria(row["constraints"])  # the criteria are KITAB's text
     # "the model" answers with the books of the list that satisfy the criteria
     answered = tmp_path / "model.jsonl"
-    answered.write_text("".join(json.dumps({**line, "response": kitab_answer(
-        ast.literal_eval(by_id[line["query_id"]]["mapped_books"]))}) + "\n" for line in lines))
-    result = runner.invoke(app, ["evaluate", "--release", RELEASE, "--answers", str(answered), "--model", "loop",
-                                 "--warehouse", str(warehouse)])
+    answered.write_text(
+        "".join(
+            json.dumps({**line, "response": kitab_answer(ast.literal_eval(by_id[line["query_id"]]["mapped_books"]))})
+            + "\n"
+            for line in lines
+        )
+    )
+    result = runner.invoke(
+        app,
+        [
+            "evaluate",
+            "--release",
+            RELEASE,
+            "--answers",
+            str(answered),
+            "--model",
+            "loop",
+            "--warehouse",
+            str(warehouse),
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert f"{len(lines)} of {len(lines)} queries answered (coverage 1.000" in result.stdout
     assert "| 1 | loop | " in result.stdout and "All correct by constrainedness κ" in result.stdout
     assert all(r["all_correct"] for r in scores(warehouse, "loop").values())
     for template in ("no-context", "self-context", "cot"):
-        result = runner.invoke(app, ["prompts", "--release", RELEASE, "--template", template,
-                                     "--warehouse", str(warehouse)])
+        result = runner.invoke(
+            app, ["prompts", "--release", RELEASE, "--template", template, "--warehouse", str(warehouse)]
+        )
         assert result.exit_code == 0 and len(result.stdout.splitlines()) == len(exported)
-    result = runner.invoke(app, ["prompts", "--release", RELEASE, "--template", "zero-shot",
-                                 "--warehouse", str(warehouse)])
+    result = runner.invoke(
+        app, ["prompts", "--release", RELEASE, "--template", "zero-shot", "--warehouse", str(warehouse)]
+    )
     assert result.exit_code == 1 and "unknown template" in result.stderr
 
 
 def test_report_has_one_leaderboard_and_its_plots(warehouse, evaluated, tmp_path):
     text = render_report(warehouse, RELEASE, tmp_path / "report")
     assert text.startswith("## Quality\n") and "## Model evaluations" in text
-    board = text[text.index("**Leaderboard"):]
-    ranks = {line.split(" | ")[1]: int(line.split(" | ")[0][2:]) for line in board.splitlines()
-             if line.startswith("| ") and line.split(" | ")[1] in CASES}
+    board = text[text.index("**Leaderboard") :]
+    ranks = {
+        line.split(" | ")[1]: int(line.split(" | ")[0][2:])
+        for line in board.splitlines()
+        if line.startswith("| ") and line.split(" | ")[1] in CASES
+    }
     assert set(ranks) == set(CASES) and ranks["ground-truth"] < ranks["empty"] < ranks["invented"]
     assert "All correct by author popularity" in text and "### ground-truth" not in text  # no section per model
     for png in PLOTS:
@@ -289,18 +356,20 @@ def test_every_querys_ground_truth_agrees_with_an_independent_sql_check(warehous
     query of the release disagrees, every constraint type is covered, and each kind of damage
     to the data is caught (so the check can fail)."""
     with Warehouse(warehouse).connect(release=RELEASE) as con:
-        tables = {t: con.sql(f"SELECT * FROM {t}").to_arrow_table()
-                  for t in ("books", "title_entities", "constraints", "queries")}
+        tables = {
+            t: con.sql(f"SELECT * FROM {t}").to_arrow_table()
+            for t in ("books", "title_entities", "constraints", "queries")
+        }
         types = {r[0] for r in con.execute("SELECT DISTINCT unnest(constraint_types) FROM queries").fetchall()}
     assert types == {"starts_with", "ends_with", "word_count", "year_range", "human_name", "city_name"}
     assert _ground_truth_check(tables) == []
     damaged = {
         "a mapped book dropped": "UPDATE queries SET mapped_book_ids = mapped_book_ids[2:], "
-                                 "mapped_titles = mapped_titles[2:] WHERE n_mapped > 0",
+        "mapped_titles = mapped_titles[2:] WHERE n_mapped > 0",
         "city tags lost": "DELETE FROM title_entities WHERE kind = 'city'",
         "years shifted": "UPDATE books SET first_year = first_year + 5",
         "titles changed": "UPDATE books SET canonical_title = canonical_title || ' Tales', "
-                          "variant_titles = list_transform(variant_titles, lambda v: v || ' Tales')",
+        "variant_titles = list_transform(variant_titles, lambda v: v || ' Tales')",
     }
     for what, mutate in damaged.items():
         assert _ground_truth_check(tables, mutate), what
@@ -312,8 +381,22 @@ def test_half_the_queries_answered_all_correct_scores_half_in_every_output(wareh
     lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
     path.write_text("".join(lines[::2]), encoding="utf-8")
     answered, total = len(lines[::2]), len(lines)
-    result = runner.invoke(app, ["evaluate", "--release", RELEASE, "--answers", str(path), "--model", "half",
-                                 "--output", "json", "--warehouse", str(warehouse)])
+    result = runner.invoke(
+        app,
+        [
+            "evaluate",
+            "--release",
+            RELEASE,
+            "--answers",
+            str(path),
+            "--model",
+            "half",
+            "--output",
+            "json",
+            "--warehouse",
+            str(warehouse),
+        ],
+    )
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert data["answered"] == answered and data["coverage"] == pytest.approx(answered / total)
@@ -325,24 +408,35 @@ def test_half_the_queries_answered_all_correct_scores_half_in_every_output(wareh
     assert len(rows) == total and sum(r["answered"] for r in rows.values()) == answered
     for row in rows.values():
         if not row["answered"]:
-            assert (row["satisfied_rate"], row["unsatisfied_rate"], row["not_from_author_rate"], row["completeness"],
-                    row["all_correct"]) == (0.0, 1.0, 1.0, 0.0, False)
+            assert (
+                row["satisfied_rate"],
+                row["unsatisfied_rate"],
+                row["not_from_author_rate"],
+                row["completeness"],
+                row["all_correct"],
+            ) == (0.0, 1.0, 1.0, 0.0, False)
     with Warehouse(warehouse).connect(release=RELEASE) as con:
         coverage, all_correct = con.execute(
             "SELECT coverage, all_correct FROM evaluation_summary WHERE model = 'half' AND dimension = 'all' "
-            "AND n_constraints IS NULL").fetchone()
-        bins = con.execute("SELECT min(coverage), max(coverage) FROM evaluation_summary WHERE model = 'half'"
-                           ).fetchone()
+            "AND n_constraints IS NULL"
+        ).fetchone()
+        bins = con.execute(
+            "SELECT min(coverage), max(coverage) FROM evaluation_summary WHERE model = 'half'"
+        ).fetchone()
     assert coverage == pytest.approx(answered / total) and all_correct == pytest.approx(answered / total)
     assert 0 < bins[0] <= bins[1] < 1  # coverage is in every bin's row
-    result = runner.invoke(app, ["evaluate", "--release", RELEASE, "--answers", str(path), "--model", "half",
-                                 "--warehouse", str(warehouse)])
+    result = runner.invoke(
+        app,
+        ["evaluate", "--release", RELEASE, "--answers", str(path), "--model", "half", "--warehouse", str(warehouse)],
+    )
     assert f"{answered} of {total} queries answered (coverage 0.50" in result.stdout
     half_row = next(line for line in result.stdout.splitlines() if line.startswith("| 1 | half |"))
     assert f"| {answered} / {total} | 0.50" in half_row
     text = render_report(warehouse, RELEASE, tmp_path / "report")
-    assert any(line.startswith("| ") and " | half | " in line and f"| {answered} / {total} | 0.50" in line
-               for line in text.splitlines())
+    assert any(
+        line.startswith("| ") and " | half | " in line and f"| {answered} / {total} | 0.50" in line
+        for line in text.splitlines()
+    )
 
 
 def test_skipping_a_query_never_scores_better_than_any_answer(warehouse, exported, evaluated):
@@ -353,8 +447,12 @@ def test_skipping_a_query_never_scores_better_than_any_answer(warehouse, exporte
     skipped = unanswered_score()
     for model in CASES:
         for row in scores(warehouse, model).values():
-            for metric, better in (("satisfied_rate", max), ("completeness", max), ("unsatisfied_rate", min),
-                                   ("not_from_author_rate", min)):
+            for metric, better in (
+                ("satisfied_rate", max),
+                ("completeness", max),
+                ("unsatisfied_rate", min),
+                ("not_from_author_rate", min),
+            ):
                 value = row[metric]
                 if value is not None:
                     assert better(value, getattr(skipped, metric)) == value, (model, metric, row["query_id"])
@@ -365,8 +463,9 @@ def test_skipping_a_query_never_scores_better_than_any_answer(warehouse, exporte
 KEY = "sk-kitab-release-test-91c4e"
 
 
-def test_kitab_answer_asks_a_loopback_endpoint_once_per_query_and_the_answers_score(warehouse, exported, tmp_path,
-                                                                                    monkeypatch):
+def test_kitab_answer_asks_a_loopback_endpoint_once_per_query_and_the_answers_score(
+    warehouse, exported, tmp_path, monkeypatch
+):
     from kitab.release.answer import release_prompt_list
     from kitab.simulate.chat import ChatServer
 
@@ -374,8 +473,21 @@ def test_kitab_answer_asks_a_loopback_endpoint_once_per_query_and_the_answers_sc
     by_prompt = {p.text: by_id[p.query_id] for p in release_prompt_list(warehouse, RELEASE, "no-context")}
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     out, cache = tmp_path / "answers.jsonl", tmp_path / "cache.sqlite"
-    args = ["answer", "--release", RELEASE, "--model", "loopback-perfect", "--out", str(out), "--cache", str(cache),
-            "--concurrency", "3", "--warehouse", str(warehouse)]
+    args = [
+        "answer",
+        "--release",
+        RELEASE,
+        "--model",
+        "loopback-perfect",
+        "--out",
+        str(out),
+        "--cache",
+        str(cache),
+        "--concurrency",
+        "3",
+        "--warehouse",
+        str(warehouse),
+    ]
     with ChatServer(lambda prompt: by_prompt[prompt], key=KEY) as server:
         server.throttle(2, retry_after=1)
         server.fail(2, 500)
@@ -421,9 +533,28 @@ def test_a_killed_kitab_answer_resumes_and_asks_only_the_rest(warehouse, exporte
     out, cache = tmp_path / "answers.jsonl", tmp_path / "cache.sqlite"
     env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
     with ChatServer(lambda prompt: by_prompt[prompt], slow=0.1) as server:
-        args = [sys.executable, "-m", "kitab.app.cli", "answer", "--release", RELEASE, "--model", "killed",
-                "--base-url", server.url, "--out", str(out), "--cache", str(cache), "--limit", "60",
-                "--concurrency", "2", "--warehouse", str(warehouse)]
+        args = [
+            sys.executable,
+            "-m",
+            "kitab.app.cli",
+            "answer",
+            "--release",
+            RELEASE,
+            "--model",
+            "killed",
+            "--base-url",
+            server.url,
+            "--out",
+            str(out),
+            "--cache",
+            str(cache),
+            "--limit",
+            "60",
+            "--concurrency",
+            "2",
+            "--warehouse",
+            str(warehouse),
+        ]
         child = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
         deadline = time.monotonic() + 120
         while len([s for s in server.chat_requests if s.status == 200]) < 20 and time.monotonic() < deadline:

@@ -5,6 +5,7 @@ The warehouse is built once for the module by the pipeline the refresh flow runs
 (flows/pipeline.py, called directly) on the bundled snapshot through the dump source: two
 releases, so the card has an earlier release to list.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -21,22 +22,46 @@ import pytest
 import yaml
 
 from kitab.core.env import BUNDLED_SNAPSHOT
+from kitab.core.warehouse import Warehouse
 from kitab.release.export import CONFIG_NAMES, ExportExists, card_configs, export_release
 from kitab.release.report import render_report
-from kitab.core.warehouse import Warehouse
 
 EARLIER, RELEASE = "2026.01.02-s3", "2026.03.04-s7"
-KITAB_QUERY_COLUMNS = ["Author", "Birth Year", "# of sitelinks", "constraint_id", "constraint_type", "constraints",
-                       "mapped_books", "all_books", "raw_books"]
+KITAB_QUERY_COLUMNS = [
+    "Author",
+    "Birth Year",
+    "# of sitelinks",
+    "constraint_id",
+    "constraint_type",
+    "constraints",
+    "mapped_books",
+    "all_books",
+    "raw_books",
+]
 KITAB_AUTHOR_COLUMNS = ["Author", "Birth Year", "# of sitelinks", "WikiData ID", "OpenLibrary ID"]
 # config -> (columns, exactly; None: any) and the warehouse view or table it must match
 EXPECTED = {
     "one-book-constraints": (KITAB_QUERY_COLUMNS + ["query_id", "prompt"], "kitab_one_book_constraints"),
     "two-book-constraints": (KITAB_QUERY_COLUMNS + ["query_id", "prompt"], "kitab_two_book_constraints"),
     "author-metadata": (KITAB_AUTHOR_COLUMNS + ["synthetic"], "kitab_author_metadata"),
-    "book-metadata": (["book_id", "author_qid", "author", "canonical_title", "first_year", "n_variants",
-                       "variant_titles", "work_keys", "has_human_name", "human_names", "has_city_name",
-                       "city_names", "synthetic"], "books"),
+    "book-metadata": (
+        [
+            "book_id",
+            "author_qid",
+            "author",
+            "canonical_title",
+            "first_year",
+            "n_variants",
+            "variant_titles",
+            "work_keys",
+            "has_human_name",
+            "human_names",
+            "has_city_name",
+            "city_names",
+            "synthetic",
+        ],
+        "books",
+    ),
     "constraints": (None, "constraints"),
     "rejects": (None, "rejects"),
 }
@@ -47,8 +72,9 @@ def _publish(root: Path, release: str, *, n: int, seed: int) -> None:
     snapshot files, no HTTP, no Prefect)."""
     from kitab.app.runs import run_refresh
 
-    run_refresh(source="dump", snapshot=BUNDLED_SNAPSHOT, authors=n, seed=seed, release=release, warehouse=root,
-                direct=True)
+    run_refresh(
+        source="dump", snapshot=BUNDLED_SNAPSHOT, authors=n, seed=seed, release=release, warehouse=root, direct=True
+    )
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +113,7 @@ def tree(folder: Path) -> dict[str, str]:
 def card_header(folder: Path) -> dict:
     text = (folder / "README.md").read_text(encoding="utf-8")
     assert text.startswith("---\n")
-    return yaml.safe_load(text[4:text.index("\n---\n", 4)])
+    return yaml.safe_load(text[4 : text.index("\n---\n", 4)])
 
 
 # -- the folder loads offline --------------------------------------------------------------
@@ -107,8 +133,9 @@ def test_every_config_loads_offline_with_kitab_columns_and_the_views_rows(export
             if columns is not None:
                 assert test.column_names == columns, config
             else:  # our tables: the warehouse schema, without the hive partition column
-                assert test.column_names == [f.name for f in pq.read_schema(
-                    Warehouse(warehouse).committed_files(RELEASE)[source])], config
+                assert test.column_names == [
+                    f.name for f in pq.read_schema(Warehouse(warehouse).committed_files(RELEASE)[source])
+                ], config
         # the rows are the view's, in the view's order, KITAB's types included
         columns = ", ".join(f'"{c}"' for c in KITAB_QUERY_COLUMNS)
         view = con.sql(f"SELECT {columns}, query_id FROM kitab_one_book_constraints").to_arrow_table().to_pylist()
@@ -130,13 +157,15 @@ def test_synthetic_flags_mark_the_generated_authors_and_books(exported):
 
     authors = pq.read_table(out / "data/author-metadata/test-00000-of-00001.parquet").to_pylist()
     assert list(authors[0])[-1] == "synthetic"
-    assert [a["synthetic"] for a in authors] == [generated(a["WikiData ID"]) or generated(a["OpenLibrary ID"])
-                                               for a in authors]
+    assert [a["synthetic"] for a in authors] == [
+        generated(a["WikiData ID"]) or generated(a["OpenLibrary ID"]) for a in authors
+    ]
     assert {a["synthetic"] for a in authors} == {True, False}  # both kinds in this release
     books = pq.read_table(out / "data/book-metadata/test-00000-of-00001.parquet").to_pylist()
     assert list(books[0])[-1] == "synthetic"
-    assert [b["synthetic"] for b in books] == [any(generated(k.rsplit("/", 1)[-1]) for k in b["work_keys"])
-                                             for b in books]
+    assert [b["synthetic"] for b in books] == [
+        any(generated(k.rsplit("/", 1)[-1]) for k in b["work_keys"]) for b in books
+    ]
     assert {b["synthetic"] for b in books} == {True, False}
 
 
@@ -150,9 +179,13 @@ def test_card_configs_match_the_files_on_disk_exactly(exported):
     on_disk = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file() and p.suffix == ".parquet")
     assert named == on_disk
     assert card_configs((out / "README.md").read_text(encoding="utf-8")) == {
-        name: {"test": files[0]["path"]} for name, files in configs.items()}
-    assert sorted(summary["files"]) == sorted(tree(out)) == sorted(
-        [*on_disk, "README.md", "provenance.json", "plots/kappa.png", "plots/popularity.png"])
+        name: {"test": files[0]["path"]} for name, files in configs.items()
+    }
+    assert (
+        sorted(summary["files"])
+        == sorted(tree(out))
+        == sorted([*on_disk, "README.md", "provenance.json", "plots/kappa.png", "plots/popularity.png"])
+    )
 
 
 def test_card_states_license_citation_version_provenance_and_earlier_releases(exported, warehouse):
@@ -223,8 +256,15 @@ def test_report_renders_the_same_quality_section_as_the_card(exported, warehouse
     quality, stages = text.split("\n## Refresh stages\n")
     assert text.startswith("## Quality\n") and quality in card and "## Refresh stages" not in card
     recorded = json.loads(Warehouse(warehouse).ledger_row(RELEASE)["stages"])
-    assert [r["stage"] for r in recorded] == ["start", "sample_authors", "collect", "tag_entities", "generate_constraints", "sample_queries",
-                                              "publish"]
+    assert [r["stage"] for r in recorded] == [
+        "start",
+        "sample_authors",
+        "collect",
+        "tag_entities",
+        "generate_constraints",
+        "sample_queries",
+        "publish",
+    ]
     for r in recorded:
         assert re.search(rf"^\| (\*\*)?{r['stage']}(\*\*)? \| ", stages, re.MULTILINE), (r, stages)
     assert json.loads((out / "provenance.json").read_text())["ledger"]["stages"] == recorded
@@ -239,8 +279,9 @@ def test_report_renders_the_same_quality_section_as_the_card(exported, warehouse
 
 
 # -- push --------------------------------------------------------------------------------
-def test_push_uploads_the_folder_and_tags_the_commit_with_the_release(exported, warehouse, tmp_path, monkeypatch,
-                                                                      capfd, caplog, hub_env):
+def test_push_uploads_the_folder_and_tags_the_commit_with_the_release(
+    exported, warehouse, tmp_path, monkeypatch, capfd, caplog, hub_env
+):
     from huggingface_hub import constants
 
     from kitab.release.hub import ReleaseAlreadyPushed, push_release
@@ -291,8 +332,12 @@ def test_push_uploads_the_folder_and_tags_the_commit_with_the_release(exported, 
         # every request carried the token from the environment
         assert hub.requests and all(r.authorization == f"Bearer {token}" for r in hub.requests)
         paths = {r.path.split("?")[0] for r in hub.requests}
-        assert {"/api/repos/create", f"/api/datasets/{repo_id}/preupload/main", f"/api/datasets/{repo_id}/commit/main",
-                f"/api/datasets/{repo_id}/tag/{result['commit']}"} <= paths
+        assert {
+            "/api/repos/create",
+            f"/api/datasets/{repo_id}/preupload/main",
+            f"/api/datasets/{repo_id}/commit/main",
+            f"/api/datasets/{repo_id}/tag/{result['commit']}",
+        } <= paths
 
         # a wrong token fails loudly without echoing it
         monkeypatch.setenv("HF_TOKEN", token + "x")
@@ -303,8 +348,12 @@ def test_push_uploads_the_folder_and_tags_the_commit_with_the_release(exported, 
 
     captured = capfd.readouterr()
     assert "/commit/main" in caplog.text  # the client's debug log was captured, and checked below
-    for where, text in (("stdout", captured.out), ("stderr", captured.err), ("logs", caplog.text),
-                        ("result", json.dumps([first, result]))):
+    for where, text in (
+        ("stdout", captured.out),
+        ("stderr", captured.err),
+        ("logs", caplog.text),
+        ("result", json.dumps([first, result])),
+    ):
         assert token not in text, where
     for folder in (out, earlier):
         for path in folder.rglob("*"):
@@ -337,7 +386,7 @@ def test_a_push_interrupted_before_the_tag_is_completed_by_pushing_again(exporte
     token = hub_env
     with FakeHub(token, max_seconds=60) as hub:
         hub.fail_next["tag"] = 1  # the commit lands, then the tag request fails
-        with pytest.raises(Exception):
+        with pytest.raises(Exception):  # noqa: B017 (whatever the hub client raises for a failed tag)
             push_release(out, "kitab-org/kitab", release=RELEASE, endpoint=hub.url)
         repo = hub.repos["kitab-org/kitab"]
         assert repo.tags == {} and len(repo.commits) == 2
@@ -364,9 +413,11 @@ KAPPA_EDGES = [(Fraction(i, 5), Fraction(i + 1, 5)) for i in range(5)]
 
 
 # -- KITAB's own layout -----------------------------------------------------------------------
-KITAB_FILES = {"one-book-constraints": "data/KITAB-ONE-BOOK-CONSTRAINTS.json",
-               "two-book-constraints": "data/KITAB-TWO-BOOK-CONSTRAINTS.json",
-               "author-metadata": "data/KITAB-author-metadata.json"}
+KITAB_FILES = {
+    "one-book-constraints": "data/KITAB-ONE-BOOK-CONSTRAINTS.json",
+    "two-book-constraints": "data/KITAB-TWO-BOOK-CONSTRAINTS.json",
+    "author-metadata": "data/KITAB-author-metadata.json",
+}
 
 
 def test_the_kitab_layout_writes_kitabs_json_lines_files_that_the_card_names(exported, warehouse, tmp_path):
@@ -386,18 +437,25 @@ def test_the_kitab_layout_writes_kitabs_json_lines_files_that_the_card_names(exp
         assert rows == parquet and len(rows) == summary["rows"][config] > 0, config
         expected = EXPECTED[config][0]
         assert list(rows[0]) == expected, config
-    assert card_header(out)["configs"][0] == {"config_name": "one-book-constraints", "default": True,
-                                              "data_files": [{"split": "test", "path": KITAB_FILES[
-                                                  "one-book-constraints"]}]}
+    assert card_header(out)["configs"][0] == {
+        "config_name": "one-book-constraints",
+        "default": True,
+        "data_files": [{"split": "test", "path": KITAB_FILES["one-book-constraints"]}],
+    }
     # KITAB's code loads by path; datasets by the card (the default config without a name)
-    by_path = datasets.load_dataset("json", data_files=str(out / KITAB_FILES["two-book-constraints"]), split="train",
-                                    cache_dir=str(tmp_path / "hf-cache"))
+    by_path = datasets.load_dataset(
+        "json",
+        data_files=str(out / KITAB_FILES["two-book-constraints"]),
+        split="train",
+        cache_dir=str(tmp_path / "hf-cache"),
+    )
     assert by_path.column_names == EXPECTED["two-book-constraints"][0]
     default = datasets.load_dataset(str(out), split="test", cache_dir=str(tmp_path / "hf-cache"))
     assert default.num_rows == summary["rows"]["one-book-constraints"]
     # the prompt column is kitab prompts' text (Template 2a) for the query
-    prompts = {row["query_id"]: row["prompt"] for row in map(json.loads, release_prompts(warehouse, RELEASE,
-                                                                                           "no-context"))}
+    prompts = {
+        row["query_id"]: row["prompt"] for row in map(json.loads, release_prompts(warehouse, RELEASE, "no-context"))
+    }
     for path in (KITAB_FILES["one-book-constraints"], KITAB_FILES["two-book-constraints"]):
         for line in (out / path).read_text(encoding="utf-8").splitlines():
             row = json.loads(line)

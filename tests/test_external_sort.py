@@ -1,4 +1,5 @@
 """Publishing's sort: parts sorted by key in buckets give the bytes of sorting all rows at once."""
+
 from __future__ import annotations
 
 import itertools
@@ -15,30 +16,58 @@ from kitab.core.warehouse import Warehouse
 
 # Short values from a few characters, so keys collide, prefix one another and are null.
 _value = st.one_of(st.none(), st.text(alphabet="ab\x01é☃", max_size=3))
-_reject = st.fixed_dictionaries({
-    "stage": st.sampled_from(["clean", "dedup"]), "reason": st.sampled_from(["x", "y"]),
-    "record_kind": st.sampled_from(["work", "book"]), "record_id": st.text(alphabet="ab", max_size=2),
-    "author_qid": _value, "title": st.text(max_size=5), "evidence": _value})
+_reject = st.fixed_dictionaries(
+    {
+        "stage": st.sampled_from(["clean", "dedup"]),
+        "reason": st.sampled_from(["x", "y"]),
+        "record_kind": st.sampled_from(["work", "book"]),
+        "record_id": st.text(alphabet="ab", max_size=2),
+        "author_qid": _value,
+        "title": st.text(max_size=5),
+        "evidence": _value,
+    }
+)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(rows=st.lists(_reject, max_size=40), cuts=st.lists(st.integers(0, 40), max_size=5),
-       bucket_rows=st.integers(1, 50))
+@given(
+    rows=st.lists(_reject, max_size=40), cuts=st.lists(st.integers(0, 40), max_size=5), bucket_rows=st.integers(1, 50)
+)
 def test_sorted_parts_equal_write_table_of_all_rows(tmp_path_factory, rows, cuts, bucket_rows):
     tmp = tmp_path_factory.mktemp("sort")
     edges = sorted({0, len(rows), *(c for c in cuts if c <= len(rows))})
-    parts = [write_rows("rejects", rows[a:b], tmp / f"part-{i}.parquet") for i, (a, b) in enumerate(itertools.pairwise(edges))]
+    parts = [
+        write_rows("rejects", rows[a:b], tmp / f"part-{i}.parquet")
+        for i, (a, b) in enumerate(itertools.pairwise(edges))
+    ]
     expected = Warehouse(tmp / "one").write_table("rejects", "r1", rows)
-    got = write_sorted(parts, table_spec("rejects")["key"], "rejects", tmp / "sorted.parquet",
-                       arrow_schema("rejects"), spill_dir=tmp / "spill", bucket_rows=bucket_rows)
+    got = write_sorted(
+        parts,
+        table_spec("rejects")["key"],
+        "rejects",
+        tmp / "sorted.parquet",
+        arrow_schema("rejects"),
+        spill_dir=tmp / "spill",
+        bucket_rows=bucket_rows,
+    )
     assert (got.rows, got.sha256) == (expected.rows, expected.sha256)
     assert not any((tmp / "spill").glob("*/*")) if (tmp / "spill").exists() else True
 
 
 def test_buckets_stay_near_their_size(tmp_path):
-    rows = [{"stage": "s", "reason": "r", "record_kind": "k", "record_id": f"{(i * 7919) % 1000:04d}",
-             "author_qid": None, "title": "t", "evidence": None} for i in range(1000)]
-    parts = [write_rows("rejects", rows[i:i + 100], tmp_path / f"p{i}.parquet") for i in range(0, 1000, 100)]
+    rows = [
+        {
+            "stage": "s",
+            "reason": "r",
+            "record_kind": "k",
+            "record_id": f"{(i * 7919) % 1000:04d}",
+            "author_qid": None,
+            "title": "t",
+            "evidence": None,
+        }
+        for i in range(1000)
+    ]
+    parts = [write_rows("rejects", rows[i : i + 100], tmp_path / f"p{i}.parquet") for i in range(0, 1000, 100)]
     cuts = boundaries(parts, table_spec("rejects")["key"], arrow_schema("rejects"), bucket_rows=100)
     keys = sorted(sort_key(pa.Table.from_pylist(rows), table_spec("rejects")["key"]).to_pylist())
     sizes = [sum(1 for k in keys if lo <= k < hi) for lo, hi in zip(["", *cuts], [*cuts, "\U0010ffff"])]
@@ -46,10 +75,23 @@ def test_buckets_stay_near_their_size(tmp_path):
 
 
 def test_key_with_nul_is_a_clear_error(tmp_path):
-    row = {"stage": "s", "reason": "r", "record_kind": "k", "record_id": "a\x00b", "author_qid": None,
-           "title": "t", "evidence": None}
+    row = {
+        "stage": "s",
+        "reason": "r",
+        "record_kind": "k",
+        "record_id": "a\x00b",
+        "author_qid": None,
+        "title": "t",
+        "evidence": None,
+    }
     part = write_rows("rejects", [row], tmp_path / "p.parquet")
     with pytest.raises(ValueError, match="NUL"):
-        write_sorted([part], table_spec("rejects")["key"], "rejects", tmp_path / "out.parquet",
-                     arrow_schema("rejects"), spill_dir=tmp_path / "spill")
+        write_sorted(
+            [part],
+            table_spec("rejects")["key"],
+            "rejects",
+            tmp_path / "out.parquet",
+            arrow_schema("rejects"),
+            spill_dir=tmp_path / "spill",
+        )
     assert not (tmp_path / "out.parquet").exists()

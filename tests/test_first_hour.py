@@ -3,6 +3,7 @@ subprocess of the installed console script) against one demo release built by `k
 
 One module, one demo (~15 s): the README's and docs' SQL, one meaning per table name, the
 output formats, export, describe / test / sql --file, the report's κ plot."""
+
 from __future__ import annotations
 
 import json
@@ -24,12 +25,12 @@ KITAB = str(Path(sys.executable).with_name("kitab"))
 DOCS = [PROJECT_ROOT / "README.md", *sorted((PROJECT_ROOT / "docs").rglob("*.md"))]
 
 
-def kitab(*args: str, check: bool = True, env: dict | None = None, timeout: float = 300,
-          stdin: str | None = None) -> subprocess.CompletedProcess:
+def kitab(
+    *args: str, check: bool = True, env: dict | None = None, timeout: float = 300, stdin: str | None = None
+) -> subprocess.CompletedProcess:
     run_env = {**os.environ, **(env or {})}
     run_env.pop("KITAB_DEBUG", None)
-    done = subprocess.run([KITAB, *args], capture_output=True, text=True, env=run_env, timeout=timeout,
-                          input=stdin)
+    done = subprocess.run([KITAB, *args], capture_output=True, text=True, env=run_env, timeout=timeout, input=stdin)
     if check:
         assert done.returncode == 0, f"kitab {' '.join(args)}\nstdout: {done.stdout}\nstderr: {done.stderr}"
     return done
@@ -93,7 +94,7 @@ def _kitab_sql_commands(body: str) -> list[list[str]]:
 def sql_snippets() -> list[tuple[str, list[str]]]:
     found = []
     for path in DOCS:
-        for info, body in _fenced_blocks(path.read_text(encoding="utf-8")):
+        for _info, body in _fenced_blocks(path.read_text(encoding="utf-8")):
             for argv in _kitab_sql_commands(body):
                 found.append((f"{path.relative_to(PROJECT_ROOT)}: {argv[0][:60]}", argv))
     return found
@@ -101,8 +102,13 @@ def sql_snippets() -> list[tuple[str, list[str]]]:
 
 def snippet_files() -> list[str]:
     """The docs' `printf … > FILE` lines: the files their `kitab sql --file` snippets read."""
-    return [line.strip() for path in DOCS for _, body in _fenced_blocks(path.read_text(encoding="utf-8"))
-            for line in body.splitlines() if re.match(r"^printf '[^']*' > [\w.-]+$", line.strip())]
+    return [
+        line.strip()
+        for path in DOCS
+        for _, body in _fenced_blocks(path.read_text(encoding="utf-8"))
+        for line in body.splitlines()
+        if re.match(r"^printf '[^']*' > [\w.-]+$", line.strip())
+    ]
 
 
 def _for_demo(argv: list[str], warehouse: Path) -> list[str]:
@@ -154,18 +160,21 @@ def test_authors_are_the_released_authors_and_sampled_authors_every_sampled_one(
 def test_released_sets_look_disjoint_the_obvious_way(demo_wh, tmp_path):
     """A second release: writers sampled (and rejected) in both are in sampled_authors twice,
     never in authors."""
-    from kitab.core.env import BUNDLED_SNAPSHOT
     from kitab.app.runs import run_refresh
+    from kitab.core.env import BUNDLED_SNAPSHOT
 
     root = tmp_path / "wh"
     shutil.copytree(demo_wh, root)
-    run_refresh(source="dump", snapshot=BUNDLED_SNAPSHOT, authors=40, seed=7, release="second", warehouse=root,
-                direct=True)
+    run_refresh(
+        source="dump", snapshot=BUNDLED_SNAPSHOT, authors=40, seed=7, release="second", warehouse=root, direct=True
+    )
     twice = "select qid from {} group by qid having count(distinct release) > 1"
     assert sql_json(root, twice.format("sampled_authors")), "no writer sampled twice: the check below proves nothing"
     assert sql_json(root, twice.format("authors")) == []
-    assert (sql_json(root, "select count(*) as n from authors")[0]["n"]
-            == sql_json(root, "select count(*) as n from released_authors")[0]["n"])
+    assert (
+        sql_json(root, "select count(*) as n from authors")[0]["n"]
+        == sql_json(root, "select count(*) as n from released_authors")[0]["n"]
+    )
 
 
 def test_the_view_migration_rewrites_no_data(demo_wh, tmp_path):
@@ -217,8 +226,19 @@ def test_output_json_is_an_array_and_jsonl_json_lines(demo_wh):
 
 
 def test_csv_output_has_lf_line_ends(demo_wh):
-    out = subprocess.run([KITAB, "sql", "select qid, name from authors order by qid limit 3", "--warehouse",
-                          str(demo_wh), "--output", "csv"], capture_output=True, check=True).stdout
+    out = subprocess.run(
+        [
+            KITAB,
+            "sql",
+            "select qid, name from authors order by qid limit 3",
+            "--warehouse",
+            str(demo_wh),
+            "--output",
+            "csv",
+        ],
+        capture_output=True,
+        check=True,
+    ).stdout
     assert b"\r" not in out and out.count(b"\n") == 4 and out.startswith(b"qid,name\n")
 
 
@@ -241,8 +261,7 @@ def test_serve_checks_its_prefect_server(tmp_path):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     api = f"http://127.0.0.1:{port}/api"
-    done = kitab("serve", "--warehouse", str(tmp_path / "wh"), check=False, timeout=60,
-                 env={"PREFECT_API_URL": api})
+    done = kitab("serve", "--warehouse", str(tmp_path / "wh"), check=False, timeout=60, env={"PREFECT_API_URL": api})
     assert done.returncode == 1, done.stderr
     assert done.stderr.count("\n") == 1 and done.stderr.startswith("kitab: error: ") and api in done.stderr
     unset = kitab("serve", "--warehouse", str(tmp_path / "wh"), check=False, timeout=60, env={"PREFECT_API_URL": ""})
@@ -251,8 +270,12 @@ def test_serve_checks_its_prefect_server(tmp_path):
 
 # -- 6. describe, test, sql --file -------------------------------------------------------------
 def _views(warehouse: Path) -> list[str]:
-    return [r["view_name"] for r in sql_json(
-        warehouse, "select view_name from duckdb_views() where not internal and schema_name = 'main' order by 1")]
+    return [
+        r["view_name"]
+        for r in sql_json(
+            warehouse, "select view_name from duckdb_views() where not internal and schema_name = 'main' order by 1"
+        )
+    ]
 
 
 def test_describe_lists_every_table_and_view_with_its_description(demo_wh):
@@ -325,7 +348,9 @@ def test_kitab_test_runs_the_data_tests_and_fails_on_bad_rows(demo_wh, tmp_path)
     row = wh.ledger_row("demo")
     sums, counts = json.loads(row["checksums"]), json.loads(row["counts"])
     sums["books"], counts["books"] = sha, counts["books"] + 1
-    wh.commit("demo", {**row, "checksums": json.dumps(sums, sort_keys=True), "counts": json.dumps(counts, sort_keys=True)})
+    wh.commit(
+        "demo", {**row, "checksums": json.dumps(sums, sort_keys=True), "counts": json.dumps(counts, sort_keys=True)}
+    )
     wh.stamp("demo")
     done = kitab("test", "--warehouse", str(root), check=False)
     assert done.returncode == 1
@@ -336,8 +361,12 @@ def test_sql_file_makes_one_named_file_a_view_and_nothing_else(demo_wh, tmp_path
     qids = [r["qid"] for r in sql_json(demo_wh, "select qid from authors order by qid limit 4")]
     exclude = tmp_path / "exclude.csv"
     exclude.write_text("qid\n" + "\n".join(qids) + "\n")
-    rows = sql_json(demo_wh, "select count(*) as n from authors where qid not in (select qid from exclude)",
-                    "--file", f"exclude={exclude}")
+    rows = sql_json(
+        demo_wh,
+        "select count(*) as n from authors where qid not in (select qid from exclude)",
+        "--file",
+        f"exclude={exclude}",
+    )
     assert rows == [{"n": 35 - 4}]
     answers = tmp_path / "answers.jsonl"
     answers.write_text('{"query_id": "q1", "response": "x"}\n')
@@ -345,11 +374,21 @@ def test_sql_file_makes_one_named_file_a_view_and_nothing_else(demo_wh, tmp_path
     # still read-only: neither another file, nor the named one by path, nor writing
     other = tmp_path / "other.csv"
     other.write_text("a\n1\n")
-    done = kitab("sql", f"select * from read_csv('{other}')", "--file", f"exclude={exclude}", "--warehouse",
-                 str(demo_wh), check=False)
+    done = kitab(
+        "sql",
+        f"select * from read_csv('{other}')",
+        "--file",
+        f"exclude={exclude}",
+        "--warehouse",
+        str(demo_wh),
+        check=False,
+    )
     assert done.returncode == 1 and done.stderr.startswith("kitab: error: ") and done.stderr.count("\n") == 1
-    for query in ("select * from read_csv('/etc/passwd')", f"copy (select 1) to '{tmp_path / 'out.csv'}'",
-                  f"select * from read_csv('{exclude}') union all select * from read_csv('{other}')"):
+    for query in (
+        "select * from read_csv('/etc/passwd')",
+        f"copy (select 1) to '{tmp_path / 'out.csv'}'",
+        f"select * from read_csv('{exclude}') union all select * from read_csv('{other}')",
+    ):
         code, _, err = kitab_in_process("sql", query, "--file", f"exclude={exclude}", "--warehouse", str(demo_wh))
         assert code == 1 and err.startswith("kitab: error: "), (query, err)
     assert not (tmp_path / "out.csv").exists()
@@ -362,8 +401,11 @@ def test_sql_file_makes_one_named_file_a_view_and_nothing_else(demo_wh, tmp_path
 def test_the_kappa_plot_has_a_bar_of_its_own_for_unsatisfiable_queries(demo_wh, tmp_path):
     from kitab.release.report import kappa_histogram
 
-    unsatisfiable = sql_json(demo_wh, "select count(*) filter (where not satisfiable) as n, n_constraints "
-                                      "from queries group by all order by n_constraints")
+    unsatisfiable = sql_json(
+        demo_wh,
+        "select count(*) filter (where not satisfiable) as n, n_constraints "
+        "from queries group by all order by n_constraints",
+    )
     assert unsatisfiable[0]["n"] > 0  # the demo has some: the bar is not trivially empty
     bars = kappa_histogram([(0, 5), (1, 50), (5, 5), (4, 5)])
     assert bars[-1] == ("κ = 1 (unsatisfiable)", 1)  # (0, 5): S = 0

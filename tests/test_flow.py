@@ -1,5 +1,6 @@
 """The refresh flow under prefect_test_harness, twice on the bundled snapshot through the
 mirror: the rerun sends no request and writes byte-identical Parquet."""
+
 from __future__ import annotations
 
 import json
@@ -34,8 +35,17 @@ def test_refresh_twice_is_idempotent_and_free(harness, tmp_path, snapshot_dir, m
         assert con.execute("select count(*) from sampled_authors").fetchone()[0] == 12  # released: fewer
     # the ledger's checksums are those of the files on disk, for every table of the release
     assert recorded == {t: sha256_file(path) for t, path in wh.committed_files("t1").items()}
-    assert {"authors", "works_raw", "books", "title_variants", "title_entities", "constraints", "queries",
-            "rejects", "released_authors"} <= set(recorded)
+    assert {
+        "authors",
+        "works_raw",
+        "books",
+        "title_variants",
+        "title_entities",
+        "constraints",
+        "queries",
+        "rejects",
+        "released_authors",
+    } <= set(recorded)
 
 
 def test_refresh_from_dump_equals_refresh_through_mirror(harness, tmp_path, snapshot_dir):
@@ -47,11 +57,14 @@ def test_refresh_from_dump_equals_refresh_through_mirror(harness, tmp_path, snap
     provenance = "source, request_fingerprint, fetched_at, release"
     rows = {}
     for source in ("dump", "mirror"):
-        run_refresh(source=source, snapshot=snapshot_dir, authors=15, seed=9, release="same",
-                    warehouse=tmp_path / source)
+        run_refresh(
+            source=source, snapshot=snapshot_dir, authors=15, seed=9, release="same", warehouse=tmp_path / source
+        )
         with Warehouse(tmp_path / source).connect() as con:
-            rows[source] = {t: con.execute(f"select * exclude ({provenance}) from {t} order by all").fetchall()
-                            for t in ("sampled_authors", "works_raw")}
+            rows[source] = {
+                t: con.execute(f"select * exclude ({provenance}) from {t} order by all").fetchall()
+                for t in ("sampled_authors", "works_raw")
+            }
             rows[source]["books"] = con.execute("select * exclude (release) from books order by all").fetchall()
     assert rows["dump"] == rows["mirror"]
     assert len(rows["dump"]["works_raw"]) > 100

@@ -1,10 +1,10 @@
 """``kitab snapshot from-dumps``: published-format dumps (generated, plus real Open Library lines)
 -> a snapshot folder that ``--source dump`` reads, sampling the same authors as the world they
 were written from, whichever WikiData format was given."""
+
 from __future__ import annotations
 
 import gzip
-import json
 import os
 import shutil
 import signal
@@ -17,7 +17,6 @@ from pathlib import Path
 import pytest
 
 from kitab.core.config import Settings as KitabSettings
-from kitab.sources.snapshot.format import OL_AUTHORS_FILE, OL_WORKS_FILE, WIKIDATA_FILE, read_manifest
 from kitab.simulate.generator.generate import generate_snapshot
 from kitab.simulate.generator.published import JSON_FILE, NT_FILE, SAMPLES, TRUTHY_FILE, write_published
 from kitab.sources.dump import DumpOpenLibrary, DumpWikidata
@@ -26,6 +25,7 @@ from kitab.sources.dumps import scan
 from kitab.sources.dumps.build import NoAuthorsError, Settings, from_dumps
 from kitab.sources.dumps.inputs import DumpInputError, wikidata_input
 from kitab.sources.dumps.wikidata import birth_lexical
+from kitab.sources.snapshot.format import OL_AUTHORS_FILE, OL_WORKS_FILE, WIKIDATA_FILE, read_manifest
 
 N_AUTHORS = 60
 WINDOWS = [(1850, 1900), (1900, 1950), (1950, 2000), (2000, 2030)]
@@ -88,7 +88,10 @@ def test_manifest_records_inputs_and_counts(built, published):
     assert names[0] == JSON_FILE
     assert {n.split("_")[2] for n in names[1:]} == {"redirects", "authors", "works", "editions"}
     for item in manifest["inputs"]:
-        assert item["size"] == (published / ("" if item["name"] == JSON_FILE else "openlibrary") / item["name"]).stat().st_size
+        assert (
+            item["size"]
+            == (published / ("" if item["name"] == JSON_FILE else "openlibrary") / item["name"]).stat().st_size
+        )
         assert item["fingerprint"].startswith("sha256-ends:")
         assert item["dump_date"]
     assert manifest["kept"]["wikidata"]["eligible_authors"] >= N_AUTHORS
@@ -121,9 +124,23 @@ def test_truthy_dump_is_refused_naming_sitelinks(published):
 
 
 def test_cli_refuses_truthy_in_one_line(published, tmp_path):
-    result = subprocess.run([sys.executable, "-m", "kitab.app.cli", "snapshot", "from-dumps", "--wikidata",
-                             str(published / TRUTHY_FILE), "--openlibrary", str(published / "openlibrary"),
-                             "--out", str(tmp_path / "out")], capture_output=True, text=True)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kitab.app.cli",
+            "snapshot",
+            "from-dumps",
+            "--wikidata",
+            str(published / TRUTHY_FILE),
+            "--openlibrary",
+            str(published / "openlibrary"),
+            "--out",
+            str(tmp_path / "out"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode != 0
     errors = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(errors) <= 2 and "sitelinks" in errors[0] and errors[0].startswith("kitab: error:")
@@ -143,14 +160,23 @@ def test_bad_lines_are_counted_not_fatal(published, world, tmp_path):
 
     def spoil_wikidata(lines):
         # a cut entity, a line that is not JSON, and a record over the size limit
-        big = b'{"type":"item","id":"Q1999999999","claims":{"P50":[]},"labels":{"en":{"value":"' + b"x" * 300_000 + b'"}}},'
-        return lines[:2] + [b'{"type":"item","id":"Q1","claims":{"P50":[{"mainsnak"', b'not json "P50" at all,', big] + lines[2:]
+        big = (
+            b'{"type":"item","id":"Q1999999999","claims":{"P50":[]},"labels":{"en":{"value":"'
+            + b"x" * 300_000
+            + b'"}}},'
+        )
+        return (
+            lines[:2]
+            + [b'{"type":"item","id":"Q1","claims":{"P50":[{"mainsnak"', b'not json "P50" at all,', big]
+            + lines[2:]
+        )
 
     _rewrite_gz(published / JSON_FILE, bad / JSON_FILE, spoil_wikidata)
     authors = next((bad / "openlibrary").glob("ol_dump_authors_*"))
     _rewrite_gz(authors, authors, lambda lines: [b"/type/author\t/authors/OL1A\tnot-a-number"] + lines)
-    manifest = from_dumps(bad / JSON_FILE, bad / "openlibrary", tmp_path / "out",
-                          Settings(workers=0, max_record=200_000))
+    manifest = from_dumps(
+        bad / JSON_FILE, bad / "openlibrary", tmp_path / "out", Settings(workers=0, max_record=200_000)
+    )
     assert manifest["skipped"]["wikidata:malformed"] == 2
     assert manifest["skipped"]["wikidata:oversized"] == 2  # ours and the generator's multi-MB item
     assert manifest["skipped"]["authors:malformed"] == 1
@@ -181,11 +207,13 @@ def test_killed_scan_resumes_and_gives_identical_bytes(published, built, tmp_pat
     out = tmp_path / "resumed"
     parts = out.with_name(out.name + ".parts") / "wikidata"
     # each chunk is slowed down (in the child only) so the kill lands mid-scan
-    script = ("import time\nfrom kitab.sources.dumps import scan\nrun = scan._run_chunk\n"
-              "scan._run_chunk = lambda *a: (time.sleep(0.2), run(*a))[1]\n"
-              f"from kitab.sources.dumps.build import from_dumps, Settings\n"
-              f"from_dumps({str(published / JSON_FILE)!r}, {str(published / 'openlibrary')!r}, {str(out)!r}, "
-              f"Settings(workers=0, chunk_bytes=64 << 10))\n")
+    script = (
+        "import time\nfrom kitab.sources.dumps import scan\nrun = scan._run_chunk\n"
+        "scan._run_chunk = lambda *a: (time.sleep(0.2), run(*a))[1]\n"
+        f"from kitab.sources.dumps.build import from_dumps, Settings\n"
+        f"from_dumps({str(published / JSON_FILE)!r}, {str(published / 'openlibrary')!r}, {str(out)!r}, "
+        f"Settings(workers=0, chunk_bytes=64 << 10))\n"
+    )
     child = subprocess.Popen([sys.executable, "-c", script])
     deadline = time.time() + 120
     while time.time() < deadline and len(list(parts.glob("part-*.done.json"))) < 3:
@@ -196,8 +224,12 @@ def test_killed_scan_resumes_and_gives_identical_bytes(published, built, tmp_pat
     assert finished and not out.exists()
     total_chunks = gzip.open(published / JSON_FILE).read().__len__() // (64 << 10)
     assert len(finished) < total_chunks
-    manifest = from_dumps(published / JSON_FILE, published / "openlibrary", out,
-                          Settings(workers=0, chunk_bytes=64 << 10, keep_parts=True))
+    manifest = from_dumps(
+        published / JSON_FILE,
+        published / "openlibrary",
+        out,
+        Settings(workers=0, chunk_bytes=64 << 10, keep_parts=True),
+    )
     for name, mtime in finished.items():  # not parsed again
         assert (parts / name).stat().st_mtime_ns == mtime
     for name in (WIKIDATA_FILE, OL_AUTHORS_FILE, OL_WORKS_FILE, "ol_dump_editions.txt.gz"):
@@ -208,20 +240,31 @@ def test_killed_scan_resumes_and_gives_identical_bytes(published, built, tmp_pat
 def test_refresh_runs_on_the_built_snapshot(world, built, tmp_path):
     from kitab.app.runs import run_refresh
 
-    summaries = [run_refresh(source="dump", snapshot=snapshot, authors=12, seed=4, release="r",
-                             warehouse=tmp_path / f"wh{n}", direct=True) for n, snapshot in enumerate([world, built[JSON_FILE]])]
+    summaries = [
+        run_refresh(
+            source="dump",
+            snapshot=snapshot,
+            authors=12,
+            seed=4,
+            release="r",
+            warehouse=tmp_path / f"wh{n}",
+            direct=True,
+        )
+        for n, snapshot in enumerate([world, built[JSON_FILE]])
+    ]
     assert summaries[1]["authors"] == {"requested": 12, "eligible": 60, "sampled": 12, "shortfall": 0}
     assert summaries[1]["checksums"] == summaries[0]["checksums"]
     # kitab report --snapshot: the release's report with the snapshot's provenance
     from kitab.release.report import render_report
 
     text = render_report(tmp_path / "wh1", "r", snapshot=built[JSON_FILE])
-    section = text[text.index("## Snapshot provenance"):]
+    section = text[text.index("## Snapshot provenance") :]
     assert f"| {JSON_FILE} | wikidata-json |" in section and "ol_dump_redirects_2024-05-31.txt.gz" in section
     assert "| wikidata:invalid_date | 1 |" in section
 
 
 # --- the readers on real and odd input ------------------------------------------------------
+
 
 def test_real_open_library_lines_are_read():
     """Verbatim lines of the 2020 dumps: works with both author-role shapes, editions."""
@@ -252,15 +295,18 @@ def test_real_lines_filtered_by_key(tmp_path):
     assert counts["lines"] == 20 and not counts.get("malformed")
 
 
-@pytest.mark.parametrize("time, precision, expected", [
-    ("+1903-06-25T00:00:00Z", 11, ("1903-06-25T00:00:00Z", 1903)),
-    ("+1903-00-00T00:00:00Z", 9, ("1903-01-01T00:00:00Z", 1903)),
-    ("+1903-06-00T00:00:00Z", 10, ("1903-06-01T00:00:00Z", 1903)),
-    ("+1900-02-29T00:00:00Z", 11, None),  # not a leap year
-    ("+9999-01-01T00:00:00Z", 11, None),  # after the dump's date
-    ("+1980-13-45T00:00:00Z", 11, None),
-    ("-0500-00-00T00:00:00Z", 9, ("-0500-01-01T00:00:00Z", -500)),
-])
+@pytest.mark.parametrize(
+    "time, precision, expected",
+    [
+        ("+1903-06-25T00:00:00Z", 11, ("1903-06-25T00:00:00Z", 1903)),
+        ("+1903-00-00T00:00:00Z", 9, ("1903-01-01T00:00:00Z", 1903)),
+        ("+1903-06-00T00:00:00Z", 10, ("1903-06-01T00:00:00Z", 1903)),
+        ("+1900-02-29T00:00:00Z", 11, None),  # not a leap year
+        ("+9999-01-01T00:00:00Z", 11, None),  # after the dump's date
+        ("+1980-13-45T00:00:00Z", 11, None),
+        ("-0500-00-00T00:00:00Z", 9, ("-0500-01-01T00:00:00Z", -500)),
+    ],
+)
 def test_birth_dates_as_the_rdf_dumps_write_them(time, precision, expected):
     assert birth_lexical(time, precision, 2024) == expected
 

@@ -3,6 +3,7 @@ it): damage is never exported and fails only the damaged table, a reader sees on
 during a rebuild, queries are bounded, and every user or environment failure (full disk, a
 deleted lock file, a huge seed, a cut snapshot, hostile answers files, a Hub that echoes the
 token, no DNS) is at most two lines and a non-zero exit."""
+
 from __future__ import annotations
 
 import json
@@ -32,8 +33,9 @@ def released(tmp_path_factory) -> Path:
     from kitab.app.runs import run_refresh
 
     root = tmp_path_factory.mktemp("hostile") / "pristine"
-    run_refresh(source="dump", snapshot=BUNDLED_SNAPSHOT, authors=8, seed=42, release=RELEASE, warehouse=root,
-                direct=True)
+    run_refresh(
+        source="dump", snapshot=BUNDLED_SNAPSHOT, authors=8, seed=42, release=RELEASE, warehouse=root, direct=True
+    )
     return root
 
 
@@ -65,8 +67,18 @@ def out(result) -> str:
 @pytest.mark.parametrize("how", ["deleted", "flipped byte", "truncated"])
 def test_a_damaged_release_is_never_exported_nor_pushed(wh, tmp_path, how):
     damage(wh, "books", how)
-    result = kitab("export", "--release", RELEASE, "--out", tmp_path / "hf", "--push", "org/kitab",
-                   "--warehouse", wh.root, env={"HF_TOKEN": "hf_neverusedtoken", "HF_ENDPOINT": "http://127.0.0.1:9"})
+    result = kitab(
+        "export",
+        "--release",
+        RELEASE,
+        "--out",
+        tmp_path / "hf",
+        "--push",
+        "org/kitab",
+        "--warehouse",
+        wh.root,
+        env={"HF_TOKEN": "hf_neverusedtoken", "HF_ENDPOINT": "http://127.0.0.1:9"},
+    )
     assert_user_error(result, "fails verification", "books", "kitab verify")
     assert not (tmp_path / "hf").exists()
 
@@ -88,8 +100,7 @@ def test_a_damaged_table_fails_in_one_line_and_the_others_answer(wh, how):
 def test_a_corrupt_ledger_is_one_line_and_verify_fails(wh, tmp_path):
     ledger = wh.partition("releases", RELEASE) / LEDGER_FILE
     ledger.write_bytes(b"PAR1 not a parquet file")
-    assert_user_error(kitab("export", "--release", RELEASE, "--out", tmp_path / "hf", "--warehouse", wh.root),
-                      "ledger")
+    assert_user_error(kitab("export", "--release", RELEASE, "--out", tmp_path / "hf", "--warehouse", wh.root), "ledger")
     verify = kitab("verify", "--warehouse", wh.root)
     assert verify.returncode == 1 and b"Traceback" not in verify.stderr
 
@@ -146,16 +157,21 @@ def test_a_query_past_its_timeout_is_stopped_in_one_line(wh):
 
 
 def test_the_memory_limit_bounds_a_huge_string(wh):
-    result = kitab("sql", "select length(repeat('x', 2000000000))", "--memory-limit", "100MB",
-                   "--warehouse", wh.root, timeout=120)
+    result = kitab(
+        "sql", "select length(repeat('x', 2000000000))", "--memory-limit", "100MB", "--warehouse", wh.root, timeout=120
+    )
     assert_user_error(result, "Out of Memory")
 
 
 def test_no_file_outside_the_committed_set_is_readable_even_under_cwd_tmp(wh, tmp_path):
     (tmp_path / ".tmp").mkdir()
     (tmp_path / ".tmp" / "x").write_text("secret")
-    result = subprocess.run([*kitab_cmd(), "sql", "select * from read_text('.tmp/x')", "--warehouse", str(wh.root)],
-                            cwd=tmp_path, capture_output=True, timeout=120)
+    result = subprocess.run(
+        [*kitab_cmd(), "sql", "select * from read_text('.tmp/x')", "--warehouse", str(wh.root)],
+        cwd=tmp_path,
+        capture_output=True,
+        timeout=120,
+    )
     assert_user_error(result, "Permission Error")
     assert b"secret" not in result.stdout
 
@@ -163,8 +179,9 @@ def test_no_file_outside_the_committed_set_is_readable_even_under_cwd_tmp(wh, tm
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_ctrl_c_or_sigterm_stops_a_recursive_query_in_one_line(wh, sig):
     query = "with recursive r(n) as (select 1 union all select n + 1 from r) select count(*) from r"
-    proc = subprocess.Popen([*kitab_cmd(), "sql", query, "--warehouse", str(wh.root)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [*kitab_cmd(), "sql", query, "--warehouse", str(wh.root)], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     try:
         time.sleep(6)  # started (if not, the signal stops the start: the same one line)
         proc.send_signal(sig)
@@ -179,8 +196,17 @@ def test_ctrl_c_or_sigterm_stops_a_recursive_query_in_one_line(wh, sig):
 
 # -- 5, 6, 7: failures before the refresh starts -------------------------------------------------
 def test_a_disk_without_room_is_refused_before_prefect(tmp_path):
-    result = kitab("refresh", "--source", "dump", "--authors", "3", "--warehouse", tmp_path / "wh",
-                   env={"KITAB_MIN_FREE_MB": str(10**12)}, timeout=60)
+    result = kitab(
+        "refresh",
+        "--source",
+        "dump",
+        "--authors",
+        "3",
+        "--warehouse",
+        tmp_path / "wh",
+        env={"KITAB_MIN_FREE_MB": str(10**12)},
+        timeout=60,
+    )
     assert_user_error(result, "free on the disk")
     assert not (tmp_path / "wh").exists()
 
@@ -228,8 +254,9 @@ def hostile_answers(kind: str, path: Path, query_id: str) -> Path:
     return path
 
 
-@pytest.mark.parametrize("kind", ["deep JSON", "a huge response", "5M Title: lines", "a huge CSV cell",
-                                  "a 300 MB file"])
+@pytest.mark.parametrize(
+    "kind", ["deep JSON", "a huge response", "5M Title: lines", "a huge CSV cell", "a 300 MB file"]
+)
 def test_hostile_answers_files_are_one_line_in_bounded_time(wh, tmp_path, kind):
     with wh.connect() as con:  # a real query: the answer is read, matched and scored unless refused first
         (query_id,) = con.execute("select query_id from queries order by query_id limit 1").fetchone()
@@ -267,9 +294,19 @@ def test_a_push_error_is_one_line_without_the_token(wh, tmp_path):
     threading.Thread(target=server.serve_forever, daemon=True).start()
     token = "hf_SECRETsecretSECRET0123456789"
     try:
-        result = kitab("export", "--release", RELEASE, "--out", tmp_path / "hf", "--push", "org/kitab",
-                       "--warehouse", wh.root, timeout=120,
-                       env={"HF_TOKEN": token, "HF_ENDPOINT": f"http://127.0.0.1:{server.server_port}"})
+        result = kitab(
+            "export",
+            "--release",
+            RELEASE,
+            "--out",
+            tmp_path / "hf",
+            "--push",
+            "org/kitab",
+            "--warehouse",
+            wh.root,
+            timeout=120,
+            env={"HF_TOKEN": token, "HF_ENDPOINT": f"http://127.0.0.1:{server.server_port}"},
+        )
     finally:
         server.shutdown()
     err = assert_user_error(result, "push failed")
@@ -293,8 +330,22 @@ def test_live_without_dns_fails_after_one_attempt_in_one_line(tmp_path):
     """`kitab refresh --source live` where no name resolves (no network): one line, at once (the
     live pre-flight refuses it before anything starts; past it, a DNS failure is one attempt, not
     3 x 6 retries: test_a_name_that_does_not_resolve_is_not_retried)."""
-    result = kitab("refresh", "--source", "live", "--authors", "3", "--seed", "1", "--quiet",
-                   "--warehouse", tmp_path / "wh", timeout=300,
-                   env={"KITAB_CONTACT": "ops@example.org", "KITAB_WIKIDATA_ENDPOINT": "http://wdqs.invalid/sparql",
-                        "KITAB_OPENLIBRARY_BASE": "http://openlibrary.invalid"})
+    result = kitab(
+        "refresh",
+        "--source",
+        "live",
+        "--authors",
+        "3",
+        "--seed",
+        "1",
+        "--quiet",
+        "--warehouse",
+        tmp_path / "wh",
+        timeout=300,
+        env={
+            "KITAB_CONTACT": "ops@example.org",
+            "KITAB_WIKIDATA_ENDPOINT": "http://wdqs.invalid/sparql",
+            "KITAB_OPENLIBRARY_BASE": "http://openlibrary.invalid",
+        },
+    )
     assert_user_error(result, "wdqs.invalid")

@@ -1,7 +1,8 @@
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kitab.sources.http import fingerprint, parse_retry_after
 
@@ -25,7 +26,7 @@ def test_fingerprint_depends_on_body():
 
 def test_retry_after_seconds_and_http_date():
     assert parse_retry_after("7") == 7.0
-    soon = datetime.now(timezone.utc) + timedelta(seconds=30)
+    soon = datetime.now(UTC) + timedelta(seconds=30)
     assert 25 <= parse_retry_after(format_datetime(soon, usegmt=True)) <= 31
     assert parse_retry_after(None) is None
     assert parse_retry_after("soon") is None

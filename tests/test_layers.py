@@ -7,6 +7,7 @@ round a longer circle. Lazy imports inside functions count the same as top-level
                         ├─ kitab.simulate       kitab.release (core, sources, tasks)
                         └──────────────── kitab.app (everything)
 """
+
 from __future__ import annotations
 
 import ast
@@ -25,8 +26,16 @@ ALLOWED = {
     "flows": {"kitab", "kitab.core", "kitab.sources", "tasks", "flows"},
     "kitab.release": {"kitab", "kitab.core", "kitab.sources", "tasks", "kitab.release"},
     "kitab.simulate": {"kitab", "kitab.core", "kitab.sources", "kitab.simulate"},
-    "kitab.app": {"kitab", "kitab.core", "kitab.sources", "tasks", "flows", "kitab.release", "kitab.simulate",
-                  "kitab.app"},
+    "kitab.app": {
+        "kitab",
+        "kitab.core",
+        "kitab.sources",
+        "tasks",
+        "flows",
+        "kitab.release",
+        "kitab.simulate",
+        "kitab.app",
+    },
 }
 PACKAGES = ("kitab", "tasks", "flows")
 
@@ -79,14 +88,18 @@ def import_graph(root: Path = PROJECT_ROOT) -> dict[str, set[str]]:
 
 
 def upward_imports(graph: dict[str, set[str]]) -> list[str]:
-    return sorted(f"{src} ({layer_of(src)}) imports {dst} ({layer_of(dst)})"
-                  for src, targets in graph.items() for dst in targets
-                  if layer_of(dst) not in ALLOWED[layer_of(src)])
+    return sorted(
+        f"{src} ({layer_of(src)}) imports {dst} ({layer_of(dst)})"
+        for src, targets in graph.items()
+        for dst in targets
+        if layer_of(dst) not in ALLOWED[layer_of(src)]
+    )
 
 
 def file_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     """Strongly connected components of more than one module (Tarjan), i.e. import circles.
     A package's ``__init__`` that re-exports its own submodules is not a circle with them."""
+
     def edges(src: str) -> list[str]:
         return sorted(dst for dst in graph[src] if not dst.startswith(src + "."))
 
@@ -122,8 +135,7 @@ def file_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 def test_every_module_has_a_layer():
     modules = project_modules()
     assert "kitab.core.warehouse" in modules and "tasks.publish" in modules
-    flat = sorted(m for m in modules if m.count(".") == 1 and m.startswith("kitab.")
-                  and m not in ALLOWED)
+    flat = sorted(m for m in modules if m.count(".") == 1 and m.startswith("kitab.") and m not in ALLOWED)
     assert flat == [], f"modules directly under kitab/ belong in a layer folder: {flat}"
 
 
@@ -135,16 +147,24 @@ def test_no_file_cycles():
     assert file_cycles(import_graph()) == []
 
 
-@pytest.mark.parametrize("source, expected", [
-    ("from kitab.app.cli import main\n", ["kitab.core.x (kitab.core) imports kitab.app.cli (kitab.app)"]),
-    ("def f():\n    from flows.pipeline import run_pipeline\n", ["kitab.core.x (kitab.core) imports flows.pipeline (flows)"]),
-    ("from kitab.core import refs\n", []),
-])
+@pytest.mark.parametrize(
+    "source, expected",
+    [
+        ("from kitab.app.cli import main\n", ["kitab.core.x (kitab.core) imports kitab.app.cli (kitab.app)"]),
+        (
+            "def f():\n    from flows.pipeline import run_pipeline\n",
+            ["kitab.core.x (kitab.core) imports flows.pipeline (flows)"],
+        ),
+        ("from kitab.core import refs\n", []),
+    ],
+)
 def test_the_rules_catch_an_upward_import(tmp_path, source, expected):
     """The checks themselves: a lazy import up the layers is found, a sideways one is not."""
-    for package, files in {"kitab": ["__init__.py", "core/__init__.py", "core/refs.py", "app/__init__.py",
-                                     "app/cli.py"],
-                           "flows": ["__init__.py", "pipeline.py"], "tasks": ["__init__.py"]}.items():
+    for package, files in {
+        "kitab": ["__init__.py", "core/__init__.py", "core/refs.py", "app/__init__.py", "app/cli.py"],
+        "flows": ["__init__.py", "pipeline.py"],
+        "tasks": ["__init__.py"],
+    }.items():
         for name in files:
             path = tmp_path / package / name
             path.parent.mkdir(parents=True, exist_ok=True)

@@ -2,6 +2,7 @@
 KITAB_CONTACT, a service host that does not resolve) in one line and within seconds, through
 the real command. `.invalid` never resolves (RFC 2606), so the test needs no network and
 holds on a machine that has one."""
+
 from __future__ import annotations
 
 import os
@@ -17,8 +18,13 @@ def refresh_live(tmp_path: Path, **env: str) -> tuple[subprocess.CompletedProces
     run_env = {k: v for k, v in os.environ.items() if k not in ("KITAB_CONTACT", "KITAB_DEBUG")}
     run_env.update(env)
     started = time.monotonic()
-    done = subprocess.run([KITAB, "refresh", "--source", "live", "--authors", "5", "--warehouse",
-                           str(tmp_path / "wh")], capture_output=True, text=True, env=run_env, timeout=120)
+    done = subprocess.run(
+        [KITAB, "refresh", "--source", "live", "--authors", "5", "--warehouse", str(tmp_path / "wh")],
+        capture_output=True,
+        text=True,
+        env=run_env,
+        timeout=120,
+    )
     return done, time.monotonic() - started
 
 
@@ -32,9 +38,12 @@ def test_live_without_a_contact_is_refused_at_once_in_one_line(tmp_path):
 
 
 def test_live_with_hosts_that_do_not_resolve_is_refused_before_the_run(tmp_path):
-    done, seconds = refresh_live(tmp_path, KITAB_CONTACT="someone@example.org",
-                                 KITAB_WIKIDATA_ENDPOINT="https://query.wikidata.invalid/sparql",
-                                 KITAB_OPENLIBRARY_BASE="https://openlibrary.invalid")
+    done, seconds = refresh_live(
+        tmp_path,
+        KITAB_CONTACT="someone@example.org",
+        KITAB_WIKIDATA_ENDPOINT="https://query.wikidata.invalid/sparql",
+        KITAB_OPENLIBRARY_BASE="https://openlibrary.invalid",
+    )
     assert done.returncode == 1, done.stderr
     assert done.stderr.count("\n") == 1 and done.stderr.startswith("kitab: error: "), done.stderr
     assert "query.wikidata.invalid" in done.stderr and "openlibrary.invalid" in done.stderr

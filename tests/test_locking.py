@@ -1,6 +1,7 @@
 """kitab.core.locking: one refresh per warehouse, a busy warehouse refused at once, a dead holder's
 lock taken over; and (one Prefect flow) the same through the real CLI, with Prefect's
 temporary server gone once the refresh holding the lock is killed."""
+
 from __future__ import annotations
 
 import logging
@@ -60,8 +61,12 @@ def test_a_held_lock_is_refused_naming_the_holder_and_a_killed_holders_lock_is_t
 def test_reentrant_in_one_process(tmp_path):
     """run_refresh takes the lock, run_pipeline takes it again: the inner exit keeps it."""
     root = tmp_path / "wh"
-    probe = [sys.executable, "-c", "import sys; from kitab.core.locking import refuse_if_busy; refuse_if_busy(sys.argv[1])",
-             str(root)]
+    probe = [
+        sys.executable,
+        "-c",
+        "import sys; from kitab.core.locking import refuse_if_busy; refuse_if_busy(sys.argv[1])",
+        str(root),
+    ]
     with refresh_lock(root, "mine") as outer:
         with refresh_lock(root, "mine") as inner:
             assert inner == outer
@@ -96,9 +101,13 @@ def test_second_refresh_refused_at_once_and_a_killed_refresh_leaves_no_server(tm
     root = tmp_path / "wh"
     env = {**os.environ, "PREFECT_HOME": str(tmp_path / "prefect-child")}
     env.pop("PREFECT_API_URL", None)  # the child starts its own temporary server, as a user's would
-    first = subprocess.Popen([*kitab_cmd(), "refresh", "--authors", "40", "--seed", "3", "--release", "first",
-                              "--warehouse", str(root)], env=env, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL, start_new_session=True)
+    first = subprocess.Popen(
+        [*kitab_cmd(), "refresh", "--authors", "40", "--seed", "3", "--release", "first", "--warehouse", str(root)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     server = None
     try:
         deadline = time.monotonic() + 240
@@ -109,8 +118,12 @@ def test_second_refresh_refused_at_once_and_a_killed_refresh_leaves_no_server(tm
             time.sleep(0.2)
 
         started = time.monotonic()
-        second = subprocess.run([*kitab_cmd(), "refresh", "--release", "second", "--warehouse", str(root)],
-                                env=env, capture_output=True, timeout=120)
+        second = subprocess.run(
+            [*kitab_cmd(), "refresh", "--release", "second", "--warehouse", str(root)],
+            env=env,
+            capture_output=True,
+            timeout=120,
+        )
         took = time.monotonic() - started
         assert_user_error(second, "is busy", f"pid {first.pid}", "'first'")
         # refused before doing anything (event order, not a clock a busy machine can miss): no

@@ -1,6 +1,7 @@
 """The optional model tagger (tasks/taggers/model.py) against a small OpenAI-compatible chat
 server on 127.0.0.1: batching, parsing into spans, the (model, prompt, title) cache, retries,
 fatal statuses, and that the key never reaches the cache."""
+
 from __future__ import annotations
 
 import json
@@ -59,12 +60,15 @@ class ChatFixture:
                     human = sorted(p for p in PEOPLE if re.search(rf"\b{p}\b", title))
                     human += ["Will Grayson"] if title.count("Will Grayson") == 2 else []
                     city = sorted(c for c in CITIES if re.search(rf"\b{c}\b", title))
-                    entries.append({"n": int(n), "human": human + (["Nobody"] if "ghost" in title else []), "city": city})
+                    entries.append(
+                        {"n": int(n), "human": human + (["Nobody"] if "ghost" in title else []), "city": city}
+                    )
                 text = json.dumps({"titles": entries})
                 if fixture.fence:
                     text = f"Here you are:\n```json\n{text}\n```"
-                self._send(200, {"choices": [{"message": {"role": "assistant", "content": text},
-                                              "finish_reason": "stop"}]})
+                self._send(
+                    200, {"choices": [{"message": {"role": "assistant", "content": text}, "finish_reason": "stop"}]}
+                )
 
             def _send(self, status, payload):
                 data = json.dumps(payload).encode()
@@ -90,8 +94,16 @@ def chat():
     fixture.close()
 
 
-TITLES = ["Emma", "Mrs Dalloway", "Death in Venice", "The Great Gatsby", "Will Grayson, Will Grayson",
-          "Dune", "Paris Spleen", "a ghost story"]
+TITLES = [
+    "Emma",
+    "Mrs Dalloway",
+    "Death in Venice",
+    "The Great Gatsby",
+    "Will Grayson, Will Grayson",
+    "Dune",
+    "Paris Spleen",
+    "a ghost story",
+]
 
 
 def test_titles_go_in_batches_and_come_back_as_spans(chat, tmp_path):
@@ -102,7 +114,15 @@ def test_titles_go_in_batches_and_come_back_as_spans(chat, tmp_path):
     assert chat.requests[0]["messages"][0]["content"] == PROMPT
     assert chat.requests[0]["messages"][1]["content"] == "1. Emma\n2. Mrs Dalloway\n3. Death in Venice"
     assert [[s.text for s in x] for x in spans] == [
-        ["Emma"], ["Dalloway"], [], ["Gatsby"], ["Will Grayson", "Will Grayson"], [], [], []]
+        ["Emma"],
+        ["Dalloway"],
+        [],
+        ["Gatsby"],
+        ["Will Grayson", "Will Grayson"],
+        [],
+        [],
+        [],
+    ]
     assert spans[1][0].start == 4 and spans[1][0].end == 12  # offsets quote the title
     assert spans[4][1].start == 14  # a repeated name takes its second occurrence
     assert spans[7] == []  # "Nobody" is not in the title: no span
@@ -164,17 +184,24 @@ def test_a_title_left_out_is_asked_again_alone_then_an_error(chat, tmp_path):
 
 
 def test_the_stage_stores_model_spans_as_their_own_version(chat):
-    books = [{"book_id": "b1", "author_qid": "Q1", "canonical_title": "Death in Venice"},
-             {"book_id": "b2", "author_qid": "Q1", "canonical_title": "Emma"}]
+    books = [
+        {"book_id": "b1", "author_qid": "Q1", "canonical_title": "Death in Venice"},
+        {"book_id": "b2", "author_qid": "Q1", "canonical_title": "Emma"},
+    ]
     rows = tag_entities(books, [], taggers=model_taggers(chat.base_url, "m1", None, backoff=0)).tables["title_entities"]
     assert [(r["book_id"], r["kind"], r["text"], r["version"], r["evidence"]) for r in rows] == [
-        ("b1", "city", "Venice", "city_model_v1", "model:m1"), ("b2", "human", "Emma", "human_model_v1", "model:m1")]
+        ("b1", "city", "Venice", "city_model_v1", "model:m1"),
+        ("b2", "human", "Emma", "human_model_v1", "model:m1"),
+    ]
     assert len(chat.requests) == 1
 
 
 def test_parse_and_place():
-    assert parse_answer('{"titles": [{"n": 1, "human": ["A"], "city": []}, {"n": 9, "human": [], "city": []},'
-                        ' {"n": 2, "human": "B", "city": []}]}', 2) == {1: {"human": ["A"], "city": []}}
+    assert parse_answer(
+        '{"titles": [{"n": 1, "human": ["A"], "city": []}, {"n": 9, "human": [], "city": []},'
+        ' {"n": 2, "human": "B", "city": []}]}',
+        2,
+    ) == {1: {"human": ["A"], "city": []}}
     assert parse_answer("no json here", 1) == {} and parse_answer("{broken", 1) == {}
     assert batch_message(["a\nb", "c"]) == "1. a b\n2. c"
     assert [(s.start, s.text) for s in place("the tale of EMMA", ["Emma"], "human", "model:x")] == [(12, "EMMA")]
@@ -200,7 +227,9 @@ def test_selected_by_configuration(chat, monkeypatch):
     monkeypatch.setenv("KITAB_TAGGER_MODEL", "m9")
     taggers = default_taggers()
     assert [(t.name, t.version, t.fingerprint()) for t in taggers] == [
-        ("human", "human_model_v1", {"llm": "m9", "prompt": "v1"}), ("city", "city_model_v1", {"llm": "m9", "prompt": "v1"})]
+        ("human", "human_model_v1", {"llm": "m9", "prompt": "v1"}),
+        ("city", "city_model_v1", {"llm": "m9", "prompt": "v1"}),
+    ]
     books = [{"book_id": "b1", "author_qid": "Q1", "canonical_title": "Emma in Paris"}]
     rows = tag_entities(books, [], taggers=taggers).tables["title_entities"]
     assert [(r["text"], r["version"]) for r in rows] == [("Emma", "human_model_v1"), ("Paris", "city_model_v1")]

@@ -1,5 +1,6 @@
 """The one composition (flows/pipeline.py): the release does not depend on where or in what
 batches the steps run, and a rerun resumes from the work folder's checkpoints."""
+
 from __future__ import annotations
 
 import json
@@ -14,11 +15,18 @@ AUTHORS, SEED = 14, 5
 
 
 def _refresh(tmp_path, name: str, **kwargs) -> dict:
-    from kitab.core.env import BUNDLED_SNAPSHOT
     from kitab.app.runs import run_refresh
+    from kitab.core.env import BUNDLED_SNAPSHOT
 
-    return run_refresh(source="dump", snapshot=BUNDLED_SNAPSHOT, authors=AUTHORS, seed=SEED, release="same",
-                       warehouse=tmp_path / name, **kwargs)
+    return run_refresh(
+        source="dump",
+        snapshot=BUNDLED_SNAPSHOT,
+        authors=AUTHORS,
+        seed=SEED,
+        release="same",
+        warehouse=tmp_path / name,
+        **kwargs,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -53,6 +61,7 @@ def test_work_folder_resumes_only_unchanged_steps(tmp_path):
         def run() -> StepResult:
             calls.append(rows)
             return StepResult({"t": write_rows("t", rows, work.path("s", "00000", "t"))}, {"n": len(rows)})
+
         return run
 
     first = work.run("s", "00000", compute([{"a": 1}]), inputs=1)

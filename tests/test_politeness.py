@@ -3,6 +3,7 @@ live defaults (Open Library 1 request/s, WDQS queries spaced by 1 s, production 
 pointed at a mirror whose own rate limit is on: the measured rate stays under the cap, WDQS
 gets one query at a time, every request names a contact, and a 429's Retry-After holds every
 thread of the client."""
+
 from __future__ import annotations
 
 import threading
@@ -29,8 +30,12 @@ def limited(snapshot_dir):
 @pytest.fixture
 def live_clients(limited, tmp_path):
     """``open_sources("live")``: the live clients and their defaults, only the URLs are the mirror's."""
-    settings = Settings(warehouse=tmp_path / "wh", contact=CONTACT, openlibrary_base=limited.url,
-                        wikidata_endpoint=f"{limited.url}/sparql")
+    settings = Settings(
+        warehouse=tmp_path / "wh",
+        contact=CONTACT,
+        openlibrary_base=limited.url,
+        wikidata_endpoint=f"{limited.url}/sparql",
+    )
     assert settings.ol_rate == 1.0 and settings.wdqs_min_interval == 1.0 and settings.max_attempts == 6
     sources = open_sources("live", settings, cache_scope="politeness")
     yield sources
@@ -75,8 +80,14 @@ def test_open_library_at_its_live_default_stays_under_one_request_a_second(limit
 def test_wdqs_gets_one_query_at_a_time_spaced_by_a_second(limited, live_clients):
     mark = len(limited.log())
     windows = [(1900 + 5 * n, 1904 + 5 * n) for n in range(4)]
-    run_in_threads([lambda w=w: live_clients.wikidata.candidate_authors(from_year=w[0], to_year=w[1], min_works=10,
-                                                                      max_works=300) for w in windows])
+    run_in_threads(
+        [
+            lambda w=w: live_clients.wikidata.candidate_authors(
+                from_year=w[0], to_year=w[1], min_works=10, max_works=300
+            )
+            for w in windows
+        ]
+    )
     sent = entries(limited, mark, "wikidata")
     assert [e.status for e in sent].count(200) == 4
     gaps = [b.t - a.t for a, b in zip(sent, sent[1:])]
@@ -99,7 +110,7 @@ def test_a_429_retry_after_holds_every_thread_of_the_client(limited, live_client
     sent = entries(limited, mark, "openlibrary")
     assert [e.status for e in sent].count(429) == 1 and len(sent) == 4
     refused = next(i for i, e in enumerate(sent) if e.status == 429)
-    after = sent[refused + 1:]
+    after = sent[refused + 1 :]
     assert after and all(e.t - sent[refused].t >= 3.0 - TOLERANCE for e in after)  # nobody went before it elapsed
 
 
@@ -115,8 +126,9 @@ def test_an_author_released_under_another_qid_or_by_its_open_library_key_is_not_
     from tests.test_warehouse import tables
 
     def refresh(root, release):
-        run_refresh(source="dump", snapshot=BUNDLED_SNAPSHOT, authors=8, seed=42, release=release, warehouse=root,
-                    direct=True)
+        run_refresh(
+            source="dump", snapshot=BUNDLED_SNAPSHOT, authors=8, seed=42, release=release, warehouse=root, direct=True
+        )
         return Warehouse(root).read_table("authors").to_pylist()
 
     probe = refresh(tmp_path / "probe", "probe")  # whom this seed samples on an empty warehouse
@@ -125,8 +137,16 @@ def test_an_author_released_under_another_qid_or_by_its_open_library_key_is_not_
     earlier["released_authors"][0]["name_norm"] = name_key(by_name["name"])
     earlier["released_authors"][1]["ol_author_key"] = by_key["ol_author_key"]
     root = tmp_path / "wh"
-    publish(Warehouse(root), "earlier", earlier, seed=1, source="dump", snapshot_id="s", n_authors_requested=2,
-            requests_made=0)
+    publish(
+        Warehouse(root),
+        "earlier",
+        earlier,
+        seed=1,
+        source="dump",
+        snapshot_id="s",
+        n_authors_requested=2,
+        requests_made=0,
+    )
     released = {a["qid"]: a for a in refresh(root, "later") if a["release"] == "later"}
     assert by_name["qid"] not in released and by_key["qid"] not in released
     assert len(released) == 8  # two others took their places

@@ -1,4 +1,5 @@
 """kitab/app/probe_input.py: what the probes make of any bytes."""
+
 from __future__ import annotations
 
 from kitab.app.probe_input import decode_lines, line_list, valid_text, without_long_titles

@@ -3,6 +3,7 @@ object the pipeline updates, the views that render it, and the stage timings the
 
 The pure parts run on a fake clock; one direct run through the session's mirror checks what
 the pipeline itself reports; one flow-level test runs the real ``kitab refresh`` command."""
+
 from __future__ import annotations
 
 import json
@@ -16,12 +17,20 @@ import pytest
 from typer.testing import CliRunner
 
 from kitab.app.cli import app
-from kitab.core.warehouse import SQL_DIR
-from kitab.core.env import BUNDLED_SNAPSHOT
-from kitab.core.progress import (RATE_WINDOW, STAGES, Progress, Throttled, format_count, format_seconds, parse_stages,
-                            status_line, tracking)
 from kitab.app.progress_display import PlainLines, progress_mode, render_status
-from kitab.core.warehouse import LEDGER_FILE, Warehouse
+from kitab.core.env import BUNDLED_SNAPSHOT
+from kitab.core.progress import (
+    RATE_WINDOW,
+    STAGES,
+    Progress,
+    Throttled,
+    format_count,
+    format_seconds,
+    parse_stages,
+    status_line,
+    tracking,
+)
+from kitab.core.warehouse import LEDGER_FILE, SQL_DIR, Warehouse
 from tasks.publish import publish
 from tests.test_cli_errors import kitab_cmd
 from tests.test_warehouse import tables
@@ -45,6 +54,7 @@ class Client:
 
 
 # -- the progress object, on a fake clock -----------------------------------------------------
+
 
 def test_progress_counts_parts_requests_and_eta():
     clock = Clock()
@@ -117,8 +127,7 @@ def test_tracking_gives_steps_the_outer_progress():
 def test_throttled_passes_stage_changes_and_spaces_advances():
     clock, calls = Clock(), []
     view = Throttled(lambda p, e: calls.append(e), every=2.0, clock=clock)
-    for event, dt in [("stage", 0), ("advance", 0.5), ("advance", 2.0), ("stage", 0.1), ("advance", 0.1),
-                      ("end", 0.1)]:
+    for event, dt in [("stage", 0), ("advance", 0.5), ("advance", 2.0), ("stage", 0.1), ("advance", 0.1), ("end", 0.1)]:
         clock.now += dt
         view(None, event)
     assert calls == ["stage", "advance", "stage", "end"]
@@ -126,11 +135,11 @@ def test_throttled_passes_stage_changes_and_spaces_advances():
 
 def test_numbers_for_people_stay_short():
     assert [format_seconds(s) for s in (0.44, 41.25, 725, 7380)] == ["0.4 s", "41.2 s", "12m 05s", "2h 03m"]
-    assert [format_count(n) for n in (987, 9876, 52311, 412345, 1234567)] == \
-        ["987", "9,876", "52.3k", "412k", "1.23M"]
+    assert [format_count(n) for n in (987, 9876, 52311, 412345, 1234567)] == ["987", "9,876", "52.3k", "412k", "1.23M"]
 
 
 # -- the views ---------------------------------------------------------------------------------
+
 
 def test_progress_mode():
     assert progress_mode(quiet=True, stdout_tty=True, stderr_tty=True) == "none"
@@ -149,8 +158,10 @@ def test_plain_lines_one_per_stage_then_every_few_seconds():
     clock.now += 1.5
     p.end_stage(rows=4, requests=3)
     p.stage("collect", total=4, unit="authors", tasks=2)
-    assert lines[-1] == "kitab: 0:01 collect (3/7) started: Open Library match and works, cleaning, dedup " \
-                        "(sample_authors 1.5 s, 4 authors)"
+    assert (
+        lines[-1] == "kitab: 0:01 collect (3/7) started: Open Library match and works, cleaning, dedup "
+        "(sample_authors 1.5 s, 4 authors)"
+    )
     n = len(lines)
     for _ in range(3):  # ticks every second: a line once 5 s have passed and something moved
         clock.now += 1
@@ -200,6 +211,7 @@ def test_live_view_shows_every_stage_and_the_running_one():
 
 # -- the pipeline reports its own progress ------------------------------------------------------
 
+
 def test_a_direct_run_reports_stages_authors_and_requests(mirror, tmp_path):
     """Through the session's mirror, batches of 5 authors on threads: every stage in order,
     authors counted one by one up to the total, and every request the clients sent."""
@@ -207,8 +219,18 @@ def test_a_direct_run_reports_stages_authors_and_requests(mirror, tmp_path):
 
     p, events = Progress(), []
     p.subscribe(lambda progress, event: events.append((event, progress.status())))
-    summary = run_refresh(source="mirror", snapshot=BUNDLED_SNAPSHOT, mirror_url=mirror.url, authors=12, seed=3,
-                          release="p", warehouse=tmp_path, batch_size=5, direct=True, progress=p)
+    summary = run_refresh(
+        source="mirror",
+        snapshot=BUNDLED_SNAPSHOT,
+        mirror_url=mirror.url,
+        authors=12,
+        seed=3,
+        release="p",
+        warehouse=tmp_path,
+        batch_size=5,
+        direct=True,
+        progress=p,
+    )
     started = [s.stage for e, s in events if e == "stage"]
     assert started == list(STAGES)
     collect = [s.done for e, s in events if e == "advance" and s.stage == "collect"]
@@ -240,8 +262,20 @@ def test_kitab_refresh_prints_progress_lines_then_the_summary_or_json(tmp_path):
     stdout; rebuilt with --json --quiet: only the JSON document on stdout, nothing on stderr."""
     env = {**os.environ, "PREFECT_HOME": str(tmp_path / "prefect"), "COLUMNS": "100"}
     env.pop("KITAB_DEBUG", None)
-    args = [*kitab_cmd(), "refresh", "--source", "dump", "--authors", "12", "--seed", "3", "--release", "r",
-            "--warehouse", str(tmp_path / "wh")]
+    args = [
+        *kitab_cmd(),
+        "refresh",
+        "--source",
+        "dump",
+        "--authors",
+        "12",
+        "--seed",
+        "3",
+        "--release",
+        "r",
+        "--warehouse",
+        str(tmp_path / "wh"),
+    ]
     human = subprocess.run(args, capture_output=True, text=True, env=env, timeout=600)
     assert human.returncode == 0, human.stderr
     lines = human.stderr.splitlines()
@@ -253,10 +287,17 @@ def test_kitab_refresh_prints_progress_lines_then_the_summary_or_json(tmp_path):
     assert len(waiting) <= 1 and all("Prefect's temporary server (once per refresh" in w for w in waiting), lines
     assert re.match(r"kitab: \S+ done in .* · 0 requests; publish ", lines[-1])
     out = human.stdout
-    for part in ("kitab refresh: release r from snapshot kitab-s42-", "counts per stage", "Open Library match",
-                 "rejects by stage and reason", "time per stage", f"data tests passed: {len(list((SQL_DIR / 'tests').glob('*.sql')))}",
-                 "requests made: 0",
-                 "wall time: ", f"release r is in the warehouse {tmp_path / 'wh'}"):
+    for part in (
+        "kitab refresh: release r from snapshot kitab-s42-",
+        "counts per stage",
+        "Open Library match",
+        "rejects by stage and reason",
+        "time per stage",
+        f"data tests passed: {len(list((SQL_DIR / 'tests').glob('*.sql')))}",
+        "requests made: 0",
+        "wall time: ",
+        f"release r is in the warehouse {tmp_path / 'wh'}",
+    ):
         assert part in out, (part, out)
     assert "{" not in out
 
@@ -270,19 +311,31 @@ def test_kitab_refresh_prints_progress_lines_then_the_summary_or_json(tmp_path):
 
 # -- the ledger's stages column, shown by `kitab releases` and `kitab report` --------------------
 
-STAGES_BEFORE_PUBLISH = [{"stage": "start", "seconds": 0.4}, {"stage": "sample_authors", "seconds": 1.3, "rows": 2},
-                         {"stage": "collect", "seconds": 754.2, "rows": 2, "tasks": 1, "requests": 1234},
-                         {"stage": "tag_entities", "seconds": 8.1, "rows": 2, "tasks": 1},
-                         {"stage": "generate_constraints", "seconds": 2.0, "rows": 0, "tasks": 1},
-                         {"stage": "sample_queries", "seconds": 0.8, "rows": 0}]
+STAGES_BEFORE_PUBLISH = [
+    {"stage": "start", "seconds": 0.4},
+    {"stage": "sample_authors", "seconds": 1.3, "rows": 2},
+    {"stage": "collect", "seconds": 754.2, "rows": 2, "tasks": 1, "requests": 1234},
+    {"stage": "tag_entities", "seconds": 8.1, "rows": 2, "tasks": 1},
+    {"stage": "generate_constraints", "seconds": 2.0, "rows": 0, "tasks": 1},
+    {"stage": "sample_queries", "seconds": 0.8, "rows": 0},
+]
 
 
 LONG = "2026.11.22-s20261122"  # a default id: the date, and the date as seed
 
 
 def put(wh: Warehouse, release: str, qids: list[str], stages=STAGES_BEFORE_PUBLISH) -> dict:
-    return publish(wh, release, tables(qids), seed=1, source="dump", snapshot_id="s", n_authors_requested=len(qids),
-                   requests_made=1234, stages=stages)
+    return publish(
+        wh,
+        release,
+        tables(qids),
+        seed=1,
+        source="dump",
+        snapshot_id="s",
+        n_authors_requested=len(qids),
+        requests_made=1234,
+        stages=stages,
+    )
 
 
 def make_old(wh: Warehouse, release: str) -> None:
@@ -328,12 +381,24 @@ def test_releases_from_before_the_stages_column_still_list_and_report(tmp_path):
     put(wh, "new", ["Q2"])
     both = releases_output(tmp_path)
     assert re.search(r"old(\s+–){8}", both) and "12m 34s" in both, both
-    result = CliRunner().invoke(app, ["sql", "select release, stages is null as missing from releases "
-                                      "order by all", "--warehouse", str(tmp_path), "--output", "jsonl"])
+    result = CliRunner().invoke(
+        app,
+        [
+            "sql",
+            "select release, stages is null as missing from releases order by all",
+            "--warehouse",
+            str(tmp_path),
+            "--output",
+            "jsonl",
+        ],
+    )
     assert [json.loads(line) for line in result.output.splitlines()] == [
-        {"release": "new", "missing": False}, {"release": "old", "missing": True}]
-    assert "Not recorded: release `old` was made before kitab recorded stage timings." in \
-        stages_section("old", wh.ledger_row("old"))
+        {"release": "new", "missing": False},
+        {"release": "old", "missing": True},
+    ]
+    assert "Not recorded: release `old` was made before kitab recorded stage timings." in stages_section(
+        "old", wh.ledger_row("old")
+    )
     section = stages_section("new", wh.ledger_row("new"))
     assert "The slowest stage, in bold, is `collect`." in section
     assert re.search(r"\| \*\*collect\*\* \| 12m 34s \| 9\d% \| 2 works \| 1 \| 1,234 \|", section), section
@@ -353,8 +418,18 @@ def test_status_line_before_and_after():
 def test_ledgers_from_before_the_stage_vocabulary_read_with_todays_step_names():
     from kitab.core.progress import STAGES, parse_stages
 
-    old = [{"stage": "start", "seconds": 0.1}, {"stage": "sample", "seconds": 1.0}, {"stage": "tag", "seconds": 2.0},
-           {"stage": "constrain", "seconds": 3.0}, {"stage": "publish", "seconds": 0.5}]
-    assert [r["stage"] for r in parse_stages(json.dumps(old))] == \
-        ["start", "sample_authors", "tag_entities", "generate_constraints", "publish"]
+    old = [
+        {"stage": "start", "seconds": 0.1},
+        {"stage": "sample", "seconds": 1.0},
+        {"stage": "tag", "seconds": 2.0},
+        {"stage": "constrain", "seconds": 3.0},
+        {"stage": "publish", "seconds": 0.5},
+    ]
+    assert [r["stage"] for r in parse_stages(json.dumps(old))] == [
+        "start",
+        "sample_authors",
+        "tag_entities",
+        "generate_constraints",
+        "publish",
+    ]
     assert set(r["stage"] for r in parse_stages(json.dumps(old))) <= set(STAGES)

@@ -1,5 +1,6 @@
 """``kitab prompts``: the paper's templates (App. D), filled for the paper's own examples,
 read word for word like the paper prints them (whitespace aside: the paper is typeset)."""
+
 from __future__ import annotations
 
 import re
@@ -57,16 +58,31 @@ PAPER = {"no-context": PAPER_2A, "with-context": PAPER_2B, "self-context": PAPER
 # The paper's examples: its running query (§3.1, Toni Morrison) and the criteria of its
 # Appendix examples, in KITAB's data format ("Criterion N: ...").
 EXAMPLES = [
-    dict(author="Toni Morrison", birth_year=1931, constraints="Criterion 1: Book was first published between 1970-1980.",
-         all_books=["Beloved (1987)", "Song of Solomon (1977)", "Sula (1973)", "The Bluest Eye (1970)"]),
-    dict(author="Toni Morrison", birth_year=1931, constraints="Criterion 1: Book title contains only 4 words.",
-         all_books=["Beloved (1987)", "The Bluest Eye (1970)"]),
-    dict(author="Gabriel García Márquez", birth_year=1927, constraints="Criterion 1: Book title ends with the letter a.",
-         all_books=["Leaf Storm (1955)", "One Hundred Years of Solitude (1967)"]),
-    dict(author="Erich Maria Remarque", birth_year=1898,
-         constraints="Criterion 1: Book title starts with the letter v., "
-                     "Criterion 2: Book contains a human name in its title.",
-         all_books=["All Quiet on the Western Front (1929)"]),
+    dict(
+        author="Toni Morrison",
+        birth_year=1931,
+        constraints="Criterion 1: Book was first published between 1970-1980.",
+        all_books=["Beloved (1987)", "Song of Solomon (1977)", "Sula (1973)", "The Bluest Eye (1970)"],
+    ),
+    dict(
+        author="Toni Morrison",
+        birth_year=1931,
+        constraints="Criterion 1: Book title contains only 4 words.",
+        all_books=["Beloved (1987)", "The Bluest Eye (1970)"],
+    ),
+    dict(
+        author="Gabriel García Márquez",
+        birth_year=1927,
+        constraints="Criterion 1: Book title ends with the letter a.",
+        all_books=["Leaf Storm (1955)", "One Hundred Years of Solitude (1967)"],
+    ),
+    dict(
+        author="Erich Maria Remarque",
+        birth_year=1898,
+        constraints="Criterion 1: Book title starts with the letter v., "
+        "Criterion 2: Book contains a human name in its title.",
+        all_books=["All Quiet on the Western Front (1929)"],
+    ),
 ]
 
 
@@ -75,8 +91,12 @@ def words(text: str) -> list[str]:
 
 
 def fill(paper: str, example: dict) -> str:
-    return (paper.replace("{$author}", example["author"]).replace("{$birth_year}", str(example["birth_year"]))
-            .replace("{$constraints}", example["constraints"]).replace("{$all_books}", "\n".join(example["all_books"])))
+    return (
+        paper.replace("{$author}", example["author"])
+        .replace("{$birth_year}", str(example["birth_year"]))
+        .replace("{$constraints}", example["constraints"])
+        .replace("{$all_books}", "\n".join(example["all_books"]))
+    )
 
 
 @pytest.mark.parametrize("template", sorted(TEMPLATES))

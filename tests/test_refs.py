@@ -1,4 +1,5 @@
 """kitab.core.refs.read_slice: a batch's rows of a step's output, the same as slicing them all."""
+
 from __future__ import annotations
 
 import pyarrow as pa
@@ -16,8 +17,14 @@ ROWS = 1_000
 def ref(tmp_path_factory) -> TableRef:
     """A file of many row groups of uneven sizes, with a list and a null column."""
     path = tmp_path_factory.mktemp("refs") / "t.parquet"
-    table = pa.table({"i": list(range(ROWS)), "name": [f"author {i}" for i in range(ROWS)],
-                      "ids": [[f"OL{i}A"] * (i % 3) for i in range(ROWS)], "none": [None] * ROWS})
+    table = pa.table(
+        {
+            "i": list(range(ROWS)),
+            "name": [f"author {i}" for i in range(ROWS)],
+            "ids": [[f"OL{i}A"] * (i % 3) for i in range(ROWS)],
+            "none": [None] * ROWS,
+        }
+    )
     with pq.ParquetWriter(path, table.schema) as writer:
         start = 0
         for size in [1, 99, 300, 7, 93, 500]:
@@ -30,7 +37,7 @@ def ref(tmp_path_factory) -> TableRef:
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(start=st.integers(0, ROWS + 5), length=st.integers(0, ROWS + 5))
 def test_read_slice_equals_slicing_every_row(ref, start, length):
-    assert read_slice(ref, start, start + length) == read_rows(ref)[start:start + length]
+    assert read_slice(ref, start, start + length) == read_rows(ref)[start : start + length]
 
 
 def test_an_empty_ref(tmp_path):

@@ -1,5 +1,6 @@
 """Releases: consecutive refreshes are disjoint (checked in SQL), a killed refresh leaves
 no partial release and a rerun completes it, and the scheduled deployment is created."""
+
 from __future__ import annotations
 
 import os
@@ -38,8 +39,9 @@ def test_three_consecutive_refreshes_are_disjoint(harness, tmp_path, snapshot_di
     from kitab.app.runs import run_refresh
 
     for n, seed in enumerate([11, 12, 13], start=1):
-        summary = run_refresh(source="dump", snapshot=snapshot_dir, authors=40, seed=seed, release=f"r{n}",
-                              warehouse=tmp_path)
+        summary = run_refresh(
+            source="dump", snapshot=snapshot_dir, authors=40, seed=seed, release=f"r{n}", warehouse=tmp_path
+        )
         assert summary["stage_counts"]["sampled"] == 40
     wh = Warehouse(tmp_path)
     assert wh.committed_releases() == ["r1", "r2", "r3"]
@@ -59,11 +61,26 @@ def test_killed_refresh_leaves_no_partial_release_and_rerun_completes(harness, t
     mirror.faults.clear()
     env = {**os.environ, "KITAB_MIRROR_OL_RATE": "4", "PREFECT_HOME": str(tmp_path / "prefect-child")}
     env.pop("PREFECT_API_URL", None)  # the child starts its own temporary server
-    cmd = [sys.executable, "-m", "kitab.app.cli", "refresh", "--source", "mirror", "--mirror-url", mirror.url,
-           "--authors", "30", "--seed", "5", "--release", "k1", "--warehouse", str(tmp_path / "wh")]
+    cmd = [
+        sys.executable,
+        "-m",
+        "kitab.app.cli",
+        "refresh",
+        "--source",
+        "mirror",
+        "--mirror-url",
+        mirror.url,
+        "--authors",
+        "30",
+        "--seed",
+        "5",
+        "--release",
+        "k1",
+        "--warehouse",
+        str(tmp_path / "wh"),
+    ]
     mark = len(mirror.log("openlibrary"))
-    child = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                             start_new_session=True)
+    child = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         deadline = time.monotonic() + 240
         while len(mirror.log("openlibrary")) - mark < 12:  # well into collecting works
@@ -79,8 +96,15 @@ def test_killed_refresh_leaves_no_partial_release_and_rerun_completes(harness, t
         with wh.connect() as con:
             assert con.execute("select count(*) from authors").fetchone() == (0,)
 
-    summary = run_refresh(source="mirror", snapshot=snapshot_dir, authors=30, seed=5, release="k1",
-                          warehouse=tmp_path / "wh", mirror_url=mirror.url)
+    summary = run_refresh(
+        source="mirror",
+        snapshot=snapshot_dir,
+        authors=30,
+        seed=5,
+        release="k1",
+        warehouse=tmp_path / "wh",
+        mirror_url=mirror.url,
+    )
     assert wh.committed_releases() == ["k1"]
     with wh.connect() as con:
         assert con.execute("select count(*) from sampled_authors").fetchone() == (30,)

@@ -1,4 +1,5 @@
 """The queries stage: seeded sampling at the configured rates, and the query rows."""
+
 from __future__ import annotations
 
 import ast
@@ -16,9 +17,11 @@ from tasks.constraints import parse_criteria, spec_from_json, spec_type
 from tasks.generate_constraints import generate_constraints
 from tasks.sample_queries import SamplingRates, sample_queries
 
-WORDS = ("apple bridge candle dragon ember falcon garden harbor island jungle kettle lantern meadow night "
-         "ocean palace quiet river shadow tower umbra valley window xenon yellow zephyr love war time "
-         "house heart stone road king queen").split()
+WORDS = (
+    "apple bridge candle dragon ember falcon garden harbor island jungle kettle lantern meadow night "
+    "ocean palace quiet river shadow tower umbra valley window xenon yellow zephyr love war time "
+    "house heart stone road king queen"
+).split()
 
 
 def bibliography(n_authors: int, seed: int):
@@ -32,9 +35,16 @@ def bibliography(n_authors: int, seed: int):
             title = " ".join(rng.choice(WORDS).capitalize() for _ in range(rng.choice([1, 1, 2, 2, 3, 3, 4, 5, 6])))
             variants = [title, f"{title}: A Novel"] if rng.random() < 0.2 else [title]
             book_id = f"{qid}-{b}"
-            books.append({"book_id": book_id, "author_qid": qid, "canonical_title": title,
-                          "first_year": rng.randint(1930, 2000), "n_variants": len(variants),
-                          "variant_titles": variants})
+            books.append(
+                {
+                    "book_id": book_id,
+                    "author_qid": qid,
+                    "canonical_title": title,
+                    "first_year": rng.randint(1930, 2000),
+                    "n_variants": len(variants),
+                    "variant_titles": variants,
+                }
+            )
             flags[book_id] = {"human": rng.random() < 0.2, "city": rng.random() < 0.04}
     return authors, books, flags
 
@@ -104,8 +114,12 @@ def test_two_constraint_shares_follow_the_rates(corpus):
     two = [q for q in queries if q["n_constraints"] == 2]
     for q in two:
         kept[stratum(q["constraint_types"], q["n_mapped"])] += 1
-    for name, rate in (("easy", rates.two_easy), ("one_book", rates.two_one_book),
-                       ("two_books", rates.two_two_books), ("more_books", rates.two_more_books)):
+    for name, rate in (
+        ("easy", rates.two_easy),
+        ("one_book", rates.two_one_book),
+        ("two_books", rates.two_two_books),
+        ("more_books", rates.two_more_books),
+    ):
         assert within_binomial(kept[name], pools[name], rate), (name, kept[name], pools[name])
     share = kept["unsatisfiable"] / len(two)
     assert share < 0.01 and abs(share - rates.two_unsatisfiable_share) <= 1 / len(two)
@@ -113,9 +127,15 @@ def test_two_constraint_shares_follow_the_rates(corpus):
 
 def test_rates_are_configuration(small_corpus):
     authors, books, constraints = small_corpus
-    everything = SamplingRates(one_constraint={"starts_with": 1.0, "ends_with": 1.0, "word_count": 1.0},
-                               one_unsatisfiable_share=0.0, two_easy=1.0, two_one_book=1.0, two_two_books=1.0,
-                               two_more_books=1.0, two_unsatisfiable_share=0.0)
+    everything = SamplingRates(
+        one_constraint={"starts_with": 1.0, "ends_with": 1.0, "word_count": 1.0},
+        one_unsatisfiable_share=0.0,
+        two_easy=1.0,
+        two_one_book=1.0,
+        two_two_books=1.0,
+        two_more_books=1.0,
+        two_unsatisfiable_share=0.0,
+    )
     queries = sample_queries(constraints, authors, books, seed=1, rates=everything).tables["queries"]
     one = [q for q in queries if q["n_constraints"] == 1]
     assert len(one) == sum(c["satisfiable"] or c["constraint_type"] in ("human_name", "city_name") for c in constraints)
@@ -126,13 +146,16 @@ def test_rates_are_configuration(small_corpus):
     assert not any(q["n_constraints"] == 2 for q in queries)  # no satisfiable pairs -> no unsatisfiable top-up
 
 
-@pytest.mark.parametrize("bad", [
-    {"one_constraint": {"start_with": 0.15}},
-    {"one_constraint": {"starts_with": 1.5}},
-    {"two_easy": -0.1},
-    {"one_unsatisfiable_share": 1.0},
-    {"two_easy_types": ("starts_with", "starts_with")},
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"one_constraint": {"start_with": 0.15}},
+        {"one_constraint": {"starts_with": 1.5}},
+        {"two_easy": -0.1},
+        {"one_unsatisfiable_share": 1.0},
+        {"two_easy_types": ("starts_with", "starts_with")},
+    ],
+)
 def test_bad_rates_are_refused(bad):
     with pytest.raises(ValueError):
         SamplingRates(**bad)
@@ -171,8 +194,13 @@ def test_sampling_is_deterministic_for_a_seed(inputs, seed, rnd):
 def test_query_rows(inputs, seed):
     authors, books, constraints = inputs
     # everything sampled, so every row shape shows up
-    rates = SamplingRates(one_constraint={"starts_with": 1.0, "ends_with": 1.0, "word_count": 1.0},
-                          two_easy=1.0, two_one_book=1.0, two_two_books=1.0, two_more_books=1.0)
+    rates = SamplingRates(
+        one_constraint={"starts_with": 1.0, "ends_with": 1.0, "word_count": 1.0},
+        two_easy=1.0,
+        two_one_book=1.0,
+        two_two_books=1.0,
+        two_more_books=1.0,
+    )
     queries = sample_queries(constraints, authors, books, seed=seed, rates=rates).tables["queries"]
     to_arrow("queries", queries)  # raises on any schema mismatch
     by_id = {c["constraint_id"]: c for c in constraints}
@@ -187,8 +215,7 @@ def test_query_rows(inputs, seed):
         # a book is mapped when one of its titles satisfies every criterion; it is listed by
         # the first such title
         titles = [dict(zip(m["mapped_book_ids"], m["satisfying_titles"])) for m in members]
-        common = {b: [t for t in titles[0][b] if all(t in other.get(b, ()) for other in titles[1:])]
-                  for b in titles[0]}
+        common = {b: [t for t in titles[0][b] if all(t in other.get(b, ()) for other in titles[1:])] for b in titles[0]}
         mapped = [b for b in members[0]["mapped_book_ids"] if common[b]]
         assert q["mapped_book_ids"] == mapped and q["n_mapped"] == len(mapped)
         assert q["mapped_titles"] == [common[b][0] for b in mapped]
@@ -213,22 +240,35 @@ def test_query_rows(inputs, seed):
 def test_the_paper_example_renders():
     authors = [{"qid": "Q72334", "name": "Toni Morrison", "birth_year": 1931, "sitelinks": 122}]
     titles = [("Beloved", 1987), ("The Bluest Eye", 1970), ("Sula", 1973), ("Jazz", 1992), ("Song of Solomon", 1977)]
-    books = [{"book_id": f"b{i}", "author_qid": "Q72334", "canonical_title": t, "first_year": y, "n_variants": 1,
-              "variant_titles": [t]} for i, (t, y) in enumerate(titles)]
+    books = [
+        {
+            "book_id": f"b{i}",
+            "author_qid": "Q72334",
+            "canonical_title": t,
+            "first_year": y,
+            "n_variants": 1,
+            "variant_titles": [t],
+        }
+        for i, (t, y) in enumerate(titles)
+    ]
     constraints = generate_constraints(authors, books, {}).tables["constraints"]
     rates = SamplingRates(two_one_book=1.0)
     sampled = sample_queries(constraints, authors, books, seed=0, rates=rates).tables["queries"]
     queries = {q["query_id"]: q for q in sampled}
     year = queries["Q72334:year_range:1970-1974"]
-    assert year["query"] == ("List all books written by Toni Morrison (born in 1931) "
-                             "that were first published between 1970-1974.")
+    assert year["query"] == (
+        "List all books written by Toni Morrison (born in 1931) that were first published between 1970-1974."
+    )
     assert year["mapped_titles"] == ["Sula", "The Bluest Eye"] and year["constrainedness"] == pytest.approx(0.6)
     pair = queries["Q72334:starts_with:b+year_range:1970-1974"]
-    assert pair["query"] == ("List all books written by Toni Morrison (born in 1931) whose title starts with the "
-                             "letter b and that were first published between 1970-1974.")
+    assert pair["query"] == (
+        "List all books written by Toni Morrison (born in 1931) whose title starts with the "
+        "letter b and that were first published between 1970-1974."
+    )
     assert pair["kitab_constraint_type"] == "['starts-with', 'publishing-year']"
-    assert pair["constraints"] == ("Criterion 1: Book title starts with the letter b., "
-                                   "Criterion 2: Book was first published between 1970-1974.")
+    assert pair["constraints"] == (
+        "Criterion 1: Book title starts with the letter b., Criterion 2: Book was first published between 1970-1974."
+    )
     assert pair["mapped_titles"] == ["The Bluest Eye"] and pair["sample_stratum"] == "two:one_book"
 
 
@@ -245,4 +285,5 @@ def test_stale_or_orphan_constraints_are_refused(small_corpus):
 
 def test_types_are_the_registry_types():
     assert set(SamplingRates().one_constraint) | SamplingRates().always_asked <= {
-        cls.TYPE for cls in map(spec_type, ("starts_with", "ends_with", "word_count", "human_name", "city_name"))}
+        cls.TYPE for cls in map(spec_type, ("starts_with", "ends_with", "word_count", "human_name", "city_name"))
+    }

@@ -1,5 +1,6 @@
 """The snapshot package: format helpers, the generator, the bundled snapshot and its cases,
 and the Open Library / SPARQL answers the mirror and the dump source serve from it."""
+
 from __future__ import annotations
 
 import gzip
@@ -10,20 +11,30 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kitab.core.env import BUNDLED_SNAPSHOT, PROJECT_ROOT
 from kitab.core import files
-from kitab.sources.snapshot import format as fmt
+from kitab.core.env import BUNDLED_SNAPSHOT, PROJECT_ROOT
 from kitab.simulate.generator.generate import generate_snapshot
-from kitab.sources.snapshot.olindex import OLIndex, tokens, year_of
 from kitab.simulate.mirror.rdfstore import load_store, query_json
+from kitab.sources.snapshot import format as fmt
+from kitab.sources.snapshot.olindex import OLIndex, tokens, year_of
 
 FIXTURES = PROJECT_ROOT / "snapshots" / "seed" / "ol_api_fixtures"
 # /search.json's top-level keys, from openlibrary's FastAPI search endpoint (it adds q,
 # documentation_url and offset to the Solr response and puts docs last).
 SEARCH_JSON_KEYS = {"numFound", "start", "numFoundExact", "num_found", "documentation_url", "q", "offset", "docs"}
 # Solr work fields the real /search.json returns that this index computes.
-SEARCH_DOC_FIELDS = {"key", "type", "title", "subtitle", "author_key", "author_name", "edition_count",
-                     "first_publish_year", "publish_year", "language"}
+SEARCH_DOC_FIELDS = {
+    "key",
+    "type",
+    "title",
+    "subtitle",
+    "author_key",
+    "author_name",
+    "edition_count",
+    "first_publish_year",
+    "publish_year",
+    "language",
+}
 CANDIDATES_QUERY = """
 SELECT ?a WHERE {
   ?a wdt:P31 wd:Q5 ; wdt:P106/wdt:P279* wd:Q36180 ; wdt:P569 ?birth .
@@ -170,8 +181,16 @@ def test_failing_cases_fail_for_their_stated_reason(manifest, store):
 
 def test_boundary_and_subclass_cases_are_candidates(manifest, store):
     chosen = candidates(store)
-    for case in ("filter_boundaries", "writer_by_subclass_only", "seed_birth_year_2000", "no_p648", "no_ol_match",
-                 "p648_missing_ol_author", "p648_redirect", "works_under_5"):
+    for case in (
+        "filter_boundaries",
+        "writer_by_subclass_only",
+        "seed_birth_year_2000",
+        "no_p648",
+        "no_ol_match",
+        "p648_missing_ol_author",
+        "p648_redirect",
+        "works_under_5",
+    ):
         for item in items(manifest, case):
             assert item["qid"] in chosen, (case, item)
     subclass_only = items(manifest, "writer_by_subclass_only")[0]["qid"]
@@ -273,8 +292,12 @@ def test_every_case_id_exists(manifest, store, index):
 def test_title_variants_belong_to_one_author(manifest, index):
     groups = items(manifest, "title_variants")
     titles = [t for g in groups for t in g["titles"]]
-    for pair in (("One Hundred Years of Solitude", "100 Years of Solitude"), ("Mason & Dixon", "Mason and Dixon"),
-                 ("The Winter Garden", "THE WINTER GARDEN"), ("The Winter Garden", "A Winter Garden")):
+    for pair in (
+        ("One Hundred Years of Solitude", "100 Years of Solitude"),
+        ("Mason & Dixon", "Mason and Dixon"),
+        ("The Winter Garden", "THE WINTER GARDEN"),
+        ("The Winter Garden", "A Winter Garden"),
+    ):
         assert set(pair) <= set(titles)
     for group in groups:
         assert len(group["ol_works"]) >= 2
@@ -311,8 +334,10 @@ def test_multi_author_works(manifest, index):
 def test_wikidata_credits_another_author(manifest, store, index):
     item = items(manifest, "wikidata_other_author")[0]
     assert item["ol_work"] in all_work_keys(index, item["ol_author"])
-    rows = select(store, f'SELECT ?a ?ol WHERE {{ ?w rdfs:label "{item["title"]}"@en ; wdt:P50 ?a . '
-                         f'OPTIONAL {{ ?a wdt:P648 ?ol }} }}')
+    rows = select(
+        store,
+        f'SELECT ?a ?ol WHERE {{ ?w rdfs:label "{item["title"]}"@en ; wdt:P50 ?a . OPTIONAL {{ ?a wdt:P648 ?ol }} }}',
+    )
     assert [r["a"].rsplit("/", 1)[-1] for r in rows] == [item["wd_author"]]
     assert rows[0].get("ol") != item["ol_author"]
 
@@ -373,7 +398,7 @@ def test_search_works_shape_and_fields(index):
         assert {"key", "title", "author_key", "author_name", "edition_count"} <= set(doc) <= SEARCH_DOC_FIELDS
         assert doc["key"].startswith("/works/") and "OL4586796A" in doc["author_key"]
     keys = [d["key"] for d in response["docs"]]
-    assert keys == sorted(keys, key=lambda k: int(k[len("/works/OL"):-1]))
+    assert keys == sorted(keys, key=lambda k: int(k[len("/works/OL") : -1]))
     projected = index.search_works(author_key="OL4586796A", fields="key,first_publish_year")["docs"]
     assert all(set(d) <= {"key", "first_publish_year"} for d in projected)
     assert index.search_works(author_key="OL4586796A", fields="*")["docs"] == response["docs"]
@@ -466,7 +491,10 @@ def test_query_json_errors_and_formats(store, tmp_path):
 def test_seed_rows_are_all_used(manifest, store, index):
     seed = PROJECT_ROOT / "snapshots" / "seed"
     kitab = [json.loads(line) for line in (seed / "kitab_hf" / "KITAB-author-metadata.partial.jsonl").open()]
-    rows = {r["a"].rsplit("/", 1)[-1]: r for r in select(store, "SELECT ?a ?n ?ol WHERE { ?a wikibase:sitelinks ?n ; wdt:P648 ?ol }")}
+    rows = {
+        r["a"].rsplit("/", 1)[-1]: r
+        for r in select(store, "SELECT ?a ?n ?ol WHERE { ?a wikibase:sitelinks ?n ; wdt:P648 ?ol }")
+    }
     for row in kitab:
         assert rows[row["WikiData ID"]]["n"] == str(row["# of sitelinks"])
         assert rows[row["WikiData ID"]]["ol"] == row["OpenLibrary ID"]

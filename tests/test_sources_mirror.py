@@ -1,5 +1,6 @@
 """The real clients against the local mirror: sampling, matching, paging, politeness
 (429 + Retry-After, 5xx and cut responses retried), cache, and dump/mirror equivalence."""
+
 from __future__ import annotations
 
 import gzip
@@ -21,9 +22,19 @@ from tasks.sample_authors import fetch_candidates, sample_authors
 WD = "http://www.wikidata.org/entity/"
 # The documented author occupations (sql/sparql/candidate_authors.rq): author and its
 # book-writing subclasses, not the whole P279* closure.
-WRITER_OCCUPATIONS = {"Q36180", "Q6625963", "Q49757", "Q482980", "Q214917", "Q11774202", "Q15949613",
-                      "Q4853732", "Q18844224", "Q15980158"}
-TRIPLE = re.compile(r'^<([^>]+)> <([^>]+)> (.+) \.$')
+WRITER_OCCUPATIONS = {
+    "Q36180",
+    "Q6625963",
+    "Q49757",
+    "Q482980",
+    "Q214917",
+    "Q11774202",
+    "Q15949613",
+    "Q4853732",
+    "Q18844224",
+    "Q15980158",
+}
+TRIPLE = re.compile(r"^<([^>]+)> <([^>]+)> (.+) \.$")
 PROVENANCE = {"source", "request_fingerprint", "fetched_at"}
 
 
@@ -44,14 +55,22 @@ def authors_passing_filters(snapshot_dir) -> set[str]:
                 links[s] = o
             elif prop == "P50":
                 works[o.strip("<>")].add(s)
-    return {s.removeprefix(WD) for s in humans & authors & set(links)
-            if births[s] and min(births[s]) >= 1850 and 10 <= len(works[s]) <= 300}
+    return {
+        s.removeprefix(WD)
+        for s in humans & authors & set(links)
+        if births[s] and min(births[s]) >= 1850 and 10 <= len(works[s]) <= 300
+    }
 
 
 def candidates(sources, settings):
-    found, _ = fetch_candidates(sources.wikidata, first_year=settings.birth_year_min, last_year_exclusive=2027,
-                                window=settings.birth_year_window, min_works=settings.min_works,
-                                max_works=settings.max_works)
+    found, _ = fetch_candidates(
+        sources.wikidata,
+        first_year=settings.birth_year_min,
+        last_year_exclusive=2027,
+        window=settings.birth_year_window,
+        min_works=settings.min_works,
+        max_works=settings.max_works,
+    )
     return found
 
 
@@ -108,9 +127,16 @@ def test_429_with_retry_after_is_honoured_by_sparql_client(mirror, via_mirror):
     assert entries[1].t - entries[0].t >= 1.0
 
 
-@pytest.mark.parametrize("fault", [Fault("status", status=503, times=2), Fault("status", status=500),
-                                   Fault("status", status=502), Fault("cut", times=2)],
-                         ids=["503x2", "500", "502", "cut-x2"])
+@pytest.mark.parametrize(
+    "fault",
+    [
+        Fault("status", status=503, times=2),
+        Fault("status", status=500),
+        Fault("status", status=502),
+        Fault("cut", times=2),
+    ],
+    ids=["503x2", "500", "502", "cut-x2"],
+)
 @pytest.mark.parametrize("path", ["/search.json", "/sparql"])
 def test_5xx_and_cut_responses_are_retried(mirror, via_mirror, fault, path):
     mark = len(mirror.log())
@@ -186,11 +212,16 @@ def test_planted_match_cases_resolve_as_expected(via_mirror, settings, manifest)
     and an author nobody on Open Library matches."""
     cases = manifest["cases"]
     by_qid = {c["qid"]: c for c in candidates(via_mirror, settings)}
-    expected = {item["qid"]: item["expected_ol_author"] for case in ("homonym_ol_authors", "no_p648")
-                for item in cases[case]["items"]}
+    expected = {
+        item["qid"]: item["expected_ol_author"]
+        for case in ("homonym_ol_authors", "no_p648")
+        for item in cases[case]["items"]
+    }
     expected.update({item["qid"]: item["redirect_to"] for item in cases["p648_redirect"]["items"]})
-    matched = match_authors([by_qid[q] for q in sorted({*expected, *(i["qid"] for i in cases["no_ol_match"]["items"])})],
-                            via_mirror.openlibrary)
+    matched = match_authors(
+        [by_qid[q] for q in sorted({*expected, *(i["qid"] for i in cases["no_ol_match"]["items"])})],
+        via_mirror.openlibrary,
+    )
     got = {a["qid"]: a for a in matched.tables["authors"]}
     assert {q: got[q]["ol_author_key"] for q in expected} == expected
     homonym = cases["homonym_ol_authors"]["items"][0]["qid"]
@@ -232,38 +263,54 @@ def test_authors_with_several_birth_dates_land_once_with_the_earliest(tmp_path):
     1850 by its earliest date); one born '1874 or 1876' is in one window only, as 1874."""
     import pyoxigraph
 
-    from kitab.sources.queries import sparql
     from kitab.simulate.mirror.rdfstore import query_json
+    from kitab.sources.queries import sparql
 
     wd, wdt = "http://www.wikidata.org/entity/", "http://www.wikidata.org/prop/direct/"
     store = pyoxigraph.Store()
-    date = lambda y: pyoxigraph.Literal(f"{y}-01-01T00:00:00Z", datatype=pyoxigraph.NamedNode(  # noqa: E731
-        "http://www.w3.org/2001/XMLSchema#dateTime"))
+
+    def date(y):
+        return pyoxigraph.Literal(
+            f"{y}-01-01T00:00:00Z", datatype=pyoxigraph.NamedNode("http://www.w3.org/2001/XMLSchema#dateTime")
+        )
+
     for author, years in (("Q1", (1849, 1851)), ("Q2", (1874, 1876))):
         w = pyoxigraph.NamedNode(wd + author)
         store.add(pyoxigraph.Quad(w, pyoxigraph.NamedNode(wdt + "P31"), pyoxigraph.NamedNode(wd + "Q5")))
         store.add(pyoxigraph.Quad(w, pyoxigraph.NamedNode(wdt + "P106"), pyoxigraph.NamedNode(wd + "Q36180")))
-        store.add(pyoxigraph.Quad(w, pyoxigraph.NamedNode("http://wikiba.se/ontology#sitelinks"),
-                                  pyoxigraph.Literal("3", datatype=pyoxigraph.NamedNode(
-                                      "http://www.w3.org/2001/XMLSchema#integer"))))
+        store.add(
+            pyoxigraph.Quad(
+                w,
+                pyoxigraph.NamedNode("http://wikiba.se/ontology#sitelinks"),
+                pyoxigraph.Literal("3", datatype=pyoxigraph.NamedNode("http://www.w3.org/2001/XMLSchema#integer")),
+            )
+        )
         for y in years:
             store.add(pyoxigraph.Quad(w, pyoxigraph.NamedNode(wdt + "P569"), date(y)))
         for i in range(12):
             store.add(pyoxigraph.Quad(pyoxigraph.NamedNode(f"{wd}{author}W{i}"), pyoxigraph.NamedNode(wdt + "P50"), w))
     found = {}
     for start, end in ((1825, 1850), (1850, 1875), (1875, 1900)):
-        rows = json.loads(query_json(store, sparql("candidate_authors", from_year=start, to_year=end, min_works=10,
-                                                   max_works=300)))["results"]["bindings"]
+        rows = json.loads(
+            query_json(store, sparql("candidate_authors", from_year=start, to_year=end, min_works=10, max_works=300))
+        )["results"]["bindings"]
         for row in rows:
             found.setdefault(row["author"]["value"].removeprefix(wd), []).append(
-                ((start, end), int(row["birth_year"]["value"])))
+                ((start, end), int(row["birth_year"]["value"]))
+            )
     assert found == {"Q1": [((1825, 1850), 1849)], "Q2": [((1850, 1875), 1874)]}
 
 
 def test_a_p648_that_is_not_an_author_key_is_skipped(via_mirror):
     from tasks.match_openlibrary import match_author
 
-    author = {"qid": "Q72334", "name": "Toni Morrison", "birth_year": 1931, "sitelinks": 1, "wd_work_count": 12,
-              "wd_ol_ids": ["../works/OL1W", "OL31120A"]}
+    author = {
+        "qid": "Q72334",
+        "name": "Toni Morrison",
+        "birth_year": 1931,
+        "sitelinks": 1,
+        "wd_work_count": 12,
+        "wd_ol_ids": ["../works/OL1W", "OL31120A"],
+    }
     row, rejected = match_author(author, via_mirror.openlibrary)
     assert rejected is None and row["ol_author_key"] == "OL31120A" and row["match_method"] == "p648"

@@ -1,4 +1,5 @@
 """The title_entities stage and the `kitab tag` probe: rows, dedup, schema, determinism."""
+
 from __future__ import annotations
 
 import json
@@ -42,12 +43,23 @@ def test_rows_for_books_and_variants_with_stable_ids():
     result = tag_entities(BOOKS, VARIANTS, taggers=[fake])
     rows = result.tables[TABLE]
     assert [(r["target_kind"], r["target_id"], r["book_id"]) for r in rows] == [
-        ("book", "b1", "b1"), ("variant", "v1", "b1"), ("variant", "v2", "b2")
+        ("book", "b1", "b1"),
+        ("variant", "v1", "b1"),
+        ("variant", "v2", "b2"),
     ]
     assert rows[0] == {
-        "entity_id": "book:b1:human:0", "target_kind": "book", "target_id": "b1", "book_id": "b1",
-        "author_qid": "Q1", "kind": "human", "text": "Zed", "start": 0, "end": 3,
-        "tagger": "human", "version": "human_test", "evidence": "fake",
+        "entity_id": "book:b1:human:0",
+        "target_kind": "book",
+        "target_id": "b1",
+        "book_id": "b1",
+        "author_qid": "Q1",
+        "kind": "human",
+        "text": "Zed",
+        "start": 0,
+        "end": 3,
+        "tagger": "human",
+        "version": "human_test",
+        "evidence": "fake",
     }
     assert len({r["entity_id"] for r in rows}) == len(rows)
     to_arrow(TABLE, rows)  # matches schemas/title_entities.json
@@ -106,15 +118,21 @@ def test_real_stage_end_to_end(real_taggers):
     variants = [{"variant_id": "v1", "book_id": "b1", "author_qid": "Q1", "title": "READING LOLITA IN TEHRAN"}]
     rows = tag_entities(books, variants, taggers=real_taggers).tables[TABLE]
     assert [(r["target_id"], r["kind"], r["text"], r["version"]) for r in rows] == [
-        ("b1", "human", "Lolita", "human_v6"), ("b1", "city", "Tehran", "city_v6"),
-        ("v1", "human", "LOLITA", "human_v6"), ("v1", "city", "TEHRAN", "city_v6"),
+        ("b1", "human", "Lolita", "human_v6"),
+        ("b1", "city", "Tehran", "city_v6"),
+        ("v1", "human", "LOLITA", "human_v6"),
+        ("v1", "city", "TEHRAN", "city_v6"),
     ]
     to_arrow(TABLE, rows)
 
 
 def test_real_probe(real_taggers):
     [line] = tag_probe(["Down and Out in Paris and London"], taggers=real_taggers)
-    assert json.loads(line) == {"title": "Down and Out in Paris and London", "human_names": [], "city_names": ["Paris", "London"]}
+    assert json.loads(line) == {
+        "title": "Down and Out in Paris and London",
+        "human_names": [],
+        "city_names": ["Paris", "London"],
+    }
 
 
 def test_titles_over_the_bound_are_not_parsed():

@@ -1,4 +1,5 @@
 """The taggers' frozen lists, gazetteer index and text helpers."""
+
 from __future__ import annotations
 
 import pytest
@@ -61,10 +62,31 @@ def test_cities_regions_and_exonyms(lex):
     assert lex.cities[norm("Peking")].canonical is False  # from city_exonyms.tsv
     assert lex.cities[norm("Peking")].population > 10_000_000
     assert min(e.population for e in lex.cities.values()) >= 1000  # GeoNames' population-0 records are out
-    blocked = {name: lex.region_blocks_city(norm(name)) for name in
-               ("Texas", "Mexico", "Poland", "Catalonia", "Singapore", "Luxembourg", "Hong Kong", "New York", "Paris")}
-    assert blocked == {"Texas": True, "Mexico": True, "Poland": True, "Catalonia": True, "Singapore": False,
-                       "Luxembourg": False, "Hong Kong": False, "New York": False, "Paris": False}
+    blocked = {
+        name: lex.region_blocks_city(norm(name))
+        for name in (
+            "Texas",
+            "Mexico",
+            "Poland",
+            "Catalonia",
+            "Singapore",
+            "Luxembourg",
+            "Hong Kong",
+            "New York",
+            "Paris",
+        )
+    }
+    assert blocked == {
+        "Texas": True,
+        "Mexico": True,
+        "Poland": True,
+        "Catalonia": True,
+        "Singapore": False,
+        "Luxembourg": False,
+        "Hong Kong": False,
+        "New York": False,
+        "Paris": False,
+    }
 
 
 def test_name_shape_separates_names_from_coined_words(lex):

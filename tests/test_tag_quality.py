@@ -1,4 +1,5 @@
 """The labelled titles behind benchmarks/entity_quality.py, and its title-level gate."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -28,8 +29,18 @@ def test_labelled_set_is_large_well_formed_and_has_the_hard_cases(quality):
     for x in items:
         for spans in x.gold.values():
             assert all(s in x.title for s in spans), x.title
-    hard = {"Johnston McCulley's Zorro", "Jazz", "Paradise", "Home", "Nice Work", "Reading Lolita in Tehran",
-            "Florence Nightingale", "Lincoln in the Bardo", "A Tale of Two Cities", "Texas"}
+    hard = {
+        "Johnston McCulley's Zorro",
+        "Jazz",
+        "Paradise",
+        "Home",
+        "Nice Work",
+        "Reading Lolita in Tehran",
+        "Florence Nightingale",
+        "Lincoln in the Bardo",
+        "A Tale of Two Cities",
+        "Texas",
+    }
     assert hard <= set(titles)
 
 

@@ -1,5 +1,6 @@
 """human_v5 / city_v5 (tasks/taggers/v5.py, issue 20): v4's rules and lazy NER over grown lists
 (census and Faker names, foreign words, districts), and v3/v4 untouched beside them."""
+
 from __future__ import annotations
 
 import csv
@@ -46,33 +47,39 @@ def test_v5_and_v4_stay_registered(v5, v4):
 
 
 # titles of the dev, holdout and dev2 splits (never the blind set), with v4's and v5's answers
-@pytest.mark.parametrize(("title", "human_v4", "human_v5"), [
-    ("Babbitt", [], ["Babbitt"]),  # a census surname (rank 5,635) no other list knows
-    ("Churchill: Walking with Destiny", [], ["Churchill"]),  # ... that v3's lists took for "church" + "hill"
-    ("Crazy Horse and Custer", [], ["Custer"]),
-    ("Mrs. Miracle", ["Miracle"], ["Miracle"]),  # v4: NER's word; v5: also a personal title before a census surname
-    ("Mrs. Bridge", [], ["Bridge"]),  # (not a labelled title) ... even a word that names places elsewhere
-    ("Mr. Perfect", [], []),  # ... "Perfect" ranks 50,045: a nickname, not a surname
-    ("Bonjour Tristesse", ["Bonjour Tristesse"], []),  # frequent French words, not a name
-    ("Napoleon: A Life", ["Napoleon"], ["Napoleon"]),  # "Napoléon" is French and English alike
-    ("Mrs Dalloway", ["Dalloway"], ["Dalloway"]),
-    ("Reading Lolita in Tehran", ["Lolita"], ["Lolita"]),
-    ("The Bourne Identity", [], []),  # a name after "the": still missed
-])
+@pytest.mark.parametrize(
+    ("title", "human_v4", "human_v5"),
+    [
+        ("Babbitt", [], ["Babbitt"]),  # a census surname (rank 5,635) no other list knows
+        ("Churchill: Walking with Destiny", [], ["Churchill"]),  # ... that v3's lists took for "church" + "hill"
+        ("Crazy Horse and Custer", [], ["Custer"]),
+        ("Mrs. Miracle", ["Miracle"], ["Miracle"]),  # v4: NER's word; v5: also a personal title before a census surname
+        ("Mrs. Bridge", [], ["Bridge"]),  # (not a labelled title) ... even a word that names places elsewhere
+        ("Mr. Perfect", [], []),  # ... "Perfect" ranks 50,045: a nickname, not a surname
+        ("Bonjour Tristesse", ["Bonjour Tristesse"], []),  # frequent French words, not a name
+        ("Napoleon: A Life", ["Napoleon"], ["Napoleon"]),  # "Napoléon" is French and English alike
+        ("Mrs Dalloway", ["Dalloway"], ["Dalloway"]),
+        ("Reading Lolita in Tehran", ["Lolita"], ["Lolita"]),
+        ("The Bourne Identity", [], []),  # a name after "the": still missed
+    ],
+)
 def test_human_v5_on_labelled_titles(v4, v5, title, human_v4, human_v5):
     assert texts(v4, [title])[0] == [human_v4]
     assert texts(v5, [title])[0] == [human_v5]
 
 
-@pytest.mark.parametrize(("title", "city_v4", "city_v5"), [
-    ("Brooklyn", ["Brooklyn"], []),  # a borough: no city (issue 20's rule; v4 keeps its old tags)
-    ("Motherless Brooklyn", ["Brooklyn"], []),
-    ("Hollywood Wives", ["Hollywood"], []),
-    ("Salem Falls", ["Salem"], []),  # "<city> Falls" is another town
-    ("Death in Venice", ["Venice"], ["Venice"]),
-    ("Eichmann in Jerusalem", ["Jerusalem"], ["Jerusalem"]),
-    ("Down and Out in Paris and London", ["Paris", "London"], ["Paris", "London"]),
-])
+@pytest.mark.parametrize(
+    ("title", "city_v4", "city_v5"),
+    [
+        ("Brooklyn", ["Brooklyn"], []),  # a borough: no city (issue 20's rule; v4 keeps its old tags)
+        ("Motherless Brooklyn", ["Brooklyn"], []),
+        ("Hollywood Wives", ["Hollywood"], []),
+        ("Salem Falls", ["Salem"], []),  # "<city> Falls" is another town
+        ("Death in Venice", ["Venice"], ["Venice"]),
+        ("Eichmann in Jerusalem", ["Jerusalem"], ["Jerusalem"]),
+        ("Down and Out in Paris and London", ["Paris", "London"], ["Paris", "London"]),
+    ],
+)
 def test_city_v5_on_labelled_titles(v4, v5, title, city_v4, city_v5):
     assert texts(v4, [title])[1] == [city_v4]
     assert texts(v5, [title])[1] == [city_v5]
@@ -81,7 +88,9 @@ def test_city_v5_on_labelled_titles(v4, v5, title, city_v4, city_v5):
 def test_coordinated_names_and_evidence(v5):
     tagged = tag_titles(["Jack and Jill", "Harry Potter and the Goblet of Fire"], v5)
     assert [(s.text, s.evidence) for s in tagged["human"][0]] == [
-        ("Jack", "first_name+surname+coordination_rule"), ("Jill", "first_name")]
+        ("Jack", "first_name+surname+coordination_rule"),
+        ("Jill", "first_name"),
+    ]
     assert [s.text for s in tagged["human"][1]] == ["Harry Potter"]  # "the Goblet": a stop word follows "and"
 
 
@@ -127,12 +136,55 @@ def test_lazy_v5_equals_eager_v5_on_the_labelled_titles(v5, eager5):
     titles += [t.upper() for t in titles[:200]] + [t.lower() for t in titles[200:400]]
     lazy, full = tag_titles(titles, v5), tag_titles(titles, eager5)
     for kind in ("human", "city"):
-        assert [[(s.start, s.end) for s in x] for x in lazy[kind]] == [[(s.start, s.end) for s in x] for x in full[kind]]
+        assert [[(s.start, s.end) for s in x] for x in lazy[kind]] == [
+            [(s.start, s.end) for s in x] for x in full[kind]
+        ]
 
 
-_POOL = ["Mrs.", "Mr", "Monsieur", "Jack", "Jill", "Grace", "Custer", "Babbitt", "Bridge", "Brooklyn", "Salem", "Falls",
-         "Paris", "Venice", "Florence", "Reading", "Bonjour", "Tristesse", "Pnin", "Barrayar", "Lincoln", "the", "The",
-         "and", "&", "of", "in", "from", "Death", "House", "Life", "A", ":", ",", "'s", "Nebraska", "Harlem", "Potter", "Boston", "Sandy", "Ajax", "Falls"]
+_POOL = [
+    "Mrs.",
+    "Mr",
+    "Monsieur",
+    "Jack",
+    "Jill",
+    "Grace",
+    "Custer",
+    "Babbitt",
+    "Bridge",
+    "Brooklyn",
+    "Salem",
+    "Falls",
+    "Paris",
+    "Venice",
+    "Florence",
+    "Reading",
+    "Bonjour",
+    "Tristesse",
+    "Pnin",
+    "Barrayar",
+    "Lincoln",
+    "the",
+    "The",
+    "and",
+    "&",
+    "of",
+    "in",
+    "from",
+    "Death",
+    "House",
+    "Life",
+    "A",
+    ":",
+    ",",
+    "'s",
+    "Nebraska",
+    "Harlem",
+    "Potter",
+    "Boston",
+    "Sandy",
+    "Ajax",
+    "Falls",
+]
 
 
 @settings(max_examples=80, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -142,12 +194,13 @@ def test_v5_spans_quote_the_title_and_do_not_overlap(v5, eager5, words):
     tagged = tag_titles([title], v5)
     for kind in ("human", "city"):
         spans = tagged[kind][0]
-        assert all(title[s.start:s.end] == s.text and s.kind == kind for s in spans)
+        assert all(title[s.start : s.end] == s.text and s.kind == kind for s in spans)
         assert all(a.end <= b.start for a, b in zip(spans, spans[1:]))
     # a token is never both a person and a city
     people = {(s.start, s.end) for s in tagged["human"][0]}
     assert not any(c.start < p[1] and p[0] < c.end for c in tagged["city"][0] for p in people)
     # and skipping NER never changes a span
     full = tag_titles([title], eager5)
-    assert [[(s.start, s.end) for s in full[k][0]] for k in ("human", "city")] == \
-        [[(s.start, s.end) for s in tagged[k][0]] for k in ("human", "city")]
+    assert [[(s.start, s.end) for s in full[k][0]] for k in ("human", "city")] == [
+        [(s.start, s.end) for s in tagged[k][0]] for k in ("human", "city")
+    ]

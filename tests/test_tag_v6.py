@@ -1,5 +1,6 @@
 """human_v6 / city_v6 (tasks/taggers/v6.py, issue 20): v5 grown from WordNet 3.0, v5 untouched
 beside it; and the builder of the WordNet lists (tools/build_v6_lists.py) on WordNet-format lines."""
+
 from __future__ import annotations
 
 import csv
@@ -48,21 +49,24 @@ def test_v6_is_the_default_and_v5_stays_registered(v6, v5):
 
 
 # titles of the dev, holdout and dev2 splits (never holdout2 or the blind set), and two made up
-@pytest.mark.parametrize(("title", "human_v5", "human_v6", "city_v5", "city_v6"), [
-    ("Faust", [], ["Faust"], [], []),  # WordNet: a named individual, and nothing else
-    ("Hamlet", [], ["Hamlet"], [], []),  # ... a less frequent word too: alone, the whole title, a name
-    ("Burr", [], ["Burr"], [], []),
-    ("The Fall of the House of Usher", [], ["Usher"], [], []),
-    ("The Unknown Ajax", [], ["Ajax"], ["Ajax"], []),  # a person, so no town (Ajax, Ontario)
-    ("Arcadia", [], [], ["Arcadia"], []),  # WordNet: a region of Greece, never a city
-    ("Salvador", [], [], ["Salvador"], []),  # ... El Salvador
-    ("Atlantis Found", [], [], ["Atlantis"], []),  # ... an imaginary place
-    ("Arcadia, California", [], [], ["Arcadia"], ["Arcadia"]),  # (made up) a region after it: the town
-    ("Orlando", [], [], ["Orlando"], ["Orlando"]),  # WordNet knows the city: still v5's reading
-    ("Death in Venice", [], [], ["Venice"], ["Venice"]),
-    ("Fahrenheit 451", [], [], [], []),  # WordNet: also an adjective, so no person
-    ("The Dubliners of Dublin", [], [], ["Dublin"], ["Dublin"]),  # (made up) a kind of person, no individual
-])
+@pytest.mark.parametrize(
+    ("title", "human_v5", "human_v6", "city_v5", "city_v6"),
+    [
+        ("Faust", [], ["Faust"], [], []),  # WordNet: a named individual, and nothing else
+        ("Hamlet", [], ["Hamlet"], [], []),  # ... a less frequent word too: alone, the whole title, a name
+        ("Burr", [], ["Burr"], [], []),
+        ("The Fall of the House of Usher", [], ["Usher"], [], []),
+        ("The Unknown Ajax", [], ["Ajax"], ["Ajax"], []),  # a person, so no town (Ajax, Ontario)
+        ("Arcadia", [], [], ["Arcadia"], []),  # WordNet: a region of Greece, never a city
+        ("Salvador", [], [], ["Salvador"], []),  # ... El Salvador
+        ("Atlantis Found", [], [], ["Atlantis"], []),  # ... an imaginary place
+        ("Arcadia, California", [], [], ["Arcadia"], ["Arcadia"]),  # (made up) a region after it: the town
+        ("Orlando", [], [], ["Orlando"], ["Orlando"]),  # WordNet knows the city: still v5's reading
+        ("Death in Venice", [], [], ["Venice"], ["Venice"]),
+        ("Fahrenheit 451", [], [], [], []),  # WordNet: also an adjective, so no person
+        ("The Dubliners of Dublin", [], [], ["Dublin"], ["Dublin"]),  # (made up) a kind of person, no individual
+    ],
+)
 def test_v6_on_labelled_titles(v5, v6, title, human_v5, human_v6, city_v5, city_v6):
     assert texts(v5, [title]) == ([human_v5], [city_v5])
     assert texts(v6, [title]) == ([human_v6], [city_v6])
@@ -81,7 +85,9 @@ def test_v6_lexicon_grows_v5s():
     assert {"faust", "hamlet", "burr", "usher", "ajax"} <= added
     assert not (added & v5.frequent_words) and not any(v5.is_region(k) for k in added) and not (added & v5.demonyms)
     assert {"arcadia", "atlantis", "salvador", "eden"} <= lex.not_cities
-    assert not ({"orlando", "troy", "paris", "venice", "pompeii", "edinburgh", "belfast", "york", "stockton"} & lex.not_cities)
+    assert not (
+        {"orlando", "troy", "paris", "venice", "pompeii", "edinburgh", "belfast", "york", "stockton"} & lex.not_cities
+    )
     assert lex.not_cities <= lex.cities.keys()  # a veto on GeoNames names only
 
 
@@ -103,12 +109,46 @@ def test_lazy_v6_equals_eager_v6_on_the_labelled_titles(v6, eager6):
     titles += [t.upper() for t in titles[:200]] + [t.lower() for t in titles[200:400]]
     lazy, full = tag_titles(titles, v6), tag_titles(titles, eager6)
     for kind in ("human", "city"):
-        assert [[(s.start, s.end) for s in x] for x in lazy[kind]] == [[(s.start, s.end) for s in x] for x in full[kind]]
+        assert [[(s.start, s.end) for s in x] for x in lazy[kind]] == [
+            [(s.start, s.end) for s in x] for x in full[kind]
+        ]
 
 
-_POOL = ["Faust", "Hamlet", "Burr", "Usher", "Ajax", "Arcadia", "Atlantis", "Salvador", "Eden", "Orlando", "Troy",
-         "Jack", "Grace", "Paris", "Venice", "Reading", "California", "Ontario", "Mrs.", "the", "The", "and", "of",
-         "in", "from", "to", "House", "Fall", "Life", ":", ",", "'s", "Unknown"]
+_POOL = [
+    "Faust",
+    "Hamlet",
+    "Burr",
+    "Usher",
+    "Ajax",
+    "Arcadia",
+    "Atlantis",
+    "Salvador",
+    "Eden",
+    "Orlando",
+    "Troy",
+    "Jack",
+    "Grace",
+    "Paris",
+    "Venice",
+    "Reading",
+    "California",
+    "Ontario",
+    "Mrs.",
+    "the",
+    "The",
+    "and",
+    "of",
+    "in",
+    "from",
+    "to",
+    "House",
+    "Fall",
+    "Life",
+    ":",
+    ",",
+    "'s",
+    "Unknown",
+]
 
 
 @settings(max_examples=80, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -117,12 +157,13 @@ def test_v6_spans_quote_the_title_and_skipping_ner_changes_nothing(v6, eager6, w
     title = " ".join(words).replace(" 's", "'s").replace(" ,", ",").replace(" :", ":")
     tagged = tag_titles([title], v6)
     for kind in ("human", "city"):
-        assert all(title[s.start:s.end] == s.text and s.kind == kind for s in tagged[kind][0])
+        assert all(title[s.start : s.end] == s.text and s.kind == kind for s in tagged[kind][0])
     people = {(s.start, s.end) for s in tagged["human"][0]}
     assert not any(c.start < p[1] and p[0] < c.end for c in tagged["city"][0] for p in people)
     full = tag_titles([title], eager6)
-    assert [[(s.start, s.end) for s in full[k][0]] for k in ("human", "city")] == \
-        [[(s.start, s.end) for s in tagged[k][0]] for k in ("human", "city")]
+    assert [[(s.start, s.end) for s in full[k][0]] for k in ("human", "city")] == [
+        [(s.start, s.end) for s in tagged[k][0]] for k in ("human", "city")
+    ]
 
 
 # --- tools/build_v6_lists.py, on lines in WordNet's data-file format --------------------------

@@ -1,4 +1,5 @@
 """human_v3 / city_v3 on the hard cases of issues #4 and #12, their evidence, and a missing model."""
+
 from __future__ import annotations
 
 import pytest
@@ -131,7 +132,9 @@ def test_hard_cases(taggers, title, humans, cities):
     assert tag(taggers, title) == (humans, cities)
 
 
-@pytest.mark.parametrize("title", ["Lincoln, Nebraska", "Eugene, Oregon", "Florence, Alabama", "Charlotte, North Carolina"])
+@pytest.mark.parametrize(
+    "title", ["Lincoln, Nebraska", "Eugene, Oregon", "Florence, Alabama", "Charlotte, North Carolina"]
+)
 def test_city_region_titles_are_cities_with_region_evidence(taggers, title):
     human, city = taggers
     assert human.tag_many([title])[0] == []

@@ -1,8 +1,9 @@
 """Parquet written atomically and deterministically; views over committed releases only;
 data tests fail loudly."""
+
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -12,26 +13,54 @@ from tasks.publish import publish
 
 
 def author(qid, ol="OL1A", method="p648"):
-    return {"qid": qid, "name": f"Author {qid}", "birth_year": 1931, "sitelinks": 5, "wd_work_count": 12,
-            "wd_ol_id": ol, "ol_author_key": ol, "ol_name": "W", "match_method": method, "source": "dump",
-            "request_fingerprint": "f", "fetched_at": datetime(2026, 1, 1, tzinfo=timezone.utc)}
+    return {
+        "qid": qid,
+        "name": f"Author {qid}",
+        "birth_year": 1931,
+        "sitelinks": 5,
+        "wd_work_count": 12,
+        "wd_ol_id": ol,
+        "ol_author_key": ol,
+        "ol_name": "W",
+        "match_method": method,
+        "source": "dump",
+        "request_fingerprint": "f",
+        "fetched_at": datetime(2026, 1, 1, tzinfo=UTC),
+    }
 
 
 def work(qid, key, ol="OL1A"):
-    return {"author_qid": qid, "ol_author_key": ol, "work_key": key, "title": f"T {key}", "subtitle": None,
-            "first_publish_year": 1990, "languages": ["eng"], "author_keys": [ol], "author_names": ["W"],
-            "edition_count": 1, "source": "dump", "request_fingerprint": "f",
-            "fetched_at": datetime(2026, 1, 1, tzinfo=timezone.utc)}
+    return {
+        "author_qid": qid,
+        "ol_author_key": ol,
+        "work_key": key,
+        "title": f"T {key}",
+        "subtitle": None,
+        "first_publish_year": 1990,
+        "languages": ["eng"],
+        "author_keys": [ol],
+        "author_names": ["W"],
+        "edition_count": 1,
+        "source": "dump",
+        "request_fingerprint": "f",
+        "fetched_at": datetime(2026, 1, 1, tzinfo=UTC),
+    }
 
 
 def tables(qids):
     """A tiny consistent release: each author has one work, rejected by clean_books."""
     works = [work(q, f"/works/OL{i}W", ol=f"OL{q[1:]}A") for i, q in enumerate(qids)]
-    return {"authors": [author(q, ol=f"OL{q[1:]}A") for q in qids], "works_raw": works,
-            "rejects": [reject("clean_books", "not_english_tagged", "work", w["work_key"], author_qid=w["author_qid"])
-                        for w in works],
-            "released_authors": [{"release_id": "r", "qid": q, "ol_author_key": f"OL{q[1:]}A", "name_norm": q.lower()}
-                                 for q in qids]}
+    return {
+        "authors": [author(q, ol=f"OL{q[1:]}A") for q in qids],
+        "works_raw": works,
+        "rejects": [
+            reject("clean_books", "not_english_tagged", "work", w["work_key"], author_qid=w["author_qid"])
+            for w in works
+        ],
+        "released_authors": [
+            {"release_id": "r", "qid": q, "ol_author_key": f"OL{q[1:]}A", "name_norm": q.lower()} for q in qids
+        ],
+    }
 
 
 def test_same_rows_in_any_order_give_identical_bytes(tmp_path):
@@ -54,8 +83,9 @@ def test_bad_rows_are_a_clear_error_and_leave_no_file(tmp_path):
 
 def test_publish_commits_and_views_answer(tmp_path):
     wh = Warehouse(tmp_path)
-    publish(wh, "r", tables(["Q1", "Q2"]), seed=1, source="dump", snapshot_id="s", n_authors_requested=2,
-            requests_made=0)
+    publish(
+        wh, "r", tables(["Q1", "Q2"]), seed=1, source="dump", snapshot_id="s", n_authors_requested=2, requests_made=0
+    )
     with wh.connect() as con:
         assert con.execute("select count(*) from authors").fetchone() == (2,)
         assert con.execute("select release from works_raw limit 1").fetchone() == ("r",)
@@ -83,8 +113,9 @@ def test_ledger_overlap_with_another_release_is_refused(tmp_path):
     wh = Warehouse(tmp_path)
     publish(wh, "r1", tables(["Q1"]), seed=1, source="dump", snapshot_id="s", n_authors_requested=1, requests_made=0)
     with pytest.raises(RuntimeError, match="already released"):
-        publish(wh, "r2", tables(["Q1"]), seed=2, source="dump", snapshot_id="s", n_authors_requested=1,
-                requests_made=0)
+        publish(
+            wh, "r2", tables(["Q1"]), seed=2, source="dump", snapshot_id="s", n_authors_requested=1, requests_made=0
+        )
     # rebuilding the same release is fine: the ledger only excludes *other* releases
     publish(wh, "r1", tables(["Q1"]), seed=1, source="dump", snapshot_id="s", n_authors_requested=1, requests_made=0)
     assert wh.committed_releases() == ["r1"]
@@ -93,8 +124,9 @@ def test_ledger_overlap_with_another_release_is_refused(tmp_path):
 def test_release_scope(tmp_path):
     wh = Warehouse(tmp_path)
     publish(wh, "r1", tables(["Q1"]), seed=1, source="dump", snapshot_id="s", n_authors_requested=1, requests_made=0)
-    publish(wh, "r2", tables(["Q2", "Q3"]), seed=2, source="dump", snapshot_id="s", n_authors_requested=2,
-            requests_made=0)
+    publish(
+        wh, "r2", tables(["Q2", "Q3"]), seed=2, source="dump", snapshot_id="s", n_authors_requested=2, requests_made=0
+    )
     with wh.connect(release="r2") as con:
         assert con.execute("select count(*) from authors").fetchone() == (2,)
     with wh.connect() as con:
@@ -114,8 +146,7 @@ def test_crash_while_writing_tables_leaves_no_release_and_rerun_completes(tmp_pa
 
     monkeypatch.setattr(Warehouse, "write_table", crash_on_works)
     with pytest.raises(KeyboardInterrupt):
-        publish(wh, "r", tables(["Q1"]), seed=1, source="dump", snapshot_id="s", n_authors_requested=1,
-                requests_made=0)
+        publish(wh, "r", tables(["Q1"]), seed=1, source="dump", snapshot_id="s", n_authors_requested=1, requests_made=0)
     assert list(wh.staging("r").partition("authors", "r").glob("part-*.parquet"))  # half written ...
     assert wh.committed_releases() == [] and not wh.partition("authors", "r").exists()  # ... elsewhere
     monkeypatch.setattr(Warehouse, "write_table", real_write)
@@ -132,11 +163,20 @@ def test_crash_while_moving_a_release_into_place_leaves_it_uncommitted(tmp_path,
 
     monkeypatch.setattr(Warehouse, "adopt", crash)
     with pytest.raises(KeyboardInterrupt):
-        publish(wh, "r", tables(["Q1", "Q2"]), seed=1, source="dump", snapshot_id="s", n_authors_requested=2,
-                requests_made=0)
+        publish(
+            wh,
+            "r",
+            tables(["Q1", "Q2"]),
+            seed=1,
+            source="dump",
+            snapshot_id="s",
+            n_authors_requested=2,
+            requests_made=0,
+        )
     monkeypatch.undo()
-    publish(wh, "r", tables(["Q1", "Q2"]), seed=1, source="dump", snapshot_id="s", n_authors_requested=2,
-            requests_made=0)
+    publish(
+        wh, "r", tables(["Q1", "Q2"]), seed=1, source="dump", snapshot_id="s", n_authors_requested=2, requests_made=0
+    )
     with wh.connect() as con:
         assert con.execute("select count(*) from authors").fetchall() == [(2,)]
 
@@ -156,8 +196,16 @@ def test_failed_rebuild_keeps_the_committed_release(tmp_path):
 @pytest.mark.parametrize("bad", ["x/../../victim", "a%41b", "x=y", "", "-lead", "white space"])
 def test_release_ids_are_plain_names(tmp_path, bad):
     with pytest.raises(ValueError, match="release id"):
-        publish(Warehouse(tmp_path), bad, tables(["Q1"]), seed=1, source="dump", snapshot_id="s",
-                n_authors_requested=1, requests_made=0)
+        publish(
+            Warehouse(tmp_path),
+            bad,
+            tables(["Q1"]),
+            seed=1,
+            source="dump",
+            snapshot_id="s",
+            n_authors_requested=1,
+            requests_made=0,
+        )
     assert not list(tmp_path.rglob("*.parquet"))
 
 

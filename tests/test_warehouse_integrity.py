@@ -2,6 +2,7 @@
 (DuckDB's own settings plus a statement check), `kitab verify` checks every committed file
 against the ledger, reads warn on a changed file, and rebuilding a release swaps it
 atomically (a crash at any point of the swap leaves the old or the new version readable)."""
+
 from __future__ import annotations
 
 import json
@@ -26,14 +27,25 @@ runner = CliRunner()
 
 
 def put(wh: Warehouse, release: str, qids: list[str]) -> dict:
-    return publish(wh, release, tables(qids), seed=1, source="dump", snapshot_id="s",
-                   n_authors_requested=len(qids), requests_made=0)
+    return publish(
+        wh,
+        release,
+        tables(qids),
+        seed=1,
+        source="dump",
+        snapshot_id="s",
+        n_authors_requested=len(qids),
+        requests_made=0,
+    )
 
 
 def tree(root: Path) -> dict[str, str]:
     """Every file under ``root`` with its sha256 (the lock file aside: it is opened, never written)."""
-    return {p.relative_to(root).as_posix(): sha256_file(p) for p in sorted(root.rglob("*"))
-            if p.is_file() and p.name != ".lock"}
+    return {
+        p.relative_to(root).as_posix(): sha256_file(p)
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and p.name != ".lock"
+    }
 
 
 def authors(wh: Warehouse, release: str | None = None) -> int:
@@ -97,9 +109,18 @@ def test_sql_refusal_through_the_installed_command(wh):
     before = tree(wh.root)
     target = wh.committed_files("k1")["authors"].as_posix()
     kitab = Path(sys.executable).with_name("kitab")
-    done = subprocess.run([str(kitab), "sql", "--warehouse", str(wh.root),
-                           f"copy (select * from authors where false) to '{target}' (format parquet)"],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [
+            str(kitab),
+            "sql",
+            "--warehouse",
+            str(wh.root),
+            f"copy (select * from authors where false) to '{target}' (format parquet)",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 1
     assert done.stderr.splitlines() == [done.stderr.strip()] and "COPY" in done.stderr, done.stderr
     assert tree(wh.root) == before
@@ -113,13 +134,17 @@ def test_sql_reads_keep_working_with_and_without_release(wh):
         return [json.loads(line) for line in result.stdout.splitlines()]
 
     assert sql("select release, count(*) as n from authors group by all order by 1") == [
-        {"release": "k1", "n": 2}, {"release": "k2", "n": 1}]
+        {"release": "k1", "n": 2},
+        {"release": "k2", "n": 1},
+    ]
     assert sql("--release", "k1", "select release, count(*) as n from authors group by all") == [
-        {"release": "k1", "n": 2}]
+        {"release": "k1", "n": 2}
+    ]
     assert sql("--release", "k2", "from rejects_by_reason select sum(n)::int as n") == [{"n": 1}]
     assert {"column_name": "qid"} in [{"column_name": r["column_name"]} for r in sql("describe authors")]
-    assert sql("with a as (select qid from authors) select count(*) as n from a, released_authors r "
-               "where r.qid = a.qid") == [{"n": 3}]
+    assert sql(
+        "with a as (select qid from authors) select count(*) as n from a, released_authors r where r.qid = a.qid"
+    ) == [{"n": 3}]
     assert len(sql("explain select count(*) from works_raw")) >= 1
     assert sql("select count(*) as n from releases") == [{"n": 2}]
 
@@ -131,8 +156,7 @@ def test_the_connection_itself_is_locked_down_by_duckdb(wh, tmp_path):
     try:
         for statement, error in [
             (f"copy authors to '{tmp_path.as_posix()}/x.csv'", duckdb.PermissionException),
-            (f"copy authors to '{wh.root.as_posix()}/tables/authors/release=k1/x.parquet'",
-             duckdb.PermissionException),
+            (f"copy authors to '{wh.root.as_posix()}/tables/authors/release=k1/x.parquet'", duckdb.PermissionException),
             (f"select * from read_csv('{(wh.root / '.stamps' / 'k1.json').as_posix()}')", duckdb.PermissionException),
             (f"attach '{tmp_path.as_posix()}/x.duckdb'", duckdb.PermissionException),
             ("load httpfs", duckdb.PermissionException),
@@ -179,8 +203,9 @@ def test_a_changed_file_fails_its_table_in_one_line_and_the_others_answer_with_a
     assert damaged.exit_code == 1 and damaged.stdout == ""  # never an answer from a damaged table
     error = damaged.stderr.strip().splitlines()
     assert len(error) == 1 and "authors of release k1 is damaged" in error[0] and "kitab verify" in error[0], error
-    result = runner.invoke(app, ["sql", "--warehouse", str(wh.root), "--output", "jsonl",
-                                 "select count(*) as n from works_raw"])
+    result = runner.invoke(
+        app, ["sql", "--warehouse", str(wh.root), "--output", "jsonl", "select count(*) as n from works_raw"]
+    )
     assert result.exit_code == 0 and result.stdout.strip() == '{"n": 3}', result.stdout  # the others answer
     warning = result.stderr.strip().splitlines()
     assert len(warning) == 1 and "k1/authors" in warning[0] and "kitab verify" in warning[0], result.stderr
@@ -235,6 +260,7 @@ def test_a_crash_at_every_point_of_the_swap_leaves_the_only_release_readable(tmp
                         state["crashed"] = True
                         raise Crash(f"killed at {name} #{n}")
                 return real[name](*args, **kwargs)
+
             return op
 
         real_adopt, real_commit, real_sweep = Warehouse.adopt, Warehouse.commit, Warehouse.sweep
@@ -292,8 +318,9 @@ def test_rebuilding_keeps_the_bytes_of_the_same_data_and_removes_the_old_version
     files = wh.committed_files("r")
     again = put(wh, "r", ["Q1"])
     assert again["checksums"] == first["checksums"] and wh.committed_files("r") == files
-    assert all(p.name == f"part-{sha[:16]}.parquet" for p, sha in
-               zip(files.values(), json.loads(first["checksums"]).values()))
+    assert all(
+        p.name == f"part-{sha[:16]}.parquet" for p, sha in zip(files.values(), json.loads(first["checksums"]).values())
+    )
     put(wh, "r", ["Q1", "Q2"])
     assert not any(p.exists() for p in files.values())  # the old version's files are gone
     assert sorted(p.name for p in wh.partition("authors", "r").iterdir()) == [wh.committed_files("r")["authors"].name]
@@ -303,7 +330,7 @@ def test_a_warehouse_from_before_content_names_still_reads_verifies_and_migrates
     """Older warehouses named every table file part-0.parquet: still the committed file."""
     wh = Warehouse(tmp_path)
     put(wh, "r", ["Q1"])
-    for table, path in wh.committed_files("r").items():
+    for path in wh.committed_files("r").values():
         path.rename(path.with_name(LEDGER_FILE))
     (wh.root / ".stamps").rename(wh.root / "no-stamps")
     assert authors(wh) == 1 and [c for c in wh.check_files() if c.problem] == []

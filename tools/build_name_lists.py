@@ -11,6 +11,7 @@ popular in an English-speaking country, and writes small sorted text files that 
 
 Neither names-dataset nor the word list is a dependency of kitab; only the output files are.
 """
+
 from __future__ import annotations
 
 import argparse

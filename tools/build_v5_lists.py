@@ -16,6 +16,7 @@
 
 Neither package is a dependency of kitab; only the output files are (sorted, deterministic).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -97,16 +98,22 @@ def main() -> None:
     rows = census(args.census)
     (DATA_DIR / "census_surnames.tsv").write_text(
         "# US Census 1990 surnames (public domain), via names==0.3.0: surname<TAB>frequency rank\n"
-        + "".join(f"{n}\t{r}\n" for n, r in rows), encoding="utf-8")
+        + "".join(f"{n}\t{r}\n" for n, r in rows),
+        encoding="utf-8",
+    )
     common = set((DATA_DIR / "common_words.txt").read_text(encoding="utf-8").split())
     words = foreign_words(common)
     (DATA_DIR / "foreign_words.txt").write_text(
         "# wordfreq 3.1.1 (CC BY-SA 4.0): Zipf >= 4 in fr/de/it/es/pt/nl and >= 1 above English, less common English words\n"
-        + "".join(f"{w}\n" for w in words), encoding="utf-8")
+        + "".join(f"{w}\n" for w in words),
+        encoding="utf-8",
+    )
     first, last = faker_names()
     for name, names in (("faker_first_names.txt", first), ("faker_surnames.txt", last)):
-        (DATA_DIR / name).write_text("# Faker 40.63.0 person providers, all locales, Latin script (MIT)\n"
-                                     + "".join(f"{n}\n" for n in names), encoding="utf-8")
+        (DATA_DIR / name).write_text(
+            "# Faker 40.63.0 person providers, all locales, Latin script (MIT)\n" + "".join(f"{n}\n" for n in names),
+            encoding="utf-8",
+        )
     print(f"census_surnames.tsv: {len(rows)}; foreign_words.txt: {len(words)}; faker: {len(first)} / {len(last)}")
 
 

@@ -20,6 +20,7 @@ is a region, "Atlantis" an imaginary place, "Salvador" El Salvador).
 
 WordNet is no dependency of kitab; only the output files are (sorted, deterministic).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,8 +33,22 @@ sys.path.insert(0, str(ROOT))
 DATA_DIR = ROOT / "tasks" / "taggers" / "data"
 PERSON_LEXFILE = 18  # noun.person (WordNet's lexnames)
 # the synsets whose instances (and their kinds') are cities: lemma heads of WordNet nouns
-CITY_KINDS = frozenset({"city", "town", "village", "port", "municipality", "capital", "national_capital", "state_capital",
-                        "provincial_capital", "metropolis", "urban_center", "city_state"})
+CITY_KINDS = frozenset(
+    {
+        "city",
+        "town",
+        "village",
+        "port",
+        "municipality",
+        "capital",
+        "national_capital",
+        "state_capital",
+        "provincial_capital",
+        "metropolis",
+        "urban_center",
+        "city_state",
+    }
+)
 # a name WordNet knows as a place (noun.location) or an imagined one (noun.cognition: "Atlantis",
 # "Eden") that is no city is another place; one it knows only as a person, battle or dynasty
 # ("Stockton", "Salerno", "York") says nothing about the town, which WordNet may simply not list
@@ -85,7 +100,9 @@ def people(nouns: dict[str, Synset], senses: dict[str, list[tuple[str, str]]]) -
     for word, ws in senses.items():
         if " " in word or "-" in word or not word.isalpha():
             continue
-        if all(pos == "noun" and nouns[o].lexfile == PERSON_LEXFILE for pos, o in ws) and any(nouns[o].instance for _, o in ws):
+        if all(pos == "noun" and nouns[o].lexfile == PERSON_LEXFILE for pos, o in ws) and any(
+            nouns[o].instance for _, o in ws
+        ):
             found.append(word)
     return sorted(found)
 
@@ -105,8 +122,11 @@ def not_cities(nouns: dict[str, Synset], senses: dict[str, list[tuple[str, str]]
     for word, ws in senses.items():
         noun_senses = [o for pos, o in ws if pos == "noun"]
         key = norm(word)
-        if (key in city_keys and any(nouns[o].lexfile in PLACE_LEXFILES for o in noun_senses)
-                and not any(nouns[o].instance and is_city(o) for o in noun_senses)):
+        if (
+            key in city_keys
+            and any(nouns[o].lexfile in PLACE_LEXFILES for o in noun_senses)
+            and not any(nouns[o].instance and is_city(o) for o in noun_senses)
+        ):
             found.add(word)
     return sorted(found)
 
@@ -123,9 +143,14 @@ def main() -> None:
     nouns, senses = proper_nouns(args.wordnet)
     header = "# Princeton WordNet 3.0 (WordNet 3.0 licence, Copyright 2006 by Princeton University), via tools/build_v6_lists.py: "
     outputs = {
-        "wordnet_people.txt": ("capitalised lemmas known only as people, at least once a named individual", people(nouns, senses)),
-        "wordnet_not_cities.txt": ("GeoNames city names WordNet knows as another place, never as a city",
-                                   not_cities(nouns, senses, _city_index().keys())),
+        "wordnet_people.txt": (
+            "capitalised lemmas known only as people, at least once a named individual",
+            people(nouns, senses),
+        ),
+        "wordnet_not_cities.txt": (
+            "GeoNames city names WordNet knows as another place, never as a city",
+            not_cities(nouns, senses, _city_index().keys()),
+        ),
     }
     for name, (what, rows) in outputs.items():
         write_bytes(DATA_DIR / name, (header + what + "\n" + "".join(f"{w}\n" for w in rows)).encode("utf-8"))

@@ -1,4 +1,5 @@
 """Printing results for people: one table style for every command."""
+
 from __future__ import annotations
 
 from rich.console import Console

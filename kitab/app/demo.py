@@ -4,6 +4,7 @@ counts per stage, rejects by stage and reason, time per stage, data tests, reque
 time, where the release is) with a tour of the release: books per author, entity counts, a
 Table-2-style summary with one rendered query of each type and its answer, and one example
 SQL query with its answer."""
+
 from __future__ import annotations
 
 import time
@@ -12,13 +13,15 @@ from pathlib import Path
 import duckdb
 
 from kitab.app.console import console, print_rows
-from kitab.core.env import BUNDLED_SNAPSHOT
 from kitab.app.runs import run_refresh
 from kitab.app.summary import print_summary
+from kitab.core.env import BUNDLED_SNAPSHOT
 
 DEMO_RELEASE = "demo"
-EXAMPLE_SQL = ("SELECT name, birth_year, sitelinks, books, title_variants, first_year, last_year "
-               "FROM books_per_author ORDER BY sitelinks DESC LIMIT 5")
+EXAMPLE_SQL = (
+    "SELECT name, birth_year, sitelinks, books, title_variants, first_year, last_year "
+    "FROM books_per_author ORDER BY sitelinks DESC LIMIT 5"
+)
 ONE_QUERY_PER_TYPE = """
 WITH typed AS (
     SELECT q.*, CASE WHEN json_extract(c.spec, '$.present')::BOOLEAN = false THEN 'no_' ELSE '' END
@@ -47,8 +50,16 @@ def run_demo(warehouse: Path, *, authors: int, seed: int, progress=None) -> dict
     # per core for tagging): the same steps and release as the Prefect flow, without starting
     # Prefect's temporary server (~10-15 s, most of a demo); `kitab refresh` and the scheduled
     # deployment keep running the flow
-    summary = run_refresh(source="mirror", snapshot=BUNDLED_SNAPSHOT, authors=authors, seed=seed,
-                          release=DEMO_RELEASE, warehouse=warehouse, direct=True, progress=progress)
+    summary = run_refresh(
+        source="mirror",
+        snapshot=BUNDLED_SNAPSHOT,
+        authors=authors,
+        seed=seed,
+        release=DEMO_RELEASE,
+        warehouse=warehouse,
+        direct=True,
+        progress=progress,
+    )
     print_summary(summary, wall=time.monotonic() - started, command="kitab demo", tour=tour)
     return summary
 
@@ -62,14 +73,18 @@ def tour(con: duckdb.DuckDBPyConnection) -> None:
     console.print(f"books per author: {_distribution(per_author)}")
     human, city, total = con.execute(
         "SELECT count(*) FILTER (WHERE has_human_name), count(*) FILTER (WHERE has_city_name), count(*) "
-        "FROM book_entity_flags").fetchall()[0]
+        "FROM book_entity_flags"
+    ).fetchall()[0]
     console.print(f"books with a human name: {human} / {total}; with a city name: {city} / {total}")
     constraints = con.sql("SELECT * FROM constraints").to_arrow_table().to_pylist()
     queries = con.sql("SELECT * FROM queries").to_arrow_table().to_pylist()
     console.print(format_table2(table2(constraints, queries)))
     examples = con.execute(ONE_QUERY_PER_TYPE).fetchall()
-    print_rows(["type", "query", "answer"], [(t, q, "; ".join(m)) for t, q, m in examples],
-               title="one query of each type, with its answer")
+    print_rows(
+        ["type", "query", "answer"],
+        [(t, q, "; ".join(m)) for t, q, m in examples],
+        title="one query of each type, with its answer",
+    )
     console.print(f"[bold]example SQL:[/bold] {EXAMPLE_SQL}")
     cursor = con.execute(EXAMPLE_SQL)
     print_rows([d[0] for d in cursor.description], cursor.fetchall())

@@ -13,6 +13,7 @@ memory bound.
   100 MB limit); with the process limit such an allocation fails inside DuckDB, which reports
   it as an "Out of Memory Error" (a KitabError like any other failed query).
 """
+
 from __future__ import annotations
 
 import errno
@@ -29,8 +30,18 @@ FULL = (errno.ENOSPC, errno.EDQUOT)
 MIN_FREE_MB = 200
 # what Python, Arrow and the printed result may take on top of DuckDB's own limit
 HEADROOM = 1 << 30
-_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
-          "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "kb": 10**3,
+    "mb": 10**6,
+    "gb": 10**9,
+    "tb": 10**12,
+    "kib": 2**10,
+    "mib": 2**20,
+    "gib": 2**30,
+    "tib": 2**40,
+}
 
 
 class Terminated(KeyboardInterrupt):
@@ -77,8 +88,10 @@ def check_free_space(root: Path, minimum_mb: int | None = None) -> None:
         where = where.parent
     free = shutil.disk_usage(where).free
     if free < minimum_mb * 10**6:
-        raise KitabError(f"only {free / 10**6:.0f} MB free on the disk of {root} (a refresh needs at least "
-                         f"{minimum_mb} MB, KITAB_MIN_FREE_MB); free some space first")
+        raise KitabError(
+            f"only {free / 10**6:.0f} MB free on the disk of {root} (a refresh needs at least "
+            f"{minimum_mb} MB, KITAB_MIN_FREE_MB); free some space first"
+        )
 
 
 def parse_size(text: str) -> int:

@@ -17,6 +17,7 @@ traceback, then "Finished in state Failed(...)"); the caller prints the error it
 line. :func:`quiet_user_errors` keeps those records off the terminal (Prefect's console
 handler) while a refresh runs; the API still gets them, and every other error is untouched.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -26,7 +27,7 @@ import signal
 import subprocess
 import sys
 import time
-from typing import Iterator
+from collections.abc import Iterator
 
 POLL_SECONDS = 0.5
 STOP_GRACE_SECONDS = 5.0
@@ -43,16 +44,21 @@ def check_prefect_server(api_url: str, timeout: float = 5.0) -> None:
     from kitab.core.errors import KitabError
 
     if not api_url.strip():
-        raise KitabError("kitab serve needs a Prefect server: start one (`prefect server start`) and set "
-                         "PREFECT_API_URL, e.g. http://127.0.0.1:4200/api")
+        raise KitabError(
+            "kitab serve needs a Prefect server: start one (`prefect server start`) and set "
+            "PREFECT_API_URL, e.g. http://127.0.0.1:4200/api"
+        )
     try:
         answer = requests.get(api_url.rstrip("/") + "/health", timeout=timeout)
     except requests.RequestException as exc:
-        raise KitabError(f"no Prefect server answers at PREFECT_API_URL={api_url} ({type(exc).__name__}); "
-                         "start one with `prefect server start`") from None
+        raise KitabError(
+            f"no Prefect server answers at PREFECT_API_URL={api_url} ({type(exc).__name__}); "
+            "start one with `prefect server start`"
+        ) from None
     if answer.status_code != 200:
-        raise KitabError(f"PREFECT_API_URL={api_url} is not a Prefect API: GET /health answered "
-                         f"HTTP {answer.status_code}")
+        raise KitabError(
+            f"PREFECT_API_URL={api_url} is not a Prefect API: GET /health answered HTTP {answer.status_code}"
+        )
 
 
 def guard_server() -> None:
@@ -66,9 +72,14 @@ def guard_server() -> None:
     def run_uvicorn_command(self):
         server = _with_stderr_to_log(lambda: start(self))
         _WATCHDOGS[:] = [w for w in _WATCHDOGS if w.poll() is None]
-        _WATCHDOGS.append(subprocess.Popen(
-            [sys.executable, "-m", "kitab.app.prefect_guard", str(os.getpid()), str(server.pid)],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        _WATCHDOGS.append(
+            subprocess.Popen(
+                [sys.executable, "-m", "kitab.app.prefect_guard", str(os.getpid()), str(server.pid)],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        )
         return server
 
     run_uvicorn_command.kitab_guarded = True
@@ -82,8 +93,11 @@ def _with_stderr_to_log(start):
     on the refresh's terminal; the refresh reports its failure in one line."""
     home = os.environ.get("PREFECT_HOME")
     try:
-        log = os.open(os.path.join(home, "server.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC,
-                      0o644) if home else os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC)
+        log = (
+            os.open(os.path.join(home, "server.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
+            if home
+            else os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC)
+        )
     except OSError:
         log = os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC)
     saved = os.dup(2)
@@ -181,8 +195,12 @@ def quiet_user_errors() -> Iterator[None]:
     from prefect.logging.handlers import PrefectConsoleHandler
 
     quiet = _UserErrorFilter()
-    handlers = {h for name in (None, "prefect", "prefect.flow_runs", "prefect.task_runs")
-                for h in logging.getLogger(name).handlers if isinstance(h, PrefectConsoleHandler)}
+    handlers = {
+        h
+        for name in (None, "prefect", "prefect.flow_runs", "prefect.task_runs")
+        for h in logging.getLogger(name).handlers
+        if isinstance(h, PrefectConsoleHandler)
+    }
     for handler in handlers:
         handler.addFilter(quiet)
     try:

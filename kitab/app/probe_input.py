@@ -5,6 +5,7 @@ of the bad bytes (and counted, so the CLI can say so), and a line whose title is
 ``MAX_TITLE_CHARS`` is skipped (and its number reported): the pipeline rejects such a title
 (``title_too_long`` in clean_books), so a probe has nothing to show for it either.
 """
+
 from __future__ import annotations
 
 import codecs
@@ -37,8 +38,9 @@ def valid_text(text: str) -> tuple[str, bool]:
         return raw.decode("utf-8", "replace"), True
 
 
-def without_long_titles(lines: list[str], title_of: Callable[[str], str] = lambda line: line
-                        ) -> tuple[list[str], list[int]]:
+def without_long_titles(
+    lines: list[str], title_of: Callable[[str], str] = lambda line: line
+) -> tuple[list[str], list[int]]:
     """The lines whose title (``title_of(line)``) has at most MAX_TITLE_CHARS characters, and the
     1-based numbers of the lines left out."""
     kept, skipped = [], []

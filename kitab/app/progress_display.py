@@ -11,13 +11,14 @@
 
 stdout carries only the summary or the JSON document, whatever the mode.
 """
+
 from __future__ import annotations
 
 import contextlib
 import sys
 import threading
 import time
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 from rich.console import Console, Group
 from rich.progress_bar import ProgressBar
@@ -25,8 +26,19 @@ from rich.spinner import Spinner
 from rich.table import Table
 from rich.text import Text
 
-from kitab.core.progress import (DOING, ROWS, STAGES, Progress, Status, format_clock, format_count, format_seconds,
-                            requests_text, stage_text, status_line)
+from kitab.core.progress import (
+    DOING,
+    ROWS,
+    STAGES,
+    Progress,
+    Status,
+    format_clock,
+    format_count,
+    format_seconds,
+    requests_text,
+    stage_text,
+    status_line,
+)
 
 MODES = ("live", "lines", "none")
 LINE_EVERY = 5.0  # seconds between progress lines while a stage advances
@@ -45,8 +57,14 @@ class PlainLines:
     """The plain-line view: a listener (stage starts, the end) plus :meth:`tick`, called every
     second or so, for the lines in between."""
 
-    def __init__(self, write: Callable[[str], None], *, every: float = LINE_EVERY,
-                 heartbeat: float = HEARTBEAT_EVERY, clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        write: Callable[[str], None],
+        *,
+        every: float = LINE_EVERY,
+        heartbeat: float = HEARTBEAT_EVERY,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.write, self.every, self.heartbeat, self.clock = write, every, heartbeat, clock
         self._last_line = clock()
         self._last_seen: tuple | None = None
@@ -61,12 +79,16 @@ class PlainLines:
         status = progress.status()
         if event == "begin" and self._last_seen is None:  # once: the caller's begin, then the pipeline's
             info = status.info
-            self._emit(status, f"refreshing release {info.get('release')}: {info.get('authors', 0):,} authors from "
-                               f"source {info.get('source')}, batches of {info.get('batch_size', 0):,}")
+            self._emit(
+                status,
+                f"refreshing release {info.get('release')}: {info.get('authors', 0):,} authors from "
+                f"source {info.get('source')}, batches of {info.get('batch_size', 0):,}",
+            )
         elif event == "stage" and status.stage is not None:
             before = f" ({stage_text(status.finished[-1])})" if status.finished else ""
-            self._emit(status, f"{status.stage} ({status.position}/{len(STAGES)}) started: "
-                               f"{DOING[status.stage]}{before}")
+            self._emit(
+                status, f"{status.stage} ({status.position}/{len(STAGES)}) started: {DOING[status.stage]}{before}"
+            )
         elif event == "end":
             last = f"; {stage_text(status.finished[-1])}" if status.finished else ""
             self._emit(status, status_line(status) + last)
@@ -131,8 +153,10 @@ def render_status(status: Status, spinner: Spinner | None = None, bar_width: int
     info = status.info
     head = Text("kitab refresh", style="bold")
     if info:
-        head.append(f" · release {info.get('release')} · source {info.get('source')} · "
-                    f"{info.get('authors', 0):,} authors · batches of {info.get('batch_size', 0):,}")
+        head.append(
+            f" · release {info.get('release')} · source {info.get('source')} · "
+            f"{info.get('authors', 0):,} authors · batches of {info.get('batch_size', 0):,}"
+        )
     grid = Table.grid(padding=(0, 1))
     grid.add_column(width=1)
     grid.add_column(min_width=14, no_wrap=True)
@@ -144,8 +168,9 @@ def render_status(status: Status, spinner: Spinner | None = None, bar_width: int
             record = finished[name]
             rows = record.get("rows")
             rows_text = f"{format_count(rows)} {ROWS[name]}" if rows is not None else ""
-            grid.add_row(Text("✓", style="green"), name, Text(format_seconds(record["seconds"]), style="green"),
-                         rows_text)
+            grid.add_row(
+                Text("✓", style="green"), name, Text(format_seconds(record["seconds"]), style="green"), rows_text
+            )
         elif name == status.stage:
             if status.total is not None:
                 pct = f"{100 * status.done / status.total:3.0f}%" if status.total else ""

@@ -1,19 +1,28 @@
 """Running a refresh from Python (the CLI, the demo, tests and benchmarks): through the
 Prefect flow (what users run and schedule), or the same pipeline called directly."""
+
 from __future__ import annotations
 
 import contextlib
 import dataclasses
 import os
-from datetime import datetime, timezone
+from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Iterator
 
 from kitab.core.errors import KitabError
 
 
-def run_refresh(*, snapshot: Path | None = None, warehouse: Path, task_runner: str | None = None,
-                dask_address: str | None = None, direct: bool = False, progress=None, **parameters) -> dict:
+def run_refresh(
+    *,
+    snapshot: Path | None = None,
+    warehouse: Path,
+    task_runner: str | None = None,
+    dask_address: str | None = None,
+    direct: bool = False,
+    progress=None,
+    **parameters,
+) -> dict:
     """One release with ``parameters`` (kitab.core.params.RefreshParams' fields; a None
     batch_size or max_failed_share takes the default). ``direct``: the pipeline without
     Prefect (LocalRunner: threads for I/O, one process per core for CPU steps); else the
@@ -25,24 +34,38 @@ def run_refresh(*, snapshot: Path | None = None, warehouse: Path, task_runner: s
     (kitab.core.errors.BadValue) and the warehouse's refresh lock is taken (kitab.core.locking.WarehouseBusy
     if another refresh holds it): both fail at once and write nothing but the lock file."""
     from flows.pipeline import check_inputs, run_pipeline
-    from kitab.core.params import RefreshParams
     from kitab.core.locking import refresh_lock
+    from kitab.core.params import RefreshParams
     from kitab.core.progress import tracking
 
-    params = RefreshParams(**{k: v for k, v in parameters.items() if v is not None or k in ("seed", "release")},
-                           snapshot=str(snapshot) if snapshot else None, warehouse=str(warehouse))
+    params = RefreshParams(
+        **{k: v for k, v in parameters.items() if v is not None or k in ("seed", "release")},
+        snapshot=str(snapshot) if snapshot else None,
+        warehouse=str(warehouse),
+    )
     # the defaults resolved once: the lock names the release the flow then builds
-    params = params.resolved(datetime.now(timezone.utc).date())
+    params = params.resolved(datetime.now(UTC).date())
     check_inputs(params)
-    with refresh_lock(Path(warehouse), params.release), tracking(params.release, progress) as progress, \
-            serving(params) as params:
+    with (
+        refresh_lock(Path(warehouse), params.release),
+        tracking(params.release, progress) as progress,
+        serving(params) as params,
+    ):
         # the views start here: a mistake found above is the only thing the user sees
         # the wait before the first stage, said once: importing Prefect and starting its temporary
         # server (no PREFECT_API_URL) is most of a small refresh's wait
-        starting = None if direct or os.environ.get("PREFECT_API_URL") else \
-            "starting Prefect's temporary server (once per refresh, ~10 s)"
-        progress.begin(release=params.release, source=params.source, authors=params.authors,
-                       batch_size=params.batch_size, **({"starting": starting} if starting else {}))
+        starting = (
+            None
+            if direct or os.environ.get("PREFECT_API_URL")
+            else "starting Prefect's temporary server (once per refresh, ~10 s)"
+        )
+        progress.begin(
+            release=params.release,
+            source=params.source,
+            authors=params.authors,
+            batch_size=params.batch_size,
+            **({"starting": starting} if starting else {}),
+        )
         if direct:
             from flows.runners import LocalRunner
 
@@ -68,8 +91,10 @@ def run_refresh(*, snapshot: Path | None = None, warehouse: Path, task_runner: s
                     # server's 500 at exit (its database is on the full disk): errors of logging
                     # itself are not shown from here on, the one line below says what happened
                     logging.raiseExceptions = False
-                    raise KitabError(f"the refresh failed with the disk of {warehouse} full ({full}); free some "
-                                     "space and run it again") from exc
+                    raise KitabError(
+                        f"the refresh failed with the disk of {warehouse} full ({full}); free some "
+                        "space and run it again"
+                    ) from exc
                 raise
 
 

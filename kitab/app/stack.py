@@ -11,6 +11,7 @@ process's descendants with it (the worker's flow-run processes and their pools).
     python -m kitab.app.stack run --state DIR [--param seed=7] [--now]  # one run of the deployment
     python -m kitab.app.stack status|down --state DIR
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,7 +25,7 @@ import time
 import urllib.error
 import urllib.request
 from dataclasses import asdict, dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import psutil
@@ -60,25 +61,34 @@ def port_open(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) == 0
 
 
-def api(url: str, path: str, body: dict | list | None = None, *, method: str | None = None,
-        timeout: float = 30, retries: int = 5) -> dict | list | None:
+def api(
+    url: str,
+    path: str,
+    body: dict | list | None = None,
+    *,
+    method: str | None = None,
+    timeout: float = 30,
+    retries: int = 5,
+) -> dict | list | None:
     """One JSON request to the Prefect REST API (POST when there is a body). 429, 502 and 503
     are retried as Prefect's own client does (the server answers 503 for errors a client may
     retry, e.g. a busy SQLite database): after Retry-After, else 1, 2, 4, … s."""
     data = None if body is None else json.dumps(body).encode()
     for attempt in range(retries + 1):
-        request = urllib.request.Request(url + path, data=data, method=method,
-                                         headers={"content-type": "application/json"})
+        request = urllib.request.Request(
+            url + path, data=data, method=method, headers={"content-type": "application/json"}
+        )
         try:
             with urllib.request.urlopen(request, timeout=timeout) as response:
                 return json.loads(response.read() or b"null")
         except urllib.error.HTTPError as exc:
             detail = exc.read().decode(errors="replace")[:2000]
             if exc.code not in (429, 502, 503) or attempt == retries:
-                raise StackError(f"{method or ('POST' if body is not None else 'GET')} {path}: "
-                                 f"HTTP {exc.code}: {detail}") from None
+                raise StackError(
+                    f"{method or ('POST' if body is not None else 'GET')} {path}: HTTP {exc.code}: {detail}"
+                ) from None
             retry_after = exc.headers.get("Retry-After", "")
-            time.sleep(float(retry_after) if retry_after.isdigit() else 2 ** attempt)
+            time.sleep(float(retry_after) if retry_after.isdigit() else 2**attempt)
     raise AssertionError("unreachable")
 
 
@@ -104,8 +114,15 @@ class Service:
             raise StackError(f"{self.name} is already running (pid file {self.pidfile}); stop it first")
         self.state.mkdir(parents=True, exist_ok=True)
         with open(self.log, "ab") as log:
-            proc = subprocess.Popen(self.argv, env=self.env, cwd=PROJECT_ROOT, stdin=subprocess.DEVNULL,
-                                    stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            proc = subprocess.Popen(
+                self.argv,
+                env=self.env,
+                cwd=PROJECT_ROOT,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         record = {"pid": proc.pid, "started": psutil.Process(proc.pid).create_time(), "argv": self.argv}
         tmp = self.pidfile.with_suffix(".pid.tmp")
         tmp.write_text(json.dumps(record))
@@ -215,30 +232,55 @@ class Stack:
 
     def env(self, **extra: str) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API_")}
-        env.update(DO_NOT_TRACK="1", PREFECT_SERVER_ANALYTICS_ENABLED="false", PREFECT_LOGGING_LEVEL="INFO",
-                   PREFECT_UI_ENABLED=str(self.ui).lower())
+        env.update(
+            DO_NOT_TRACK="1",
+            PREFECT_SERVER_ANALYTICS_ENABLED="false",
+            PREFECT_LOGGING_LEVEL="INFO",
+            PREFECT_UI_ENABLED=str(self.ui).lower(),
+        )
         env.update(extra)
         return env
 
     def client_env(self) -> dict[str, str]:
         """What the compose worker container has: the API, the warehouse, Prefect's home in it."""
-        return self.env(PREFECT_API_URL=self.api_url, KITAB_WAREHOUSE=str(self.warehouse),
-                        PREFECT_HOME=str(self.warehouse / ".prefect"),
-                        PREFECT_WORKER_QUERY_SECONDS=str(self.poll_seconds))
+        return self.env(
+            PREFECT_API_URL=self.api_url,
+            KITAB_WAREHOUSE=str(self.warehouse),
+            PREFECT_HOME=str(self.warehouse / ".prefect"),
+            PREFECT_WORKER_QUERY_SECONDS=str(self.poll_seconds),
+        )
 
     def services(self) -> dict[str, Service]:
-        server = Service("prefect-server", [str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1",
-                                            "--port", str(self.api_port), "--ui" if self.ui else "--no-ui"],
-                         self.env(PREFECT_HOME=str(self.state / "prefect-server"),
-                                  PREFECT_API_DATABASE_CONNECTION_URL=self.database_url,
-                                  PREFECT_UI_API_URL=self.api_url,
-                                  PREFECT_SERVER_DEPLOYMENTS_CONCURRENCY_SLOT_WAIT_SECONDS=str(self.poll_seconds),
-                                  PREFECT_SERVER_SERVICES_SCHEDULER_LOOP_SECONDS=str(self.poll_seconds)),
-                         self.state)
-        mirror = Service("mirror", [str(BIN / "kitab"), "mirror", "serve", "--snapshot", str(self.snapshot),
-                                    "--port", str(self.mirror_port)], self.env(), self.state)
-        worker = Service("worker", [str(BIN / "prefect"), "worker", "start", "--pool", self.pool],
-                         self.client_env(), self.state)
+        server = Service(
+            "prefect-server",
+            [
+                str(BIN / "prefect"),
+                "server",
+                "start",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.api_port),
+                "--ui" if self.ui else "--no-ui",
+            ],
+            self.env(
+                PREFECT_HOME=str(self.state / "prefect-server"),
+                PREFECT_API_DATABASE_CONNECTION_URL=self.database_url,
+                PREFECT_UI_API_URL=self.api_url,
+                PREFECT_SERVER_DEPLOYMENTS_CONCURRENCY_SLOT_WAIT_SECONDS=str(self.poll_seconds),
+                PREFECT_SERVER_SERVICES_SCHEDULER_LOOP_SECONDS=str(self.poll_seconds),
+            ),
+            self.state,
+        )
+        mirror = Service(
+            "mirror",
+            [str(BIN / "kitab"), "mirror", "serve", "--snapshot", str(self.snapshot), "--port", str(self.mirror_port)],
+            self.env(),
+            self.state,
+        )
+        worker = Service(
+            "worker", [str(BIN / "prefect"), "worker", "start", "--pool", self.pool], self.client_env(), self.state
+        )
         return {s.name: s for s in (server, mirror, worker)}
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -278,8 +320,9 @@ class Stack:
         return self.deployment()["id"]
 
     def deployment(self) -> dict:
-        found = api(self.api_url, "/deployments/filter",
-                    {"deployments": {"name": {"any_": [deployment_spec()["name"]]}}})
+        found = api(
+            self.api_url, "/deployments/filter", {"deployments": {"name": {"any_": [deployment_spec()["name"]]}}}
+        )
         if len(found) != 1:
             raise StackError(f"expected one deployment {deployment_spec()['name']!r}, the API has {len(found)}")
         return found[0]
@@ -302,16 +345,24 @@ class Stack:
         deployment_id = self.deployment()["id"]
         deadline = time.monotonic() + timeout
         while True:
-            runs = api(self.api_url, "/flow_runs/filter",
-                       {"deployments": {"id": {"any_": [deployment_id]}},
-                        "flow_runs": {"state": {"type": {"any_": ["SCHEDULED"]}}},
-                        "sort": "EXPECTED_START_TIME_ASC", "limit": 20})
+            runs = api(
+                self.api_url,
+                "/flow_runs/filter",
+                {
+                    "deployments": {"id": {"any_": [deployment_id]}},
+                    "flow_runs": {"state": {"type": {"any_": ["SCHEDULED"]}}},
+                    "sort": "EXPECTED_START_TIME_ASC",
+                    "limit": 20,
+                },
+            )
             times = [datetime.fromisoformat(r["expected_start_time"]) for r in runs if r["auto_scheduled"]]
             if times:
                 return times
             if time.monotonic() > deadline:
-                raise StackError(f"the server's scheduler made no runs of the deployment's schedule in "
-                                 f"{timeout:.0f} s; server log:\n{self.services()['prefect-server'].tail()}")
+                raise StackError(
+                    f"the server's scheduler made no runs of the deployment's schedule in "
+                    f"{timeout:.0f} s; server log:\n{self.services()['prefect-server'].tail()}"
+                )
             time.sleep(1.0)
 
     def schedule_run(self, parameters: dict | None = None, delay: float = 10, timeout: float = 120) -> str:
@@ -319,23 +370,37 @@ class Stack:
         schedule due in ``delay`` seconds, with ``parameters`` over the deployment's, removed
         again once the worker has taken its run. Returns the run's id."""
         deployment_id = self.deployment()["id"]
-        due = datetime.now(timezone.utc) + timedelta(seconds=delay)
-        (schedule,) = api(self.api_url, f"/deployments/{deployment_id}/schedules",
-                          [{"schedule": {"interval": 366 * 86400, "anchor_date": due.isoformat(), "timezone": "UTC"},
-                            "active": True, "max_scheduled_runs": 1, "parameters": parameters or {}}])
+        due = datetime.now(UTC) + timedelta(seconds=delay)
+        (schedule,) = api(
+            self.api_url,
+            f"/deployments/{deployment_id}/schedules",
+            [
+                {
+                    "schedule": {"interval": 366 * 86400, "anchor_date": due.isoformat(), "timezone": "UTC"},
+                    "active": True,
+                    "max_scheduled_runs": 1,
+                    "parameters": parameters or {},
+                }
+            ],
+        )
         key = f"scheduled {deployment_id} {schedule['id']} "
         deadline = time.monotonic() + delay + timeout
         while True:
-            runs = api(self.api_url, "/flow_runs/filter", {"deployments": {"id": {"any_": [deployment_id]}},
-                                                           "sort": "EXPECTED_START_TIME_ASC", "limit": 200})
+            runs = api(
+                self.api_url,
+                "/flow_runs/filter",
+                {"deployments": {"id": {"any_": [deployment_id]}}, "sort": "EXPECTED_START_TIME_ASC", "limit": 200},
+            )
             mine = [r for r in runs if (r.get("idempotency_key") or "").startswith(key)]
             # Scheduled or Late: not taken yet (removing the schedule now would delete the run)
             if mine and mine[0]["state"]["name"] not in ("Scheduled", "Late"):
                 break
             if time.monotonic() > deadline:
                 state = mine[0]["state"]["name"] if mine else "not created"
-                raise StackError(f"the scheduled run was not taken in {delay + timeout:.0f} s ({state}); "
-                                 f"server log:\n{self.services()['prefect-server'].tail()}")
+                raise StackError(
+                    f"the scheduled run was not taken in {delay + timeout:.0f} s ({state}); "
+                    f"server log:\n{self.services()['prefect-server'].tail()}"
+                )
             time.sleep(1.0)
         api(self.api_url, f"/deployments/{deployment_id}/schedules/{schedule['id']}", method="DELETE")
         return mine[0]["id"]
@@ -343,8 +408,9 @@ class Stack:
     def trigger(self, parameters: dict | None = None) -> str:
         """One run of the deployment now (what `prefect deployment run` does); returns its id.
         ``parameters`` override the deployment's for this run only."""
-        run = api(self.api_url, f"/deployments/{self.deployment()['id']}/create_flow_run",
-                  {"parameters": parameters or {}})
+        run = api(
+            self.api_url, f"/deployments/{self.deployment()['id']}/create_flow_run", {"parameters": parameters or {}}
+        )
         return run["id"]
 
     def wait(self, run_ids: list[str], timeout: float = 600) -> list[dict]:
@@ -361,18 +427,27 @@ class Stack:
                     raise StackError(f"{service.name} stopped while runs were pending; its log:\n{service.tail()}")
             if time.monotonic() > deadline:
                 states = ", ".join(f"{r['name']}: {r['state']['name']}" for r in runs)
-                raise StackError(f"runs not finished after {timeout:.0f} s ({states}); worker log:\n"
-                                 f"{services['worker'].tail()}")
+                raise StackError(
+                    f"runs not finished after {timeout:.0f} s ({states}); worker log:\n{services['worker'].tail()}"
+                )
             time.sleep(1.0)
 
     def logs(self, run_id: str, limit: int = 200) -> list[str]:
         """A flow run's log lines as the server stored them (what the UI shows)."""
-        rows = api(self.api_url, "/logs/filter", {"logs": {"flow_run_id": {"any_": [run_id]}},
-                                                  "sort": "TIMESTAMP_ASC", "limit": limit})
-        tasks = {t["id"]: t["name"] for t in api(self.api_url, "/task_runs/filter",
-                                                  {"flow_runs": {"id": {"any_": [run_id]}}})}
-        return [f"{r['timestamp'][11:19]} {tasks[r['task_run_id']] + ': ' if r.get('task_run_id') in tasks else ''}"
-                f"{r['message']}" for r in rows]
+        rows = api(
+            self.api_url,
+            "/logs/filter",
+            {"logs": {"flow_run_id": {"any_": [run_id]}}, "sort": "TIMESTAMP_ASC", "limit": limit},
+        )
+        tasks = {
+            t["id"]: t["name"]
+            for t in api(self.api_url, "/task_runs/filter", {"flow_runs": {"id": {"any_": [run_id]}}})
+        }
+        return [
+            f"{r['timestamp'][11:19]} {tasks[r['task_run_id']] + ': ' if r.get('task_run_id') in tasks else ''}"
+            f"{r['message']}"
+            for r in rows
+        ]
 
     # -- helpers --------------------------------------------------------------------------
     def save(self) -> None:
@@ -380,7 +455,7 @@ class Stack:
         (self.state / "stack.json").write_text(json.dumps(record, indent=2))
 
     @classmethod
-    def load(cls, state: Path) -> "Stack":
+    def load(cls, state: Path) -> Stack:
         try:
             record = json.loads((Path(state) / "stack.json").read_text())
         except FileNotFoundError:
@@ -406,8 +481,15 @@ class Stack:
             time.sleep(0.5)
 
     def _cli(self, args: list[str]) -> None:
-        done = subprocess.run([str(BIN / "prefect"), *args], env=self.client_env(), cwd=PROJECT_ROOT,
-                              stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300)
+        done = subprocess.run(
+            [str(BIN / "prefect"), *args],
+            env=self.client_env(),
+            cwd=PROJECT_ROOT,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         with open(self.state / "register.log", "a") as log:
             log.write(f"$ prefect {' '.join(args)}\n{done.stdout}{done.stderr}\n")
         if done.returncode != 0:
@@ -417,8 +499,10 @@ class Stack:
 def run_summary(run: dict) -> str:
     """One line per run: name, state, parameters, duration."""
     seconds = run.get("total_run_time") or 0
-    return (f"flow run {run['name']} ({run['id']}): {run['state']['name']} in {seconds:.0f} s, "
-            f"parameters {json.dumps(run['parameters'], sort_keys=True)}")
+    return (
+        f"flow run {run['name']} ({run['id']}): {run['state']['name']} in {seconds:.0f} s, "
+        f"parameters {json.dumps(run['parameters'], sort_keys=True)}"
+    )
 
 
 def committed(warehouse: Path) -> str:
@@ -429,8 +513,10 @@ def committed(warehouse: Path) -> str:
     if not wh.committed_releases():
         return f"warehouse {warehouse}: no committed release"
     with wh.connect() as con:
-        rows = con.execute("select r.release, count(a.qid) from releases r left join released_authors a "
-                           "using (release) group by r.release, r.created_at order by r.created_at desc").fetchall()
+        rows = con.execute(
+            "select r.release, count(a.qid) from releases r left join released_authors a "
+            "using (release) group by r.release, r.created_at order by r.created_at desc"
+        ).fetchall()
     return f"warehouse {warehouse}: " + ", ".join(f"release {r} ({n} authors)" for r, n in rows)
 
 
@@ -443,10 +529,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--api-port", type=int, default=4200)
     parser.add_argument("--mirror-port", type=int, default=8089)
     parser.add_argument("--ui", action="store_true", help="up: serve the Prefect UI on the API port")
-    parser.add_argument("--param", action="append", default=[], metavar="KEY=JSON",
-                        help="run: a parameter for this run only (value parsed as JSON, else a string)")
-    parser.add_argument("--now", action="store_true",
-                        help="run: create the run directly (`prefect deployment run`), not through the scheduler")
+    parser.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="KEY=JSON",
+        help="run: a parameter for this run only (value parsed as JSON, else a string)",
+    )
+    parser.add_argument(
+        "--now",
+        action="store_true",
+        help="run: create the run directly (`prefect deployment run`), not through the scheduler",
+    )
     parser.add_argument("--timeout", type=float, default=1800, help="run: seconds to wait for the run")
     args = parser.parse_args(argv)
     state = args.state.resolve()
@@ -454,12 +548,19 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "up":
             if not args.database_url:
                 parser.error("up needs --database-url")
-            stack = Stack(state=state, warehouse=(args.warehouse or state / "warehouse").resolve(),
-                          database_url=args.database_url, api_port=args.api_port, mirror_port=args.mirror_port,
-                          ui=args.ui)
+            stack = Stack(
+                state=state,
+                warehouse=(args.warehouse or state / "warehouse").resolve(),
+                database_url=args.database_url,
+                api_port=args.api_port,
+                mirror_port=args.mirror_port,
+                ui=args.ui,
+            )
             deployment_id = stack.up()
-            print(f"Prefect API {stack.api_url} (database {stack.database_url.split('@')[-1]}), "
-                  f"mirror {stack.mirror_url}, worker on pool {stack.pool!r}, deployment {deployment_id}")
+            print(
+                f"Prefect API {stack.api_url} (database {stack.database_url.split('@')[-1]}), "
+                f"mirror {stack.mirror_url}, worker on pool {stack.pool!r}, deployment {deployment_id}"
+            )
             try:
                 upcoming = stack.upcoming()
             except StackError:

@@ -2,11 +2,12 @@
 counts per stage, the Open Library match, rejects by stage and reason, each stage's time and
 rows, data tests, requests, wall time, and the release with where it is. Also the
 ``kitab releases`` tables, which show the same stage timings for every committed release."""
+
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import duckdb
 from rich import box
@@ -16,8 +17,9 @@ from kitab.app.console import console, print_rows
 from kitab.core.progress import ROWS, STAGES, format_count, format_seconds, parse_stages, stage_rows
 
 
-def print_summary(summary: dict, *, wall: float, command: str,
-                  tour: Callable[[duckdb.DuckDBPyConnection], None] | None = None) -> None:
+def print_summary(
+    summary: dict, *, wall: float, command: str, tour: Callable[[duckdb.DuckDBPyConnection], None] | None = None
+) -> None:
     """The human summary of one refresh (``summary``: what run_refresh returned; ``wall``:
     seconds the caller waited, Prefect's start included). ``tour``: more, printed from a
     connection scoped to the release (the demo's Table 2 and examples)."""
@@ -34,43 +36,70 @@ def print_summary(summary: dict, *, wall: float, command: str,
         if tour is not None:
             tour(con)
     if summary.get("stages"):
-        print_rows(["stage", "time", "share", "rows", "tasks", "requests"], stage_rows(summary["stages"]),
-                   title="time per stage")
+        print_rows(
+            ["stage", "time", "share", "rows", "tasks", "requests"],
+            stage_rows(summary["stages"]),
+            title="time per stage",
+        )
     console.print(f"data tests passed: {len(summary['data_tests'])}")
     console.print(f"requests made: {summary['requests_made']}")
     console.print(f"wall time: {wall:.1f} s (the pipeline {summary['wall_seconds']:.1f} s)")
     console.print(f"release {release} is in the warehouse {wh.root}", soft_wrap=True)
-    console.print(f'  try: kitab sql "select count(*) from authors" --release {release} --warehouse {wh.root}',
-                  soft_wrap=True, markup=False)
+    console.print(
+        f'  try: kitab sql "select count(*) from authors" --release {release} --warehouse {wh.root}',
+        soft_wrap=True,
+        markup=False,
+    )
 
 
 # -- kitab releases ---------------------------------------------------------------------------
 # column headers, abbreviated so the table fits 100 columns
-STAGE_HEADERS = {"start": "start", "sample_authors": "sample", "collect": "collect", "tag_entities": "tag",
-                 "generate_constraints": "constrain", "sample_queries": "queries", "publish": "publish"}
+STAGE_HEADERS = {
+    "start": "start",
+    "sample_authors": "sample",
+    "collect": "collect",
+    "tag_entities": "tag",
+    "generate_constraints": "constrain",
+    "sample_queries": "queries",
+    "publish": "publish",
+}
 
 
 def releases_tables(ledger: list[dict]) -> tuple[Table, Table]:
     """The committed releases (``ledger``: rows of the releases table, by creation): an
     overview, and each release's stage wall times with their rows (the slowest in bold).
     Both fit a 100-column terminal; a release from before stage timings shows dashes."""
+
     def table(title: str, *headers: str) -> Table:
         out = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
         for n, header in enumerate(headers):
-            out.add_column(header, justify="left" if n == 0 or header in ("created (UTC)", "source") else "right",
-                           no_wrap=n == 0)
+            out.add_column(
+                header, justify="left" if n == 0 or header in ("created (UTC)", "source") else "right", no_wrap=n == 0
+            )
         return out
 
-    overview = table("releases", "release", "created (UTC)", "source", "seed", "authors", "books", "queries",
-                     "requests")
-    timings = table("time per stage, and its rows (the slowest stage in bold)", "release",
-                    *[f"{STAGE_HEADERS[s]}\n{ROWS[s]}" if ROWS[s] else STAGE_HEADERS[s] for s in STAGES], "total")
+    overview = table(
+        "releases", "release", "created (UTC)", "source", "seed", "authors", "books", "queries", "requests"
+    )
+    timings = table(
+        "time per stage, and its rows (the slowest stage in bold)",
+        "release",
+        *[f"{STAGE_HEADERS[s]}\n{ROWS[s]}" if ROWS[s] else STAGE_HEADERS[s] for s in STAGES],
+        "total",
+    )
     for row in ledger:
         counts = json.loads(row["counts"])
         created = row["created_at"]
-        overview.add_row(row["release"], created.strftime("%Y-%m-%d %H:%M") if created else "", row["source"],
-                         str(row["seed"]), format_count(counts.get("released_authors")), format_count(counts.get("books")),
-                         format_count(counts.get("queries")), format_count(row.get("requests_made")))
+        overview.add_row(
+            row["release"],
+            created.strftime("%Y-%m-%d %H:%M") if created else "",
+            row["source"],
+            str(row["seed"]),
+            format_count(counts.get("released_authors")),
+            format_count(counts.get("books")),
+            format_count(counts.get("queries")),
+            format_count(row.get("requests_made")),
+        )
         stages = {r["stage"]: r for r in parse_stages(row.get("stages")) or []}
         slowest = max(stages.values(), key=lambda r: r["seconds"])["stage"] if stages else None
         cells = []

@@ -4,6 +4,7 @@ Politeness numbers come from the services' published etiquette: WDQS runs one qu
 a time per client (60 s of query time per minute); Open Library allows about 3 req/s
 for JSON with an identifying User-Agent, and we default to 1 req/s to stay well under.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -11,8 +12,8 @@ from pathlib import Path
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from kitab.core.version import __version__
 from kitab.core.env import PROJECT_ROOT
+from kitab.core.version import __version__
 
 LIVE_WIKIDATA = "https://query.wikidata.org/sparql"
 LIVE_OPENLIBRARY = "https://openlibrary.org"
@@ -60,9 +61,13 @@ class Settings(BaseSettings):
     def user_agent(self) -> str:
         return f"kitab/{__version__} (KITAB benchmark refresh; {self.contact}) python-requests"
 
-    def for_mirror(self, base_url: str) -> "Settings":
+    def for_mirror(self, base_url: str) -> Settings:
         """The same settings pointed at a local mirror: same clients, the mirror's rate cap."""
         return self.model_copy(
-            update={"wikidata_endpoint": f"{base_url}/sparql", "openlibrary_base": base_url,
-                    "ol_rate": self.mirror_ol_rate, "wdqs_min_interval": 0.0},
+            update={
+                "wikidata_endpoint": f"{base_url}/sparql",
+                "openlibrary_base": base_url,
+                "ol_rate": self.mirror_ol_rate,
+                "wdqs_min_interval": 0.0,
+            },
         )

@@ -4,6 +4,7 @@ Prefect reads its settings from the environment when it is first imported, so th
 from ``kitab/__init__`` before any stage or flow module imports prefect. Values already
 set by the user win (``setdefault``).
 """
+
 from __future__ import annotations
 
 import os

@@ -1,4 +1,5 @@
 """Errors meant for a person, not a traceback."""
+
 from __future__ import annotations
 
 

@@ -16,6 +16,7 @@ has about 6 million rows with list columns; DuckDB's ORDER BY over that ran out 
 Memory is about one bucket; disk is one extra copy of the table. A table of at most
 ``bucket_rows`` rows is sorted in memory, with no spill.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -88,13 +89,23 @@ def boundaries(parts: list[TableRef], keys: list[str], schema: pa.Schema, bucket
     return sorted(set(samples[per_bucket::per_bucket]))
 
 
-def write_sorted(parts: list[TableRef], keys: list[str], table_name: str, path: str | os.PathLike,
-                 schema: pa.Schema, spill_dir: str | os.PathLike, bucket_rows: int = BUCKET_ROWS) -> TableRef:
+def write_sorted(
+    parts: list[TableRef],
+    keys: list[str],
+    table_name: str,
+    path: str | os.PathLike,
+    schema: pa.Schema,
+    spill_dir: str | os.PathLike,
+    bucket_rows: int = BUCKET_ROWS,
+) -> TableRef:
     """Parts -> one Parquet file sorted by ``keys`` (nulls last), ties in part then row order."""
     parts = [ref for ref in parts if ref.rows]
     if sum(ref.rows for ref in parts) <= bucket_rows:
-        table = pa.concat_tables([*_runs(parts, schema, bucket_rows)], promote_options="none") if parts \
+        table = (
+            pa.concat_tables([*_runs(parts, schema, bucket_rows)], promote_options="none")
+            if parts
             else schema.empty_table()
+        )
         return write_batches([_sorted(table, keys)[0]], table_name, path, schema)
 
     cuts = boundaries(parts, keys, schema, bucket_rows)

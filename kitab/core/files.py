@@ -4,6 +4,7 @@ Every file kitab writes goes through a temp path beside its target and one renam
 reader sees the old file or the whole new one, never half a file (a killed run leaves a
 ``.*.tmp`` at worst, which nothing reads). Folders are swapped the same way.
 """
+
 from __future__ import annotations
 
 import contextlib

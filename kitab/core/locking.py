@@ -16,6 +16,7 @@ shorter lock: publishing's commit.)
 Within one process the lock is re-entrant: ``kitab.app.runs.run_refresh`` takes it before the flow
 starts and ``flows.pipeline.run_pipeline`` (which deployments run directly) takes it again.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -25,10 +26,10 @@ import logging
 import os
 import socket
 import threading
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Iterator
 
 from kitab.core.errors import KitabError
 
@@ -53,13 +54,17 @@ class LockHolder:
         return f"release {self.release!r}, pid {self.pid} on {self.host}, started {self.started_at}"
 
     @classmethod
-    def parse(cls, text: str) -> "LockHolder | None":
+    def parse(cls, text: str) -> LockHolder | None:
         """The holder a lock file describes; None if it is empty or not ours (a holder that
         is still writing it, or a file written by something else)."""
         try:
             data = json.loads(text)
-            return cls(pid=int(data["pid"]), host=str(data["host"]), release=str(data["release"]),
-                       started_at=str(data["started_at"]))
+            return cls(
+                pid=int(data["pid"]),
+                host=str(data["host"]),
+                release=str(data["release"]),
+                started_at=str(data["started_at"]),
+            )
         except (ValueError, KeyError, TypeError):
             return None
 
@@ -93,8 +98,10 @@ def _folder_busy(root: Path) -> WarehouseBusy:
     try:
         fd = os.open(lock_path(root), os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
-        return WarehouseBusy(f"warehouse {root} is busy: another refresh is running (its {LOCK_FILE} was "
-                             "deleted, the lock holds all the same); wait for it to finish, or stop it")
+        return WarehouseBusy(
+            f"warehouse {root} is busy: another refresh is running (its {LOCK_FILE} was "
+            "deleted, the lock holds all the same); wait for it to finish, or stop it"
+        )
     try:
         return _busy(root, fd)
     finally:
@@ -133,8 +140,12 @@ def _acquire(root: Path, release: str) -> _Held:
     stale = LockHolder.parse(_read(fd))
     if stale is not None:  # its holder died without releasing: the kernel dropped its flock
         log.warning("took over the refresh lock of %s, which is no longer running", stale.describe())
-    holder = LockHolder(pid=os.getpid(), host=socket.gethostname(), release=release,
-                        started_at=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
+    holder = LockHolder(
+        pid=os.getpid(),
+        host=socket.gethostname(),
+        release=release,
+        started_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    )
     os.ftruncate(fd, 0)
     os.pwrite(fd, json.dumps(asdict(holder)).encode(), 0)
     return _Held(fd, holder, folder_fd)
@@ -172,8 +183,9 @@ def refuse_if_busy(root: Path) -> None:
 def _busy(root: Path, fd: int) -> WarehouseBusy:
     holder = LockHolder.parse(_read(fd))
     running = holder.describe() if holder else "details not written yet"
-    return WarehouseBusy(f"warehouse {root} is busy: another refresh is running ({running}); "
-                         "wait for it to finish, or stop it")
+    return WarehouseBusy(
+        f"warehouse {root} is busy: another refresh is running ({running}); wait for it to finish, or stop it"
+    )
 
 
 @contextlib.contextmanager

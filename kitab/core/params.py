@@ -1,6 +1,7 @@
 """A refresh's parameters, declared once: the CLI's options, the ``refresh`` flow's
 signature (flows/refresh.py derives it from these fields), ``kitab.app.runs.run_refresh``,
 prefect.yaml's deployment and the stack all read :class:`RefreshParams`."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -67,7 +68,7 @@ class RefreshParams:
             except ValueError as exc:
                 raise BadValue(str(exc)) from None
 
-    def resolved(self, today: date) -> "RefreshParams":
+    def resolved(self, today: date) -> RefreshParams:
         """These parameters with the defaults of ``today`` filled in: the seed is the date
         (YYYYMMDD), the release id ``YYYY.MM.DD-s<seed>``."""
         seed = default_seed(today) if self.seed is None else self.seed
@@ -78,16 +79,17 @@ class RefreshParams:
         return Path(self.snapshot) if self.snapshot else BUNDLED_SNAPSHOT
 
 
-
-
 DEFAULTS = RefreshParams()
 
 
 def flow_signature() -> inspect.Signature:
     """RefreshParams' fields as keyword parameters with their defaults and types: the
     ``refresh`` flow's signature (Prefect builds the deployment's parameter schema from it)."""
-    hints = {"str": str, "str | None": str | None, "int": int, "int | None": int | None, "bool": bool,
-             "float": float}
+    hints = {"str": str, "str | None": str | None, "int": int, "int | None": int | None, "bool": bool, "float": float}
     return inspect.Signature(
-        [inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default, annotation=hints[f.type])
-         for f in dataclasses.fields(RefreshParams)], return_annotation=dict)
+        [
+            inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default, annotation=hints[f.type])
+            for f in dataclasses.fields(RefreshParams)
+        ],
+        return_annotation=dict,
+    )

@@ -15,6 +15,7 @@ Where the steps run decides how fine the progress is:
 A stage's requests are the larger of the two counts (in-process counters, finished steps'
 own counts): never both, since in-process steps count the same requests twice.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -22,8 +23,9 @@ import json
 import threading
 import time
 from collections import deque
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from kitab.core.stages import STEPS
 
@@ -40,9 +42,15 @@ DOING = {
     "publish": "writing, testing and committing the release",
 }
 # What a stage's ``rows`` count (its output).
-ROWS = {"start": "", "sample_authors": "authors", "collect": "works", "tag_entities": "titles",
-        "generate_constraints": "constraints",
-        "sample_queries": "queries", "publish": "rows"}
+ROWS = {
+    "start": "",
+    "sample_authors": "authors",
+    "collect": "works",
+    "tag_entities": "titles",
+    "generate_constraints": "constraints",
+    "sample_queries": "queries",
+    "publish": "rows",
+}
 # Step names in ledgers written before the one stage vocabulary (kitab/core/stages.py).
 LEDGER_STEP_NAMES = {"sample": "sample_authors", "tag": "tag_entities", "constrain": "generate_constraints"}
 RATE_WINDOW = 10.0  # seconds of requests the displayed rate is measured over
@@ -299,12 +307,21 @@ class Progress:
                 eta = current.seconds(now) / current.done * (current.total - current.done)
             finished = tuple(s.record(now) for s in self.stages if s.finished is not None)
             return Status(
-                elapsed=now - self.started, info=dict(self.info), stage=current.name if current else None,
-                stage_seconds=current.seconds(now) if current else 0.0, done=current.done if current else 0,
-                total=current.total if current else None, unit=current.unit if current else "",
-                tasks=current.tasks if current else 0, tasks_done=len(current.parts_finished) if current else 0,
-                eta=eta, requests=sum(s.requests for s in self.stages), services=tuple(services),
-                finished=finished, ended=self.ended is not None)
+                elapsed=now - self.started,
+                info=dict(self.info),
+                stage=current.name if current else None,
+                stage_seconds=current.seconds(now) if current else 0.0,
+                done=current.done if current else 0,
+                total=current.total if current else None,
+                unit=current.unit if current else "",
+                tasks=current.tasks if current else 0,
+                tasks_done=len(current.parts_finished) if current else 0,
+                eta=eta,
+                requests=sum(s.requests for s in self.stages),
+                services=tuple(services),
+                finished=finished,
+                ended=self.ended is not None,
+            )
 
     def records(self) -> list[dict]:
         """Every stage so far, in order, as the ledger keeps it (a running one: up to now)."""
@@ -341,6 +358,7 @@ def step_progress(release: str, stage: str, part: int) -> Callable[[int], None]:
     """For a step: ``report(done)`` tells the refresh's progress how many items of its part
     are done. A no-op where the refresh's progress is not in this process (a worker process,
     Dask): the pipeline then counts the part when it finishes."""
+
     def report(done: int) -> None:
         progress = _ACTIVE.get(release)
         if progress is not None:
@@ -364,8 +382,10 @@ def parse_stages(value: str | None) -> list[dict] | None:
         return None
     if not isinstance(parsed, list):
         return None
-    return [{**r, "stage": LEDGER_STEP_NAMES.get(r.get("stage"), r.get("stage"))} if isinstance(r, dict) else r
-            for r in parsed]
+    return [
+        {**r, "stage": LEDGER_STEP_NAMES.get(r.get("stage"), r.get("stage"))} if isinstance(r, dict) else r
+        for r in parsed
+    ]
 
 
 # -- numbers for people -----------------------------------------------------------------------
@@ -459,6 +479,14 @@ class Throttled:
 def stage_rows(stages: list[dict]) -> list[tuple]:
     """(stage, seconds, share of the total, rows with their unit, tasks, requests) per stage."""
     total = sum(r["seconds"] for r in stages) or 1.0
-    return [(r["stage"], format_seconds(r["seconds"]), f"{100 * r['seconds'] / total:.0f}%",
-             f"{r['rows']:,} {ROWS.get(r['stage'], 'rows')}" if r.get("rows") is not None else "",
-             r.get("tasks", ""), f"{r['requests']:,}" if r.get("requests") else "") for r in stages]
+    return [
+        (
+            r["stage"],
+            format_seconds(r["seconds"]),
+            f"{100 * r['seconds'] / total:.0f}%",
+            f"{r['rows']:,} {ROWS.get(r['stage'], 'rows')}" if r.get("rows") is not None else "",
+            r.get("tasks", ""),
+            f"{r['requests']:,}" if r.get("requests") else "",
+        )
+        for r in stages
+    ]

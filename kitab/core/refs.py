@@ -6,18 +6,19 @@ Prefect or Dask, never the rows themselves. A warehouse table (one with a file i
 ``schemas/``) is written in its schema; a step's intermediate table (``works_clean``,
 ``sampled``, ...) keeps the types Arrow infers.
 """
+
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from kitab.core.schemas import known_tables, to_arrow
 from kitab.core.files import sha256_file, write_via_temp
+from kitab.core.schemas import known_tables, to_arrow
 
 # Rows per Parquet row group. Small enough that a 100,000-author table is written slice by
 # slice; a table below it (every table of the bundled demo) is one row group, as before.
@@ -134,8 +135,9 @@ class RowGroupWriter:
         self._flush(final=True)
 
 
-def write_batches(batches: Iterable[pa.Table | pa.RecordBatch], table_name: str, path: str | os.PathLike,
-                  schema: pa.Schema) -> TableRef:
+def write_batches(
+    batches: Iterable[pa.Table | pa.RecordBatch], table_name: str, path: str | os.PathLike, schema: pa.Schema
+) -> TableRef:
     """Arrow tables or batches, in order -> one Parquet file (zstd) in ``schema``, atomically."""
     path = Path(path)
     rows = 0
@@ -154,8 +156,9 @@ def write_batches(batches: Iterable[pa.Table | pa.RecordBatch], table_name: str,
     return TableRef(table_name, str(path), rows, sha256_file(path))
 
 
-def write_query(con, sql: str, params: list | None, table_name: str, path: str | os.PathLike,
-                schema: pa.Schema | None = None) -> TableRef:
+def write_query(
+    con, sql: str, params: list | None, table_name: str, path: str | os.PathLike, schema: pa.Schema | None = None
+) -> TableRef:
     """The result of a DuckDB query -> one Parquet file, streamed in record batches (memory
     stays at about one row group), cast to ``schema`` (default: the warehouse table's), in
     row groups of ROW_GROUP rows: the same bytes as :func:`write_arrow` of the whole result."""

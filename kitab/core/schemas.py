@@ -6,10 +6,11 @@ turns them into pyarrow schemas, validates rows against them and says what a vie
 mean (``kitab describe``). A stored table's view is named like the table unless its schema
 says ``"view"`` (``authors`` is stored as sampled, and read as ``sampled_authors``).
 """
+
 from __future__ import annotations
 
 import json
-from functools import lru_cache
+from functools import cache
 
 import pyarrow as pa
 
@@ -41,7 +42,7 @@ def arrow_type(name: str) -> pa.DataType:
         raise ValueError(f"unknown column type {name!r} in schemas/ (known: {sorted(_SCALARS)}, list<...>)") from None
 
 
-@lru_cache(maxsize=None)
+@cache
 def table_spec(table: str) -> dict:
     path = SCHEMA_DIR / f"{table}.json"
     if not path.exists():
@@ -49,7 +50,7 @@ def table_spec(table: str) -> dict:
     return json.loads(path.read_text())
 
 
-@lru_cache(maxsize=None)
+@cache
 def arrow_schema(table: str) -> pa.Schema:
     spec = table_spec(table)
     return pa.schema(
@@ -81,7 +82,7 @@ def view_name(table: str) -> str:
     return table_spec(table).get("view", table)
 
 
-@lru_cache(maxsize=None)
+@cache
 def view_docs() -> dict[str, dict]:
     """View name -> ``{"kind", "description", "columns": {column: description}, "source"}`` for
     every view: one per stored table (kind ``table``) and one per schemas/views/ file (kind
@@ -91,14 +92,22 @@ def view_docs() -> dict[str, dict]:
         spec = table_spec(table)
         columns = {c["name"]: c.get("description", "") for c in spec["columns"] if c["name"] != STORED_RELEASE}
         columns.setdefault("release", RELEASE_COLUMN)
-        docs[view_name(table)] = {"kind": "table", "description": spec.get("description", ""), "columns": columns,
-                                  "source": f"schemas/{table}.json"}
+        docs[view_name(table)] = {
+            "kind": "table",
+            "description": spec.get("description", ""),
+            "columns": columns,
+            "source": f"schemas/{table}.json",
+        }
     for path in sorted(VIEW_SCHEMA_DIR.glob("*.json")):
         spec = json.loads(path.read_text())
         columns = {}
         if "columns_of" in spec:
             columns.update({c["name"]: c.get("description", "") for c in table_spec(spec["columns_of"])["columns"]})
         columns.update({c["name"]: c.get("description", "") for c in spec.get("columns", [])})
-        docs[spec.get("view", path.stem)] = {"kind": "view", "description": spec.get("description", ""),
-                                            "columns": columns, "source": spec.get("sql", f"schemas/views/{path.name}")}
+        docs[spec.get("view", path.stem)] = {
+            "kind": "view",
+            "description": spec.get("description", ""),
+            "columns": columns,
+            "source": spec.get("sql", f"schemas/views/{path.name}"),
+        }
     return docs

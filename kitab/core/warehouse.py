@@ -17,6 +17,7 @@ tests are ``sql/tests/*.sql``, each a SELECT returning the offending rows.
 read only the committed files and cannot change its settings; :func:`read_only_query`
 also refuses every statement that is not a query.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -27,9 +28,9 @@ import re
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
 
 import duckdb
 import pyarrow as pa
@@ -37,8 +38,8 @@ import pyarrow.parquet as pq
 
 from kitab.core.env import PROJECT_ROOT
 from kitab.core.errors import KitabError, UnknownRelease
-from kitab.core.schemas import STORED_RELEASE, arrow_schema, known_tables, table_spec, to_arrow, view_name
 from kitab.core.files import atomic_file, sha256_file, write_named, write_via_temp
+from kitab.core.schemas import STORED_RELEASE, arrow_schema, known_tables, table_spec, to_arrow, view_name
 
 SQL_DIR = PROJECT_ROOT / "sql"
 CATALOG = "kitab.duckdb"
@@ -64,8 +65,14 @@ VIEWS_VERSION = 2
 # in every committed release, and a rebuild of the release keeps it (each evaluation row
 # records the sha256 of the queries it scored).
 ANNEX_TABLES = ("evaluations",)
-_DUCK_TYPES = {"string": "VARCHAR", "int32": "INTEGER", "int64": "BIGINT", "float64": "DOUBLE",
-               "bool": "BOOLEAN", "timestamp": "TIMESTAMPTZ"}
+_DUCK_TYPES = {
+    "string": "VARCHAR",
+    "int32": "INTEGER",
+    "int64": "BIGINT",
+    "float64": "DOUBLE",
+    "bool": "BOOLEAN",
+    "timestamp": "TIMESTAMPTZ",
+}
 
 
 class DataTestFailure(RuntimeError):
@@ -78,8 +85,10 @@ _RELEASE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
 def validate_release_id(release: str) -> str:
     if not _RELEASE_ID.match(release or ""):
-        raise ValueError(f"release id {release!r}: use letters, digits, '.', '_' and '-' "
-                         "(starting with a letter or digit), e.g. 2026.11.21-s42")
+        raise ValueError(
+            f"release id {release!r}: use letters, digits, '.', '_' and '-' "
+            "(starting with a letter or digit), e.g. 2026.11.21-s42"
+        )
     return release
 
 
@@ -137,7 +146,7 @@ class Warehouse:
     def partition(self, table: str, release: str) -> Path:
         return self.tables_dir / table / f"release={validate_release_id(release)}"
 
-    def staging(self, release: str) -> "Warehouse":
+    def staging(self, release: str) -> Warehouse:
         """A private warehouse where a release is written and tested before it replaces the
         committed one: a failed rebuild leaves the old release as it was."""
         return Warehouse(self.root / ".staging" / validate_release_id(release))
@@ -183,12 +192,18 @@ class Warehouse:
         from kitab.core.external_sort import write_sorted
 
         def write(tmp: str) -> int:
-            return write_sorted(parts, table_spec(table).get("key", []), table, tmp, arrow_schema(table),
-                                spill_dir=self.root / ".sort_tmp").rows
+            return write_sorted(
+                parts,
+                table_spec(table).get("key", []),
+                table,
+                tmp,
+                arrow_schema(table),
+                spill_dir=self.root / ".sort_tmp",
+            ).rows
 
         return self._write_named(table, release, write)
 
-    def adopt(self, staged: "Warehouse", release: str, tables: list[str]) -> None:
+    def adopt(self, staged: Warehouse, release: str, tables: list[str]) -> None:
         """Move a tested release's files from ``staged`` into their partitions, beside the
         committed version's: until the ledger row names them (:meth:`commit`) no reader
         sees them, and the committed files stay as they were."""
@@ -240,8 +255,11 @@ class Warehouse:
         the commit still reads the old files; if one still does, nothing is removed now."""
         with self._readers(fcntl.LOCK_EX, name=TURNSTILE), self._readers(fcntl.LOCK_EX, wait) as alone:
             if not alone:
-                print(f"kitab: warning: a reader still holds the warehouse; the replaced files of release "
-                      f"{release} stay until its next publish", file=sys.stderr)
+                print(
+                    f"kitab: warning: a reader still holds the warehouse; the replaced files of release "
+                    f"{release} stay until its next publish",
+                    file=sys.stderr,
+                )
                 return []
             return self._sweep(release)
 
@@ -263,8 +281,9 @@ class Warehouse:
     def stamp(self, release: str) -> None:
         """Record size, mtime and inode of the release's committed files, so reads can tell
         cheaply that a file was rewritten since (and hash only that one)."""
-        stamps = {p.relative_to(self.root).as_posix(): _stat(p)
-                  for p in self.committed_files(release).values() if p.exists()}
+        stamps = {
+            p.relative_to(self.root).as_posix(): _stat(p) for p in self.committed_files(release).values() if p.exists()
+        }
         text = json.dumps(stamps, sort_keys=True) + "\n"
 
         def write(tmp: str) -> None:
@@ -323,14 +342,17 @@ class Warehouse:
         for release in committed if releases is None else releases:
             path = self._files(table, release) if release in committed else None
             if path is not None and not path.exists() and table not in ANNEX_TABLES:
-                raise KitabError(f"release {release}: the {table} file {path.relative_to(self.root)} is missing; "
-                                 "run `kitab verify`")
+                raise KitabError(
+                    f"release {release}: the {table} file {path.relative_to(self.root)} is missing; run `kitab verify`"
+                )
             if path is not None:
                 try:
                     part = pq.read_table(path)
                 except (OSError, pa.ArrowException) as exc:
-                    raise KitabError(f"release {release}: the {table} file {path.relative_to(self.root)} is "
-                                     f"unreadable ({_first_line(exc)}); run `kitab verify`") from None
+                    raise KitabError(
+                        f"release {release}: the {table} file {path.relative_to(self.root)} is "
+                        f"unreadable ({_first_line(exc)}); run `kitab verify`"
+                    ) from None
                 if STORED_RELEASE in part.column_names:
                     part = part.drop_columns([STORED_RELEASE])
                 parts.append(part.append_column("release", pa.array([release] * part.num_rows, pa.string())))
@@ -338,8 +360,9 @@ class Warehouse:
             return _view_schema(table).empty_table()
         return pa.concat_tables(parts, promote_options="default")
 
-    def check_files(self, releases: list[str] | None = None, *, full: bool = True,
-                    rows: dict[str, dict] | None = None) -> list[FileCheck]:
+    def check_files(
+        self, releases: list[str] | None = None, *, full: bool = True, rows: dict[str, dict] | None = None
+    ) -> list[FileCheck]:
         """Every committed file of ``releases`` (default: all) against the ledger: missing,
         or sha256 / row count different from the row's ``checksums`` / ``counts``. ``full``
         hashes every file; otherwise only files whose size, mtime or inode changed since the
@@ -379,9 +402,15 @@ class Warehouse:
                 release = folder.name.split("=", 1)[1]
                 files = [p for p in folder.glob("*.parquet") if p.is_file()]
                 if release not in committed and files:
-                    checks.append(FileCheck(release, folder.parent.name, folder,
-                                            f"{len(files)} file(s) of a release with no ledger row (ledger "
-                                            "deleted, or a publish that crashed before its commit)"))
+                    checks.append(
+                        FileCheck(
+                            release,
+                            folder.parent.name,
+                            folder,
+                            f"{len(files)} file(s) of a release with no ledger row (ledger "
+                            "deleted, or a publish that crashed before its commit)",
+                        )
+                    )
         return checks
 
     def _stamps(self, release: str) -> dict:
@@ -399,7 +428,9 @@ class Warehouse:
         files: dict[str, list[Path]] = {table: [] for table in known_tables()}
         for release in releases:
             files.setdefault("releases", []).append(self.partition("releases", release) / LEDGER_FILE)
-            checksums = json.loads((rows[release] if rows and release in rows else self.ledger_row(release))["checksums"])
+            checksums = json.loads(
+                (rows[release] if rows and release in rows else self.ledger_row(release))["checksums"]
+            )
             for table, sha in sorted(checksums.items()):
                 files.setdefault(table, []).append(self.committed_file(table, release, sha))
             for table in ANNEX_TABLES:
@@ -409,8 +440,11 @@ class Warehouse:
 
     @staticmethod
     def _empty_view_sql(table: str, where: str = "false") -> str:
-        cols = ", ".join(f"CAST(NULL AS {_duck_type(c['type'])}) AS \"{c['name']}\""
-                         for c in table_spec(table)["columns"] if c["name"] != STORED_RELEASE)
+        cols = ", ".join(
+            f'CAST(NULL AS {_duck_type(c["type"])}) AS "{c["name"]}"'
+            for c in table_spec(table)["columns"]
+            if c["name"] != STORED_RELEASE
+        )
         return f'CREATE OR REPLACE VIEW "{view_name(table)}" AS SELECT {cols}, CAST(NULL AS VARCHAR) AS release WHERE {where}'
 
     @staticmethod
@@ -423,11 +457,18 @@ class Warehouse:
         stored = [c["name"] for c in table_spec(table)["columns"]]
         listed = ", ".join(_literal(p.as_posix()) for p in files)
         exclude = f" EXCLUDE ({STORED_RELEASE})" if STORED_RELEASE in stored else ""
-        return (f"CREATE OR REPLACE VIEW \"{view_name(table)}\" AS SELECT *{exclude} FROM read_parquet([{listed}], "
-                f"hive_partitioning = true, union_by_name = true, hive_types = {{'release': 'VARCHAR'}})")
+        return (
+            f'CREATE OR REPLACE VIEW "{view_name(table)}" AS SELECT *{exclude} FROM read_parquet([{listed}], '
+            f"hive_partitioning = true, union_by_name = true, hive_types = {{'release': 'VARCHAR'}})"
+        )
 
-    def create_views(self, con: duckdb.DuckDBPyConnection, files: dict[str, list[Path]],
-                     damaged: dict[str, str] | None = None, ledger: str | None = None) -> None:
+    def create_views(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        files: dict[str, list[Path]],
+        damaged: dict[str, str] | None = None,
+        ledger: str | None = None,
+    ) -> None:
         """All views, each table's over exactly ``files[table]`` (none: an empty view). A
         table in ``damaged`` gets a view that fails with its message whenever a query reads
         it (the other tables answer); ``ledger``: the name of a registered relation holding
@@ -459,8 +500,10 @@ class Warehouse:
             con = duckdb.connect(str(tmp))
             try:
                 self.create_views(con, snapshot.files, snapshot.damaged)
-                con.execute("CREATE TABLE kitab_catalog AS SELECT ? AS root, ? AS views_version",
-                            [self.root.as_posix(), VIEWS_VERSION])
+                con.execute(
+                    "CREATE TABLE kitab_catalog AS SELECT ? AS root, ? AS views_version",
+                    [self.root.as_posix(), VIEWS_VERSION],
+                )
             finally:
                 con.close()
         return self.catalog_path
@@ -469,8 +512,9 @@ class Warehouse:
         """The one check that ``release`` is committed here: UnknownRelease naming the ones that are."""
         committed = self.committed_releases() if committed is None else committed
         if release not in committed:
-            raise UnknownRelease(f"no committed release {release!r} in {self.root} "
-                                 f"(have: {', '.join(committed) or 'none'})")
+            raise UnknownRelease(
+                f"no committed release {release!r} in {self.root} (have: {', '.join(committed) or 'none'})"
+            )
 
     def catalog_version(self) -> int | None:
         """The views' version recorded in kitab.duckdb (None: no catalog, or it cannot be opened;
@@ -482,8 +526,12 @@ class Warehouse:
         except duckdb.Error:  # e.g. another tool holds it open for writing: leave it alone
             return None
         try:
-            columns = {r[0] for r in con.execute("SELECT column_name FROM duckdb_columns() "
-                                                 "WHERE table_name = 'kitab_catalog'").fetchall()}
+            columns = {
+                r[0]
+                for r in con.execute(
+                    "SELECT column_name FROM duckdb_columns() WHERE table_name = 'kitab_catalog'"
+                ).fetchall()
+            }
             if "views_version" not in columns:
                 return 1
             return con.execute("SELECT max(views_version) FROM kitab_catalog").fetchall()[0][0]
@@ -501,12 +549,11 @@ class Warehouse:
                 if (self.catalog_version() or VIEWS_VERSION) < VIEWS_VERSION:
                     self.build_catalog()
         except OSError as exc:  # a read-only warehouse: kitab's own reads build their views anyway
-            print(f"kitab: warning: could not update {self.catalog_path} to the current views ({exc})",
-                  file=sys.stderr)
+            print(f"kitab: warning: could not update {self.catalog_path} to the current views ({exc})", file=sys.stderr)
             return False
         return True
 
-    def read_snapshot(self, releases: list[str]) -> "ReadSnapshot":
+    def read_snapshot(self, releases: list[str]) -> ReadSnapshot:
         """The ledger rows of ``releases``, read once, and what they name: the files each
         view reads, the tables whose file is damaged (missing, changed, unreadable: the
         message a read of it fails with) and every problem found."""
@@ -515,18 +562,27 @@ class Warehouse:
             try:
                 rows[release] = self.ledger_row(release)
             except KitabError as exc:  # a ledger file that is unreadable: that release is left out
-                bad.append(FileCheck(release, "releases", self.partition("releases", release) / LEDGER_FILE,
-                                     _first_line(exc)))
+                bad.append(
+                    FileCheck(release, "releases", self.partition("releases", release) / LEDGER_FILE, _first_line(exc))
+                )
         bad += [c for c in self.check_files(list(rows), full=False, rows=rows) if c.problem]
         damaged: dict[str, str] = {}
         for c in bad:
             if c.table != "releases" and c.table not in damaged:
-                damaged[c.table] = (f"table {c.table} of release {c.release} is damaged "
-                                    f"({c.path.relative_to(self.root)}: {c.problem}); run `kitab verify`")
+                damaged[c.table] = (
+                    f"table {c.table} of release {c.release} is damaged "
+                    f"({c.path.relative_to(self.root)}: {c.problem}); run `kitab verify`"
+                )
         return ReadSnapshot(rows, self.view_files(list(rows), rows), damaged, bad)
 
-    def connect(self, release: str | None = None, extra_files: dict[str, Path] | None = None, *,
-                warn: bool = True, memory_limit: str | None = None) -> "ReadConnection":
+    def connect(
+        self,
+        release: str | None = None,
+        extra_files: dict[str, Path] | None = None,
+        *,
+        warn: bool = True,
+        memory_limit: str | None = None,
+    ) -> ReadConnection:
         """The views over every committed release (or only ``release``), built in memory
         from the ledger (read once: the reader sees one committed version of each release
         until it closes, a rebuild's sweep waits for it), in a DuckDB that may read only
@@ -572,7 +628,9 @@ def data_test_results(con: duckdb.DuckDBPyConnection, limit: int = 5) -> list[tu
     for path in sorted((SQL_DIR / "tests").glob("*.sql")):
         query = path.read_text().strip().rstrip(";")
         # fetch everything of a bounded query: a half-read result blocks the connection
-        results.append((path.stem, con.execute(f"SELECT * FROM ({query}\n) AS offending LIMIT {int(limit)}").fetchall()))
+        results.append(
+            (path.stem, con.execute(f"SELECT * FROM ({query}\n) AS offending LIMIT {int(limit)}").fetchall())
+        )
     return results
 
 
@@ -617,7 +675,7 @@ class ReadConnection:
     def __getattr__(self, name: str):
         return getattr(self._con, name)
 
-    def __enter__(self) -> "ReadConnection":
+    def __enter__(self) -> ReadConnection:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -635,8 +693,14 @@ class ReadConnection:
 # -- read-only SQL ---------------------------------------------------------------------
 _USER_VIEW = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 # A user's file (kitab sql --file NAME=PATH) -> the DuckDB reader for its kind.
-USER_FILE_READERS = {".csv": "read_csv", ".tsv": "read_csv", ".parquet": "read_parquet", ".json": "read_json",
-                     ".jsonl": "read_json", ".ndjson": "read_json"}
+USER_FILE_READERS = {
+    ".csv": "read_csv",
+    ".tsv": "read_csv",
+    ".parquet": "read_parquet",
+    ".json": "read_json",
+    ".jsonl": "read_json",
+    ".ndjson": "read_json",
+}
 
 
 def user_file(spec: str) -> tuple[str, Path]:
@@ -645,8 +709,9 @@ def user_file(spec: str) -> tuple[str, Path]:
     if not sep or not name or not path:
         raise KitabError(f"--file {spec!r}: expected NAME=PATH, e.g. --file exclude=authors.csv")
     if not _USER_VIEW.match(name):
-        raise KitabError(f"--file {spec!r}: the view name {name!r} must be letters, digits and _ "
-                         "(not starting with a digit)")
+        raise KitabError(
+            f"--file {spec!r}: the view name {name!r} must be letters, digits and _ (not starting with a digit)"
+        )
     file = Path(path).expanduser().absolute()
     if not file.is_file():
         raise KitabError(f"--file {spec!r}: no file {file}")
@@ -669,8 +734,13 @@ def _create_user_views(con: duckdb.DuckDBPyConnection, extra_files: dict[str, Pa
             raise KitabError(f"--file {name}={path}: {_first_line(exc)}") from exc
 
 
-def read_only_views(warehouse: Warehouse, snapshot: ReadSnapshot, extra_files: dict[str, Path] | None = None, *,
-                    memory_limit: str | None = None) -> duckdb.DuckDBPyConnection:
+def read_only_views(
+    warehouse: Warehouse,
+    snapshot: ReadSnapshot,
+    extra_files: dict[str, Path] | None = None,
+    *,
+    memory_limit: str | None = None,
+) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB with ``warehouse``'s views over ``snapshot``, locked down with
     DuckDB's own settings: external access off except for exactly those files (no other
     file can be read, written or attached; no extension installed or loaded; no temp folder,
@@ -687,8 +757,9 @@ def read_only_views(warehouse: Warehouse, snapshot: ReadSnapshot, extra_files: d
     try:
         extra_files = extra_files or {}
         files = {t: paths for t, paths in snapshot.files.items() if t != "releases" and t not in snapshot.damaged}
-        allowed = sorted({p.as_posix() for paths in files.values() for p in paths}
-                         | {p.as_posix() for p in extra_files.values()})
+        allowed = sorted(
+            {p.as_posix() for paths in files.values() for p in paths} | {p.as_posix() for p in extra_files.values()}
+        )
         if allowed:  # must precede turning external access off (DuckDB refuses it after)
             con.execute(f"SET allowed_paths = [{', '.join(_literal(p) for p in allowed)}]")
         con.execute("SET enable_external_access = false")
@@ -735,8 +806,10 @@ def check_read_only(query: str) -> None:
         elif kind == duckdb.StatementType.SELECT:
             continue
         start = " ".join(statement.query.split()[:3])
-        raise KitabError(f"read-only: {kind.name} statements are refused ({start} …); "
-                         "only queries run (SELECT, FROM, DESCRIBE, SHOW, SUMMARIZE, EXPLAIN)")
+        raise KitabError(
+            f"read-only: {kind.name} statements are refused ({start} …); "
+            "only queries run (SELECT, FROM, DESCRIBE, SHOW, SUMMARIZE, EXPLAIN)"
+        )
 
 
 def read_only_query(con: duckdb.DuckDBPyConnection, query: str) -> tuple[list[str], list[tuple]]:

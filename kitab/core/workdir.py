@@ -9,14 +9,16 @@ is the refresh's cache, the same with or without Prefect and on any runner; Pref
 result cache is not used because a cached result would outlive the files it points to.
 The folder is removed once the release is published.
 """
+
 from __future__ import annotations
 
 import hashlib
 import json
 import shutil
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, is_dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from kitab.core.files import sha256_file, write_bytes
 from kitab.core.refs import TableRef
@@ -34,7 +36,7 @@ class StepResult:
         return {"outputs": {k: asdict(v) for k, v in self.outputs.items()}, "stats": self.stats}
 
     @classmethod
-    def from_json(cls, data: dict) -> "StepResult":
+    def from_json(cls, data: dict) -> StepResult:
         return cls({k: TableRef(**v) for k, v in data["outputs"].items()}, data["stats"])
 
 
@@ -53,8 +55,7 @@ def _plain(value: Any) -> Any:
 
 def step_key(step: str, **inputs: Any) -> str:
     """sha256 over the step name, its inputs (refs by checksum) and the code digest."""
-    material = json.dumps({"step": step, "inputs": _plain(inputs), "code": code_digest()}, sort_keys=True,
-                          default=str)
+    material = json.dumps({"step": step, "inputs": _plain(inputs), "code": code_digest()}, sort_keys=True, default=str)
     return hashlib.sha256(material.encode()).hexdigest()
 
 
@@ -86,8 +87,15 @@ class WorkDir:
         marker = self._marker(step, part)
         write_bytes(marker, json.dumps({"key": key, "result": result.to_json()}, sort_keys=True, default=str).encode())
 
-    def run(self, step: str, part: str, compute: Callable[[], StepResult], *,
-            final: Callable[[StepResult], bool] = lambda result: True, **inputs: Any) -> StepResult:
+    def run(
+        self,
+        step: str,
+        part: str,
+        compute: Callable[[], StepResult],
+        *,
+        final: Callable[[StepResult], bool] = lambda result: True,
+        **inputs: Any,
+    ) -> StepResult:
         """The recorded result if the inputs and code are unchanged, else ``compute()``, recorded
         only if ``final(result)``: a result that a rerun could improve (a source that did not
         answer this time) is not kept, so the rerun computes it again."""

@@ -30,6 +30,7 @@ How it behaves (docs/evaluate.md):
   answers file is written, unless ``allow_missing``: then the file holds the answers there
   are, and ``kitab evaluate`` scores the missing queries as unanswered (wrong).
 """
+
 from __future__ import annotations
 
 import email.utils
@@ -42,7 +43,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
@@ -94,8 +95,9 @@ class EndpointError(Exception):
     """One request failed: ``status`` (None: no HTTP answer), whether to retry, and how long
     the server asked us to wait (seconds, or None)."""
 
-    def __init__(self, message: str, *, status: int | None = None, retryable: bool = False,
-                 retry_after: float | None = None):
+    def __init__(
+        self, message: str, *, status: int | None = None, retryable: bool = False, retry_after: float | None = None
+    ):
         super().__init__(message)
         self.status, self.retryable, self.retry_after = status, retryable, retry_after
 
@@ -106,8 +108,12 @@ class EndpointError(Exception):
 
 def cache_key(model: str, prompt: str, params: Params) -> str:
     """sha256 of the canonical JSON of (model, prompt, parameters): the one identity of a question."""
-    canonical = json.dumps({"model": model, "prompt": prompt, "params": params.payload()}, sort_keys=True,
-                           ensure_ascii=False, separators=(",", ":"))
+    canonical = json.dumps(
+        {"model": model, "prompt": prompt, "params": params.payload()},
+        sort_keys=True,
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
@@ -133,7 +139,7 @@ def parse_retry_after(headers: httpx.Headers, now: float | None = None) -> float
     except (TypeError, ValueError):
         return None
     if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
+        when = when.replace(tzinfo=UTC)
     now = time.time() if now is None else now
     return max(0.0, when.timestamp() - now)
 
@@ -142,8 +148,9 @@ def parse_retry_after(headers: httpx.Headers, now: float | None = None) -> float
 class ChatClient:
     """``POST {base_url}/chat/completions`` over one pooled httpx client (thread-safe)."""
 
-    def __init__(self, base_url: str, model: str, *, api_key: str | None, timeout: float = 600.0,
-                 max_connections: int = 8):
+    def __init__(
+        self, base_url: str, model: str, *, api_key: str | None, timeout: float = 600.0, max_connections: int = 8
+    ):
         url = httpx.URL(base_url)
         if url.scheme not in ("http", "https") or not url.host:
             raise KitabError(f"--base-url {base_url!r}: expected an http(s) URL such as https://api.openai.com/v1")
@@ -156,10 +163,12 @@ class ChatClient:
             else:
                 headers["authorization"] = f"Bearer {api_key}"
         self._secret = api_key or None
-        self._http = httpx.Client(headers=headers, timeout=httpx.Timeout(timeout, connect=min(timeout, 15.0)),
-                                  limits=httpx.Limits(max_connections=max_connections,
-                                                      max_keepalive_connections=max_connections),
-                                  follow_redirects=False)
+        self._http = httpx.Client(
+            headers=headers,
+            timeout=httpx.Timeout(timeout, connect=min(timeout, 15.0)),
+            limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
+            follow_redirects=False,
+        )
 
     def close(self) -> None:
         self._http.close()
@@ -186,18 +195,27 @@ class ChatClient:
             retryable = status in RETRY_STATUS or status >= 500
             # no server text for 401/403: OpenAI's names part of the key it refused
             detail = "" if status in (401, 403) else self._scrub(_error_detail(response))
-            raise EndpointError(f"HTTP {status}{detail}", status=status, retryable=retryable,
-                                retry_after=parse_retry_after(response.headers) if retryable else None)
+            raise EndpointError(
+                f"HTTP {status}{detail}",
+                status=status,
+                retryable=retryable,
+                retry_after=parse_retry_after(response.headers) if retryable else None,
+            )
         try:
             data = response.json()
             choice = data["choices"][0]
             text = (choice.get("message") or {}).get("content")
             usage = data.get("usage") or {}
         except (ValueError, KeyError, IndexError, TypeError, AttributeError):
-            raise EndpointError("HTTP 200 without an OpenAI-style chat completion in it", status=status,
-                                retryable=True) from None
-        return Completion(text if isinstance(text, str) else "", choice.get("finish_reason"),
-                          _int_or_none(usage.get("prompt_tokens")), _int_or_none(usage.get("completion_tokens")))
+            raise EndpointError(
+                "HTTP 200 without an OpenAI-style chat completion in it", status=status, retryable=True
+            ) from None
+        return Completion(
+            text if isinstance(text, str) else "",
+            choice.get("finish_reason"),
+            _int_or_none(usage.get("prompt_tokens")),
+            _int_or_none(usage.get("completion_tokens")),
+        )
 
 
 def _int_or_none(value) -> int | None:
@@ -219,8 +237,12 @@ class RateLimiter:
     """At most ``rate`` request starts per second over all threads (evenly spaced), and none
     before a pause the server asked for (:meth:`hold`)."""
 
-    def __init__(self, rate: float | None, clock: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], None] = time.sleep):
+    def __init__(
+        self,
+        rate: float | None,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ):
         self.interval = 1.0 / rate if rate else 0.0
         self._clock, self._sleep = clock, sleep
         self._lock = threading.Lock()
@@ -254,7 +276,8 @@ class AnswerCache:
             self._db.execute(
                 "CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, model TEXT NOT NULL, "
                 "response TEXT NOT NULL, finish_reason TEXT, prompt_tokens INTEGER, completion_tokens INTEGER, "
-                "seconds REAL NOT NULL, attempts INTEGER NOT NULL, answered_at TEXT NOT NULL)")
+                "seconds REAL NOT NULL, attempts INTEGER NOT NULL, answered_at TEXT NOT NULL)"
+            )
             self._db.commit()
         except sqlite3.DatabaseError as exc:
             raise KitabError(f"cannot use the answer cache {self.path}: {exc}") from None
@@ -266,21 +289,38 @@ class AnswerCache:
         keys = list(keys)
         out: dict[str, dict] = {}
         for start in range(0, len(keys), 500):
-            chunk = keys[start:start + 500]
+            chunk = keys[start : start + 500]
             cursor = self._db.execute(
                 f"SELECT key, response, finish_reason, prompt_tokens, completion_tokens, seconds, attempts "
-                f"FROM answers WHERE key IN ({','.join('?' * len(chunk))})", chunk)
+                f"FROM answers WHERE key IN ({','.join('?' * len(chunk))})",
+                chunk,
+            )
             for key, response, finish, p_tokens, c_tokens, seconds, attempts in cursor.fetchall():
-                out[key] = {"response": response, "finish_reason": finish, "prompt_tokens": p_tokens,
-                            "completion_tokens": c_tokens, "seconds": seconds, "attempts": attempts}
+                out[key] = {
+                    "response": response,
+                    "finish_reason": finish,
+                    "prompt_tokens": p_tokens,
+                    "completion_tokens": c_tokens,
+                    "seconds": seconds,
+                    "attempts": attempts,
+                }
         return out
 
     def put(self, key: str, model: str, record: dict) -> None:
         self._db.execute(
             "INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (key, model, record["response"], record["finish_reason"], record["prompt_tokens"],
-             record["completion_tokens"], record["seconds"], record["attempts"],
-             datetime.now(timezone.utc).isoformat(timespec="seconds")))
+            (
+                key,
+                model,
+                record["response"],
+                record["finish_reason"],
+                record["prompt_tokens"],
+                record["completion_tokens"],
+                record["seconds"],
+                record["attempts"],
+                datetime.now(UTC).isoformat(timespec="seconds"),
+            ),
+        )
         self._db.commit()
 
 
@@ -317,16 +357,21 @@ class RunStats:
         new = self.answered + len(self.failed)
         if 0 < new and self.done < self.total:
             eta = f", about {_clock((self.total - self.done) * elapsed / new)} left"
-        return (f"answered {self.from_cache + self.answered:,}/{self.total:,} ({self.from_cache:,} cached, "
-                f"{self.requests:,} requests, {self.retries:,} retries, {len(self.failed):,} failed), "
-                f"{self.prompt_tokens + self.completion_tokens:,} tokens, {rate:.1f} req/s, "
-                f"{_clock(elapsed)}{eta}")
+        return (
+            f"answered {self.from_cache + self.answered:,}/{self.total:,} ({self.from_cache:,} cached, "
+            f"{self.requests:,} requests, {self.retries:,} retries, {len(self.failed):,} failed), "
+            f"{self.prompt_tokens + self.completion_tokens:,} tokens, {rate:.1f} req/s, "
+            f"{_clock(elapsed)}{eta}"
+        )
 
 
 def _clock(seconds: float) -> str:
     seconds = int(seconds)
-    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}" if seconds >= 3600 \
+    return (
+        f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+        if seconds >= 3600
         else f"{seconds // 60}:{seconds % 60:02d}"
+    )
 
 
 @dataclass(frozen=True)
@@ -346,8 +391,15 @@ class _Stop(Exception):
     """The run was stopped (a fatal answer elsewhere, or Ctrl-C)."""
 
 
-def _ask(client: ChatClient, prompt: Prompt, params: Params, limiter: RateLimiter, retry: Retry,
-         stats: RunStats, stop: threading.Event) -> dict:
+def _ask(
+    client: ChatClient,
+    prompt: Prompt,
+    params: Params,
+    limiter: RateLimiter,
+    retry: Retry,
+    stats: RunStats,
+    stop: threading.Event,
+) -> dict:
     """One query, retried until it has an answer or fails for good (raises EndpointError)."""
     started = time.monotonic()
     attempt = 0
@@ -368,22 +420,38 @@ def _ask(client: ChatClient, prompt: Prompt, params: Params, limiter: RateLimite
                 raise
             if exc.retry_after is not None:
                 if exc.retry_after > retry.max_retry_after:
-                    raise EndpointError(f"{exc.args[0]} asking to retry after {exc.retry_after:.0f} s "
-                                        f"(more than {retry.max_retry_after:.0f} s)", status=exc.status) from None
+                    raise EndpointError(
+                        f"{exc.args[0]} asking to retry after {exc.retry_after:.0f} s "
+                        f"(more than {retry.max_retry_after:.0f} s)",
+                        status=exc.status,
+                    ) from None
                 limiter.hold(exc.retry_after)  # every worker waits: the server throttles the client
                 stats.add(waited_retry_after=exc.retry_after)
             else:
                 stop.wait(retry.backoff(attempt))
             stats.add(retries=1)
             continue
-        return {"response": completion.text, "finish_reason": completion.finish_reason,
-                "prompt_tokens": completion.prompt_tokens, "completion_tokens": completion.completion_tokens,
-                "seconds": round(time.monotonic() - started, 3), "attempts": attempt}
+        return {
+            "response": completion.text,
+            "finish_reason": completion.finish_reason,
+            "prompt_tokens": completion.prompt_tokens,
+            "completion_tokens": completion.completion_tokens,
+            "seconds": round(time.monotonic() - started, 3),
+            "attempts": attempt,
+        }
 
 
-def answer_prompts(prompts: Sequence[Prompt], *, client: ChatClient, cache: AnswerCache, params: Params,
-                   concurrency: int = 4, rate: float | None = None, retry: Retry = Retry(),
-                   on_progress: Callable[[RunStats], None] | None = None) -> tuple[dict[str, dict], RunStats]:
+def answer_prompts(
+    prompts: Sequence[Prompt],
+    *,
+    client: ChatClient,
+    cache: AnswerCache,
+    params: Params,
+    concurrency: int = 4,
+    rate: float | None = None,
+    retry: Retry = Retry(),
+    on_progress: Callable[[RunStats], None] | None = None,
+) -> tuple[dict[str, dict], RunStats]:
     """Ask every prompt not in the cache; returns ``{query_id: record}`` for every answered
     query (cached or new) and the run's counts. Each new answer is in the cache before this
     returns or raises; a fatal answer (401/403/404) raises KitabError after the requests in
@@ -406,6 +474,7 @@ def answer_prompts(prompts: Sequence[Prompt], *, client: ChatClient, cache: Answ
     pending: dict[Future, Prompt] = {}
     queue = iter(todo)
     try:
+
         def refill() -> None:  # keep at most 2×concurrency submitted: a stop leaves little to cancel
             while len(pending) < 2 * concurrency and not stop.is_set():
                 prompt = next(queue, None)
@@ -430,8 +499,11 @@ def answer_prompts(prompts: Sequence[Prompt], *, client: ChatClient, cache: Answ
                     continue
                 cache.put(keys[prompt.query_id], client.model, record)
                 results[prompt.query_id] = record
-                stats.add(answered=1, prompt_tokens=record["prompt_tokens"] or 0,
-                          completion_tokens=record["completion_tokens"] or 0)
+                stats.add(
+                    answered=1,
+                    prompt_tokens=record["prompt_tokens"] or 0,
+                    completion_tokens=record["completion_tokens"] or 0,
+                )
             refill()
             if on_progress:
                 on_progress(stats)
@@ -441,8 +513,10 @@ def answer_prompts(prompts: Sequence[Prompt], *, client: ChatClient, cache: Answ
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
     if fatal is not None:
-        raise KitabError(f"the endpoint refused the request ({fatal}): check --base-url, --model and "
-                         f"OPENAI_API_KEY; {len(results)} answers are cached, a rerun asks only for the rest")
+        raise KitabError(
+            f"the endpoint refused the request ({fatal}): check --base-url, --model and "
+            f"OPENAI_API_KEY; {len(results)} answers are cached, a rerun asks only for the rest"
+        )
     return results, stats
 
 
@@ -453,11 +527,22 @@ def answers_lines(prompts: Sequence[Prompt], results: dict[str, dict], model: st
         record = results.get(p.query_id)
         if record is None:
             continue
-        lines.append(json.dumps({"query_id": p.query_id, "template": p.template, "model": model,
-                                 "response": record["response"], "finish_reason": record["finish_reason"],
-                                 "prompt_tokens": record["prompt_tokens"],
-                                 "completion_tokens": record["completion_tokens"], "seconds": record["seconds"],
-                                 "attempts": record["attempts"]}, ensure_ascii=False))
+        lines.append(
+            json.dumps(
+                {
+                    "query_id": p.query_id,
+                    "template": p.template,
+                    "model": model,
+                    "response": record["response"],
+                    "finish_reason": record["finish_reason"],
+                    "prompt_tokens": record["prompt_tokens"],
+                    "completion_tokens": record["completion_tokens"],
+                    "seconds": record["seconds"],
+                    "attempts": record["attempts"],
+                },
+                ensure_ascii=False,
+            )
+        )
     return lines
 
 
@@ -473,16 +558,31 @@ def release_prompt_list(warehouse: Path, release: str, template: str) -> list[Pr
     """Every query's prompt of ``release`` (``kitab prompts``' lines, in its order)."""
     from kitab.release.prompts import release_prompts
 
-    return [Prompt(row["query_id"], row["template"], row["prompt"])
-            for row in map(json.loads, release_prompts(warehouse, release, template))]
+    return [
+        Prompt(row["query_id"], row["template"], row["prompt"])
+        for row in map(json.loads, release_prompts(warehouse, release, template))
+    ]
 
 
-def answer_release(warehouse: Path, release: str, *, model: str, base_url: str, out: Path,
-                   template: str = "no-context", api_key: str | None = None, concurrency: int = 4,
-                   rate: float | None = None, params: Params | None = None, retry: Retry = Retry(),
-                   cache_path: Path | None = None, timeout: float = 600.0, allow_missing: bool = False,
-                   limit: int | None = None,
-                   on_progress: Callable[[RunStats], None] | None = None) -> dict:
+def answer_release(
+    warehouse: Path,
+    release: str,
+    *,
+    model: str,
+    base_url: str,
+    out: Path,
+    template: str = "no-context",
+    api_key: str | None = None,
+    concurrency: int = 4,
+    rate: float | None = None,
+    params: Params | None = None,
+    retry: Retry = Retry(),
+    cache_path: Path | None = None,
+    timeout: float = 600.0,
+    allow_missing: bool = False,
+    limit: int | None = None,
+    on_progress: Callable[[RunStats], None] | None = None,
+) -> dict:
     """``kitab answer``: every query of ``release`` (the first ``limit``, if given) asked of
     ``model`` at ``base_url``; the answers file written to ``out``. Returns a summary."""
     warehouse = Path(warehouse)
@@ -494,20 +594,41 @@ def answer_release(warehouse: Path, release: str, *, model: str, base_url: str, 
     started = time.monotonic()
     try:
         with ChatClient(base_url, model, api_key=api_key, timeout=timeout, max_connections=concurrency) as client:
-            results, stats = answer_prompts(prompts, client=client, cache=cache, params=params,
-                                            concurrency=concurrency, rate=rate, retry=retry,
-                                            on_progress=on_progress)
+            results, stats = answer_prompts(
+                prompts,
+                client=client,
+                cache=cache,
+                params=params,
+                concurrency=concurrency,
+                rate=rate,
+                retry=retry,
+                on_progress=on_progress,
+            )
     finally:
         cache.close()
-    summary = {"release": release, "model": model, "template": template, "queries": len(prompts),
-               "answered": len(results), "from_cache": stats.from_cache, "requests": stats.requests,
-               "retries": stats.retries, "failed": dict(stats.failed), "prompt_tokens": stats.prompt_tokens,
-               "completion_tokens": stats.completion_tokens, "seconds": round(time.monotonic() - started, 3),
-               "out": str(out), "written": False, "params": params.payload()}
+    summary = {
+        "release": release,
+        "model": model,
+        "template": template,
+        "queries": len(prompts),
+        "answered": len(results),
+        "from_cache": stats.from_cache,
+        "requests": stats.requests,
+        "retries": stats.retries,
+        "failed": dict(stats.failed),
+        "prompt_tokens": stats.prompt_tokens,
+        "completion_tokens": stats.completion_tokens,
+        "seconds": round(time.monotonic() - started, 3),
+        "out": str(out),
+        "written": False,
+        "params": params.payload(),
+    }
     if stats.failed and not allow_missing:
         first = next(iter(stats.failed.items()))
-        raise KitabError(f"{len(stats.failed)} of {len(prompts)} queries got no answer (e.g. {first[0]}: {first[1]})"
-                         f"; {len(results)} answers are cached: rerun to ask again, or pass --allow-missing")
+        raise KitabError(
+            f"{len(stats.failed)} of {len(prompts)} queries got no answer (e.g. {first[0]}: {first[1]})"
+            f"; {len(results)} answers are cached: rerun to ask again, or pass --allow-missing"
+        )
     write_answers(Path(out), answers_lines(prompts, results, model))
     summary["written"] = True
     return summary

@@ -1,6 +1,7 @@
 """The bins every reader of a release groups by: constrainedness κ = 1 − S/N (the paper's
 Fig. 3 and 4) and author popularity by WikiData sitelinks. The report, the evaluation and the
 leaderboard name bins the same way from here."""
+
 from __future__ import annotations
 
 # Author popularity: WikiData sitelinks, bucketed (lower bound inclusive).

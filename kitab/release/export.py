@@ -31,6 +31,7 @@ a fixed order, deterministic Parquet and PNG, no export timestamp). It is built 
 folder beside ``out`` and renamed into place; an existing non-empty ``out`` with different
 contents is replaced only with ``force``.
 """
+
 from __future__ import annotations
 
 import ast
@@ -39,7 +40,7 @@ import os
 import shutil
 import tempfile
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from string import Template
 
@@ -47,9 +48,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
-from kitab.release.report import quality_section
 from kitab.core.files import sha256_file, swap_dir
 from kitab.core.warehouse import Warehouse
+from kitab.release.report import quality_section
 
 TEMPLATE = Path(__file__).resolve().parent / "templates" / "dataset_card.md"
 SPLIT = "test"
@@ -57,8 +58,17 @@ LICENSE = "mit"
 CARD = "README.md"
 PROVENANCE = "provenance.json"
 
-KITAB_QUERY_COLUMNS = ('"Author"', '"Birth Year"', '"# of sitelinks"', "constraint_id", "constraint_type",
-                       "constraints", "mapped_books", "all_books", "raw_books")
+KITAB_QUERY_COLUMNS = (
+    '"Author"',
+    '"Birth Year"',
+    '"# of sitelinks"',
+    "constraint_id",
+    "constraint_type",
+    "constraints",
+    "mapped_books",
+    "all_books",
+    "raw_books",
+)
 KITAB_AUTHOR_COLUMNS = ('"Author"', '"Birth Year"', '"# of sitelinks"', '"WikiData ID"', '"OpenLibrary ID"')
 
 
@@ -70,7 +80,7 @@ PROMPT_TEMPLATE = "no-context"  # the prompt column: Template 2a, kitab answer's
 class Config:
     name: str
     description: str
-    sql: str | None = None    # a query over the release-scoped views ...
+    sql: str | None = None  # a query over the release-scoped views ...
     table: str | None = None  # ... or a warehouse table, copied as is
     kitab_file: str | None = None  # KITAB's own file of this config (layout "kitab")
     prompts: bool = False  # add the ``prompt`` column (query configs)
@@ -85,25 +95,38 @@ class Config:
 
 
 def _kitab_queries(view: str) -> str:
-    return (f"SELECT {', '.join(KITAB_QUERY_COLUMNS)}, query_id FROM {view} "
-            'ORDER BY "# of sitelinks" DESC, "Author", constraint_id, query_id')
+    return (
+        f"SELECT {', '.join(KITAB_QUERY_COLUMNS)}, query_id FROM {view} "
+        'ORDER BY "# of sitelinks" DESC, "Author", constraint_id, query_id'
+    )
 
 
 CONFIGS: tuple[Config, ...] = (
-    Config("one-book-constraints", "queries with one book constraint besides the author (KITAB's columns + query_id, "
-                                   "prompt)",
-           sql=_kitab_queries("kitab_one_book_constraints"), kitab_file="data/KITAB-ONE-BOOK-CONSTRAINTS.json",
-           prompts=True),
-    Config("two-book-constraints", "queries with two book constraints besides the author (KITAB's columns + query_id, "
-                                   "prompt)",
-           sql=_kitab_queries("kitab_two_book_constraints"), kitab_file="data/KITAB-TWO-BOOK-CONSTRAINTS.json",
-           prompts=True),
-    Config("author-metadata", "authors with at least one query (KITAB's columns + synthetic)",
-           sql=f"SELECT {', '.join(KITAB_AUTHOR_COLUMNS)}, synthetic FROM kitab_author_metadata "
-               'ORDER BY "# of sitelinks" DESC, "Author", "WikiData ID"', kitab_file="data/KITAB-author-metadata.json"),
-    Config("book-metadata", "one row per book: variants, first year, Open Library works, human and city names, "
-                            "synthetic",
-           sql="""
+    Config(
+        "one-book-constraints",
+        "queries with one book constraint besides the author (KITAB's columns + query_id, prompt)",
+        sql=_kitab_queries("kitab_one_book_constraints"),
+        kitab_file="data/KITAB-ONE-BOOK-CONSTRAINTS.json",
+        prompts=True,
+    ),
+    Config(
+        "two-book-constraints",
+        "queries with two book constraints besides the author (KITAB's columns + query_id, prompt)",
+        sql=_kitab_queries("kitab_two_book_constraints"),
+        kitab_file="data/KITAB-TWO-BOOK-CONSTRAINTS.json",
+        prompts=True,
+    ),
+    Config(
+        "author-metadata",
+        "authors with at least one query (KITAB's columns + synthetic)",
+        sql=f"SELECT {', '.join(KITAB_AUTHOR_COLUMNS)}, synthetic FROM kitab_author_metadata "
+        'ORDER BY "# of sitelinks" DESC, "Author", "WikiData ID"',
+        kitab_file="data/KITAB-author-metadata.json",
+    ),
+    Config(
+        "book-metadata",
+        "one row per book: variants, first year, Open Library works, human and city names, synthetic",
+        sql="""
             SELECT b.book_id, b.author_qid, a.name AS author, b.canonical_title, b.first_year, b.n_variants,
                    b.variant_titles,
                    coalesce(v.work_keys, []::VARCHAR[])       AS work_keys,
@@ -119,8 +142,11 @@ CONFIGS: tuple[Config, ...] = (
                               bool_or(kitab_synthetic_id(t.work_key, w.source)) AS synthetic
                        FROM title_variants t JOIN authors w ON w.qid = t.author_qid
                        GROUP BY t.book_id) v ON v.book_id = b.book_id
-            ORDER BY b.author_qid, b.book_id"""),
-    Config("constraints", "every candidate constraint per author, before sampling (kitab's table)", table="constraints"),
+            ORDER BY b.author_qid, b.book_id""",
+    ),
+    Config(
+        "constraints", "every candidate constraint per author, before sampling (kitab's table)", table="constraints"
+    ),
     Config("rejects", "every record a stage dropped, with reason and evidence (kitab's table)", table="rejects"),
 )
 CONFIG_NAMES = tuple(c.name for c in CONFIGS)
@@ -133,6 +159,7 @@ class ExportExists(FileExistsError):
 # -- small helpers ---------------------------------------------------------------------
 def _plain_lists(table: pa.Table) -> pa.Table:
     """DuckDB names list children ``l``; use Arrow's standard ``item`` (what datasets writes)."""
+
     def plain(t: pa.DataType) -> pa.DataType:
         return pa.list_(plain(t.value_type)) if pa.types.is_list(t) else t
 
@@ -141,7 +168,7 @@ def _plain_lists(table: pa.Table) -> pa.Table:
 
 def _iso(ts) -> str:
     if isinstance(ts, datetime):
-        return ts.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return ts.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     return str(ts)
 
 
@@ -152,8 +179,13 @@ def _md_table(header: tuple[str, ...], rows: list[tuple]) -> str:
 
 
 def _size_category(n: int) -> str:
-    for limit, label in ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"),
-                         (1_000_000, "100K<n<1M"), (10_000_000, "1M<n<10M")):
+    for limit, label in (
+        (1_000, "n<1K"),
+        (10_000, "1K<n<10K"),
+        (100_000, "10K<n<100K"),
+        (1_000_000, "100K<n<1M"),
+        (10_000_000, "1M<n<10M"),
+    ):
         if n < limit:
             return label
     return "10M<n<100M"
@@ -171,8 +203,11 @@ def _ledger(wh: Warehouse, release: str) -> tuple[dict, list[dict]]:
     rows = wh.read_table("releases").to_pylist()
     this = next(r for r in rows if r["release"] == release)
     key = (this["created_at"], this["release"])
-    earlier = sorted((r for r in rows if (r["created_at"], r["release"]) < key),
-                     key=lambda r: (r["created_at"], r["release"]), reverse=True)
+    earlier = sorted(
+        (r for r in rows if (r["created_at"], r["release"]) < key),
+        key=lambda r: (r["created_at"], r["release"]),
+        reverse=True,
+    )
     return this, earlier
 
 
@@ -188,65 +223,108 @@ def card_metadata(release: str, rows: dict[str, int], layout: str = "hf") -> dic
         "task_categories": ["question-answering", "text-generation"],
         "tags": ["kitab", "constraint-satisfaction", "information-retrieval", "books", "benchmark"],
         "size_categories": [_size_category(n_queries)],
-        "configs": [{"config_name": c.name, "data_files": [{"split": SPLIT, "path": c.path_in(layout)}],
-                     **({"default": True} if i == 0 else {})} for i, c in enumerate(CONFIGS)],
+        "configs": [
+            {
+                "config_name": c.name,
+                "data_files": [{"split": SPLIT, "path": c.path_in(layout)}],
+                **({"default": True} if i == 0 else {}),
+            }
+            for i, c in enumerate(CONFIGS)
+        ],
     }
 
 
 def _source_note(ledger: dict) -> str:
     if ledger["source"] == "live":
-        return (f"Built from the live WikiData Query Service and Open Library API "
-                f"(`{ledger['snapshot_id'] or 'live'}`).")
-    note = (f"Built from the snapshot `{ledger['snapshot_id']}` (source `{ledger['source']}`), not from the "
-            "live services.")
+        return f"Built from the live WikiData Query Service and Open Library API (`{ledger['snapshot_id'] or 'live'}`)."
+    note = (
+        f"Built from the snapshot `{ledger['snapshot_id']}` (source `{ledger['source']}`), not from the live services."
+    )
     if str(ledger["snapshot_id"] or "").startswith("kitab-s"):
-        note += (" Snapshots made by `kitab snapshot generate`, such as kitab's bundled one, mix real public "
-                 "seed rows with seeded synthetic records: this release demonstrates the pipeline and is not "
-                 "a benchmark of real bibliographies.")
+        note += (
+            " Snapshots made by `kitab snapshot generate`, such as kitab's bundled one, mix real public "
+            "seed rows with seeded synthetic records: this release demonstrates the pipeline and is not "
+            "a benchmark of real bibliographies."
+        )
     return note
 
 
-def _render_card(release: str, ledger: dict, earlier: list[dict], rows: dict[str, int],
-                 files: dict[str, dict], quality: str, layout: str) -> str:
+def _render_card(
+    release: str,
+    ledger: dict,
+    earlier: list[dict],
+    rows: dict[str, int],
+    files: dict[str, dict],
+    quality: str,
+    layout: str,
+) -> str:
     header = yaml.safe_dump(card_metadata(release, rows, layout), sort_keys=False, allow_unicode=True, width=1000)
-    configs_table = _md_table(("config", "split", "file", "rows", "contents"),
-                              [(f"`{c.name}`", SPLIT, f"`{c.path_in(layout)}`", rows[c.name], c.description)
-                               for c in CONFIGS])
+    configs_table = _md_table(
+        ("config", "split", "file", "rows", "contents"),
+        [(f"`{c.name}`", SPLIT, f"`{c.path_in(layout)}`", rows[c.name], c.description) for c in CONFIGS],
+    )
     if earlier:
-        previous = _md_table(("release", "created (UTC)", "seed", "source", "snapshot", "queries"),
-                             [(f"`{r['release']}`", _iso(r["created_at"]), r["seed"], r["source"],
-                               f"`{r['snapshot_id']}`" if r["snapshot_id"] else "",
-                               json.loads(r["counts"]).get("queries", "")) for r in earlier])
+        previous = _md_table(
+            ("release", "created (UTC)", "seed", "source", "snapshot", "queries"),
+            [
+                (
+                    f"`{r['release']}`",
+                    _iso(r["created_at"]),
+                    r["seed"],
+                    r["source"],
+                    f"`{r['snapshot_id']}`" if r["snapshot_id"] else "",
+                    json.loads(r["counts"]).get("queries", ""),
+                )
+                for r in earlier
+            ],
+        )
     else:
         previous = "None: this is the warehouse's first release."
-    provenance = _md_table(("field", "value"), [
-        ("release id (version, Hub tag)", f"`{release}`"),
-        ("created (UTC)", _iso(ledger["created_at"])),
-        ("sampling seed", ledger["seed"]),
-        ("source", ledger["source"]),
-        ("snapshot", f"`{ledger['snapshot_id']}`" if ledger["snapshot_id"] else ""),
-        ("authors requested", ledger["n_authors_requested"]),
-        ("HTTP requests sent by the refresh", "" if ledger["requests_made"] is None else ledger["requests_made"]),
-        ("kitab code version", f"`{ledger['code_version']}`"),
-    ])
+    provenance = _md_table(
+        ("field", "value"),
+        [
+            ("release id (version, Hub tag)", f"`{release}`"),
+            ("created (UTC)", _iso(ledger["created_at"])),
+            ("sampling seed", ledger["seed"]),
+            ("source", ledger["source"]),
+            ("snapshot", f"`{ledger['snapshot_id']}`" if ledger["snapshot_id"] else ""),
+            ("authors requested", ledger["n_authors_requested"]),
+            ("HTTP requests sent by the refresh", "" if ledger["requests_made"] is None else ledger["requests_made"]),
+            ("kitab code version", f"`{ledger['code_version']}`"),
+        ],
+    )
     counts, checksums = json.loads(ledger["counts"]), json.loads(ledger["checksums"])
-    warehouse_table = _md_table(("table", "rows", "sha256"),
-                                [(f"`{t}`", counts.get(t, ""), f"`{checksums.get(t, '')}`") for t in sorted(counts)])
-    files_table = _md_table(("file", "rows", "sha256"),
-                            [(f"`{path}`", "" if info.get("rows") is None else info["rows"], f"`{info['sha256']}`")
-                             for path, info in files.items()])
+    warehouse_table = _md_table(
+        ("table", "rows", "sha256"),
+        [(f"`{t}`", counts.get(t, ""), f"`{checksums.get(t, '')}`") for t in sorted(counts)],
+    )
+    files_table = _md_table(
+        ("file", "rows", "sha256"),
+        [
+            (f"`{path}`", "" if info.get("rows") is None else info["rows"], f"`{info['sha256']}`")
+            for path, info in files.items()
+        ],
+    )
     return Template(TEMPLATE.read_text(encoding="utf-8")).substitute(
-        yaml_header=header, pretty_name=f"KITAB rebuild: kitab release {release}", release=release,
-        created_at=_iso(ledger["created_at"]), source_note=_source_note(ledger), configs_table=configs_table,
-        previous_releases=previous, provenance_table=provenance, warehouse_table=warehouse_table,
-        files_table=files_table, quality=quality)
+        yaml_header=header,
+        pretty_name=f"KITAB rebuild: kitab release {release}",
+        release=release,
+        created_at=_iso(ledger["created_at"]),
+        source_note=_source_note(ledger),
+        configs_table=configs_table,
+        previous_releases=previous,
+        provenance_table=provenance,
+        warehouse_table=warehouse_table,
+        files_table=files_table,
+        quality=quality,
+    )
 
 
 def card_configs(card_text: str) -> dict[str, dict[str, str]]:
     """``{config: {split: path}}`` from a card's YAML header (what ``datasets`` reads)."""
     if not card_text.startswith("---\n"):
         raise ValueError("the card has no YAML header")
-    meta = yaml.safe_load(card_text[4:card_text.index("\n---\n", 4)])
+    meta = yaml.safe_load(card_text[4 : card_text.index("\n---\n", 4)])
     return {c["config_name"]: {f["split"]: f["path"] for f in c["data_files"]} for c in meta.get("configs", [])}
 
 
@@ -256,8 +334,16 @@ def _with_prompts(table: pa.Table) -> pa.Table:
     from kitab.release.prompts import render_prompt
 
     rows = table.select(["Author", "Birth Year", "constraints", "all_books"]).to_pylist()
-    prompts = [render_prompt(PROMPT_TEMPLATE, author=r["Author"], birth_year=r["Birth Year"],
-                             constraints=r["constraints"], all_books=ast.literal_eval(r["all_books"])) for r in rows]
+    prompts = [
+        render_prompt(
+            PROMPT_TEMPLATE,
+            author=r["Author"],
+            birth_year=r["Birth Year"],
+            constraints=r["constraints"],
+            all_books=ast.literal_eval(r["all_books"]),
+        )
+        for r in rows
+    ]
     return table.append_column("prompt", pa.array(prompts, pa.string()))
 
 
@@ -288,10 +374,18 @@ def _build(wh: Warehouse, release: str, folder: Path, layout: str = "hf") -> dic
                 rows[config.name] = table.num_rows
                 if layout == "kitab" and config.kitab_file:
                     _write_json_lines(table, folder / config.kitab_file)
-                    files[config.kitab_file] = {"config": config.name, "split": SPLIT, "rows": rows[config.name],
-                                                "sha256": sha256_file(folder / config.kitab_file)}
-            files[config.path] = {"config": config.name, "split": SPLIT, "rows": rows[config.name],
-                                  "sha256": sha256_file(target)}
+                    files[config.kitab_file] = {
+                        "config": config.name,
+                        "split": SPLIT,
+                        "rows": rows[config.name],
+                        "sha256": sha256_file(folder / config.kitab_file),
+                    }
+            files[config.path] = {
+                "config": config.name,
+                "split": SPLIT,
+                "rows": rows[config.name],
+                "sha256": sha256_file(target),
+            }
         quality = quality_section(con, release, folder / "plots")
     for png in sorted((folder / "plots").glob("*.png")):
         files[png.relative_to(folder).as_posix()] = {"sha256": sha256_file(png)}
@@ -299,15 +393,23 @@ def _build(wh: Warehouse, release: str, folder: Path, layout: str = "hf") -> dic
         "release": release,
         "version": release,
         "hub_tag": release,
-        "ledger": {k: _iso(v) if k == "created_at" else json.loads(v) if k in ("counts", "checksums", "stages")
-                   and v is not None else v for k, v in ledger.items() if k != "release"},
+        "ledger": {
+            k: _iso(v)
+            if k == "created_at"
+            else json.loads(v)
+            if k in ("counts", "checksums", "stages") and v is not None
+            else v
+            for k, v in ledger.items()
+            if k != "release"
+        },
         "earlier_releases": [r["release"] for r in earlier],
         "layout": layout,
         "configs": {c.name: {"split": SPLIT, "path": c.path_in(layout), "rows": rows[c.name]} for c in CONFIGS},
         "files": files,
     }
-    (folder / PROVENANCE).write_text(json.dumps(provenance, indent=2, sort_keys=True, ensure_ascii=False) + "\n",
-                                     encoding="utf-8")
+    (folder / PROVENANCE).write_text(
+        json.dumps(provenance, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
     (folder / CARD).write_text(_render_card(release, ledger, earlier, rows, files, quality, layout), encoding="utf-8")
     return rows
 
@@ -333,8 +435,10 @@ def _holds_other_things(out: Path, release: str) -> bool:
 
 
 def _refuse(out: Path) -> ExportExists:
-    return ExportExists(f"{out} exists and differs from the export of this release; "
-                        "use --overwrite to replace it, or choose another --out")
+    return ExportExists(
+        f"{out} exists and differs from the export of this release; "
+        "use --overwrite to replace it, or choose another --out"
+    )
 
 
 def _install(tmp: Path, out: Path, force: bool) -> bool:

@@ -1,6 +1,7 @@
 """The one way kitab draws a PNG: matplotlib's Agg canvas on a bare ``Figure`` (no pyplot
 state, no global backend switch), fixed margins, and no ``Software`` entry in the PNG
 metadata, so the same data gives byte-identical files (the report's and the leaderboard's)."""
+
 from __future__ import annotations
 
 import io

@@ -18,6 +18,7 @@ from its default endpoint while building headers) and ``HF_XET_TELEMETRY_ENABLED
 the user set it (hf_xet, which uploads files to the Hub's Xet storage, enables its own telemetry
 by default and reads the variable when its session starts).
 """
+
 from __future__ import annotations
 
 import json
@@ -28,8 +29,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from kitab.core.errors import BadValue, KitabError
-from kitab.release.export import CARD, PROVENANCE, card_configs, release_of
 from kitab.core.files import sha256_file
+from kitab.release.export import CARD, PROVENANCE, card_configs, release_of
 
 REPO_TYPE = "dataset"
 # Paths the export owns in the repo: replaced wholesale by each release (stale files deleted).
@@ -120,8 +121,9 @@ def _check_folder(folder: Path, release: str) -> dict:
     return meta
 
 
-def push_release(folder: Path, repo_id: str, *, release: str, endpoint: str | None = None,
-                 private: bool = False) -> dict:
+def push_release(
+    folder: Path, repo_id: str, *, release: str, endpoint: str | None = None, private: bool = False
+) -> dict:
     """Upload the export ``folder`` of ``release`` to the dataset repo ``repo_id`` (created if
     missing, ``private`` then) in one commit, and tag that commit ``release``.
 
@@ -142,20 +144,35 @@ def push_release(folder: Path, repo_id: str, *, release: str, endpoint: str | No
     from huggingface_hub import HfApi, get_token
 
     if get_token() is None:
-        raise _NoToken("no Hugging Face token: set HF_TOKEN or run `hf auth login` (kitab never takes "
-                              "the token as an argument)")
+        raise _NoToken(
+            "no Hugging Face token: set HF_TOKEN or run `hf auth login` (kitab never takes the token as an argument)"
+        )
     with hub_online(), _one_line_errors():
         api = HfApi(endpoint=endpoint)  # token=None: huggingface_hub resolves it (HF_TOKEN, then the login)
         repo_url = api.create_repo(repo_id, repo_type=REPO_TYPE, private=private, exist_ok=True)
         tags = {t.name: t.target_commit for t in api.list_repo_refs(repo_id, repo_type=REPO_TYPE).tags}
         if release in tags:
-            raise ReleaseAlreadyPushed(f"{repo_id} already has tag {release} (commit {tags[release]}); a release "
-                                       "is immutable: publish a new release id instead")
-        info = api.upload_folder(repo_id=repo_id, repo_type=REPO_TYPE, folder_path=folder,
-                                 commit_message=f"kitab release {release}",
-                                 commit_description=f"Export of kitab release {release}; tagged {release}.",
-                                 delete_patterns=MANAGED)
-        api.create_tag(repo_id, repo_type=REPO_TYPE, tag=release, revision=info.oid,
-                       tag_message=f"kitab release {release}")
-    return {"repo_id": repo_id, "release": release, "tag": release, "commit": info.oid,
-            "commit_url": info.commit_url, "repo_url": str(repo_url), "endpoint": api.endpoint}
+            raise ReleaseAlreadyPushed(
+                f"{repo_id} already has tag {release} (commit {tags[release]}); a release "
+                "is immutable: publish a new release id instead"
+            )
+        info = api.upload_folder(
+            repo_id=repo_id,
+            repo_type=REPO_TYPE,
+            folder_path=folder,
+            commit_message=f"kitab release {release}",
+            commit_description=f"Export of kitab release {release}; tagged {release}.",
+            delete_patterns=MANAGED,
+        )
+        api.create_tag(
+            repo_id, repo_type=REPO_TYPE, tag=release, revision=info.oid, tag_message=f"kitab release {release}"
+        )
+    return {
+        "repo_id": repo_id,
+        "release": release,
+        "tag": release,
+        "commit": info.oid,
+        "commit_url": info.commit_url,
+        "repo_url": str(repo_url),
+        "endpoint": api.endpoint,
+    }

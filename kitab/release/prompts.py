@@ -18,6 +18,7 @@ Templates (kitab name: the paper's condition, §3.2):
   prompt: its standard chain-of-thought (§1 iv, §3.2) is the "Think step-by-step. Give a
   1-2 sentence reason" that Templates 2a, 2b and 3 all carry.
 """
+
 from __future__ import annotations
 
 import ast
@@ -38,7 +39,8 @@ NO_CONTEXT = (
     "All book titles need to be in English. Think step-by-step. Give a 1-2 sentence reason for why the books "
     "satisfy the criteria. Criteria: {constraints} Remember that every book in the output list needs to satisfy "
     "all the criteria. Always finish your response with the following format. Do not add any additional text or "
-    "comments after the output list.\n\n" + _OUTPUT_WITH_REASONS)
+    "comments after the output list.\n\n" + _OUTPUT_WITH_REASONS
+)
 
 WITH_CONTEXT = (
     "The following is a list of books by {author} (born in {birth_year}) with publication dates in parenthesis. "
@@ -46,21 +48,22 @@ WITH_CONTEXT = (
     "Find all books in this list that satisfy all the following criteria. Think step-by-step. Give a 1-2 sentence "
     "reason for why the books satisfy the criteria. Criteria: {constraints} Remember that every book in the output "
     "list needs to satisfy all the criteria. Always finish your response with the following format. Do not add any "
-    "additional text or comments after the output list.\n\n" + _OUTPUT_WITH_REASONS)
+    "additional text or comments after the output list.\n\n" + _OUTPUT_WITH_REASONS
+)
 
 SELF_CONTEXT = (
     "List of all books written by {author} (born in {birth_year}) satisfying all the following criteria. "
     "All book titles need to be in English. Criteria: {constraints} First, retrieve all books by {author} "
-    "(born in {birth_year}) and list them in the \"All Books\" list. Then, select the subset of books that satisfy "
-    "Constraint 1 and list them under the \"Final Output\" list. Think step-by-step. Give a 1-2 sentence reason for "
+    '(born in {birth_year}) and list them in the "All Books" list. Then, select the subset of books that satisfy '
+    'Constraint 1 and list them under the "Final Output" list. Think step-by-step. Give a 1-2 sentence reason for '
     "why the books satisfy the criteria. Remember that every book in the final output list needs to satisfy all "
     "the criteria. Always finish your response with the following format. Do not add any additional text or "
     "comments after the output list.\n\n"
     "All Books:\n1. Title: <title>\n2. Title: <title>\n...\nN. Title: <title>\n\n"
-    "Final " + _OUTPUT_WITH_REASONS)
+    "Final " + _OUTPUT_WITH_REASONS
+)
 
-TEMPLATES = {"no-context": NO_CONTEXT, "with-context": WITH_CONTEXT, "self-context": SELF_CONTEXT,
-             "cot": NO_CONTEXT}
+TEMPLATES = {"no-context": NO_CONTEXT, "with-context": WITH_CONTEXT, "self-context": SELF_CONTEXT, "cot": NO_CONTEXT}
 
 
 def render_prompt(template: str, *, author: str, birth_year: int, constraints: str, all_books: list[str]) -> str:
@@ -69,8 +72,7 @@ def render_prompt(template: str, *, author: str, birth_year: int, constraints: s
         text = TEMPLATES[template]
     except KeyError:
         raise KitabError(f"unknown template {template!r} (known: {', '.join(TEMPLATES)})") from None
-    return text.format(author=author, birth_year=birth_year, constraints=constraints,
-                       all_books="\n".join(all_books))
+    return text.format(author=author, birth_year=birth_year, constraints=constraints, all_books="\n".join(all_books))
 
 
 def release_prompts(warehouse: Path, release: str, template: str) -> Iterator[str]:
@@ -85,8 +87,14 @@ def release_prompts(warehouse: Path, release: str, template: str) -> Iterator[st
     with wh.connect(release=release) as con:
         rows = con.execute(
             'SELECT query_id, "Author", "Birth Year", constraints, all_books FROM kitab_book_constraints '
-            'ORDER BY n_constraints, "# of sitelinks" DESC, "Author", constraint_id, query_id').fetchall()
+            'ORDER BY n_constraints, "# of sitelinks" DESC, "Author", constraint_id, query_id'
+        ).fetchall()
     for query_id, author, birth_year, constraints, all_books in rows:
-        prompt = render_prompt(template, author=author, birth_year=birth_year, constraints=constraints,
-                               all_books=ast.literal_eval(all_books))
+        prompt = render_prompt(
+            template,
+            author=author,
+            birth_year=birth_year,
+            constraints=constraints,
+            all_books=ast.literal_eval(all_books),
+        )
         yield json.dumps({"query_id": query_id, "template": template, "prompt": prompt}, ensure_ascii=False)

@@ -9,6 +9,7 @@ Plots are deterministic: matplotlib's Agg canvas on a bare ``Figure`` (no pyplot
 global backend switch), matplotlib's default style whatever the user's matplotlibrc says, and
 no ``Software`` entry in the PNG metadata, so the same release gives byte-identical PNGs.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -18,8 +19,8 @@ from statistics import median
 import duckdb
 
 from kitab.core.files import write_bytes
-from kitab.release.figures import figure, save_png
 from kitab.release.bins import KAPPA_BINS, bin_index, kappa_labels, sitelink_bucket, sitelink_labels
+from kitab.release.figures import figure, save_png
 from tasks.constraints.table2 import format_table2, table2
 
 PLOTS = ("kappa.png", "popularity.png")
@@ -46,6 +47,7 @@ class _Stats:
     @property
     def two_kappas(self) -> list[float]:
         return [(n - s) / n for s, n in self.two_sn]
+
     books_per_author: list[int]
     books_with_human: int
     books_with_city: int
@@ -65,10 +67,14 @@ def _dicts(con: duckdb.DuckDBPyConnection, sql: str) -> list[dict]:
 
 def _collect(con: duckdb.DuckDBPyConnection, release: str) -> _Stats:
     sn = _rows(con, "SELECT n_constraints, n_mapped, n_books FROM queries ORDER BY query_id")
-    flags = _rows(con, "SELECT count(*) FILTER (WHERE has_human_name), count(*) FILTER (WHERE has_city_name) "
-                       "FROM book_entity_flags")[0]
-    t2 = table2(_dicts(con, "SELECT constraint_id, spec FROM constraints ORDER BY constraint_id"),
-                _dicts(con, "SELECT n_constraints, constraint_ids, constrainedness FROM queries ORDER BY query_id"))
+    flags = _rows(
+        con,
+        "SELECT count(*) FILTER (WHERE has_human_name), count(*) FILTER (WHERE has_city_name) FROM book_entity_flags",
+    )[0]
+    t2 = table2(
+        _dicts(con, "SELECT constraint_id, spec FROM constraints ORDER BY constraint_id"),
+        _dicts(con, "SELECT n_constraints, constraint_ids, constrainedness FROM queries ORDER BY query_id"),
+    )
     return _Stats(
         release=release,
         n_authors=_rows(con, "SELECT count(*) FROM kitab_author_metadata")[0][0],
@@ -79,14 +85,25 @@ def _collect(con: duckdb.DuckDBPyConnection, release: str) -> _Stats:
         books_per_author=[r[0] for r in _rows(con, "SELECT books FROM books_per_author ORDER BY qid")],
         books_with_human=flags[0] or 0,
         books_with_city=flags[1] or 0,
-        author_sitelinks=[r[0] for r in _rows(con, 'SELECT "# of sitelinks" FROM kitab_author_metadata '
-                                                   'ORDER BY "WikiData ID"')],
-        query_sitelinks=[(r[0], r[1]) for r in _rows(
-            con, "SELECT a.sitelinks, q.n_constraints FROM queries q JOIN authors a ON a.qid = q.author_qid "
-                 "ORDER BY q.query_id")],
-        rejects=[tuple(r) for r in _rows(
-            con, "SELECT stage, reason, record_kind, sum(n) AS n FROM rejects_by_reason GROUP BY ALL "
-                 "ORDER BY stage, n DESC, reason, record_kind")],
+        author_sitelinks=[
+            r[0] for r in _rows(con, 'SELECT "# of sitelinks" FROM kitab_author_metadata ORDER BY "WikiData ID"')
+        ],
+        query_sitelinks=[
+            (r[0], r[1])
+            for r in _rows(
+                con,
+                "SELECT a.sitelinks, q.n_constraints FROM queries q JOIN authors a ON a.qid = q.author_qid "
+                "ORDER BY q.query_id",
+            )
+        ],
+        rejects=[
+            tuple(r)
+            for r in _rows(
+                con,
+                "SELECT stage, reason, record_kind, sum(n) AS n FROM rejects_by_reason GROUP BY ALL "
+                "ORDER BY stage, n DESC, reason, record_kind",
+            )
+        ],
         table2_text=format_table2(t2),
     )
 
@@ -142,20 +159,36 @@ def _write_plots(stats: _Stats, plots_dir: Path) -> None:
         width = 1 / HIST_BINS
         gap_at = 1 + width  # the unsatisfiable bar stands apart, right of κ = 1
         for ax, sn, kappas, label, color in (
-                (axes[0], stats.one_sn, stats.one_kappas, "one-constraint", "tab:blue"),
-                (axes[1], stats.two_sn, stats.two_kappas, "two-constraint", "tab:orange")):
+            (axes[0], stats.one_sn, stats.one_kappas, "one-constraint", "tab:blue"),
+            (axes[1], stats.two_sn, stats.two_kappas, "two-constraint", "tab:orange"),
+        ):
             bars = kappa_histogram(sn)
-            ax.bar([i * width for i in range(HIST_BINS)], [n for _, n in bars[:-1]], width=width, align="edge",
-                   color=color, edgecolor="white", label="satisfiable (κ < 1)")
-            ax.bar([gap_at], [bars[-1][1]], width=width, align="edge", color="tab:red", edgecolor="white",
-                   label=f"unsatisfiable (κ = 1): {bars[-1][1]}")
+            ax.bar(
+                [i * width for i in range(HIST_BINS)],
+                [n for _, n in bars[:-1]],
+                width=width,
+                align="edge",
+                color=color,
+                edgecolor="white",
+                label="satisfiable (κ < 1)",
+            )
+            ax.bar(
+                [gap_at],
+                [bars[-1][1]],
+                width=width,
+                align="edge",
+                color="tab:red",
+                edgecolor="white",
+                label=f"unsatisfiable (κ = 1): {bars[-1][1]}",
+            )
             ax.axvline(1.0, color="grey", linewidth=0.8, linestyle=":")
             ax.set_title(f"{label} queries (n={len(sn)}, mean κ {_mean(kappas)})", fontsize=10)
             ax.set_xlabel("constrainedness κ = 1 − S/N")
             ax.set_ylabel("queries")
             ax.set_xlim(0, gap_at + 1.5 * width)
-            ax.set_xticks([0, 0.2, 0.4, 0.6, 0.8, 1.0, gap_at + width / 2],
-                          ["0", "0.2", "0.4", "0.6", "0.8", "1", "κ=1"])
+            ax.set_xticks(
+                [0, 0.2, 0.4, 0.6, 0.8, 1.0, gap_at + width / 2], ["0", "0.2", "0.4", "0.6", "0.8", "1", "κ=1"]
+            )
             ax.legend(fontsize=8, loc="upper left")
         fig.suptitle(f"kitab release {stats.release}: constrainedness", fontsize=11)
         save_png(fig, plots_dir / "kappa.png")
@@ -196,22 +229,37 @@ def _markdown(stats: _Stats) -> str:
     two_unsat = sum(1 for s, _ in stats.two_sn if s == 0)
     bpa = sorted(stats.books_per_author)
     bpa_text = f"{bpa[0]} / {median(bpa):g} / {bpa[-1]}" if bpa else "–"
-    headline = _table(("measure", "this release", "KITAB (paper)"), [
-        ("one-constraint queries that are unsatisfiable (S = 0)", f"{_pct(one_unsat, n_one)} ({one_unsat} of {n_one})",
-         f"{100 * PAPER_ONE_UNSATISFIABLE:.2f}%"),
-        ("two-constraint queries that are jointly unsatisfiable", f"{_pct(two_unsat, n_two)} ({two_unsat} of {n_two})",
-         f"{100 * PAPER_TWO_UNSATISFIABLE:.2f}%"),
-        ("books per author (min / median / max)", bpa_text, "≥ 5"),
-        ("books with a human name in a title", f"{_pct(stats.books_with_human, stats.n_books)}", "–"),
-        ("books with a city name in a title", f"{_pct(stats.books_with_city, stats.n_books)}", "–"),
-    ], align="lrr")
-    kappa_table = _table(("constrainedness", "one-constraint", "two-constraint"),
-                         list(zip(kappa_labels(), _kappa_bin_counts(stats.one_sn),
-                                  _kappa_bin_counts(stats.two_sn))))
-    popularity_table = _table(("author sitelinks", "authors", "one-constraint queries", "two-constraint queries"),
-                              _popularity(stats))
-    rejects_table = (_table(("stage", "reason", "record kind", "rows"), stats.rejects, align="lllr")
-                     if stats.rejects else "No record was rejected.")
+    headline = _table(
+        ("measure", "this release", "KITAB (paper)"),
+        [
+            (
+                "one-constraint queries that are unsatisfiable (S = 0)",
+                f"{_pct(one_unsat, n_one)} ({one_unsat} of {n_one})",
+                f"{100 * PAPER_ONE_UNSATISFIABLE:.2f}%",
+            ),
+            (
+                "two-constraint queries that are jointly unsatisfiable",
+                f"{_pct(two_unsat, n_two)} ({two_unsat} of {n_two})",
+                f"{100 * PAPER_TWO_UNSATISFIABLE:.2f}%",
+            ),
+            ("books per author (min / median / max)", bpa_text, "≥ 5"),
+            ("books with a human name in a title", f"{_pct(stats.books_with_human, stats.n_books)}", "–"),
+            ("books with a city name in a title", f"{_pct(stats.books_with_city, stats.n_books)}", "–"),
+        ],
+        align="lrr",
+    )
+    kappa_table = _table(
+        ("constrainedness", "one-constraint", "two-constraint"),
+        list(zip(kappa_labels(), _kappa_bin_counts(stats.one_sn), _kappa_bin_counts(stats.two_sn))),
+    )
+    popularity_table = _table(
+        ("author sitelinks", "authors", "one-constraint queries", "two-constraint queries"), _popularity(stats)
+    )
+    rejects_table = (
+        _table(("stage", "reason", "record kind", "rows"), stats.rejects, align="lllr")
+        if stats.rejects
+        else "No record was rejected."
+    )
     n_rejects = sum(r[3] for r in stats.rejects)
     return f"""## Quality
 
@@ -278,19 +326,24 @@ def evaluation_section(con: duckdb.DuckDBPyConnection, release: str, plots_dir: 
     if plots_dir is not None:
         write_leaderboard_plots(board, Path(plots_dir))
     captions = ("overall", "by constraint type", "by constrainedness", "by author popularity")
-    return "\n".join([
-        "## Model evaluations", "",
-        f"KITAB's metrics (paper §4.1, docs/evaluate.md) of every answers file scored with `kitab evaluate` "
-        f"against release `{release}`: {len(board['evaluations'])} evaluation(s), best first.", "",
-        format_leaderboard(board),
-        *(f"![Leaderboard {caption}](plots/{name})" for caption, name in zip(captions, PLOTS)), ""])
+    return "\n".join(
+        [
+            "## Model evaluations",
+            "",
+            f"KITAB's metrics (paper §4.1, docs/evaluate.md) of every answers file scored with `kitab evaluate` "
+            f"against release `{release}`: {len(board['evaluations'])} evaluation(s), best first.",
+            "",
+            format_leaderboard(board),
+            *(f"![Leaderboard {caption}](plots/{name})" for caption, name in zip(captions, PLOTS)),
+            "",
+        ]
+    )
 
 
 def stages_section(release: str, ledger_row: dict) -> str:
     """How long each stage of the refresh that made ``release`` took, with its rows: from the
     ledger's ``stages`` column (a release from before it was recorded says so)."""
-    from kitab.core.progress import format_seconds, parse_stages
-    from kitab.core.progress import stage_rows
+    from kitab.core.progress import format_seconds, parse_stages, stage_rows
 
     stages = parse_stages(ledger_row.get("stages"))
     if not stages:
@@ -301,9 +354,11 @@ def stages_section(release: str, ledger_row: dict) -> str:
         slowest = max(stages, key=lambda r: r["seconds"])
         rows = [(f"**{r[0]}**" if r[0] == slowest["stage"] else r[0], *r[1:]) for r in stage_rows(stages)]
         rows.append(("total", format_seconds(total), "100%", "", "", f"{requests:,}" if requests else ""))
-        body = (f"Wall time of each stage and its output rows, recorded in the ledger when the release was "
-                f"published (publish: up to the commit). The slowest stage, in bold, is `{slowest['stage']}`.\n\n"
-                + _table(("stage", "time", "share", "rows", "tasks", "requests"), rows, align="lrrrrr"))
+        body = (
+            f"Wall time of each stage and its output rows, recorded in the ledger when the release was "
+            f"published (publish: up to the commit). The slowest stage, in bold, is `{slowest['stage']}`.\n\n"
+            + _table(("stage", "time", "share", "rows", "tasks", "requests"), rows, align="lrrrrr")
+        )
     return f"## Refresh stages\n\n{body}\n"
 
 
@@ -315,8 +370,10 @@ def provenance_section(manifest: dict) -> str:
     if not inputs:
         lines.append("\nNo input files recorded (a generated snapshot, or one assembled by hand).")
         return "\n".join(lines) + "\n"
-    rows = [(i["name"], i["kind"], f"{i['size']:,}", f"{i['dump_date']} ({i['dump_date_from']})", i["fingerprint"][-16:])
-            for i in inputs]
+    rows = [
+        (i["name"], i["kind"], f"{i['size']:,}", f"{i['dump_date']} ({i['dump_date_from']})", i["fingerprint"][-16:])
+        for i in inputs
+    ]
     lines += ["", _table(("file", "kind", "bytes", "dump date (from)", "fingerprint (end)"), rows, align="llrll")]
     kept = manifest.get("kept", {})
     rows = [(f"{source} {what}", f"{count:,}") for source, counts in kept.items() for what, count in counts.items()]
@@ -348,6 +405,5 @@ def render_report(warehouse: Path, release: str, out_dir: Path | None = None, sn
     if evaluations:
         text = f"{text}\n{evaluations}"
     if out_dir is not None:
-        write_bytes(Path(out_dir) / "report.md",
-                     f"# kitab release {release}: quality report\n\n{text}".encode())
+        write_bytes(Path(out_dir) / "report.md", f"# kitab release {release}: quality report\n\n{text}".encode())
     return text

@@ -11,6 +11,7 @@ answering each prompt with ``answer(prompt)`` (deterministic), and faults on dem
 
 Every request is recorded (time, path, prompt, status sent, whether the key matched), so a test
 can count what a client really sent. Used as a context manager."""
+
 from __future__ import annotations
 
 import json
@@ -63,13 +64,19 @@ class ChatServer:
     # -- faults ------------------------------------------------------------------------------
     def throttle(self, n: int, retry_after: str | float = 1) -> None:
         with self._lock:
-            self._faults += [(429, {"Retry-After": str(retry_after)},
-                              _error("Rate limit reached; try again later.", "rate_limit_exceeded"))] * n
+            self._faults += [
+                (
+                    429,
+                    {"Retry-After": str(retry_after)},
+                    _error("Rate limit reached; try again later.", "rate_limit_exceeded"),
+                )
+            ] * n
 
     def fail(self, n: int, status: int = 500) -> None:
         with self._lock:
-            self._faults += [(status, {}, _error("The server had an error while processing your request.",
-                                                 "server_error"))] * n
+            self._faults += [
+                (status, {}, _error("The server had an error while processing your request.", "server_error"))
+            ] * n
 
     # -- what was sent -----------------------------------------------------------------------
     @property
@@ -108,12 +115,22 @@ class ChatServer:
                 with self._lock:
                     self.in_flight -= 1
             status, headers = 200, {}
-            payload = json.dumps({
-                "id": "chatcmpl-fixture", "object": "chat.completion", "created": 0, "model": body.get("model"),
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-                "usage": {"prompt_tokens": len((prompt or "").split()), "completion_tokens": len(text.split()),
-                          "total_tokens": len((prompt or "").split()) + len(text.split())},
-            }).encode()
+            payload = json.dumps(
+                {
+                    "id": "chatcmpl-fixture",
+                    "object": "chat.completion",
+                    "created": 0,
+                    "model": body.get("model"),
+                    "choices": [
+                        {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+                    ],
+                    "usage": {
+                        "prompt_tokens": len((prompt or "").split()),
+                        "completion_tokens": len(text.split()),
+                        "total_tokens": len((prompt or "").split()) + len(text.split()),
+                    },
+                }
+            ).encode()
         with self._lock:
             self.seen.append(Seen(arrived, handler.path, prompt, status, key_ok, body))
         handler.send_response(status)

@@ -1,13 +1,14 @@
 """The two external services, each behind one small interface with three implementations:
 live (real endpoints), mirror (the same HTTP clients pointed at the local mirror) and dump
 (the snapshot files read directly)."""
+
 from __future__ import annotations
 
 import atexit
 import hashlib
 import threading
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from kitab.core.config import DEFAULT_CONTACT, LIVE_OPENLIBRARY, LIVE_WIKIDATA, Settings
@@ -34,21 +35,33 @@ class Sources:
         self.openlibrary.close()
 
 
-def open_sources(kind: str, settings: Settings, *, snapshot: Path | None = None,
-                 mirror_url: str | None = None, cache_scope: str | None = None) -> Sources:
+def open_sources(
+    kind: str,
+    settings: Settings,
+    *,
+    snapshot: Path | None = None,
+    mirror_url: str | None = None,
+    cache_scope: str | None = None,
+) -> Sources:
     """The clients for ``kind``. ``cache_scope`` names the HTTP cache: the same scope replays
     earlier answers with no request. Callers pass the snapshot id (mirror) or the release id
     (live, so each new release sees today's services); the defaults are the mirror's URL and
     the UTC date."""
     if kind == "live":
         if settings.contact == DEFAULT_CONTACT:
-            raise BadValue("--source live needs a real contact for the User-Agent: set KITAB_CONTACT "
-                           "(Wikimedia's policy requires it; Open Library asks for it)")
+            raise BadValue(
+                "--source live needs a real contact for the User-Agent: set KITAB_CONTACT "
+                "(Wikimedia's policy requires it; Open Library asks for it)"
+            )
         if settings.ol_rate > 3:
             raise BadValue(f"ol_rate {settings.ol_rate}/s exceeds Open Library's ~3 req/s")
-        live = settings.model_copy(update={"wikidata_endpoint": settings.wikidata_endpoint or LIVE_WIKIDATA,
-                                           "openlibrary_base": settings.openlibrary_base or LIVE_OPENLIBRARY})
-        scope = cache_scope or f"{datetime.now(timezone.utc):%Y.%m.%d}"
+        live = settings.model_copy(
+            update={
+                "wikidata_endpoint": settings.wikidata_endpoint or LIVE_WIKIDATA,
+                "openlibrary_base": settings.openlibrary_base or LIVE_OPENLIBRARY,
+            }
+        )
+        scope = cache_scope or f"{datetime.now(UTC):%Y.%m.%d}"
         return Sources(kind, HttpWikidata(live, "live", scope), HttpOpenLibrary(live, "live", scope))
     if kind == "mirror":
         if not mirror_url:
@@ -77,14 +90,20 @@ class SourceSpec:
     cache_scope: str | None = None
 
     @classmethod
-    def of(cls, kind: str, settings: Settings, *, snapshot: Path | None, mirror_url: str | None,
-           cache_scope: str | None) -> "SourceSpec":
+    def of(
+        cls, kind: str, settings: Settings, *, snapshot: Path | None, mirror_url: str | None, cache_scope: str | None
+    ) -> SourceSpec:
         return cls(kind, settings.model_dump_json(), str(snapshot) if snapshot else None, mirror_url, cache_scope)
 
     def open(self) -> Sources:
         settings = Settings.model_validate_json(self.settings_json)
-        return open_sources(self.kind, settings, snapshot=Path(self.snapshot) if self.snapshot else None,
-                            mirror_url=self.mirror_url, cache_scope=self.cache_scope)
+        return open_sources(
+            self.kind,
+            settings,
+            snapshot=Path(self.snapshot) if self.snapshot else None,
+            mirror_url=self.mirror_url,
+            cache_scope=self.cache_scope,
+        )
 
 
 _OPENED: dict[SourceSpec, Sources] = {}

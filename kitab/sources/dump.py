@@ -29,6 +29,7 @@ Semantics that are easy to get wrong, and are reproduced on purpose:
   names are resolved through at most 4 redirects; ``year_of`` takes the first run of exactly four
   Unicode digits.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -42,22 +43,38 @@ import shutil
 import tempfile
 import threading
 import time
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 import duckdb
 
 from kitab.core.config import Settings
 from kitab.core.errors import KitabError
-from kitab.sources.queries import SQL_DIR, sparql, sparql_string
-from kitab.sources.snapshot.format import (DATA_FILES, OL_AUTHOR, OL_AUTHORS_FILE, OL_EDITIONS_FILE, OL_REDIRECT, OL_WORK,
-                                   OL_WORKS_FILE, RDFS_LABEL, WD, WDT, WIKIBASE_SITELINKS, WIKIDATA_FILE,
-                                   XSD_DATETIME, XSD_INTEGER, SnapshotFormatError, read_manifest)
-from kitab.sources.snapshot.olindex import SEARCH_DOCUMENTATION_URL, _project, tokens
 from kitab.sources.http import Fetched, RequestCounter, fingerprint
 from kitab.sources.openlibrary import MAX_REDIRECTS, _Shared, bare_key
+from kitab.sources.queries import SQL_DIR, sparql, sparql_string
+from kitab.sources.snapshot.format import (
+    DATA_FILES,
+    OL_AUTHOR,
+    OL_AUTHORS_FILE,
+    OL_EDITIONS_FILE,
+    OL_REDIRECT,
+    OL_WORK,
+    OL_WORKS_FILE,
+    RDFS_LABEL,
+    WD,
+    WDT,
+    WIKIBASE_SITELINKS,
+    WIKIDATA_FILE,
+    XSD_DATETIME,
+    XSD_INTEGER,
+    SnapshotFormatError,
+    read_manifest,
+)
+from kitab.sources.snapshot.olindex import SEARCH_DOCUMENTATION_URL, _project, tokens
 
 log = logging.getLogger(__name__)
 
@@ -71,8 +88,10 @@ KEYED = {"authors": "key", "author_works": "author_key", "author_tokens": "token
 KEYED_BATCH_ROWS = 65536  # rows per record batch of a <table>.arrow file
 SEARCH_AUTHORS_LIMIT = 100  # OLIndex.search_authors' default, what DumpOpenLibrary asks for
 MAX_LINE_BYTES = 8 << 20  # the longest Open Library records are a few MB of JSON
-CSV_OPTIONS = (f"quote='', escape='', header=false, auto_detect=false, compression='gzip', "
-               f"max_line_size={MAX_LINE_BYTES}, buffer_size={2 * MAX_LINE_BYTES}")
+CSV_OPTIONS = (
+    f"quote='', escape='', header=false, auto_detect=false, compression='gzip', "
+    f"max_line_size={MAX_LINE_BYTES}, buffer_size={2 * MAX_LINE_BYTES}"
+)
 ROW_GROUP_ROWS = 10240  # small row groups: a filter on the sort key decodes little beyond its rows
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
@@ -83,8 +102,13 @@ Q5 = WD + "Q5"
 
 # The predicates kept from wikidata.nt.gz, by the short name the tables use.
 PREDICATES = {
-    WDT + "P31": "P31", WDT + "P106": "P106", WDT + "P569": "P569", WDT + "P648": "P648", WDT + "P50": "P50",
-    RDFS_LABEL: "label", WIKIBASE_SITELINKS: "sitelinks",
+    WDT + "P31": "P31",
+    WDT + "P106": "P106",
+    WDT + "P569": "P569",
+    WDT + "P648": "P648",
+    WDT + "P50": "P50",
+    RDFS_LABEL: "label",
+    WIKIBASE_SITELINKS: "sitelinks",
 }
 
 
@@ -95,10 +119,14 @@ _HEX4, _HEX8 = "[0-9A-Fa-f]{4}", "[0-9A-Fa-f]{8}"
 _IRI = rf'<(?:[^\x00-\x20<>"{{}}|^`\\]|\\u{_HEX4}|\\U{_HEX8})*>'
 _PN = r"A-Za-z0-9_\x{80}-\x{10FFFF}"
 _BNODE = rf"_:[{_PN}](?:[{_PN}.\-]*[{_PN}\-])?"
-_LITERAL = (rf'"(?:[^"\\\n\r]|\\[tbnrf"\'\\]|\\u{_HEX4}|\\U{_HEX8})*"'
-            rf"(?:@[a-zA-Z]+(?:-[a-zA-Z0-9]+)*|\^\^{_IRI})?")
-NT_LINE = (rf"^[ \t]*({_IRI}|{_BNODE})[ \t]+({_IRI})[ \t]+({_IRI}|{_BNODE}|{_LITERAL})"
-           r"[ \t]*\.[ \t]*(?:#.*)?$")
+_LITERAL = (
+    rf'"(?:[^"\\\n\r]|\\[tbnrf"\'\\]|\\u{_HEX4}|\\U{_HEX8})*"'
+    rf"(?:@[a-zA-Z]+(?:-[a-zA-Z0-9]+)*|\^\^{_IRI})?"
+)
+NT_LINE = (
+    rf"^[ \t]*({_IRI}|{_BNODE})[ \t]+({_IRI})[ \t]+({_IRI}|{_BNODE}|{_LITERAL})"
+    r"[ \t]*\.[ \t]*(?:#.*)?$"
+)
 NT_BLANK = r"[ \t]*(?:#.*)?"
 NT_LITERAL_PARTS = r'^"(.*)"(?:@([^"]*)|\^\^<([^"]*)>)?$'
 
@@ -108,6 +136,7 @@ _ECHAR = {"t": "\t", "b": "\b", "n": "\n", "r": "\r", "f": "\f", '"': '"', "'": 
 
 def nt_unescape(text: str) -> str:
     """Undo N-Triples escapes (``\\"``, ``\\\\``, ``\\n``, ``\\uXXXX``, ``\\UXXXXXXXX``...)."""
+
     def one(match: re.Match) -> str:
         code = match.group(1) or match.group(2)
         if code:
@@ -262,29 +291,34 @@ def sql_list(values: Iterable[str]) -> str:
 
 def _read_lines(path: Path) -> str:
     """Each line of a gzip text file as one VARCHAR column ``line`` (NUL never occurs in N-Triples)."""
-    return (f"read_csv({sql_string(str(path))}, columns={{'line': 'VARCHAR'}}, delim='\\0', {CSV_OPTIONS})")
+    return f"read_csv({sql_string(str(path))}, columns={{'line': 'VARCHAR'}}, delim='\\0', {CSV_OPTIONS})"
 
 
 def _read_ol(path: Path) -> str:
     """An Open Library dump: five tab-separated fields a line; a line with more or fewer is an error."""
-    return (f"read_csv({sql_string(str(path))}, columns={{'type': 'VARCHAR', 'key': 'VARCHAR', "
-            f"'revision': 'BIGINT', 'last_modified': 'VARCHAR', 'json': 'VARCHAR'}}, delim='\\t', {CSV_OPTIONS})")
+    return (
+        f"read_csv({sql_string(str(path))}, columns={{'type': 'VARCHAR', 'key': 'VARCHAR', "
+        f"'revision': 'BIGINT', 'last_modified': 'VARCHAR', 'json': 'VARCHAR'}}, delim='\\t', {CSV_OPTIONS})"
+    )
 
 
 def _check_record(path: Path) -> str:
     """SQL raising an error for a line whose JSON is not an object keyed like the line
     (``iter_ol_dump``'s rules; malformed JSON already fails in ``json_extract``)."""
-    return (f"CASE WHEN NOT regexp_matches(json, '^\\s*\\{{') "
-            f"OR NOT coalesce(j[1] IS NULL OR json_extract_string(j[1], '$') = key, false) "
-            f"THEN error({sql_string('JSON record is not an object with key ')} || key) END")
+    return (
+        f"CASE WHEN NOT regexp_matches(json, '^\\s*\\{{') "
+        f"OR NOT coalesce(j[1] IS NULL OR json_extract_string(j[1], '$') = key, false) "
+        f"THEN error({sql_string('JSON record is not an object with key ')} || key) END"
+    )
 
 
 KEY_NUMBER = "coalesce(TRY_CAST(regexp_extract({0}, 'OL([0-9]+)[AWM]$', 1) AS BIGINT), -1)"
 BARE = "regexp_extract({0}, '[^/]*$')"  # key.rsplit("/", 1)[-1]
 JSON_STRING = "CASE WHEN json_type({0}) = 'VARCHAR' THEN json_extract_string({0}, '$') END"
 # year_of(): the first run of exactly four digits (Python's \d is any Unicode digit; RE2's \p{Nd} too).
-YEAR_OF = ("(CASE WHEN regexp_full_match(y4, '[0-9]{{4}}') THEN y4::BIGINT WHEN y4 <> '' THEN py_int(y4) END)"
-           .replace("y4", r"regexp_extract({0}, '(?:^|\P{{Nd}})(\p{{Nd}}{{4}})(?:\P{{Nd}}|$)', 1)"))
+YEAR_OF = "(CASE WHEN regexp_full_match(y4, '[0-9]{{4}}') THEN y4::BIGINT WHEN y4 <> '' THEN py_int(y4) END)".replace(
+    "y4", r"regexp_extract({0}, '(?:^|\P{{Nd}})(\p{{Nd}}{{4}})(?:\P{{Nd}}|$)', 1)"
+)
 
 
 # --- the scan -----------------------------------------------------------------------------
@@ -303,8 +337,10 @@ def _scan_connection(folder: Path, memory_limit: str) -> duckdb.DuckDBPyConnecti
 
 
 def _copy(con: duckdb.DuckDBPyConnection, select: str, target: Path) -> None:
-    con.execute(f"COPY ({select}) TO {sql_string(str(target))} "
-                f"(FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE {ROW_GROUP_ROWS})")
+    con.execute(
+        f"COPY ({select}) TO {sql_string(str(target))} "
+        f"(FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE {ROW_GROUP_ROWS})"
+    )
 
 
 @contextlib.contextmanager
@@ -331,8 +367,9 @@ def _unescape(term: str) -> str:
 def _scan_wikidata(con: duckdb.DuckDBPyConnection, path: Path, out: Path) -> None:
     """wikidata.nt.gz -> wd_triples (p, s, o, kinds) sorted by p, s; wd_labels (@en) sorted by label;
     wd_births (YEAR and comparison bounds of each P569) sorted by s. Every line is checked."""
-    predicates = " ".join(f"WHEN {sql_string('<' + iri + '>')} THEN {sql_string(name)}"
-                          for iri, name in PREDICATES.items())
+    predicates = " ".join(
+        f"WHEN {sql_string('<' + iri + '>')} THEN {sql_string(name)}" for iri, name in PREDICATES.items()
+    )
     with _reading(path):
         con.execute(f"""
             CREATE TABLE kept AS
@@ -341,7 +378,7 @@ def _scan_wikidata(con: duckdb.DuckDBPyConnection, path: Path, out: Path) -> Non
                 FROM {_read_lines(path)}
                 WHERE line IS NOT NULL AND NOT regexp_full_match(line, {sql_string(NT_BLANK)})
             ), checked AS (
-                SELECT CASE WHEN t.s = '' THEN error({sql_string('not an N-Triples line: ')} || left(line, 300))
+                SELECT CASE WHEN t.s = '' THEN error({sql_string("not an N-Triples line: ")} || left(line, 300))
                             ELSE t END AS t
                 FROM terms
             ), named AS (
@@ -372,26 +409,42 @@ def _scan_wikidata(con: duckdb.DuckDBPyConnection, path: Path, out: Path) -> Non
                    o_lang, o_dt
             FROM terms_out
         """)
-    _copy(con, "SELECT p, s, o, o_kind, o_lang, o_dt FROM kept WHERE p <> 'label' ORDER BY p, s, o",
-          out / "wd_triples.parquet")
-    _copy(con, "SELECT DISTINCT o AS label, s FROM kept WHERE p = 'label' AND o_kind = 'literal' AND o_lang = 'en' "
-               "ORDER BY label, s", out / "wd_labels.parquet")
+    _copy(
+        con,
+        "SELECT p, s, o, o_kind, o_lang, o_dt FROM kept WHERE p <> 'label' ORDER BY p, s, o",
+        out / "wd_triples.parquet",
+    )
+    _copy(
+        con,
+        "SELECT DISTINCT o AS label, s FROM kept WHERE p = 'label' AND o_kind = 'literal' AND o_lang = 'en' "
+        "ORDER BY label, s",
+        out / "wd_labels.parquet",
+    )
     # works_by_titles' join, once: a lookup per batch then reads one table instead of joining
     # the labels with every P50 triple again (seconds per call at 100,000 writers)
-    _copy(con, "SELECT DISTINCT l.o AS label, l.s, t.o, t.o_kind FROM kept l JOIN kept t ON t.p = 'P50' AND t.s = l.s "
-               "WHERE l.p = 'label' AND l.o_kind = 'literal' AND l.o_lang = 'en' ORDER BY label, l.s, t.o",
-          out / "wd_work_labels.parquet")
+    _copy(
+        con,
+        "SELECT DISTINCT l.o AS label, l.s, t.o, t.o_kind FROM kept l JOIN kept t ON t.p = 'P50' AND t.s = l.s "
+        "WHERE l.p = 'label' AND l.o_kind = 'literal' AND l.o_lang = 'en' ORDER BY label, l.s, t.o",
+        out / "wd_work_labels.parquet",
+    )
     # The common WikiData form (day precision or better, UTC midnight) in SQL; the rest in Python.
-    fast = (f"o_kind = 'literal' AND o_dt = {sql_string(XSD_DATETIME)} "
-            r"AND regexp_full_match(o, '[1-9][0-9]{3}-[0-9]{2}-[0-9]{2}T00:00:00Z') "
-            "AND try_strptime(left(o, 10), '%Y-%m-%d') IS NOT NULL")
-    _copy(con, f"""
+    fast = (
+        f"o_kind = 'literal' AND o_dt = {sql_string(XSD_DATETIME)} "
+        r"AND regexp_full_match(o, '[1-9][0-9]{3}-[0-9]{2}-[0-9]{2}T00:00:00Z') "
+        "AND try_strptime(left(o, 10), '%Y-%m-%d') IS NOT NULL"
+    )
+    _copy(
+        con,
+        f"""
         SELECT s, b[1] AS year, b[2] AS cmp_lo, b[3] AS cmp_hi FROM (
             SELECT s, CASE WHEN {fast} THEN [left(o, 4)::BIGINT, left(o, 4)::BIGINT, left(o, 4)::BIGINT]
                            WHEN o_kind = 'literal' THEN xsd_year_bounds(o_dt, o)
                            ELSE [NULL, NULL, NULL]::BIGINT[] END AS b
             FROM kept WHERE p = 'P569')
-        ORDER BY s""", out / "wd_births.parquet")
+        ORDER BY s""",
+        out / "wd_births.parquet",
+    )
     con.execute("DROP TABLE kept")
 
 
@@ -400,13 +453,13 @@ def _scan_authors(con: duckdb.DuckDBPyConnection, path: Path) -> None:
     with _reading(path):
         con.execute(f"""
             CREATE TABLE ol_authors AS
-            SELECT key, {KEY_NUMBER.format('key')} AS key_num, {BARE.format('key')} AS bare,
-                   json_extract_string(j[2], '$') AS type, {JSON_STRING.format('j[3]')} AS name,
+            SELECT key, {KEY_NUMBER.format("key")} AS key_num, {BARE.format("key")} AS bare,
+                   json_extract_string(j[2], '$') AS type, {JSON_STRING.format("j[3]")} AS name,
                    list_transform(list_filter(json_extract(json, '$.alternate_names[*]'),
                                               lambda x: json_type(x) = 'VARCHAR'),
                                   lambda x: json_extract_string(x, '$')) AS alternate_names,
-                   {JSON_STRING.format('j[5]')} AS birth_date, {JSON_STRING.format('j[6]')} AS death_date,
-                   {JSON_STRING.format('j[4]')} AS location, json AS record
+                   {JSON_STRING.format("j[5]")} AS birth_date, {JSON_STRING.format("j[6]")} AS death_date,
+                   {JSON_STRING.format("j[4]")} AS location, json AS record
             FROM (SELECT *, json_extract(json, ['$.key', '$.type.key', '$.name', '$.location', '$.birth_date',
                                                 '$.death_date']) AS j
                   FROM {_read_ol(path)})
@@ -425,8 +478,8 @@ def _scan_editions(con: duckdb.DuckDBPyConnection, path: Path) -> None:
                    list_sort(list_distinct(flatten(list(languages)))) AS languages
             FROM (
                 SELECT unnest(json_extract_string(j[2], '$[*].key')) AS work_key,
-                       {YEAR_OF.format(JSON_STRING.format('j[3]'))} AS year,
-                       list_transform(json_extract_string(j[4], '$[*].key'), lambda k: {BARE.format('k')}) AS languages
+                       {YEAR_OF.format(JSON_STRING.format("j[3]"))} AS year,
+                       list_transform(json_extract_string(j[4], '$[*].key'), lambda k: {BARE.format("k")}) AS languages
                 FROM (SELECT key, json, json_extract(json, ['$.key', '$.works', '$.publish_date', '$.languages']) AS j
                       FROM {_read_ol(path)})
                 WHERE {_check_record(path)} IS NULL)
@@ -440,10 +493,10 @@ def _scan_works(con: duckdb.DuckDBPyConnection, path: Path, out: Path) -> None:
     with _reading(path):
         con.execute(f"""
             CREATE TABLE ol_works AS
-            SELECT key, {KEY_NUMBER.format('key')} AS key_num,
+            SELECT key, {KEY_NUMBER.format("key")} AS key_num,
                    coalesce(j[3]::VARCHAR, '""') AS title, j[4]::VARCHAR AS subtitle,
                    coalesce(json_extract_string(j[6], '$[*].author.key'), []) AS author_refs,
-                   nullif({YEAR_OF.format(JSON_STRING.format('j[5]'))}, 0) AS first_publish_date_year
+                   nullif({YEAR_OF.format(JSON_STRING.format("j[5]"))}, 0) AS first_publish_date_year
             FROM (SELECT *, json_extract(json, ['$.key', '$.type.key', '$.title', '$.subtitle',
                                                 '$.first_publish_date', '$.authors']) AS j
                   FROM {_read_ol(path)})
@@ -455,7 +508,9 @@ def _scan_works(con: duckdb.DuckDBPyConnection, path: Path, out: Path) -> None:
     hops = range(5)
     joins = "\n".join(
         f"LEFT JOIN redirects r{i} ON r{i}.key = {'ref' if i == 0 else f'r{i - 1}.location'} "
-        f"LEFT JOIN names n{i} ON n{i}.key = {'ref' if i == 0 else f'r{i - 1}.location'}" for i in hops)
+        f"LEFT JOIN names n{i} ON n{i}.key = {'ref' if i == 0 else f'r{i - 1}.location'}"
+        for i in hops
+    )
     resolved = " ".join(f"WHEN r{i}.key IS NULL THEN n{i}.name" for i in hops)
     con.execute(f"""
         CREATE TABLE resolved AS
@@ -470,7 +525,7 @@ def _scan_works(con: duckdb.DuckDBPyConnection, path: Path, out: Path) -> None:
              names AS (SELECT key, list(r.name ORDER BY i) FILTER (WHERE r.name IS NOT NULL) AS author_name
                        FROM refs JOIN resolved r USING (ref) GROUP BY key)
         SELECT w.key, w.key_num, w.title, w.subtitle,
-               list_transform(w.author_refs, lambda k: {BARE.format('k')}) AS author_key,
+               list_transform(w.author_refs, lambda k: {BARE.format("k")}) AS author_key,
                coalesce(n.author_name, []) AS author_name,
                coalesce(e.edition_count, 0) AS edition_count,
                least(e.years[1], w.first_publish_date_year) AS first_publish_year,
@@ -486,20 +541,28 @@ def _scan_works(con: duckdb.DuckDBPyConnection, path: Path, out: Path) -> None:
         FROM (SELECT unnest(author_key) AS author_key, key, key_num, title, edition_count FROM work_docs)
         GROUP BY author_key
     """)
-    _copy(con, """
+    _copy(
+        con,
+        """
         SELECT a.author_key, w.key, w.key_num, w.title, w.subtitle, w.author_key AS author_keys,
                w.author_name, w.edition_count, w.first_publish_year, w.publish_year, w.language
         FROM (SELECT DISTINCT unnest(author_key) AS author_key, key FROM work_docs) a JOIN work_docs w USING (key)
-        ORDER BY a.author_key, w.key_num, w.key""", out / "author_works.parquet")
+        ORDER BY a.author_key, w.key_num, w.key""",
+        out / "author_works.parquet",
+    )
     con.execute("DROP TABLE work_docs")
 
 
 def _write_authors(con: duckdb.DuckDBPyConnection, out: Path) -> None:
-    _copy(con, """
+    _copy(
+        con,
+        """
         SELECT a.key, a.key_num, a.type, a.name, a.alternate_names, a.birth_date, a.death_date, a.location,
                a.record, coalesce(s.work_count, 0) AS work_count, s.top_work
         FROM ol_authors a LEFT JOIN author_stats s ON s.author_key = a.bare
-        ORDER BY a.key""", out / "authors.parquet")
+        ORDER BY a.key""",
+        out / "authors.parquet",
+    )
 
 
 def _write_tokens(con: duckdb.DuckDBPyConnection, scratch: Path, out: Path, batch_rows: int = 50_000) -> None:
@@ -510,8 +573,9 @@ def _write_tokens(con: duckdb.DuckDBPyConnection, scratch: Path, out: Path, batc
 
     schema = pa.schema([("token", pa.string()), ("key", pa.string())])
     unsorted = scratch / "tokens.parquet"
-    reader = con.sql(f"SELECT key, name, alternate_names FROM ol_authors WHERE type = {sql_string(OL_AUTHOR)}"
-                     ).to_arrow_reader(batch_rows)
+    reader = con.sql(
+        f"SELECT key, name, alternate_names FROM ol_authors WHERE type = {sql_string(OL_AUTHOR)}"
+    ).to_arrow_reader(batch_rows)
     with pq.ParquetWriter(unsorted, schema) as writer:
         for batch in reader:
             found_tokens, found_keys = [], []
@@ -521,11 +585,15 @@ def _write_tokens(con: duckdb.DuckDBPyConnection, scratch: Path, out: Path, batc
                 found_tokens += bag
                 found_keys += [key] * len(bag)
             writer.write_table(pa.table({"token": found_tokens, "key": found_keys}, schema=schema))
-    _copy(con, f"""
+    _copy(
+        con,
+        f"""
         SELECT t.token, t.key, a.key_num, coalesce(s.work_count, 0) AS work_count
         FROM read_parquet({sql_string(str(unsorted))}) t JOIN ol_authors a USING (key)
         LEFT JOIN author_stats s ON s.author_key = a.bare
-        ORDER BY t.token, t.key""", out / "author_tokens.parquet")
+        ORDER BY t.token, t.key""",
+        out / "author_tokens.parquet",
+    )
     unsorted.unlink()
 
 
@@ -550,8 +618,14 @@ def keyed_files(table: str) -> tuple[str, str]:
     return f"{table}.arrow", f"{table}.index.npy"
 
 
-def _write_keyed(con: duckdb.DuckDBPyConnection, out: Path, table: str, key: str,
-                 arrow_batch_rows: int = KEYED_BATCH_ROWS, index_batch_rows: int = 100_000) -> None:
+def _write_keyed(
+    con: duckdb.DuckDBPyConnection,
+    out: Path,
+    table: str,
+    key: str,
+    arrow_batch_rows: int = KEYED_BATCH_ROWS,
+    index_batch_rows: int = 100_000,
+) -> None:
     """``<table>.arrow`` (the rows of ``<table>.parquet``, in its order) and ``<table>.index.npy``:
     a (3, keys) uint64 array of key hash, first row and row count per distinct key, sorted by
     hash. Memory stays bounded: the copy goes a record batch at a time, the index is sorted by
@@ -566,9 +640,11 @@ def _write_keyed(con: duckdb.DuckDBPyConnection, out: Path, table: str, key: str
     with pa.OSFile(str(out / arrow_name), "wb") as sink, pa.ipc.new_file(sink, parquet.schema_arrow) as writer:
         for batch in parquet.iter_batches(batch_size=arrow_batch_rows):
             writer.write_batch(batch)
-    runs = (f"SELECT md5_number_lower({key}) AS hash, min(file_row_number) AS first, count(*) AS n, "
-            f"max(file_row_number) AS last FROM read_parquet({sql_string(str(source))}, file_row_number = true) "
-            f"WHERE {key} IS NOT NULL GROUP BY {key}")
+    runs = (
+        f"SELECT md5_number_lower({key}) AS hash, min(file_row_number) AS first, count(*) AS n, "
+        f"max(file_row_number) AS last FROM read_parquet({sql_string(str(source))}, file_row_number = true) "
+        f"WHERE {key} IS NOT NULL GROUP BY {key}"
+    )
     keys = con.execute(f"SELECT count(*) FROM ({runs})").fetchall()[0][0]
     index = np.lib.format.open_memmap(out / index_name, mode="w+", dtype=np.uint64, shape=(3, keys))
     done = 0
@@ -577,9 +653,9 @@ def _write_keyed(con: duckdb.DuckDBPyConnection, out: Path, table: str, key: str
         if (last - first + 1 != n).any():  # the lookup reads a key's rows as one run
             raise RuntimeError(f"{source.name} is not sorted by {key}")
         size = len(first)
-        index[0, done:done + size] = batch.column("hash").to_numpy()
-        index[1, done:done + size] = first
-        index[2, done:done + size] = n
+        index[0, done : done + size] = batch.column("hash").to_numpy()
+        index[1, done : done + size] = first
+        index[2, done : done + size] = n
         done += size
     index.flush()
     del index
@@ -812,8 +888,9 @@ class DumpStore:
             self._local.cursor = cursor
         return cursor
 
-    def query(self, sql: str, params: list | None = None, rows_of: dict[str, Iterable[str]] | None = None
-              ) -> list[tuple]:
+    def query(
+        self, sql: str, params: list | None = None, rows_of: dict[str, Iterable[str]] | None = None
+    ) -> list[tuple]:
         """``sql`` on this thread's connection. ``rows_of`` (table -> keys): in ``sql``, the name
         ``<table>_rows`` is the rows of that table whose key is one of the keys (a KEYED table's
         lookup: it costs the keys and their rows, never the whole table)."""
@@ -904,14 +981,16 @@ class DumpWikidata:
         return Fetched(data, fingerprint("POST", "/sparql", body=query), self.fetched_at, True)
 
     def select(self, query: str) -> Fetched:
-        raise NotImplementedError("the DuckDB dump source answers candidate_authors() and works_by_titles(), "
-                                  "not arbitrary SPARQL")
+        raise NotImplementedError(
+            "the DuckDB dump source answers candidate_authors() and works_by_titles(), not arbitrary SPARQL"
+        )
 
     def candidate_authors(self, *, from_year: int, to_year: int, min_works: int, max_works: int) -> Fetched:
         """``sql/sparql/candidate_authors.rq`` as SQL; each CTE is one clause of the query."""
         from_year, to_year, min_works, max_works = map(int, (from_year, to_year, min_works, max_works))
-        query = sparql("candidate_authors", from_year=from_year, to_year=to_year, min_works=min_works,
-                       max_works=max_works)
+        query = sparql(
+            "candidate_authors", from_year=from_year, to_year=to_year, min_works=min_works, max_works=max_works
+        )
         rows = self.store.query(f"""
             WITH
             -- ?author wdt:P106 ?occupation (VALUES) ; wdt:P31 wd:Q5
@@ -944,7 +1023,7 @@ class DumpWikidata:
                 FROM wd_triples WHERE p = 'P648' AND o_kind = 'literal' AND s IN (SELECT s FROM works) GROUP BY s)
             SELECT s, label.name, birth.birth_year, links.links, ol.ol_ids, ol.lang, works.works
             FROM works JOIN birth USING (s) JOIN links USING (s) LEFT JOIN label USING (s) LEFT JOIN ol USING (s)
-            ORDER BY {_term_order('s')}
+            ORDER BY {_term_order("s")}
         """)
         bindings = []
         for author, name, birth_year, links, ol_ids, ol_lang, works in rows:
@@ -957,8 +1036,10 @@ class DumpWikidata:
                 row["ol_ids"] = _binding("literal", ol_ids, lang=ol_lang)
             row["works"] = _integer(works)
             bindings.append(row)
-        data = {"head": {"vars": ["author", "name", "birth_year", "sitelinks", "ol_ids", "works"]},
-                "results": {"bindings": bindings}}
+        data = {
+            "head": {"vars": ["author", "name", "birth_year", "sitelinks", "ol_ids", "works"]},
+            "results": {"bindings": bindings},
+        }
         return self._fetched(query, data)
 
     def works_by_titles(self, titles: list[str]) -> Fetched:
@@ -967,14 +1048,21 @@ class DumpWikidata:
         query = sparql("works_by_titles", titles=" ".join(sparql_string(t) for t in wanted))
         rows = []
         if wanted:
-            rows = self.store.query(f"""
+            rows = self.store.query(
+                f"""
                 SELECT l.s, l.label, l.o, l.o_kind FROM wd_work_labels_rows l
-                ORDER BY l.label, {_term_order('l.s')}, l.o_kind = 'literal', {_term_order('l.o')}
-            """, rows_of={"wd_work_labels": wanted})
-        bindings = [{"work": _binding("bnode" if work.startswith("_:") else "uri", work),
-                     "title": _binding("literal", title, lang="en"),
-                     "author": _binding(kind, author)}
-                    for work, title, author, kind in rows]
+                ORDER BY l.label, {_term_order("l.s")}, l.o_kind = 'literal', {_term_order("l.o")}
+            """,
+                rows_of={"wd_work_labels": wanted},
+            )
+        bindings = [
+            {
+                "work": _binding("bnode" if work.startswith("_:") else "uri", work),
+                "title": _binding("literal", title, lang="en"),
+                "author": _binding(kind, author),
+            }
+            for work, title, author, kind in rows
+        ]
         return self._fetched(query, {"head": {"vars": ["work", "title", "author"]}, "results": {"bindings": bindings}})
 
     def close(self) -> None:
@@ -983,8 +1071,9 @@ class DumpWikidata:
 
 # --- Open Library -------------------------------------------------------------------------
 
-WORK_COLUMNS = ("key, title, subtitle, author_keys, author_name, edition_count, first_publish_year, publish_year, "
-                "language")
+WORK_COLUMNS = (
+    "key, title, subtitle, author_keys, author_name, edition_count, first_publish_year, publish_year, language"
+)
 AUTHOR_COLUMNS = "key, record, work_count, top_work"
 
 
@@ -1097,21 +1186,32 @@ class DumpOpenLibrary(_Shared):
         start = (page - 1) * limit
         docs = self._works.get(author_key)
         if docs is not None:
-            total, page_docs = len(docs), docs[start:start + limit]
+            total, page_docs = len(docs), docs[start : start + limit]
         else:
             total, page_docs = self._works_page(author_key, start, limit)
-        data = {"numFound": total, "start": start, "numFoundExact": True, "num_found": total,
-                "documentation_url": SEARCH_DOCUMENTATION_URL, "q": "", "offset": None,
-                "docs": [_project(doc, params["fields"]) for doc in page_docs]}
+        data = {
+            "numFound": total,
+            "start": start,
+            "numFoundExact": True,
+            "num_found": total,
+            "documentation_url": SEARCH_DOCUMENTATION_URL,
+            "q": "",
+            "offset": None,
+            "docs": [_project(doc, params["fields"]) for doc in page_docs],
+        }
         return self._fetched("/search.json", params, data)
 
     # -- queries ---------------------------------------------------------------------------
 
     def _works_page(self, author_key: str, start: int, limit: int) -> tuple[int, list[dict]]:
         rows_of = {"author_works": [author_key]}
-        rows = self.store.query(f"""
+        rows = self.store.query(
+            f"""
             SELECT {WORK_COLUMNS}, count(*) OVER () AS total FROM author_works_rows
-            ORDER BY key_num, key LIMIT ? OFFSET ?""", [limit, start], rows_of=rows_of)
+            ORDER BY key_num, key LIMIT ? OFFSET ?""",
+            [limit, start],
+            rows_of=rows_of,
+        )
         if rows:
             return rows[0][-1], [work_doc(row[:-1]) for row in rows]
         return self.store.query("SELECT count(*) FROM author_works_rows", rows_of=rows_of)[0][0], []
@@ -1126,7 +1226,8 @@ class DumpOpenLibrary(_Shared):
         if not queries:
             return results  # a query with no tokens matches nothing
         ids, toks = zip(*queries)
-        top = self.store.query(f"""
+        top = self.store.query(
+            f"""
             WITH q AS (SELECT unnest(?::INTEGER[]) AS qid, unnest(?::VARCHAR[]) AS token),
                  need AS (SELECT qid, count(*) AS n FROM q GROUP BY qid),
                  hit AS (SELECT q.qid, t.key, any_value(t.key_num) AS key_num,
@@ -1137,10 +1238,15 @@ class DumpOpenLibrary(_Shared):
             FROM hit JOIN need USING (qid, n)
             QUALIFY row_number() OVER (PARTITION BY qid ORDER BY work_count DESC, key_num, key) <= {SEARCH_AUTHORS_LIMIT}
             ORDER BY qid, work_count DESC, key_num, key
-        """, [list(ids), list(toks)], rows_of={"author_tokens": toks})
+        """,
+            [list(ids), list(toks)],
+            rows_of={"author_tokens": toks},
+        )
         keys = {key for _, key, _ in top}
-        found = {row[0]: row for row in self.store.query(f"SELECT {AUTHOR_COLUMNS} FROM authors_rows",
-                                                         rows_of={"authors": keys})}
+        found = {
+            row[0]: row
+            for row in self.store.query(f"SELECT {AUTHOR_COLUMNS} FROM authors_rows", rows_of={"authors": keys})
+        }
         for qid, key, total in top:
             data = results[names[qid]]
             data["numFound"] = total
@@ -1157,7 +1263,9 @@ class DumpOpenLibrary(_Shared):
         for _ in range(MAX_REDIRECTS + 1):  # as many hops as _Shared.author follows
             if not pending:
                 break
-            rows = self.store.query("SELECT key, record, type, location FROM authors_rows", rows_of={"authors": pending})
+            rows = self.store.query(
+                "SELECT key, record, type, location FROM authors_rows", rows_of={"authors": pending}
+            )
             found.update(dict.fromkeys(pending))
             follow = set()
             for key, record, record_type, location in rows:
@@ -1175,8 +1283,10 @@ class DumpOpenLibrary(_Shared):
         if not wanted:
             return
         docs: dict[str, list[dict]] = {k: [] for k in wanted}
-        rows = self.store.query(f"SELECT author_key, {WORK_COLUMNS} FROM author_works_rows "
-                                "ORDER BY author_key, key_num, key", rows_of={"author_works": wanted})
+        rows = self.store.query(
+            f"SELECT author_key, {WORK_COLUMNS} FROM author_works_rows ORDER BY author_key, key_num, key",
+            rows_of={"author_works": wanted},
+        )
         for author_key, *row in rows:
             docs[author_key].append(work_doc(tuple(row)))
         self._works.update(docs)

@@ -7,15 +7,17 @@
   rerun against a mirror on another port, or a rerun of the same live refresh, is served
   from disk with zero requests.
 """
+
 from __future__ import annotations
 
 import email.utils
 import hashlib
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from typing import Any, Callable
+from datetime import UTC, datetime
+from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 import requests
@@ -32,8 +34,9 @@ class RetryableError(Exception):
     """A response worth retrying; ``retry_after`` is the server's wish in seconds, if any;
     ``url`` and ``status`` (None: no HTTP answer, e.g. a cut connection) say what failed."""
 
-    def __init__(self, message: str, retry_after: float | None = None, *, url: str | None = None,
-                 status: int | None = None):
+    def __init__(
+        self, message: str, retry_after: float | None = None, *, url: str | None = None, status: int | None = None
+    ):
         super().__init__(message)
         self.retry_after = retry_after
         self.url = url
@@ -101,14 +104,14 @@ def parse_retry_after(value: str | None) -> float | None:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):
         return None
-    return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())
 
 
 def parse_http_date(value: str | None) -> datetime | None:
     if not value:
         return None
     try:
-        return email.utils.parsedate_to_datetime(value).astimezone(timezone.utc)
+        return email.utils.parsedate_to_datetime(value).astimezone(UTC)
     except (TypeError, ValueError):
         return None
 
@@ -116,33 +119,38 @@ def parse_http_date(value: str | None) -> datetime | None:
 def classify_status(status: int, headers: Any, url: str) -> None:
     """Raise RetryableError for 429/5xx (with Retry-After), ServiceError for other errors."""
     if status == 429 or status >= 500:
-        raise RetryableError(f"HTTP {status} from {url}", parse_retry_after(headers.get("Retry-After")),
-                             url=url, status=status)
+        raise RetryableError(
+            f"HTTP {status} from {url}", parse_retry_after(headers.get("Retry-After")), url=url, status=status
+        )
     if status >= 400:
         raise ServiceError(f"HTTP {status} from {url}")
 
 
-def retrying(settings: Settings, url: str, gate: "Gate | None" = None,
-             retry_on: tuple[type[BaseException], ...] = ()) -> Retrying:
+def retrying(
+    settings: Settings, url: str, gate: Gate | None = None, retry_on: tuple[type[BaseException], ...] = ()
+) -> Retrying:
     """The one retry policy: exponential backoff with jitter, or exactly Retry-After, at most
     ``max_attempts`` tries. A Retry-After above ``max_retry_after`` is not waited for and does
     not close ``gate`` (other requests go on); it and exhausted retries end as
     :class:`SourceUnavailable` for this one request (``url``: what to name if the error does not)."""
-    backoff = wait_exponential_jitter(multiplier=settings.backoff_initial, max=settings.backoff_max,
-                                      jitter=settings.backoff_initial)
+    backoff = wait_exponential_jitter(
+        multiplier=settings.backoff_initial, max=settings.backoff_max, jitter=settings.backoff_initial
+    )
 
     def unavailable(state: RetryCallState, why: str) -> SourceUnavailable:
         exc = state.outcome.exception() if state.outcome else None
-        return SourceUnavailable(getattr(exc, "url", None) or url, getattr(exc, "status", None),
-                                 state.attempt_number, why)
+        return SourceUnavailable(
+            getattr(exc, "url", None) or url, getattr(exc, "status", None), state.attempt_number, why
+        )
 
     def wait(state: RetryCallState) -> float:
         exc = state.outcome.exception() if state.outcome else None
         retry_after = getattr(exc, "retry_after", None)
         if retry_after is not None:
             if retry_after > settings.max_retry_after:
-                raise unavailable(state, f"Retry-After {retry_after:.0f}s > max_retry_after "
-                                         f"{settings.max_retry_after:.0f}s") from exc
+                raise unavailable(
+                    state, f"Retry-After {retry_after:.0f}s > max_retry_after {settings.max_retry_after:.0f}s"
+                ) from exc
             if gate is not None:
                 gate.block(retry_after)  # every thread of this client waits, not just this one
             return retry_after
@@ -161,11 +169,18 @@ def retrying(settings: Settings, url: str, gate: "Gate | None" = None,
         return attempts(state) or dns_failure(state.outcome.exception() if state.outcome else None)
 
     def is_retryable(exc: BaseException) -> bool:
-        return isinstance(exc, (RetryableError, requests.ConnectionError, requests.Timeout,
-                                requests.exceptions.ChunkedEncodingError, *retry_on))
+        return isinstance(
+            exc,
+            (
+                RetryableError,
+                requests.ConnectionError,
+                requests.Timeout,
+                requests.exceptions.ChunkedEncodingError,
+                *retry_on,
+            ),
+        )
 
-    return Retrying(stop=stop, wait=wait,
-                    retry=retry_if_exception(is_retryable), retry_error_callback=exhausted)
+    return Retrying(stop=stop, wait=wait, retry=retry_if_exception(is_retryable), retry_error_callback=exhausted)
 
 
 def dns_failure(exc: BaseException | None) -> bool:
@@ -290,9 +305,17 @@ class RequestCounter:
         return getattr(self._mine, "sent", 0)
 
 
-def get_json(session: requests.Session, url: str, params: dict, settings: Settings,
-             counter: RequestCounter, gate: Gate, *, allow_404: bool = False,
-             decode: Callable[[requests.Response], Any] = lambda r: r.json()) -> Fetched:
+def get_json(
+    session: requests.Session,
+    url: str,
+    params: dict,
+    settings: Settings,
+    counter: RequestCounter,
+    gate: Gate,
+    *,
+    allow_404: bool = False,
+    decode: Callable[[requests.Response], Any] = lambda r: r.json(),
+) -> Fetched:
     """GET with the retry policy; a cut or undecodable body is retried, never cached, and a
     404 is an answer (cached) only where ``allow_404`` says so."""
     fp = fingerprint("GET", url, params)
@@ -310,8 +333,9 @@ def get_json(session: requests.Session, url: str, params: dict, settings: Settin
             data = decode(response)
         except ValueError as exc:  # truncated JSON: drop it from the cache and try again
             session.cache.delete(requests=[response.request])
-            raise RetryableError(f"undecodable body from {response.url}: {exc}", url=response.url,
-                                 status=response.status_code) from exc
+            raise RetryableError(
+                f"undecodable body from {response.url}: {exc}", url=response.url, status=response.status_code
+            ) from exc
         return Fetched(data, fp, parse_http_date(response.headers.get("Date")), from_cache)
 
     full_url = requests.Request("GET", url, params=params).prepare().url or url  # what a reject names

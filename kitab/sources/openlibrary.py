@@ -1,17 +1,27 @@
 """Open Library behind one small interface, with an HTTP implementation (live or mirror:
 the same code, another base URL); the dump implementation, which answers from the snapshot's
 dump files through DuckDB, is kitab/sources/dump.py."""
+
 from __future__ import annotations
 
 import re
-from typing import Iterator, Protocol
+from collections.abc import Iterator
+from typing import Protocol
 
 from kitab.core.config import Settings
 from kitab.sources.http import Fetched, Gate, RequestCounter, ServiceError, get_json, make_session
 
 # Only what the pipeline reads: the original fetched whole documents, one page of 500.
-WORK_FIELDS = ("key", "title", "subtitle", "first_publish_year", "language", "author_key",
-               "author_name", "edition_count")
+WORK_FIELDS = (
+    "key",
+    "title",
+    "subtitle",
+    "first_publish_year",
+    "language",
+    "author_key",
+    "author_name",
+    "edition_count",
+)
 MAX_REDIRECTS = 3
 
 
@@ -45,8 +55,7 @@ class _Shared:
     page_size: int
 
     def _search_params(self, author_key: str, page: int) -> dict:
-        return {"author_key": author_key, "fields": ",".join(WORK_FIELDS),
-                "limit": self.page_size, "page": page}
+        return {"author_key": author_key, "fields": ",".join(WORK_FIELDS), "limit": self.page_size, "page": page}
 
     def works_pages(self, author_key: str) -> Iterator[Fetched]:
         page, seen = 1, 0
@@ -82,12 +91,14 @@ class HttpOpenLibrary(_Shared):
         self.counter = RequestCounter()
         self.gate = Gate()
         self.rate_cap = settings.ol_rate  # requests/s: the limiter's, shown beside the achieved rate
-        self.session = make_session(settings, cache_name=f"openlibrary-{source}-{cache_scope}",
-                                    per_second=settings.ol_rate, gate=self.gate)
+        self.session = make_session(
+            settings, cache_name=f"openlibrary-{source}-{cache_scope}", per_second=settings.ol_rate, gate=self.gate
+        )
 
     def _get(self, path: str, params: dict, allow_404: bool = False) -> Fetched:
-        return get_json(self.session, self.base + path, params, self.settings, self.counter, self.gate,
-                        allow_404=allow_404)
+        return get_json(
+            self.session, self.base + path, params, self.settings, self.counter, self.gate, allow_404=allow_404
+        )
 
     def _author(self, key: str) -> Fetched:
         return self._get(f"/authors/{key}.json", {}, allow_404=True)

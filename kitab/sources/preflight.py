@@ -2,6 +2,7 @@
 services' host names resolve. Both fail the refresh at once, in one line, before Prefect, a
 lock or a request; a name that does not resolve now will not resolve in the next minute either,
 so retrying it as a transient error only delays the same failure (issue 22)."""
+
 from __future__ import annotations
 
 import socket
@@ -39,9 +40,13 @@ def check_live(settings: Settings, timeout: float = RESOLVE_TIMEOUT) -> None:
     """BadValue (one line) when a live refresh cannot work: no KITAB_CONTACT, or a service
     host that does not resolve (no network, no DNS, a typo in KITAB_*_URL)."""
     if settings.contact == DEFAULT_CONTACT:
-        raise BadValue("--source live needs a real contact for the User-Agent: set KITAB_CONTACT to your e-mail "
-                       "or URL (Wikimedia's policy requires it; Open Library asks for it)")
+        raise BadValue(
+            "--source live needs a real contact for the User-Agent: set KITAB_CONTACT to your e-mail "
+            "or URL (Wikimedia's policy requires it; Open Library asks for it)"
+        )
     missing = unresolved_hosts([settings.wikidata_endpoint, settings.openlibrary_base], timeout)
     if missing:
-        raise BadValue(f"--source live: cannot resolve {' and '.join(missing)} (no network or DNS?); "
-                       "nothing was started. Offline, use --source mirror or --source dump")
+        raise BadValue(
+            f"--source live: cannot resolve {' and '.join(missing)} (no network or DNS?); "
+            "nothing was started. Offline, use --source mirror or --source dump"
+        )

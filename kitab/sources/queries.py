@@ -1,8 +1,9 @@
 """Query texts kept in files under sql/ (SPARQL in sql/sparql/), filled in with
 string.Template so SPARQL's own braces need no escaping."""
+
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from string import Template
 
 from kitab.core.env import PROJECT_ROOT
@@ -10,7 +11,7 @@ from kitab.core.env import PROJECT_ROOT
 SQL_DIR = PROJECT_ROOT / "sql"
 
 
-@lru_cache(maxsize=None)
+@cache
 def _template(name: str) -> Template:
     return Template((SQL_DIR / "sparql" / f"{name}.rq").read_text())
 
@@ -22,5 +23,5 @@ def sparql(name: str, **values: object) -> str:
 
 def sparql_string(value: str) -> str:
     """A SPARQL string literal with an English language tag, safely escaped."""
-    escaped = (value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\r", "\\r"))
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\r", "\\r")
     return f'"{escaped}"@en'

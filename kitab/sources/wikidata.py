@@ -6,6 +6,7 @@ cut bodies with the shared policy, and keeps a persistent result cache so a reru
 nothing. The dump implementation answers the same two questions with DuckDB over the
 snapshot's triples (kitab/sources/dump.py; docs/snapshot.md maps the SPARQL to its SQL).
 """
+
 from __future__ import annotations
 
 import http.client
@@ -20,9 +21,17 @@ from SPARQLWrapper import JSON, POST, SELECT, URLENCODED, SPARQLWrapper
 from SPARQLWrapper.SPARQLExceptions import EndPointInternalError, SPARQLWrapperException
 
 from kitab.core.config import Settings
-from kitab.sources.http import (Fetched, Gate, RequestCounter, RetryableError, ServiceError, fingerprint,
-                                parse_http_date, parse_retry_after, retrying)
-
+from kitab.sources.http import (
+    Fetched,
+    Gate,
+    RequestCounter,
+    RetryableError,
+    ServiceError,
+    fingerprint,
+    parse_http_date,
+    parse_retry_after,
+    retrying,
+)
 
 # How WDQS answers a query that ran into its 60 s limit: HTTP 500 and a Java stack trace naming
 # this exception. Retrying the same query cannot help; asking a smaller question can.
@@ -64,8 +73,9 @@ class SparqlQueries:
     def candidate_authors(self, *, from_year: int, to_year: int, min_works: int, max_works: int) -> Fetched:
         from kitab.sources.queries import sparql
 
-        return self.select(sparql("candidate_authors", from_year=from_year, to_year=to_year, min_works=min_works,
-                                  max_works=max_works))
+        return self.select(
+            sparql("candidate_authors", from_year=from_year, to_year=to_year, min_works=min_works, max_works=max_works)
+        )
 
     def works_by_titles(self, titles: list[str]) -> Fetched:
         from kitab.sources.queries import sparql, sparql_string
@@ -91,8 +101,9 @@ class HttpWikidata(SparqlQueries):
         # queries/s at most (None: no pause between queries, e.g. against the mirror)
         self.rate_cap = 1.0 / settings.wdqs_min_interval if settings.wdqs_min_interval else None
         settings.cache_dir.mkdir(parents=True, exist_ok=True)
-        self._cache = SQLiteDict(settings.cache_dir / f"wikidata-{source}-{cache_scope}.sqlite", table_name="sparql",
-                                 serializer=None)
+        self._cache = SQLiteDict(
+            settings.cache_dir / f"wikidata-{source}-{cache_scope}.sqlite", table_name="sparql", serializer=None
+        )
 
     def _wrapper(self, query: str) -> SPARQLWrapper:
         sparql = SPARQLWrapper(self.endpoint, agent=self.settings.user_agent)
@@ -116,9 +127,12 @@ class HttpWikidata(SparqlQueries):
                 date = parse_http_date(result.response.headers.get("Date"))
             except urllib.error.HTTPError as exc:  # 429, 502, 503, 504 arrive here
                 if exc.code == 429 or exc.code >= 500:
-                    raise RetryableError(f"HTTP {exc.code} from {self.endpoint}",
-                                         parse_retry_after(exc.headers.get("Retry-After")),
-                                         url=self.endpoint, status=exc.code) from exc
+                    raise RetryableError(
+                        f"HTTP {exc.code} from {self.endpoint}",
+                        parse_retry_after(exc.headers.get("Retry-After")),
+                        url=self.endpoint,
+                        status=exc.code,
+                    ) from exc
                 raise ServiceError(f"HTTP {exc.code} from {self.endpoint}") from exc
             except EndPointInternalError as exc:
                 if TIMEOUT_MARK in str(exc):  # WDQS's 60 s limit: the same query times out again
@@ -127,12 +141,15 @@ class HttpWikidata(SparqlQueries):
             except SPARQLWrapperException as exc:  # malformed query, 401, 404, 414: retrying cannot help
                 raise ServiceError(f"SPARQL request failed: {exc}") from exc
             except (http.client.IncompleteRead, ConnectionError, TimeoutError, urllib.error.URLError) as exc:
-                raise RetryableError(f"cut or failed response from {self.endpoint}: {exc!r}", url=self.endpoint) from exc
+                raise RetryableError(
+                    f"cut or failed response from {self.endpoint}: {exc!r}", url=self.endpoint
+                ) from exc
             try:
                 return json.loads(body), date
             except ValueError as exc:
-                raise RetryableError(f"undecodable SPARQL results from {self.endpoint}: {exc}", url=self.endpoint,
-                                     status=200) from exc
+                raise RetryableError(
+                    f"undecodable SPARQL results from {self.endpoint}: {exc}", url=self.endpoint, status=200
+                ) from exc
 
     def select(self, query: str) -> Fetched:
         fp = fingerprint("POST", "/sparql", body=query)
@@ -140,7 +157,9 @@ class HttpWikidata(SparqlQueries):
         if cached is not None:
             self.counter.record(from_cache=True)
             entry = json.loads(cached)
-            return Fetched(entry["data"], fp, datetime.fromisoformat(entry["fetched_at"]) if entry["fetched_at"] else None, True)
+            return Fetched(
+                entry["data"], fp, datetime.fromisoformat(entry["fetched_at"]) if entry["fetched_at"] else None, True
+            )
         data, date = retrying(self.settings, self.endpoint, self._gate)(self._send, query)
         self._cache[fp] = json.dumps({"data": data, "fetched_at": date.isoformat() if date else None}).encode()
         return Fetched(data, fp, date, False)
@@ -155,6 +174,11 @@ def works_with_labels(wikidata: Wikidata, titles: list[str]) -> list[dict]:
     if not titles:
         return []
     prefix = "http://www.wikidata.org/entity/"
-    return [{"work_qid": r["work"].removeprefix(prefix), "title": r["title"],
-             "author_qid": r["author"].removeprefix(prefix)}
-            for r in bindings(wikidata.works_by_titles(titles))]
+    return [
+        {
+            "work_qid": r["work"].removeprefix(prefix),
+            "title": r["title"],
+            "author_qid": r["author"].removeprefix(prefix),
+        }
+        for r in bindings(wikidata.works_by_titles(titles))
+    ]

@@ -3,6 +3,7 @@ counting rules, candidate enumeration, the ``kitab constraints`` probe and Table
 
 See docs/constraints.md for the semantics (how letters, words and years are read).
 """
+
 from tasks.constraints import kinds  # noqa: F401  (importing registers every type)
 from tasks.constraints.book import Book
 from tasks.constraints.candidates import Candidate, author_candidates

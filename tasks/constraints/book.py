@@ -1,4 +1,5 @@
 """The view of a book that constraints verify against."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -1,4 +1,5 @@
 """Every candidate constraint of one author, each with the books it maps to."""
+
 from __future__ import annotations
 
 from collections.abc import Sequence

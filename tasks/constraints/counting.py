@@ -19,6 +19,7 @@ dedup's matching key (``tasks/text.py``), which folds more for clustering reason
    last character of its last word, but only if that character is a-z: "1984", "Émile",
    "Bogotá" or "Peace…" have no letter there.
 """
+
 from __future__ import annotations
 
 import string

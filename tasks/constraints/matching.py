@@ -21,6 +21,7 @@ The same function decides, at generation, which variant titles a KITAB evaluator
 credit to their own book (``answer_titles``), and, at evaluation, which book an answer
 names; so every title kitab exports as an answer maps back to its book.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -37,7 +38,7 @@ KINDS = ("exact", "subset", "fuzzy")  # how a title was matched (the evaluations
 
 def _is_run(short: tuple[str, ...], long: tuple[str, ...]) -> bool:
     n = len(short)
-    return 0 < n <= len(long) and any(long[i:i + n] == short for i in range(len(long) - n + 1))
+    return 0 < n <= len(long) and any(long[i : i + n] == short for i in range(len(long) - n + 1))
 
 
 def is_subset(a: str, b: str) -> bool:
@@ -65,8 +66,9 @@ def match_title(title: str, candidates: Sequence[str]) -> tuple[int, str] | None
     subsets = [i for i, candidate in enumerate(candidates) if candidate and is_subset(title, candidate)]
     if subsets:
         return _most_similar(title, candidates, subsets), "subset"
-    close = [i for i, candidate in enumerate(candidates)
-             if candidate and fuzz.ratio(title, candidate) >= FUZZY_MIN_RATIO]
+    close = [
+        i for i, candidate in enumerate(candidates) if candidate and fuzz.ratio(title, candidate) >= FUZZY_MIN_RATIO
+    ]
     if close:
         return _most_similar(title, candidates, close), "fuzzy"
     return None

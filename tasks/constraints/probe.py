@@ -1,4 +1,5 @@
 """``kitab constraints``: every candidate constraint for one author's books read from stdin."""
+
 from __future__ import annotations
 
 import json
@@ -25,20 +26,25 @@ def constraints_probe(lines: Iterable[str], *, taggers: Mapping[str, Tagger] | N
         if not line.strip():
             continue
         title, year = split_title_year(line)
-        books.append(Book(
-            book_id=f"line:{number}",
-            titles=(title,),
-            first_year=year,
-            entities=tuple((kind, tagger(title)) for kind, tagger in sorted(taggers.items())),
-        ))
+        books.append(
+            Book(
+                book_id=f"line:{number}",
+                titles=(title,),
+                first_year=year,
+                entities=tuple((kind, tagger(title)) for kind, tagger in sorted(taggers.items())),
+            )
+        )
     for candidate in author_candidates(author_books(books)):
         spec = candidate.spec
-        yield json.dumps({
-            "type": spec.TYPE,
-            "spec": spec.to_dict(),
-            "text": spec.render(),
-            "mapped_titles": candidate.answers,
-            "S": candidate.n_mapped,
-            "N": candidate.n_books,
-            "kappa": round(candidate.constrainedness, 4),
-        }, ensure_ascii=False)
+        yield json.dumps(
+            {
+                "type": spec.TYPE,
+                "spec": spec.to_dict(),
+                "text": spec.render(),
+                "mapped_titles": candidate.answers,
+                "S": candidate.n_mapped,
+                "N": candidate.n_books,
+                "kappa": round(candidate.constrainedness, 4),
+            },
+            ensure_ascii=False,
+        )

@@ -8,6 +8,7 @@ books give rise to). A new type is one module in ``kinds/`` whose spec class is
 ``@register``-ed; generation, sampling, parsing and Table 2 find it here (COLLIE §3:
 constraint structures as data, extraction and rendering derived from them).
 """
+
 from __future__ import annotations
 
 import dataclasses

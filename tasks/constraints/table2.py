@@ -1,5 +1,6 @@
 """The paper's Table 2 (queries and mean constrainedness per constraint type) for our sample,
 and a formatter that prints it beside the paper's numbers."""
+
 from __future__ import annotations
 
 from collections import defaultdict
@@ -66,8 +67,15 @@ def format_table2(rows: Sequence[Mapping], paper: Mapping[str, tuple[int, float,
     lines = [header]
     for row in rows:
         one_n, one_k, two_n, two_k = paper.get(row["type"], (None, None, None, None))
-        lines.append((row["type"], cell(row["one_queries"], row["one_kappa"]), cell(one_n, one_k),
-                      cell(row["two_queries"], row["two_kappa"]), cell(two_n, two_k)))
+        lines.append(
+            (
+                row["type"],
+                cell(row["one_queries"], row["one_kappa"]),
+                cell(one_n, one_k),
+                cell(row["two_queries"], row["two_kappa"]),
+                cell(two_n, two_k),
+            )
+        )
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
     return "\n".join(
         "  ".join([line[0].ljust(widths[0]), *(text.rjust(width) for text, width in zip(line[1:], widths[1:]))])

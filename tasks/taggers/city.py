@@ -14,11 +14,12 @@ an English/historical name from city_exonyms.tsv such as "Peking"). A candidate 
   "Reading Lolita", "Paradise", "Sandy") needs NER and a big city.
 "A Tale of Two Cities" has no candidate at all: "Cities" is not a city's name.
 """
+
 from __future__ import annotations
 
 from tasks.taggers.human import find_people
-from tasks.taggers.registry import register_tagger
 from tasks.taggers.pipeline import PipelineTagger
+from tasks.taggers.registry import register_tagger
 from tasks.taggers.spans import Span, evidence_string
 from tasks.taggers.view import BARE_CITY_MIN_POPULATION, LOCATIVES, CityMatch, TitleView
 
@@ -71,7 +72,12 @@ def _support(v: TitleView, m: CityMatch) -> set[str]:
     toks = v.toks[m.i : m.j + 1]
     if m.j + 1 < len(v.toks) and v.toks[m.j + 1].key in _REGION_NOUNS:
         return set()
-    if v.lex.generation >= 5 and m.j + 1 < len(v.toks) and v.toks[m.j + 1].cap and v.toks[m.j + 1].key in _TOWN_SUFFIXES:
+    if (
+        v.lex.generation >= 5
+        and m.j + 1 < len(v.toks)
+        and v.toks[m.j + 1].cap
+        and v.toks[m.j + 1].key in _TOWN_SUFFIXES
+    ):
         return set()  # city_v5: "Salem Falls", "Boston Heights" name another town
     if m.i > 0 and v.toks[m.i - 1].cap and v.toks[m.i - 1].key in _PLACE_PREFIXES:
         return set()
@@ -97,4 +103,3 @@ def _support(v: TitleView, m: CityMatch) -> set[str]:
     if bare_only and found <= {"ner", "population_rule"}:
         return set()
     return found
-

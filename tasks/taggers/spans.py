@@ -1,4 +1,5 @@
 """What a tagger returns for one title."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -10,6 +10,7 @@ version and v3/v4 keep their tags:
 - boroughs and districts are no cities ("Brooklyn", "Harlem", "Notting Hill").
 The rules that read these are in human.py and city.py, switched on by `Lexicon.generation`.
 """
+
 from __future__ import annotations
 
 from tasks.taggers.city import CityTagger

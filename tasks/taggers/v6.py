@@ -6,6 +6,7 @@ WordNet knows which capitalised words name people and which name places that are
 - a city name it knows as another place, never a city ("Arcadia", a region; "Atlantis", an imaginary
   place; "Salvador", El Salvador) is a city only with a locative or ", Region" (city.py).
 """
+
 from __future__ import annotations
 
 from tasks.taggers.city import CityTagger

@@ -3,6 +3,7 @@
 Both taggers read the same facts, so a token cannot be a person for one and a city for the
 other: `city_reading()` settles names that are also cities ("Florence", "Lincoln", "Sydney").
 """
+
 from __future__ import annotations
 
 import re
@@ -46,7 +47,9 @@ OF = "of"
 FOREIGN_ARTICLES = frozenset("le la les l' el los las il lo gli un une des der die das ein eine".split())
 POSSESSIVE = frozenset({"'s", "\u2019s", "'", "\u2019"})
 # "Won't" is parsed "Wo" + "n't": a token before one of these is part of a contraction, a word.
-CONTRACTIONS = frozenset({"n't", "n\u2019t", "'ll", "\u2019ll", "'re", "\u2019re", "'ve", "\u2019ve", "'m", "\u2019m", "'d", "\u2019d"})
+CONTRACTIONS = frozenset(
+    {"n't", "n\u2019t", "'ll", "\u2019ll", "'re", "\u2019re", "'ve", "\u2019ve", "'m", "\u2019m", "'d", "\u2019d"}
+)
 CITY_NER_LABELS = frozenset({"GPE", "LOC"})
 _INITIAL = re.compile(r"^[A-Z]\.$")
 
@@ -87,7 +90,11 @@ class TitleView:
 
     # --- token classes -------------------------------------------------------------------
     def is_possessive(self, i: int) -> bool:
-        return i + 1 < len(self.toks) and self.toks[i + 1].text.lower() in POSSESSIVE and self.toks[i + 1].start == self.toks[i].end
+        return (
+            i + 1 < len(self.toks)
+            and self.toks[i + 1].text.lower() in POSSESSIVE
+            and self.toks[i + 1].start == self.toks[i].end
+        )
 
     def strong_place(self, i: int) -> bool:
         """A country/region, or a city big enough to count with no context."""
@@ -226,13 +233,31 @@ def build_view(title: str, doc, lex: Lexicon) -> TitleView:
         start = t.idx
         text = doc_text[start : start + len(t.text)]
         key, cap, stop, word, rare, dictionary, first, surname, calendar, honorific, initial = _token_facts(
-            text, t.is_stop, lex)
+            text, t.is_stop, lex
+        )
         if not word and t.i + 1 < n_doc:
             nxt = doc[t.i + 1]
             word = nxt.idx == start + len(text) and nxt.text.lower() in CONTRACTIONS
         index_of[t.i] = len(toks)
-        toks.append(Tok(text, start, start + len(text), key, cap, stop, word, rare, dictionary, first, surname,
-                        calendar, honorific, initial, t.ent_type_))
+        toks.append(
+            Tok(
+                text,
+                start,
+                start + len(text),
+                key,
+                cap,
+                stop,
+                word,
+                rare,
+                dictionary,
+                first,
+                surname,
+                calendar,
+                honorific,
+                initial,
+                t.ent_type_,
+            )
+        )
     ents = [
         (e.label_, index_of[e.start], index_of[e.end - 1])
         for e in doc.ents

@@ -12,6 +12,7 @@ An answers file is either
 
 Every problem is a ``KitabError`` naming the line, never a silently skipped answer.
 """
+
 from __future__ import annotations
 
 import csv
@@ -26,8 +27,21 @@ from kitab.core.errors import KitabError
 from tasks.text import split_title_year
 
 # KITAB's columns of a query row, plus ours (exported configs and the warehouse views)
-KITAB_COLUMNS = ("Author", "Birth Year", "# of sitelinks", "constraint_id", "constraint_type", "constraints",
-                 "mapped_books", "all_books", "raw_books", "query_id", "release", "WikiData ID", "OpenLibrary ID")
+KITAB_COLUMNS = (
+    "Author",
+    "Birth Year",
+    "# of sitelinks",
+    "constraint_id",
+    "constraint_type",
+    "constraints",
+    "mapped_books",
+    "all_books",
+    "raw_books",
+    "query_id",
+    "release",
+    "WikiData ID",
+    "OpenLibrary ID",
+)
 # KITAB's Template 2a/2b end with "Output:", Template 3 with "Final Output:"; the list follows
 # the last line that starts with the marker (the model may think aloud before it; a title such
 # as "Input/Output: A Novel" is not a marker)
@@ -68,7 +82,7 @@ def parse_answer(text: str | None) -> list[str]:
     are dropped; "None", "N/A" and the template's own ``<title>`` are not titles."""
     text = text or ""
     markers = list(_OUTPUT_MARKER.finditer(text))
-    body = text[markers[-1].end():] if markers else text
+    body = text[markers[-1].end() :] if markers else text
     lines = [line for line in body.splitlines() if len(line) <= MAX_LINE_CHARS]
     found = [m.group(1) for line in lines if (m := _REASON_TITLE.search(line) or _TITLE.search(line))]
     if not found:
@@ -92,8 +106,9 @@ def read_answers(path: Path, *, response_column: str | None = None) -> tuple[lis
     try:
         size = path.stat().st_size
         if size > MAX_FILE_BYTES:
-            raise KitabError(f"{path}: {size:,} bytes, more than an answers file may have ({MAX_FILE_BYTES:,}); "
-                             "split it")
+            raise KitabError(
+                f"{path}: {size:,} bytes, more than an answers file may have ({MAX_FILE_BYTES:,}); split it"
+            )
         data = path.read_bytes()
     except OSError as exc:
         raise KitabError(f"cannot read the answers file {path}: {exc.strerror or exc}") from None
@@ -108,8 +123,10 @@ def read_answers(path: Path, *, response_column: str | None = None) -> tuple[lis
         raise KitabError(f"{path}: no answers in the file")
     for answer in answers:
         if len(answer.response) > MAX_RESPONSE_CHARS:
-            raise KitabError(f"{path}:{answer.line}: a response of {len(answer.response):,} characters "
-                             f"(at most {MAX_RESPONSE_CHARS:,}): not a model's book list")
+            raise KitabError(
+                f"{path}:{answer.line}: a response of {len(answer.response):,} characters "
+                f"(at most {MAX_RESPONSE_CHARS:,}): not a model's book list"
+            )
     return answers, sha256_bytes(data)
 
 
@@ -128,8 +145,10 @@ def _read_json_lines(path: Path, text: str) -> list[Answer]:
             raise KitabError(f"{path}:{number}: expected an object with query_id and response")
         missing = [key for key in ("query_id", "response") if key not in row]
         if missing:
-            raise KitabError(f"{path}:{number}: missing {' and '.join(missing)} "
-                             '(each line: {"query_id": "...", "response": "<the model\'s text>"})')
+            raise KitabError(
+                f"{path}:{number}: missing {' and '.join(missing)} "
+                '(each line: {"query_id": "...", "response": "<the model\'s text>"})'
+            )
         if not isinstance(row["query_id"], str) or not (row["response"] is None or isinstance(row["response"], str)):
             raise KitabError(f"{path}:{number}: query_id must be a string and response a string or null")
         answers.append(Answer(number, row["response"] or "", query_id=row["query_id"]))
@@ -149,15 +168,19 @@ def _read_csv_rows(path: Path, text: str, response_column: str | None) -> list[A
     if response_column is None:
         others = [c for c in columns if c not in KITAB_COLUMNS and c.strip() and c != "Unnamed: 0"]
         if len(others) != 1:
-            raise KitabError(f"{path}: cannot tell which column holds the model's text "
-                             f"(candidates: {others or 'none'}); name it with --response-column")
+            raise KitabError(
+                f"{path}: cannot tell which column holds the model's text "
+                f"(candidates: {others or 'none'}); name it with --response-column"
+            )
         response_column = others[0]
     elif response_column not in columns:
         raise KitabError(f"{path}: no column {response_column!r} (columns: {columns})")
     by_id = "query_id" in columns
     if not by_id and not {"Author", "constraint_type", "constraints"} <= set(columns):
-        raise KitabError(f"{path}: a CSV needs query_id, or KITAB's Author, constraint_type and constraints "
-                         f"columns, to know which query each row answers (columns: {columns})")
+        raise KitabError(
+            f"{path}: a CSV needs query_id, or KITAB's Author, constraint_type and constraints "
+            f"columns, to know which query each row answers (columns: {columns})"
+        )
     answers = []
     for number, row in enumerate(reader, start=1):
         if None in row:  # more cells than the header has columns
@@ -166,6 +189,7 @@ def _read_csv_rows(path: Path, text: str, response_column: str | None) -> list[A
         if by_id:
             answers.append(Answer(number, response, query_id=row["query_id"]))
         else:
-            answers.append(Answer(number, response,
-                                  kitab_key=(row["Author"], row["constraint_type"], row["constraints"])))
+            answers.append(
+                Answer(number, response, kitab_key=(row["Author"], row["constraint_type"], row["constraints"]))
+            )
     return answers

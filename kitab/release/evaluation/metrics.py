@@ -24,6 +24,7 @@ port compares a dict with the string "[]" and scores it 0). An empty answer to a
 query: completeness 0. A non-empty answer to an unsatisfiable query: completeness None, not
 all correct.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -104,8 +105,11 @@ def score_answer(truth: QueryTruth, titles: Sequence[str]) -> QueryScore:
             n_raw += 1
         else:
             irrelevant.add(normalise_title(title))
-    satisfied = {index for index, answers in clusters.items()
-                 if all(any(spec.accepts(answer, truth.books[index]) for answer in answers) for spec in truth.specs)}
+    satisfied = {
+        index
+        for index, answers in clusters.items()
+        if all(any(spec.accepts(answer, truth.books[index]) for answer in answers) for spec in truth.specs)
+    }
     n_clusters = len(clusters) + len(irrelevant)
 
     def rate(n: int) -> float | None:
@@ -138,6 +142,18 @@ def score_answer(truth: QueryTruth, titles: Sequence[str]) -> QueryScore:
 
 def unanswered_score() -> QueryScore:
     """The score of a query the answers file does not answer: wrong on every metric."""
-    return QueryScore(model_titles=[], matched_titles=[], match_kinds=[], n_clusters=0, n_satisfied=0,
-                      n_unsatisfied=0, n_not_from_author=0, n_raw_unmapped=0, satisfied_rate=0.0,
-                      unsatisfied_rate=1.0, not_from_author_rate=1.0, completeness=0.0, all_correct=False)
+    return QueryScore(
+        model_titles=[],
+        matched_titles=[],
+        match_kinds=[],
+        n_clusters=0,
+        n_satisfied=0,
+        n_unsatisfied=0,
+        n_not_from_author=0,
+        n_raw_unmapped=0,
+        satisfied_rate=0.0,
+        unsatisfied_rate=1.0,
+        not_from_author_rate=1.0,
+        completeness=0.0,
+        all_correct=False,
+    )

@@ -8,6 +8,7 @@ file per release holding every evaluation of it, rewritten atomically (temp file
 under the warehouse's author lock); evaluating the same answers file again with the same
 model replaces its rows. The view ``evaluation_summary`` aggregates them.
 """
+
 from __future__ import annotations
 
 import ast
@@ -15,17 +16,17 @@ import json
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pyarrow.parquet as pq
 
 from kitab.core.errors import KitabError
+from kitab.core.warehouse import Warehouse
+from kitab.release.bins import kappa_bin_label, popularity_bin_label
 from kitab.release.evaluation.answers import Answer, parse_answer, read_answers
 from kitab.release.evaluation.metrics import QueryTruth, score_answer, unanswered_score
-from kitab.release.bins import kappa_bin_label, popularity_bin_label
 from kitab.release.leaderboard import leaderboard
-from kitab.core.warehouse import Warehouse
 from tasks.constraints import Book, entity_kinds, parse_criteria
 from tasks.generate_constraints import entity_flags
 
@@ -50,33 +51,63 @@ class QueryInfo:
 def load_truths(con) -> dict[str, QueryInfo]:
     """Every query of the release ``con`` is scoped to, from its KITAB rows and book metadata."""
     books: dict[str, list[Book]] = defaultdict(list)  # per author, shared by the author's queries
-    rows = con.execute("SELECT author_qid, book_id, canonical_title, first_year FROM books "
-                       "ORDER BY author_qid, canonical_title, book_id").fetchall()
+    rows = con.execute(
+        "SELECT author_qid, book_id, canonical_title, first_year FROM books "
+        "ORDER BY author_qid, canonical_title, book_id"
+    ).fetchall()
     # every entity kind a constraint type reads, from the release's own tags (as generation did)
-    flags = entity_flags([{"book_id": r[1]} for r in rows],
-                         ({"book_id": b, "kind": k} for b, k in con.execute(
-                             "SELECT DISTINCT book_id, kind FROM title_entities").fetchall()), kinds=entity_kinds())
+    flags = entity_flags(
+        [{"book_id": r[1]} for r in rows],
+        (
+            {"book_id": b, "kind": k}
+            for b, k in con.execute("SELECT DISTINCT book_id, kind FROM title_entities").fetchall()
+        ),
+        kinds=entity_kinds(),
+    )
     for qid, book_id, title, year in rows:
         books[qid].append(Book(book_id, (title,), year, entities=tuple(sorted(flags[book_id].items()))))
     rows = con.execute(
         'SELECT k.query_id, q.author_qid, k."Author", k.constraint_type, k.constraints, k.mapped_books, k.all_books, '
         "k.raw_books, q.n_constraints, q.n_mapped, q.n_books, q.constrainedness, a.sitelinks "
         "FROM kitab_book_constraints k JOIN queries q ON q.query_id = k.query_id "
-        "JOIN authors a ON a.qid = q.author_qid ORDER BY k.query_id").fetchall()
+        "JOIN authors a ON a.qid = q.author_qid ORDER BY k.query_id"
+    ).fetchall()
     shared = {qid: tuple(author_books) for qid, author_books in books.items()}
     out = {}
-    for (query_id, qid, author, ctype, constraints, mapped, all_books, raw, n_constraints, n_mapped, n_books,
-         kappa, sitelinks) in rows:
+    for (
+        query_id,
+        qid,
+        author,
+        ctype,
+        constraints,
+        mapped,
+        all_books,
+        raw,
+        n_constraints,
+        n_mapped,
+        n_books,
+        kappa,
+        sitelinks,
+    ) in rows:
         author_books = shared.get(qid, ())
         listed = ast.literal_eval(all_books)
         if len(listed) != len(author_books) or not all(
-                entry.startswith(book.title) for entry, book in zip(listed, author_books)):
-            raise KitabError(f"query {query_id}: all_books does not list the author's books in order "
-                             "(the release's views and tables disagree)")
-        truth = QueryTruth(query_id, tuple(parse_criteria(constraints)), author_books,
-                           tuple(ast.literal_eval(mapped)), tuple(ast.literal_eval(raw)))
-        out[query_id] = QueryInfo(truth, qid, (author, ctype, constraints), n_constraints, ctype, n_mapped,
-                                  n_books, kappa, sitelinks)
+            entry.startswith(book.title) for entry, book in zip(listed, author_books)
+        ):
+            raise KitabError(
+                f"query {query_id}: all_books does not list the author's books in order "
+                "(the release's views and tables disagree)"
+            )
+        truth = QueryTruth(
+            query_id,
+            tuple(parse_criteria(constraints)),
+            author_books,
+            tuple(ast.literal_eval(mapped)),
+            tuple(ast.literal_eval(raw)),
+        )
+        out[query_id] = QueryInfo(
+            truth, qid, (author, ctype, constraints), n_constraints, ctype, n_mapped, n_books, kappa, sitelinks
+        )
     return out
 
 
@@ -103,16 +134,28 @@ def match_answers(answers: Iterable[Answer], queries: dict[str, QueryInfo], path
             matched.append((answer, ids[0]))
     if unknown:
         shown = ", ".join(f"line {a.line} ({a.query_id or a.kitab_key[0]})" for a in unknown[:5])
-        raise KitabError(f"{path}: {len(unknown)} answer(s) match no query of this release: {shown}"
-                         f"{' …' if len(unknown) > 5 else ''}")
+        raise KitabError(
+            f"{path}: {len(unknown)} answer(s) match no query of this release: {shown}"
+            f"{' …' if len(unknown) > 5 else ''}"
+        )
     if ambiguous:
-        raise KitabError(f"{path}: line {ambiguous[0].line} matches several queries by Author, constraint_type "
-                         "and constraints; add a query_id column")
+        raise KitabError(
+            f"{path}: line {ambiguous[0].line} matches several queries by Author, constraint_type "
+            "and constraints; add a query_id column"
+        )
     return matched
 
 
-def score_rows(matched: list[tuple[Answer, str]], queries: dict[str, QueryInfo], *, model: str, sha256: str,
-               answers_file: str, evaluated_at: datetime, queries_sha256: str | None) -> list[dict]:
+def score_rows(
+    matched: list[tuple[Answer, str]],
+    queries: dict[str, QueryInfo],
+    *,
+    model: str,
+    sha256: str,
+    answers_file: str,
+    evaluated_at: datetime,
+    queries_sha256: str | None,
+) -> list[dict]:
     """One ``evaluations`` row per query of the release: scored from its answer, or, with no
     answer in the file, ``answered = false`` and wrong on every metric (never left out)."""
     answers = {query_id: answer for answer, query_id in matched}
@@ -121,15 +164,28 @@ def score_rows(matched: list[tuple[Answer, str]], queries: dict[str, QueryInfo],
         info = queries[query_id]
         answer = answers.get(query_id)
         score = unanswered_score() if answer is None else score_answer(info.truth, parse_answer(answer.response))
-        rows.append({
-            "model": model, "answers_sha256": sha256, "answers_file": answers_file, "evaluated_at": evaluated_at,
-            "queries_sha256": queries_sha256, "query_id": query_id, "author_qid": info.author_qid,
-            "n_constraints": info.n_constraints, "constraint_type": info.constraint_type,
-            "type_labels": list(dict.fromkeys(spec.label for spec in info.truth.specs)),
-            "constrainedness": info.constrainedness, "kappa_bin": kappa_bin_label(info.n_mapped, info.n_books),
-            "sitelinks": info.sitelinks, "popularity_bin": popularity_bin_label(info.sitelinks),
-            "n_mapped": info.n_mapped, "n_books": info.n_books, "answered": answer is not None, **asdict(score),
-        })
+        rows.append(
+            {
+                "model": model,
+                "answers_sha256": sha256,
+                "answers_file": answers_file,
+                "evaluated_at": evaluated_at,
+                "queries_sha256": queries_sha256,
+                "query_id": query_id,
+                "author_qid": info.author_qid,
+                "n_constraints": info.n_constraints,
+                "constraint_type": info.constraint_type,
+                "type_labels": list(dict.fromkeys(spec.label for spec in info.truth.specs)),
+                "constrainedness": info.constrainedness,
+                "kappa_bin": kappa_bin_label(info.n_mapped, info.n_books),
+                "sitelinks": info.sitelinks,
+                "popularity_bin": popularity_bin_label(info.sitelinks),
+                "n_mapped": info.n_mapped,
+                "n_books": info.n_books,
+                "answered": answer is not None,
+                **asdict(score),
+            }
+        )
     return rows
 
 
@@ -139,9 +195,11 @@ def write_evaluation(wh: Warehouse, release: str, rows: list[dict]) -> None:
     key = {(r["model"], r["answers_sha256"]) for r in rows}
     with wh.lock():
         current = wh.annex_file(TABLE, release)
-        kept = [{"answered": True, **r}  # rows of schema version 1 were all answered ones
-                for r in (pq.read_table(current).to_pylist() if current else [])
-                if (r["model"], r["answers_sha256"]) not in key]
+        kept = [
+            {"answered": True, **r}  # rows of schema version 1 were all answered ones
+            for r in (pq.read_table(current).to_pylist() if current else [])
+            if (r["model"], r["answers_sha256"]) not in key
+        ]
         written = wh.write_table(TABLE, release, kept + rows)
         for path in wh.partition(TABLE, release).glob("part-*.parquet"):  # one evaluations file per release
             if path != written.path:
@@ -149,8 +207,9 @@ def write_evaluation(wh: Warehouse, release: str, rows: list[dict]) -> None:
         wh.build_catalog()  # the raw view of a table with no file yet is an empty stand-in
 
 
-def evaluate_release(warehouse: Path, release: str, answers_path: Path, *, model: str | None = None,
-                     response_column: str | None = None) -> dict:
+def evaluate_release(
+    warehouse: Path, release: str, answers_path: Path, *, model: str | None = None, response_column: str | None = None
+) -> dict:
     """Score ``answers_path`` against release ``release`` and store the scores (every query:
     one without an answer is scored wrong). Returns a summary: model, sha256, queries answered /
     in the release and coverage, this evaluation's leaderboard entry (kitab/release/leaderboard.py)
@@ -165,17 +224,33 @@ def evaluate_release(warehouse: Path, release: str, answers_path: Path, *, model
         ledger = con.execute("SELECT checksums FROM releases").fetchall()
     queries_sha256 = json.loads(ledger[0][0]).get("queries") if ledger else None
     matched = match_answers(answers, queries, answers_path)
-    rows = score_rows(matched, queries, model=model, sha256=sha256, answers_file=answers_path.name,
-                      evaluated_at=datetime.now(timezone.utc).replace(microsecond=0), queries_sha256=queries_sha256)
+    rows = score_rows(
+        matched,
+        queries,
+        model=model,
+        sha256=sha256,
+        answers_file=answers_path.name,
+        evaluated_at=datetime.now(UTC).replace(microsecond=0),
+        queries_sha256=queries_sha256,
+    )
     write_evaluation(wh, release, rows)
     with wh.connect(release=release) as con:
         summary = con.execute(
             "SELECT * FROM evaluation_summary WHERE model = ? AND answers_sha256 = ? "
-            "ORDER BY n_constraints NULLS FIRST, dimension, bin_order, bin", [model, sha256])
+            "ORDER BY n_constraints NULLS FIRST, dimension, bin_order, bin",
+            [model, sha256],
+        )
         columns = [d[0] for d in summary.description]
         aggregates = [dict(zip(columns, row)) for row in summary.fetchall()]
         board = leaderboard(con, release, model=model, answers_sha256=sha256)
     answered = sum(1 for r in rows if r["answered"])
-    return {"release": release, "model": model, "answers_sha256": sha256, "answered": answered,
-            "queries": len(queries), "coverage": answered / len(queries) if queries else None,
-            "leaderboard": board, "aggregates": aggregates}
+    return {
+        "release": release,
+        "model": model,
+        "answers_sha256": sha256,
+        "answered": answered,
+        "queries": len(queries),
+        "coverage": answered / len(queries) if queries else None,
+        "leaderboard": board,
+        "aggregates": aggregates,
+    }

@@ -5,6 +5,7 @@ KITAB authors, and returns, for ``MANIFEST.json["cases"]``, every case with its 
 and the ids that exercise it (``items``). Tests and the demo read the manifest, never this
 module's names, so ids can move without breaking them.
 """
+
 from __future__ import annotations
 
 from datetime import date
@@ -141,8 +142,13 @@ def build_cases(ids: Ids, kitab: dict[str, AuthorSpec], created_year: int) -> tu
     c.add("filter_boundaries", qid=spec.qid, bound="10 works")
     many = new("Horace Quill", date(1929, 7, 9), wd_works=300, ol_works=301)
     c.add("filter_boundaries", qid=many.qid, bound="300 works")
-    for name, cls in (("The Harrowgate Circle", curated.ORGANIZATION), ("Captain Lemuel Thorne", curated.FICTIONAL_HUMAN)):
-        c.add("not_human", qid=new(name, date(1901, 1, 1), instance_of=(cls,), occupations=(curated.WRITER,)).qid, p31=cls)
+    for name, cls in (
+        ("The Harrowgate Circle", curated.ORGANIZATION),
+        ("Captain Lemuel Thorne", curated.FICTIONAL_HUMAN),
+    ):
+        c.add(
+            "not_human", qid=new(name, date(1901, 1, 1), instance_of=(cls,), occupations=(curated.WRITER,)).qid, p31=cls
+        )
     for name, occupation in (("Ronan Beaumont", curated.PAINTER), ("Greta Lindahl", curated.JOURNALIST)):
         c.add("not_writer", qid=new(name, date(1944, 2, 11), occupations=(occupation,)).qid, p106=occupation)
     c.add("no_birth_date", qid=new("Wynn Halvorsen", None).qid)
@@ -183,8 +189,13 @@ def build_cases(ids: Ids, kitab: dict[str, AuthorSpec], created_year: int) -> tu
     # --- cleaning and dedup ------------------------------------------------------------
     host = new("Clementine Arden", date(1955, 8, 8), ol_works=24)
     for group in (
-        (("The Winter Garden", None), ("Winter Garden", "A Novel"), ("THE WINTER GARDEN", None),
-         ("The Winter-Garden.", None), ("A Winter Garden", None)),
+        (
+            ("The Winter Garden", None),
+            ("Winter Garden", "A Novel"),
+            ("THE WINTER GARDEN", None),
+            ("The Winter-Garden.", None),
+            ("A Winter Garden", None),
+        ),
         (("An Ocean Apart", None), ("Ocean Apart", None)),
         (("Salt & Stone", None), ("Salt and Stone", None)),
     ):
@@ -192,8 +203,12 @@ def build_cases(ids: Ids, kitab: dict[str, AuthorSpec], created_year: int) -> tu
             _add_book(ids, host, title, 1984 + i, subtitle=subtitle, in_wikidata=i == 0)
             for i, (title, subtitle) in enumerate(group)
         ]
-        c.add("title_variants", ol_author=_bare(host.ol_key), ol_works=[_bare(b.key) for b in books],
-              titles=[b.title for b in books])
+        c.add(
+            "title_variants",
+            ol_author=_bare(host.ol_key),
+            ol_works=[_bare(b.key) for b in books],
+            titles=[b.title for b in books],
+        )
     for qid, titles in (
         ("Q5878", ("One Hundred Years of Solitude", "100 Years of Solitude")),
         ("Q35155", ("Mason & Dixon", "Mason and Dixon")),
@@ -202,8 +217,12 @@ def build_cases(ids: Ids, kitab: dict[str, AuthorSpec], created_year: int) -> tu
         books = [_book(kitab[qid], title) for title in titles]
         for variant in books[1:]:
             variant.in_wikidata = False
-        c.add("title_variants", ol_author=_bare(kitab[qid].ol_key), ol_works=[_bare(b.key) for b in books],
-              titles=list(titles))
+        c.add(
+            "title_variants",
+            ol_author=_bare(kitab[qid].ol_key),
+            ol_works=[_bare(b.key) for b in books],
+            titles=list(titles),
+        )
     name_only = _book(kitab["Q5878"], "Gabriel Garcia Marquez")
     name_only.in_wikidata = False
     c.add("title_is_author_name", ol_author=_bare(kitab["Q5878"].ol_key), ol_work=_bare(name_only.key))
@@ -237,8 +256,13 @@ def build_cases(ids: Ids, kitab: dict[str, AuthorSpec], created_year: int) -> tu
     owner = new("Lionel Ashdown", date(1940, 9, 18), ol_works=15)
     # A title the word lists cannot make, so no other WikiData work carries it.
     book = _add_book(ids, claimant, "The Cartographer's Apprentice", 1979, wd_author=owner.qid)
-    c.add("wikidata_other_author", ol_author=_bare(claimant.ol_key), ol_work=_bare(book.key), title=book.title,
-          wd_author=owner.qid)
+    c.add(
+        "wikidata_other_author",
+        ol_author=_bare(claimant.ol_key),
+        ol_work=_bare(book.key),
+        title=book.title,
+        wd_author=owner.qid,
+    )
 
     odd = new("Ambrose Kettering", date(1950, 3, 15), ol_works=20)
     for title, publish_date, why in (
@@ -262,20 +286,26 @@ def build_cases(ids: Ids, kitab: dict[str, AuthorSpec], created_year: int) -> tu
     ):
         _add_book(ids, entities, title, year)
     for case, spec_titles in (
-        ("human_name_titles", (
-            (entities, "Florence Nightingale"),
-            (entities, "Lincoln in the Bardo"),
-            (entities, "Reading Lolita in Tehran"),
-            (kitab["Q552372"], "Johnston McCulley's Zorro"),
-            (kitab["Q83566"], "Eva Luna"),
-            (kitab["Q83566"], "Maya's Notebook"),
-        )),
-        ("city_name_titles", (
-            (entities, "Death in Venice"),
-            (entities, "Reading Lolita in Tehran"),
-            (kitab["Q47293"], "The Night in Lisbon"),
-            (kitab["Q208101"], "We Bombed in New Haven"),
-        )),
+        (
+            "human_name_titles",
+            (
+                (entities, "Florence Nightingale"),
+                (entities, "Lincoln in the Bardo"),
+                (entities, "Reading Lolita in Tehran"),
+                (kitab["Q552372"], "Johnston McCulley's Zorro"),
+                (kitab["Q83566"], "Eva Luna"),
+                (kitab["Q83566"], "Maya's Notebook"),
+            ),
+        ),
+        (
+            "city_name_titles",
+            (
+                (entities, "Death in Venice"),
+                (entities, "Reading Lolita in Tehran"),
+                (kitab["Q47293"], "The Night in Lisbon"),
+                (kitab["Q208101"], "We Bombed in New Haven"),
+            ),
+        ),
         ("city_word_without_city", ((entities, "A Tale of Two Cities"),)),
     ):
         for spec, title in spec_titles:

@@ -11,6 +11,7 @@ These are commonly cited facts, not a checked bibliography: a year may be off by
 never complete. The WikiData items and Open Library keys of the curated *books* are synthetic
 (the generator allocates them); only the titles and years are curated.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -4,11 +4,12 @@ Dump lines are written as they are made (gzip streams), so memory stays flat how
 authors there are. N-Triples must come out sorted, so triples are sorted in bounded chunks
 ("runs") on disk and merged at the end: an external sort.
 """
+
 from __future__ import annotations
 
 import contextlib
-import itertools
 import heapq
+import itertools
 import random
 from collections import Counter
 from dataclasses import replace
@@ -16,6 +17,7 @@ from datetime import date, datetime, timedelta
 from pathlib import Path
 
 from kitab.simulate.generator import curated, words
+from kitab.simulate.generator.spec import SYNTHETIC, AuthorSpec, BookSpec, Ids
 from kitab.sources.snapshot.format import (
     OL_AUTHOR,
     OL_AUTHORS_FILE,
@@ -38,7 +40,6 @@ from kitab.sources.snapshot.format import (
     wdt,
 )
 from kitab.sources.snapshot.olindex import tokens
-from kitab.simulate.generator.spec import SYNTHETIC, AuthorSpec, BookSpec, Ids
 
 EARLIEST_RECORD = datetime(2008, 4, 1)  # Open Library's records start around then
 LANGUAGES = ("eng", "fre", "ger", "spa", "ita")
@@ -118,8 +119,10 @@ def emit_author(out: SnapshotWriter, ids: Ids, spec: AuthorSpec, rng: random.Ran
     """Write everything about one author: WikiData person and works, Open Library records."""
     books = []
     if spec.ol_key:  # work keys are fixed first, so WikiData items can link to them (P648)
-        books = [replace(b, key=b.key or ids.work())
-                 for b in _with_generated_books(spec, rng, created_at.year, out.generated_titles)]
+        books = [
+            replace(b, key=b.key or ids.work())
+            for b in _with_generated_books(spec, rng, created_at.year, out.generated_titles)
+        ]
     if spec.qid:
         _emit_person(out, spec)
         _emit_wikidata_works(out, ids, spec, books, rng, created_at.year)
@@ -279,8 +282,9 @@ def _title_key(title: str) -> tuple[str, ...]:
     return tuple(words_[1:] if words_[:1] and words_[0] in LEADING_ARTICLES else words_)
 
 
-def _with_generated_books(spec: AuthorSpec, rng: random.Random, created_year: int,
-                          taken: set[tuple[str, ...]]) -> list[BookSpec]:
+def _with_generated_books(
+    spec: AuthorSpec, rng: random.Random, created_year: int, taken: set[tuple[str, ...]]
+) -> list[BookSpec]:
     """The spec's books topped up with generated ones to ``spec.ol_works``, none clashing in title."""
     books = list(spec.books)
     seen = {_title_key(book.title) for book in books}
@@ -310,21 +314,21 @@ def _variant_of(book: BookSpec, rng: random.Random, created_year: int) -> BookSp
         choices.append(title.replace(" & ", " and ") if " & " in title else title.replace(" and ", " & "))
     for word, digits in _NUMBER_WORDS.items():
         if title.startswith(word + " "):
-            choices.append(digits + title[len(word):])
+            choices.append(digits + title[len(word) :])
     year = None if book.year is None else min(created_year, book.year + rng.randint(0, 30))
     return BookSpec(rng.choice(choices), year, book.origin, language=book.language, in_wikidata=False)
 
 
-def _generated_book(rng: random.Random, seen: set[tuple[str, ...]], taken: set[tuple[str, ...]],
-                    birth: date | None, created_year: int) -> BookSpec:
+def _generated_book(
+    rng: random.Random, seen: set[tuple[str, ...]], taken: set[tuple[str, ...]], birth: date | None, created_year: int
+) -> BookSpec:
     """A synthetic book whose title is new to ``seen`` (which it extends)."""
     title, language = _new_title(rng, seen, taken)
     subtitle = rng.choice(words.SUBTITLES) if rng.random() < 0.08 else None
     return BookSpec(title, _draw_year(rng, birth, created_year), SYNTHETIC, subtitle=subtitle, language=language)
 
 
-def _new_title(rng: random.Random, seen: set[tuple[str, ...]],
-               taken: set[tuple[str, ...]]) -> tuple[str, str | None]:
+def _new_title(rng: random.Random, seen: set[tuple[str, ...]], taken: set[tuple[str, ...]]) -> tuple[str, str | None]:
     """A generated title not in ``seen`` (this author's, which it extends) and its language
     (None = untagged). It also avoids ``taken`` (every author's generated titles) for up to
     UNIQUE_TRIES draws: two authors with a same-titled book, one of them on WikiData, would

@@ -9,6 +9,7 @@ that list short, a larger one adds fillers. Each author draws from its own rando
 so the same seed and ``n_authors`` give byte-identical files, and a larger snapshot starts
 with the same authors as a smaller one.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -18,19 +19,10 @@ from collections.abc import Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
 
+from kitab.core.files import atomic_dir, sha256_file
 from kitab.simulate.generator import curated
 from kitab.simulate.generator.cases import KITAB_CASE_AUTHORS, build_cases
 from kitab.simulate.generator.emit import SnapshotWriter, emit_author, emit_ontology
-from kitab.sources.snapshot.format import (
-    DATA_FILES,
-    MANIFEST_FILE,
-    OL_AUTHOR,
-    OL_EDITION,
-    OL_REDIRECT,
-    OL_WORK,
-    manifest_bytes,
-)
-from kitab.core.files import atomic_dir, sha256_file
 from kitab.simulate.generator.seed import load_kitab_authors, load_romance_authors
 from kitab.simulate.generator.spec import (
     CURATED,
@@ -43,6 +35,15 @@ from kitab.simulate.generator.spec import (
     kitab_spec,
     rng_for,
     romance_specs,
+)
+from kitab.sources.snapshot.format import (
+    DATA_FILES,
+    MANIFEST_FILE,
+    OL_AUTHOR,
+    OL_EDITION,
+    OL_REDIRECT,
+    OL_WORK,
+    manifest_bytes,
 )
 
 GENERATOR_VERSION = "2"  # 2: cross-author unique titles, variant works

@@ -19,6 +19,7 @@ another occupation), unrelated Open Library records (the real lines in
 ``snapshots/seed/ol_dump_samples/`` among them), a multi-MB WikiData item and a multi-MB Open
 Library record, invalid and unknown birth dates, astral-plane labels, work redirects.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -26,13 +27,22 @@ import itertools
 import json
 import os
 import random
-from datetime import datetime, timezone
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 from kitab.core.files import atomic_dir
-from kitab.sources.snapshot.format import (OL_AUTHORS_FILE, OL_EDITIONS_FILE, OL_REDIRECT, OL_WORKS_FILE, WD,
-                                   WDT, WIKIDATA_FILE, open_text, read_manifest)
+from kitab.sources.snapshot.format import (
+    OL_AUTHORS_FILE,
+    OL_EDITIONS_FILE,
+    OL_REDIRECT,
+    OL_WORKS_FILE,
+    WD,
+    WDT,
+    WIKIDATA_FILE,
+    open_text,
+    read_manifest,
+)
 
 DUMP_DATE = "2024-06-01"  # the generated world's as-of date
 OL_DATE = "2024-05-31"
@@ -50,15 +60,45 @@ STATEMENT = "http://www.wikidata.org/entity/statement/"
 RANK = "http://wikiba.se/ontology#rank"
 NOISE_BASE = 1_900_000_000  # noise item numbers: far above the world's generated ids
 SCHOLARLY_ARTICLE, RESEARCHER = 13442814, 1650915
-SITES = [f"{code}wiki" for code in ("en", "de", "fr", "es", "it", "nl", "pl", "ru", "ja", "zh", "pt", "sv", "uk",
-                                    "ca", "fa", "ar", "cs", "fi", "he", "hu", "ko", "no", "ro", "tr", "vi")]
-ASTRAL = "\U0001D50A\U0001D52C\U0001D531\U0001D525\U0001D526\U0001D520 \U0001F4DA"
+SITES = [
+    f"{code}wiki"
+    for code in (
+        "en",
+        "de",
+        "fr",
+        "es",
+        "it",
+        "nl",
+        "pl",
+        "ru",
+        "ja",
+        "zh",
+        "pt",
+        "sv",
+        "uk",
+        "ca",
+        "fa",
+        "ar",
+        "cs",
+        "fi",
+        "he",
+        "hu",
+        "ko",
+        "no",
+        "ro",
+        "tr",
+        "vi",
+    )
+]
+ASTRAL = "\U0001d50a\U0001d52c\U0001d531\U0001d525\U0001d526\U0001d520 \U0001f4da"
 
 
 # --- reading the world ----------------------------------------------------------------------
 
+
 def _nt_unescape(text: str) -> str:
     from kitab.sources.dumps.wikidata import nt_unescape
+
     return nt_unescape(text)
 
 
@@ -66,20 +106,20 @@ def world_entities(snapshot: Path) -> Iterator[dict]:
     """The snapshot's WikiData triples grouped into entities: {id, label, claims: {P: [values]}, sitelinks}."""
     with open_text(snapshot / WIKIDATA_FILE) as handle:
         for subject, lines in itertools.groupby(handle, key=lambda line: line.split(" ", 1)[0]):
-            entity = {"id": subject[len(WD) + 1:-1], "label": None, "claims": {}, "sitelinks": 0}
+            entity = {"id": subject[len(WD) + 1 : -1], "label": None, "claims": {}, "sitelinks": 0}
             for line in lines:
                 _, predicate, rest = line.rstrip("\n").split(" ", 2)
                 obj = rest[:-2]
                 if predicate == f"<{RDFS_LABEL}>":
-                    entity["label"] = _nt_unescape(obj[1:obj.rindex('"@')])
+                    entity["label"] = _nt_unescape(obj[1 : obj.rindex('"@')])
                 elif predicate == f"<{SITELINKS}>":
-                    entity["sitelinks"] = int(obj[1:obj.index('"', 1)])
+                    entity["sitelinks"] = int(obj[1 : obj.index('"', 1)])
                 elif predicate.startswith(f"<{WDT}"):
-                    pid = predicate[len(WDT) + 1:-1]
+                    pid = predicate[len(WDT) + 1 : -1]
                     if obj.startswith(f"<{WD}"):
-                        value = ("item", obj[len(WD) + 1:-1])
+                        value = ("item", obj[len(WD) + 1 : -1])
                     elif obj.endswith(f"<{XSD}dateTime>"):
-                        value = ("time", obj[1:obj.index('"', 1)])
+                        value = ("time", obj[1 : obj.index('"', 1)])
                     else:
                         value = ("string", _nt_unescape(obj[1:-1]))
                     entity["claims"].setdefault(pid, []).append(value)
@@ -88,40 +128,68 @@ def world_entities(snapshot: Path) -> Iterator[dict]:
 
 # --- noise ----------------------------------------------------------------------------------
 
+
 def noise_entities(rng: random.Random, n_articles: int, n_researchers: int) -> Iterator[dict]:
     """Researchers and the scholarly articles that name them in P50: most of the dump, none sampled."""
     researchers = [f"Q{NOISE_BASE + i}" for i in range(n_researchers)]
     for i, qid in enumerate(researchers):
         year = rng.randint(1900, 1995)
-        yield {"id": qid, "label": ASTRAL if i == 0 else f"Researcher {i}", "sitelinks": rng.randint(0, 3),
-               "claims": {"P31": [("item", "Q5")], "P106": [("item", f"Q{RESEARCHER}")],
-                          "P569": [("time", f"{year}-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}T00:00:00Z")]}}
+        yield {
+            "id": qid,
+            "label": ASTRAL if i == 0 else f"Researcher {i}",
+            "sitelinks": rng.randint(0, 3),
+            "claims": {
+                "P31": [("item", "Q5")],
+                "P106": [("item", f"Q{RESEARCHER}")],
+                "P569": [("time", f"{year}-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}T00:00:00Z")],
+            },
+        }
     # Writers no work names (so never sampled) with the birth dates the dumps carry: an invalid
     # one (month 13) and an unknown value.
     for k, birth in enumerate([("time", "1980-13-45T00:00:00Z"), ("somevalue", None)]):
-        yield {"id": f"Q{NOISE_BASE - 1 - k}", "label": f"Odd date author {k}", "sitelinks": 1,
-               "claims": {"P31": [("item", "Q5")], "P106": [("item", "Q36180")], "P569": [birth]}}
+        yield {
+            "id": f"Q{NOISE_BASE - 1 - k}",
+            "label": f"Odd date author {k}",
+            "sitelinks": 1,
+            "claims": {"P31": [("item", "Q5")], "P106": [("item", "Q36180")], "P569": [birth]},
+        }
     for i in range(n_articles):
         qid = f"Q{NOISE_BASE + n_researchers + i}"
         authors = rng.sample(researchers, min(len(researchers), rng.randint(3, 25)))
-        yield {"id": qid, "label": f"On the {rng.choice(['structure', 'dynamics', 'origin'])} of sample {i}",
-               "sitelinks": 0,
-               "claims": {"P31": [("item", f"Q{SCHOLARLY_ARTICLE}")], "P50": [("item", a) for a in authors]}}
+        yield {
+            "id": qid,
+            "label": f"On the {rng.choice(['structure', 'dynamics', 'origin'])} of sample {i}",
+            "sitelinks": 0,
+            "claims": {"P31": [("item", f"Q{SCHOLARLY_ARTICLE}")], "P50": [("item", a) for a in authors]},
+        }
     # Everything else the dump holds (places, taxa, streets, categories): no P50, no P106; the
     # real dump has more of these than of anything else.
     for i in range(n_articles):
         qid = f"Q{NOISE_BASE + n_researchers + n_articles + 1 + i}"
-        yield {"id": qid, "label": f"Place {i}", "sitelinks": rng.randint(0, 5),
-               "claims": {"P31": [("item", f"Q{rng.choice([486972, 16521, 79007, 4167836])}")],
-                          "P17": [("item", f"Q{rng.randint(1, 300)}")]}}
+        yield {
+            "id": qid,
+            "label": f"Place {i}",
+            "sitelinks": rng.randint(0, 5),
+            "claims": {
+                "P31": [("item", f"Q{rng.choice([486972, 16521, 79007, 4167836])}")],
+                "P17": [("item", f"Q{rng.randint(1, 300)}")],
+            },
+        }
     # One multi-MB item: an article with thousands of author statements
     qid = f"Q{NOISE_BASE + n_researchers + 2 * n_articles + 1}"
-    yield {"id": qid, "label": "A very large collaboration", "sitelinks": 0,
-           "claims": {"P31": [("item", f"Q{SCHOLARLY_ARTICLE}")],
-                      "P50": [("item", researchers[k % len(researchers)]) for k in range(6000)]}}
+    yield {
+        "id": qid,
+        "label": "A very large collaboration",
+        "sitelinks": 0,
+        "claims": {
+            "P31": [("item", f"Q{SCHOLARLY_ARTICLE}")],
+            "P50": [("item", researchers[k % len(researchers)]) for k in range(6000)],
+        },
+    }
 
 
 # --- JSON dump ------------------------------------------------------------------------------
+
 
 def _snak(pid: str, value: tuple) -> dict:
     kind, data = value
@@ -129,24 +197,79 @@ def _snak(pid: str, value: tuple) -> dict:
         return {"snaktype": "somevalue", "property": pid, "datatype": "time"}
     if kind == "item":
         number = int(data[1:])
-        return {"snaktype": "value", "property": pid, "datavalue": {
-            "value": {"entity-type": "item", "numeric-id": number, "id": data}, "type": "wikibase-entityid"},
-            "datatype": "wikibase-item"}
+        return {
+            "snaktype": "value",
+            "property": pid,
+            "datavalue": {
+                "value": {"entity-type": "item", "numeric-id": number, "id": data},
+                "type": "wikibase-entityid",
+            },
+            "datatype": "wikibase-item",
+        }
     if kind == "time":
         year, month, day = data[:4], data[5:7], data[8:10]
         precision = 9 if data[5:10] == "01-01" else 11
         if precision == 9:
             month = day = "00"
-        return {"snaktype": "value", "property": pid, "datavalue": {"value": {
-            "time": f"+{year}-{month}-{day}T00:00:00Z", "timezone": 0, "before": 0, "after": 0,
-            "precision": precision, "calendarmodel": "http://www.wikidata.org/entity/Q1985727"}, "type": "time"},
-            "datatype": "time"}
-    return {"snaktype": "value", "property": pid, "datavalue": {"value": data, "type": "string"},
-            "datatype": "external-id"}
+        return {
+            "snaktype": "value",
+            "property": pid,
+            "datavalue": {
+                "value": {
+                    "time": f"+{year}-{month}-{day}T00:00:00Z",
+                    "timezone": 0,
+                    "before": 0,
+                    "after": 0,
+                    "precision": precision,
+                    "calendarmodel": "http://www.wikidata.org/entity/Q1985727",
+                },
+                "type": "time",
+            },
+            "datatype": "time",
+        }
+    return {
+        "snaktype": "value",
+        "property": pid,
+        "datavalue": {"value": data, "type": "string"},
+        "datatype": "external-id",
+    }
 
 
-LANGUAGES = ["en", "de", "fr", "es", "it", "nl", "pl", "ru", "ja", "zh", "pt", "sv", "ca", "cs", "fi", "hu", "ko",
-             "ro", "tr", "uk", "vi", "ar", "he", "fa", "id", "da", "nb", "sk", "sl", "sr", "eo", "eu", "gl"]
+LANGUAGES = [
+    "en",
+    "de",
+    "fr",
+    "es",
+    "it",
+    "nl",
+    "pl",
+    "ru",
+    "ja",
+    "zh",
+    "pt",
+    "sv",
+    "ca",
+    "cs",
+    "fi",
+    "hu",
+    "ko",
+    "ro",
+    "tr",
+    "uk",
+    "vi",
+    "ar",
+    "he",
+    "fa",
+    "id",
+    "da",
+    "nb",
+    "sk",
+    "sl",
+    "sr",
+    "eo",
+    "eu",
+    "gl",
+]
 
 
 def _other_claims(entity: dict, rng: random.Random) -> dict:
@@ -186,10 +309,25 @@ def _other_claims(entity: dict, rng: random.Random) -> dict:
 
 
 def _reference(rng: random.Random) -> list:
-    return [{"hash": f"{rng.getrandbits(160):040x}", "snaks": {"P248": [{
-        "snaktype": "value", "property": "P248", "datavalue": {"value": {
-            "entity-type": "item", "numeric-id": 5375741, "id": "Q5375741"}, "type": "wikibase-entityid"},
-        "datatype": "wikibase-item"}]}, "snaks-order": ["P248"]}]
+    return [
+        {
+            "hash": f"{rng.getrandbits(160):040x}",
+            "snaks": {
+                "P248": [
+                    {
+                        "snaktype": "value",
+                        "property": "P248",
+                        "datavalue": {
+                            "value": {"entity-type": "item", "numeric-id": 5375741, "id": "Q5375741"},
+                            "type": "wikibase-entityid",
+                        },
+                        "datatype": "wikibase-item",
+                    }
+                ]
+            },
+            "snaks-order": ["P248"],
+        }
+    ]
 
 
 def json_entity(entity: dict, rng: random.Random, realistic: bool = True) -> dict:
@@ -198,26 +336,47 @@ def json_entity(entity: dict, rng: random.Random, realistic: bool = True) -> dic
     for pid, values in [*entity["claims"].items(), *extra.items()]:
         statements = []
         for k, value in enumerate(values):
-            statement = {"mainsnak": _snak(pid, value), "type": "statement",
-                         "id": f"{entity['id']}${rng.getrandbits(64):016X}-{k}", "rank": "normal"}
+            statement = {
+                "mainsnak": _snak(pid, value),
+                "type": "statement",
+                "id": f"{entity['id']}${rng.getrandbits(64):016X}-{k}",
+                "rank": "normal",
+            }
             if realistic and rng.random() < 0.5:
                 statement["references"] = _reference(rng)
             statements.append(statement)
         if pid == "P569" and values and values[0][0] == "time" and rng.random() < 0.05:
             # a deprecated wrong date beside the right one: truthy readers must ignore it
-            statements.append({"mainsnak": _snak(pid, ("time", "1700-01-01T00:00:00Z")), "type": "statement",
-                               "id": f"{entity['id']}$dep", "rank": "deprecated"})
+            statements.append(
+                {
+                    "mainsnak": _snak(pid, ("time", "1700-01-01T00:00:00Z")),
+                    "type": "statement",
+                    "id": f"{entity['id']}$dep",
+                    "rank": "deprecated",
+                }
+            )
         claims[pid] = statements
     label = entity["label"]
-    languages = LANGUAGES[:rng.randint(3, 20)] if realistic and label is not None else ["en"]
+    languages = LANGUAGES[: rng.randint(3, 20)] if realistic and label is not None else ["en"]
     labels = {lang: {"language": lang, "value": label} for lang in languages} if label is not None else []
-    descriptions = ({lang: {"language": lang, "value": f"item {entity['id']} ({lang})"} for lang in languages[:8]}
-                    if realistic else [])
-    return {"type": "item", "id": entity["id"], "labels": labels, "descriptions": descriptions, "aliases": [],
-            "claims": claims or [],
-            "sitelinks": {site: {"site": site, "title": label or entity["id"], "badges": []}
-                          for site in _sites(entity["sitelinks"])} or [],
-            "lastrevid": 1000 + int(entity["id"][1:]) % 100000}
+    descriptions = (
+        {lang: {"language": lang, "value": f"item {entity['id']} ({lang})"} for lang in languages[:8]}
+        if realistic
+        else []
+    )
+    return {
+        "type": "item",
+        "id": entity["id"],
+        "labels": labels,
+        "descriptions": descriptions,
+        "aliases": [],
+        "claims": claims or [],
+        "sitelinks": {
+            site: {"site": site, "title": label or entity["id"], "badges": []} for site in _sites(entity["sitelinks"])
+        }
+        or [],
+        "lastrevid": 1000 + int(entity["id"][1:]) % 100000,
+    }
 
 
 def _sites(count: int) -> list[str]:
@@ -225,6 +384,7 @@ def _sites(count: int) -> list[str]:
 
 
 # --- N-Triples ------------------------------------------------------------------------------
+
 
 def nt_escape(text: str) -> str:
     """N-Triples as the WikiData dumps write it: pure ASCII, upper-case hex escapes."""
@@ -263,29 +423,35 @@ def nt_lines(entity: dict, rng: random.Random, truthy: bool) -> list[str]:
     lines = []
     if not truthy:
         node = f"<{DATA_NODE}{qid}>"
-        lines += [f"{node} <http://schema.org/about> {item} .",
-                  f'{node} <http://schema.org/version> "{1000 + int(qid[1:]) % 100000}"^^<{XSD}integer> .',
-                  f'{node} <{SITELINKS}> "{entity["sitelinks"]}"^^<{XSD}integer> .',
-                  f"{item} <http://www.w3.org/1999/02/22-rdf-syntax-ns#type> <http://wikiba.se/ontology#Item> ."]
+        lines += [
+            f"{node} <http://schema.org/about> {item} .",
+            f'{node} <http://schema.org/version> "{1000 + int(qid[1:]) % 100000}"^^<{XSD}integer> .',
+            f'{node} <{SITELINKS}> "{entity["sitelinks"]}"^^<{XSD}integer> .',
+            f"{item} <http://www.w3.org/1999/02/22-rdf-syntax-ns#type> <http://wikiba.se/ontology#Item> .",
+        ]
     if entity["label"] is not None:
         text = f'"{nt_escape(entity["label"])}"@en'
         lines.append(f"{item} <{RDFS_LABEL}> {text} .")
         if not truthy:
             lines += [f"{item} <{SKOS_PREF}> {text} .", f"{item} <{SCHEMA_NAME}> {text} ."]
     for pid, values in entity["claims"].items():
-        for k, value in enumerate(values):
+        for value in values:
             term = _nt_value(value)
             if term is None:  # an unknown value: a blank node, as the dumps write it
                 term = f"_:{rng.getrandbits(64):016x}"
             lines.append(f"{item} <{WDT}{pid}> {term} .")
             if not truthy:
                 node = f"<{STATEMENT}{qid}-{rng.getrandbits(64):016x}>"
-                lines += [f"{item} <{P}{pid}> {node} .", f"{node} <{PS}{pid}> {term} .",
-                          f"{node} <{RANK}> <http://wikiba.se/ontology#NormalRank> ."]
+                lines += [
+                    f"{item} <{P}{pid}> {node} .",
+                    f"{node} <{PS}{pid}> {term} .",
+                    f"{node} <{RANK}> <http://wikiba.se/ontology#NormalRank> .",
+                ]
     return lines
 
 
 # --- writing --------------------------------------------------------------------------------
+
 
 class _gzip(gzip.GzipFile):
     """A deterministic gzip (no name, mtime 0) that also closes its file."""
@@ -299,8 +465,15 @@ class _gzip(gzip.GzipFile):
         self._raw.close()
 
 
-def write_published(snapshot: str | Path, out: str | Path, *, seed: int = 1, truthy: bool = False,
-                    noise: bool = True, compresslevel: int = 6) -> dict:
+def write_published(
+    snapshot: str | Path,
+    out: str | Path,
+    *,
+    seed: int = 1,
+    truthy: bool = False,
+    noise: bool = True,
+    compresslevel: int = 6,
+) -> dict:
     """Write the published-format dumps of the world in ``snapshot`` into ``out`` (atomically); returns counts."""
     snapshot = Path(snapshot)
     manifest = read_manifest(snapshot)
@@ -310,8 +483,10 @@ def write_published(snapshot: str | Path, out: str | Path, *, seed: int = 1, tru
         json_out = _gzip(folder / JSON_FILE, compresslevel)
         nt_out = _gzip(folder / NT_FILE, compresslevel)
         truthy_out = _gzip(folder / TRUTHY_FILE, compresslevel) if truthy else None
-        header = (f'<http://wikiba.se/ontology#Dump> <http://schema.org/dateModified> '
-                  f'"{DUMP_DATE}T00:00:00Z"^^<{XSD}dateTime> .\n')
+        header = (
+            f"<http://wikiba.se/ontology#Dump> <http://schema.org/dateModified> "
+            f'"{DUMP_DATE}T00:00:00Z"^^<{XSD}dateTime> .\n'
+        )
         for handle in (nt_out, truthy_out):
             if handle:
                 handle.write(header.encode())
@@ -320,8 +495,9 @@ def write_published(snapshot: str | Path, out: str | Path, *, seed: int = 1, tru
         stream = world_entities(snapshot)
         if noise:
             n_articles = max(20, n_world)  # more non-author items than the world has items
-            stream = itertools.chain(stream, noise_entities(random.Random(seed + 1), n_articles,
-                                                            max(30, n_articles // 10)))
+            stream = itertools.chain(
+                stream, noise_entities(random.Random(seed + 1), n_articles, max(30, n_articles // 10))
+            )
         first = True
         for entity in stream:
             counts["noise_entities" if int(entity["id"][1:]) >= NOISE_BASE - 2 else "entities"] += 1
@@ -335,10 +511,11 @@ def write_published(snapshot: str | Path, out: str | Path, *, seed: int = 1, tru
         for handle in (json_out, nt_out, truthy_out):
             if handle:
                 handle.close()
-        counts.update(_write_openlibrary(snapshot, folder / "openlibrary", random.Random(seed + 2), noise,
-                                         compresslevel))
+        counts.update(
+            _write_openlibrary(snapshot, folder / "openlibrary", random.Random(seed + 2), noise, compresslevel)
+        )
         # as a download keeps the server's Last-Modified: the file's date is the dump's date
-        stamp = datetime.fromisoformat(DUMP_DATE).replace(tzinfo=timezone.utc).timestamp()
+        stamp = datetime.fromisoformat(DUMP_DATE).replace(tzinfo=UTC).timestamp()
         for path in folder.rglob("*.gz"):
             os.utime(path, (stamp, stamp))
     return counts
@@ -353,8 +530,9 @@ def _ascii_line(line: str) -> str:
 
 def _write_openlibrary(snapshot: Path, folder: Path, rng: random.Random, noise: bool, level: int) -> dict:
     folder.mkdir()
-    names = {kind: folder / f"ol_dump_{kind}_{OL_DATE}.txt.gz" for kind in ("authors", "works", "editions",
-                                                                            "redirects")}
+    names = {
+        kind: folder / f"ol_dump_{kind}_{OL_DATE}.txt.gz" for kind in ("authors", "works", "editions", "redirects")
+    }
     out = {kind: _gzip(path, level) for kind, path in names.items()}
     counts = {"ol_redirects": 0, "ol_noise_lines": 0}
     with open_text(snapshot / OL_AUTHORS_FILE) as handle:
@@ -366,8 +544,9 @@ def _write_openlibrary(snapshot: Path, folder: Path, rng: random.Random, noise: 
                     mid = record["key"][:-1] + "9A"
                     for key, location in ((record["key"], mid), (mid, record["location"])):
                         hop = dict(record, key=key, location=location)
-                        out["redirects"].write(("\t".join([fields[0], key, *fields[2:4], json.dumps(hop)]) +
-                                                "\n").encode())
+                        out["redirects"].write(
+                            ("\t".join([fields[0], key, *fields[2:4], json.dumps(hop)]) + "\n").encode()
+                        )
                     counts["ol_redirects"] += 2
                 else:
                     out["redirects"].write(_ascii_line(line).encode())
@@ -403,20 +582,28 @@ def _unrelated(line: str, copy: int) -> str:
 def _ol_noise(out: dict, rng: random.Random) -> int:
     """Unrelated records: the real sample lines, a multi-MB work, work redirects."""
     n = 0
-    for sample, kind in (("authors-head-n20.txt", "authors"), ("works-head-n25.txt", "works"),
-                         ("works-tail-n30.txt", "works"), ("editions-tail-n20.txt", "editions")):
+    for sample, kind in (
+        ("authors-head-n20.txt", "authors"),
+        ("works-head-n25.txt", "works"),
+        ("works-tail-n30.txt", "works"),
+        ("editions-tail-n20.txt", "editions"),
+    ):
         path = SAMPLES / sample
         if path.is_file():
             for line in path.read_text(encoding="utf-8").splitlines():
                 out[kind].write((line + "\n").encode())
                 n += 1
-    big = {"key": "/works/OL1999999999W", "type": {"key": "/type/work"}, "title": "Collected notes",
-           "description": {"type": "/type/text", "value": "".join(rng.choice("abcdefgh ") for _ in range(3 << 20))},
-           "authors": [{"type": {"key": "/type/author_role"}, "author": {"key": "/authors/OL1999999999A"}}],
-           "revision": 1}
+    big = {
+        "key": "/works/OL1999999999W",
+        "type": {"key": "/type/work"},
+        "title": "Collected notes",
+        "description": {"type": "/type/text", "value": "".join(rng.choice("abcdefgh ") for _ in range(3 << 20))},
+        "authors": [{"type": {"key": "/type/author_role"}, "author": {"key": "/authors/OL1999999999A"}}],
+        "revision": 1,
+    }
     out["works"].write(f"/type/work\t{big['key']}\t1\t2020-01-01T00:00:00.000000\t{json.dumps(big)}\n".encode())
     redirect = {"key": "/works/OL1999999998W", "type": {"key": OL_REDIRECT}, "location": big["key"], "revision": 2}
-    out["redirects"].write(f"{OL_REDIRECT}\t{redirect['key']}\t2\t2020-01-01T00:00:00.000000\t"
-                           f"{json.dumps(redirect)}\n".encode())
+    out["redirects"].write(
+        f"{OL_REDIRECT}\t{redirect['key']}\t2\t2020-01-01T00:00:00.000000\t{json.dumps(redirect)}\n".encode()
+    )
     return n + 2
-

@@ -5,6 +5,7 @@
 * 42 Open Library authors and their 100 works from a romance sample (GitHub
   ``EfiLygda/openlibrary-etl-pipeline``, MIT; Open Library data CC0).
 """
+
 from __future__ import annotations
 
 import json
@@ -53,7 +54,11 @@ def load_kitab_authors(seed_dir: Path = SEED_DIR) -> list[KitabAuthor]:
                 row = json.loads(line)
                 rows.append(
                     KitabAuthor(
-                        row["Author"], row["Birth Year"], row["# of sitelinks"], row["WikiData ID"], row["OpenLibrary ID"]
+                        row["Author"],
+                        row["Birth Year"],
+                        row["# of sitelinks"],
+                        row["WikiData ID"],
+                        row["OpenLibrary ID"],
                     )
                 )
     return rows
@@ -68,9 +73,7 @@ def load_romance_authors(seed_dir: Path = SEED_DIR) -> list[RomanceAuthor]:
             row["author_name"],
             row["birth_year"],
             row["death_year"],
-            tuple(
-                RomanceWork(w["key"], w["title"], w["first_publish_year"], w["edition_count"]) for w in row["works"]
-            ),
+            tuple(RomanceWork(w["key"], w["title"], w["first_publish_year"], w["edition_count"]) for w in row["works"]),
         )
         for row in data["authors"]
     ]

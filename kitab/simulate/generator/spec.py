@@ -5,6 +5,7 @@ they have; :mod:`kitab.simulate.generator.emit` turns it into triples and dump r
 make the specs for the seed rows and for generated filler authors; :mod:`kitab.simulate.generator.cases`
 makes the deliberate edge cases.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -52,7 +53,12 @@ class Ids:
 
     def ranges(self) -> dict[str, list[str] | None]:
         """First and last generated id of each kind (``None`` if none was made)."""
-        names = {"Q": ("qids", "Q{}"), "A": ("ol_authors", "OL{}A"), "W": ("ol_works", "OL{}W"), "M": ("ol_editions", "OL{}M")}
+        names = {
+            "Q": ("qids", "Q{}"),
+            "A": ("ol_authors", "OL{}A"),
+            "W": ("ol_works", "OL{}W"),
+            "M": ("ol_editions", "OL{}M"),
+        }
         return {
             name: [pattern.format(SYNTHETIC_ID_BASE + 1), pattern.format(self._last[kind])]
             if self._last[kind] > SYNTHETIC_ID_BASE

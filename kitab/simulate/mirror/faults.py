@@ -1,5 +1,6 @@
 """Faults and rate limits the mirror can be told to produce, so tests prove politeness
 and resilience against the same HTTP behaviour the real services show."""
+
 from __future__ import annotations
 
 import hashlib
@@ -7,7 +8,6 @@ import math
 import threading
 import time
 from dataclasses import dataclass, field
-
 
 FAULT_KINDS = ("status", "cut", "slow", "timeout")
 
@@ -85,7 +85,7 @@ class RandomFaults:
             raise ValueError(f"paths must start with '/', got {'+'.join(self.paths)}")
 
     @classmethod
-    def parse(cls, spec: str) -> "RandomFaults":
+    def parse(cls, spec: str) -> RandomFaults:
         """``rate=0.2,seed=7,kinds=429+503`` -> RandomFaults; ValueError saying what is wrong."""
         values: dict[str, str] = {}
         for item in (part.strip() for part in spec.split(",")):
@@ -121,8 +121,10 @@ class RandomFaults:
     @property
     def spec(self) -> str:
         """The canonical SPEC: ``RandomFaults.parse(plan.spec) == plan``."""
-        return (f"rate={self.rate:g},seed={self.seed},kinds={'+'.join(self.kinds)},retry_after={self.retry_after},"
-                f"delay={self.delay:g},hang={self.hang:g},paths={'+'.join(self.paths)}")
+        return (
+            f"rate={self.rate:g},seed={self.seed},kinds={'+'.join(self.kinds)},retry_after={self.retry_after},"
+            f"delay={self.delay:g},hang={self.hang:g},paths={'+'.join(self.paths)}"
+        )
 
     def draw(self, path: str, request: str, seen: int) -> Fault | None:
         """The fault for the ``seen``-th repeat (0: first) of ``request`` on ``path``, or None."""

@@ -3,6 +3,7 @@
 The mirror's ``/sparql`` endpoint and the in-process "dump" source both answer through
 :func:`query_json`, so they return the very same bytes for the same query.
 """
+
 from __future__ import annotations
 
 import gzip

@@ -3,6 +3,7 @@ SPARQL 1.1 protocol (JSON results, a real SPARQL engine) and the Open Library en
 pipeline uses. It binds 127.0.0.1 (another address only when asked, inside a container
 network), can rate-limit (429 + Retry-After), inject faults, and logs every request so tests
 can count requests and check timing."""
+
 from __future__ import annotations
 
 import json
@@ -17,9 +18,11 @@ from kitab.simulate.mirror.faults import Fault, FaultPlan, RandomFaults, TokenBu
 
 SPARQL_JSON = "application/sparql-results+json"
 # WDQS's answer to a query stopped at its 60 s limit (HTTP 500): a stack trace naming this
-WDQS_TIMEOUT_BODY = ("SPARQL-QUERY: queryStr=...\njava.util.concurrent.ExecutionException: "
-                     "java.util.concurrent.TimeoutException\n\tat java.util.concurrent.FutureTask.report"
-                     "(FutureTask.java:122)\n").encode()
+WDQS_TIMEOUT_BODY = (
+    b"SPARQL-QUERY: queryStr=...\njava.util.concurrent.ExecutionException: "
+    b"java.util.concurrent.TimeoutException\n\tat java.util.concurrent.FutureTask.report"
+    b"(FutureTask.java:122)\n"
+)
 NO_ANSWER = 0  # logged status of a request whose connection was dropped unanswered (fault "timeout")
 
 
@@ -43,19 +46,28 @@ class Mirror:
     more rows than this is answered as WDQS answers a query over its time limit. Both can be
     changed later through ``mirror.faults``."""
 
-    def __init__(self, snapshot: Path, *, port: int = 0, ol_rate: float | None = 25.0,
-                 wdqs_rate: float | None = None, host: str = "127.0.0.1",
-                 faults: RandomFaults | str | None = None, wdqs_timeout_rows: int | None = None):
-        from kitab.sources.snapshot.olindex import OLIndex
+    def __init__(
+        self,
+        snapshot: Path,
+        *,
+        port: int = 0,
+        ol_rate: float | None = 25.0,
+        wdqs_rate: float | None = None,
+        host: str = "127.0.0.1",
+        faults: RandomFaults | str | None = None,
+        wdqs_timeout_rows: int | None = None,
+    ):
         from kitab.simulate.mirror.rdfstore import load_store
+        from kitab.sources.snapshot.olindex import OLIndex
 
         self.snapshot = Path(snapshot)
         self.store = load_store(self.snapshot)
         self.ol = OLIndex.from_snapshot(self.snapshot)
-        self.faults = FaultPlan(RandomFaults.parse(faults) if isinstance(faults, str) else faults,
-                                wdqs_timeout_rows)
-        self.limits = {"openlibrary": TokenBucket(ol_rate, burst=max(1.0, ol_rate)) if ol_rate else None,
-                       "wikidata": TokenBucket(wdqs_rate) if wdqs_rate else None}
+        self.faults = FaultPlan(RandomFaults.parse(faults) if isinstance(faults, str) else faults, wdqs_timeout_rows)
+        self.limits = {
+            "openlibrary": TokenBucket(ol_rate, burst=max(1.0, ol_rate)) if ol_rate else None,
+            "wikidata": TokenBucket(wdqs_rate) if wdqs_rate else None,
+        }
         self._log: list[LogEntry] = []
         self._log_lock = threading.Lock()
         # One SPARQL evaluation at a time, as WDQS asks of each client.
@@ -69,7 +81,7 @@ class Mirror:
         host, port = self._server.server_address[:2]
         return f"http://{host}:{port}"
 
-    def start(self) -> "Mirror":
+    def start(self) -> Mirror:
         self._thread = threading.Thread(target=self._server.serve_forever, name="kitab-mirror", daemon=True)
         self._thread.start()
         return self
@@ -81,7 +93,7 @@ class Mirror:
         self._server.shutdown()
         self._server.server_close()
 
-    def __enter__(self) -> "Mirror":
+    def __enter__(self) -> Mirror:
         return self.start()
 
     def __exit__(self, *exc) -> None:
@@ -126,9 +138,14 @@ class Mirror:
 
         if path == "/search.json":
             return 200, self.ol.search_works(
-                author_key=params.get("author_key"), title=params.get("title"), author=params.get("author"),
-                fields=params.get("fields"), limit=num("limit", 100), page=num("page", 1),
-                offset=int(params["offset"]) if params.get("offset", "").isdigit() else None)
+                author_key=params.get("author_key"),
+                title=params.get("title"),
+                author=params.get("author"),
+                fields=params.get("fields"),
+                limit=num("limit", 100),
+                page=num("page", 1),
+                offset=int(params["offset"]) if params.get("offset", "").isdigit() else None,
+            )
         if path == "/search/authors.json":
             return 200, self.ol.search_authors(params.get("q", ""), limit=num("limit", 100), offset=num("offset", 0))
         parts = path.strip("/").split("/")
@@ -170,13 +187,27 @@ def _handler_for(mirror: Mirror) -> type[BaseHTTPRequestHandler]:
             arrived = time.monotonic()
             parts = urlsplit(self.path)
             params = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
-            service = ("control" if parts.path.startswith("/_mirror/")
-                       else "wikidata" if parts.path == "/sparql" else "openlibrary")
+            service = (
+                "control"
+                if parts.path.startswith("/_mirror/")
+                else "wikidata"
+                if parts.path == "/sparql"
+                else "openlibrary"
+            )
             self.injected: Fault | None = None
             status = self._respond(method, parts.path, parts.query, params, body, service)
-            mirror.record(LogEntry(arrived, method, parts.path, parts.query, status,
-                                   self.headers.get("User-Agent", ""), service,
-                                   self.injected.label if self.injected else None))
+            mirror.record(
+                LogEntry(
+                    arrived,
+                    method,
+                    parts.path,
+                    parts.query,
+                    status,
+                    self.headers.get("User-Agent", ""),
+                    service,
+                    self.injected.label if self.injected else None,
+                )
+            )
 
         def _respond(self, method: str, path: str, query: str, params: dict, body: bytes, service: str) -> int:
             if service == "control":
@@ -188,8 +219,9 @@ def _handler_for(mirror: Mirror) -> type[BaseHTTPRequestHandler]:
                 self.close_connection = True
                 return NO_ANSWER
             if fault and fault.kind == "status":
-                return self._send(fault.status, "application/json", b'{"error": "injected fault"}',
-                                  retry_after=fault.retry_after)
+                return self._send(
+                    fault.status, "application/json", b'{"error": "injected fault"}', retry_after=fault.retry_after
+                )
             limit = mirror.limits.get(service)
             wait = limit.acquire(self.headers.get("User-Agent", "") + self.client_address[0]) if limit else None
             if wait is not None:
@@ -225,8 +257,9 @@ def _handler_for(mirror: Mirror) -> type[BaseHTTPRequestHandler]:
                 return self._send(204, "text/plain", b"")
             return self._send(404, "text/plain", b"unknown control endpoint")
 
-        def _send(self, status: int, ctype: str, payload: bytes, *, retry_after: int | None = None,
-                  cut: bool = False) -> int:
+        def _send(
+            self, status: int, ctype: str, payload: bytes, *, retry_after: int | None = None, cut: bool = False
+        ) -> int:
             self.send_response(status)
             self.send_header("Content-Type", ctype)
             self.send_header("Content-Length", str(len(payload)))

@@ -11,6 +11,7 @@ and the counts kept and skipped by reason.
 Work files go to ``<out>.parts/`` (or ``work_dir``): a killed run resumes from the chunks already
 finished there and writes the same bytes; they are removed after a successful run.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -18,27 +19,45 @@ import re
 import shutil
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Callable
 
 import duckdb
 
 from kitab.core.errors import BadValue
 from kitab.core.files import atomic_dir, sha256_file
-from kitab.sources.snapshot.format import (DATA_FILES, MANIFEST_FILE, OL_AUTHORS_FILE, OL_EDITIONS_FILE, OL_WORKS_FILE,
-                                           RDFS_LABEL, WD, WDT, WIKIBASE_SITELINKS, WIKIDATA_FILE,
-                                           deterministic_gzip, manifest_bytes)
-from kitab.sources.snapshot.olindex import tokens
 from kitab.sources.dumps import inputs as dump_inputs
 from kitab.sources.dumps.inputs import OL_ALL, DumpInput
 from kitab.sources.dumps.scan import scan, worker_pool
+from kitab.sources.snapshot.format import (
+    DATA_FILES,
+    MANIFEST_FILE,
+    OL_AUTHORS_FILE,
+    OL_EDITIONS_FILE,
+    OL_WORKS_FILE,
+    RDFS_LABEL,
+    WD,
+    WDT,
+    WIKIBASE_SITELINKS,
+    WIKIDATA_FILE,
+    deterministic_gzip,
+    manifest_bytes,
+)
+from kitab.sources.snapshot.olindex import tokens
 
 BUILDER_VERSION = "1"
 MAX_REDIRECTS = 3  # as kitab.sources.openlibrary follows them
-PREDICATE_IRIS = {"P31": f"<{WDT}P31>", "P106": f"<{WDT}P106>", "P569": f"<{WDT}P569>", "P648": f"<{WDT}P648>",
-                  "P50": f"<{WDT}P50>", "label": f"<{RDFS_LABEL}>", "sitelinks": f"<{WIKIBASE_SITELINKS}>"}
+PREDICATE_IRIS = {
+    "P31": f"<{WDT}P31>",
+    "P106": f"<{WDT}P106>",
+    "P569": f"<{WDT}P569>",
+    "P648": f"<{WDT}P648>",
+    "P50": f"<{WDT}P50>",
+    "label": f"<{RDFS_LABEL}>",
+    "sitelinks": f"<{WIKIBASE_SITELINKS}>",
+}
 
 
 class NoAuthorsError(BadValue):
@@ -60,8 +79,8 @@ class Settings:
 
 def sample_occupations() -> list[int]:
     """The occupation item numbers of ``candidate_authors.rq``'s VALUES block (the one list the sampler uses)."""
-    from kitab.sources.queries import SQL_DIR
     from kitab.sources.dump import occupations
+    from kitab.sources.queries import SQL_DIR
 
     text = (Path(SQL_DIR) / "sparql" / "candidate_authors.rq").read_text(encoding="utf-8")
     return sorted(int(iri.rsplit("Q", 1)[1]) for iri in occupations(text) if iri.startswith(WD + "Q"))
@@ -71,8 +90,14 @@ def _sql_list(values) -> str:
     return ", ".join(str(int(v)) for v in values) or "NULL"
 
 
-def from_dumps(wikidata: str | Path, openlibrary: str | Path, out: str | Path, settings: Settings | None = None,
-               progress: Callable[[str], None] | None = None, stop_after: int | None = None) -> dict:
+def from_dumps(
+    wikidata: str | Path,
+    openlibrary: str | Path,
+    out: str | Path,
+    settings: Settings | None = None,
+    progress: Callable[[str], None] | None = None,
+    stop_after: int | None = None,
+) -> dict:
     """Build the snapshot folder ``out``; returns its manifest. See the module docstring."""
     settings = settings or Settings()
     pool = worker_pool(settings.workers)  # one set of parsing processes for every file
@@ -97,12 +122,26 @@ def _from_dumps(wikidata, openlibrary, out, settings: Settings, progress, stop_a
     report: dict[str, dict] = {}
 
     # 1. WikiData: one pass, rows to parts
-    ctx = {"occupations": set(occupations), "min_birth_year": settings.min_birth_year, "max_year": max_year,
-           "max_record": settings.max_record}
+    ctx = {
+        "occupations": set(occupations),
+        "min_birth_year": settings.min_birth_year,
+        "max_year": max_year,
+        "max_record": settings.max_record,
+    }
     fn = "kitab.sources.dumps.wikidata:" + ("json_chunk" if wd_input.kind == dump_inputs.WIKIDATA_JSON else "nt_chunk")
     say(f"scanning {wd_input.path.name} ({wd_input.kind})")
-    counts = scan(wd_input, fn, ctx, work / "wikidata", pool=pool, workers=settings.workers, chunk_bytes=settings.chunk_bytes,
-                  max_record=settings.max_record, progress=progress, stop_after=stop_after)
+    counts = scan(
+        wd_input,
+        fn,
+        ctx,
+        work / "wikidata",
+        pool=pool,
+        workers=settings.workers,
+        chunk_bytes=settings.chunk_bytes,
+        max_record=settings.max_record,
+        progress=progress,
+        stop_after=stop_after,
+    )
     report[wd_input.path.name] = dict(counts)
     if stop_after is not None:
         return {"stopped": True, "counts": report}
@@ -115,13 +154,19 @@ def _from_dumps(wikidata, openlibrary, out, settings: Settings, progress, stop_a
     parts = sorted((work / "wikidata").glob("part-*.parquet"))
     if not parts:
         _no_authors(wd_input, "no human with a listed occupation and no P50 link was found")
-    if not any(p for p in [con.execute(
-            f"SELECT 1 FROM read_parquet({_paths(parts)}) WHERE p = 'sitelinks' LIMIT 1").fetchone()]):
-        raise dump_inputs.DumpInputError(f"{wd_input.path}: no sitelink counts anywhere in the file: authors "
-                                         "cannot be ranked; use the full latest-all.json.gz")
+    if not any(
+        p
+        for p in [con.execute(f"SELECT 1 FROM read_parquet({_paths(parts)}) WHERE p = 'sitelinks' LIMIT 1").fetchone()]
+    ):
+        raise dump_inputs.DumpInputError(
+            f"{wd_input.path}: no sitelink counts anywhere in the file: authors "
+            "cannot be ranked; use the full latest-all.json.gz"
+        )
     # an item's N-Triples term is made here from its number (the parts store only the number)
-    con.execute(f"CREATE VIEW t AS SELECT s, p::VARCHAR AS p, coalesce(o, '<{WD}Q' || oq || '>') AS o, oq, year, v "
-                f"FROM read_parquet({_paths(parts)})")
+    con.execute(
+        f"CREATE VIEW t AS SELECT s, p::VARCHAR AS p, coalesce(o, '<{WD}Q' || oq || '>') AS o, oq, year, v "
+        f"FROM read_parquet({_paths(parts)})"
+    )
     con.execute(f"""
         CREATE TABLE humans AS
         SELECT s FROM t WHERE p = 'P31' AND oq = 5
@@ -134,11 +179,20 @@ def _from_dumps(wikidata, openlibrary, out, settings: Settings, progress, stop_a
         SELECT count(*) FROM (SELECT oq, count(*) n FROM links GROUP BY oq)
         WHERE n BETWEEN {settings.min_works} AND {settings.max_works}""").fetchone()[0]
     if eligible == 0:
-        _no_authors(wd_input, f"no human with a listed occupation, born {settings.min_birth_year} or later, has "
-                              f"{settings.min_works}-{settings.max_works} works naming them in P50")
-    wd_counts = dict(zip(("humans", "authors", "works", "links"), con.execute(
-        "SELECT (SELECT count(*) FROM humans), (SELECT count(*) FROM authors), (SELECT count(*) FROM works), "
-        "(SELECT count(*) FROM links)").fetchone()))
+        _no_authors(
+            wd_input,
+            f"no human with a listed occupation, born {settings.min_birth_year} or later, has "
+            f"{settings.min_works}-{settings.max_works} works naming them in P50",
+        )
+    wd_counts = dict(
+        zip(
+            ("humans", "authors", "works", "links"),
+            con.execute(
+                "SELECT (SELECT count(*) FROM humans), (SELECT count(*) FROM authors), (SELECT count(*) FROM works), "
+                "(SELECT count(*) FROM links)"
+            ).fetchone(),
+        )
+    )
     wd_counts["eligible_authors"] = eligible
 
     predicate = "CASE p " + " ".join(f"WHEN '{k}' THEN '{v}'" for k, v in PREDICATE_IRIS.items()) + " END"
@@ -147,25 +201,42 @@ def _from_dumps(wikidata, openlibrary, out, settings: Settings, progress, stop_a
         wd_counts["triples"] = n_triples
 
         # 2. Open Library: redirects, authors, works, editions; each pass knows what the last kept
-        wanted = {row[0] for row in con.execute(
-            "SELECT DISTINCT v FROM t WHERE p = 'P648' AND s IN (SELECT s FROM authors)").fetchall()}
+        wanted = {
+            row[0]
+            for row in con.execute(
+                "SELECT DISTINCT v FROM t WHERE p = 'P648' AND s IN (SELECT s FROM authors)"
+            ).fetchall()
+        }
         wanted_keys = {f"/authors/{v}" for v in wanted if re.fullmatch(r"OL\d+A", v)}
         name_index: dict[str, list[frozenset]] = {}
         for (label,) in con.execute(
-                "SELECT DISTINCT v FROM t WHERE p = 'label' AND s IN (SELECT s FROM authors)").fetchall():
+            "SELECT DISTINCT v FROM t WHERE p = 'label' AND s IN (SELECT s FROM authors)"
+        ).fetchall():
             bag = frozenset(tokens(label))
             if bag:
                 name_index.setdefault(max(bag, key=len), []).append(bag)
         by_kind = {item.kind: item for item in ol_inputs}
         base_ctx = {"max_record": settings.max_record}
-        common = dict(pool=pool, workers=settings.workers, chunk_bytes=settings.chunk_bytes, max_record=settings.max_record,
-                      progress=progress)
+        common = dict(
+            pool=pool,
+            workers=settings.workers,
+            chunk_bytes=settings.chunk_bytes,
+            max_record=settings.max_record,
+            progress=progress,
+        )
 
         def ol_scan(kind: str, fn: str, ctx: dict) -> tuple[Path, Counter]:
             item = by_kind.get(kind) or by_kind[OL_ALL]
             if kind not in by_kind:
-                ctx = {**ctx, "type_prefix": {"redirects": b"/type/redirect\t", "authors": b"/type/author\t",
-                                              "works": b"/type/work\t", "editions": b"/type/edition\t"}[kind]}
+                ctx = {
+                    **ctx,
+                    "type_prefix": {
+                        "redirects": b"/type/redirect\t",
+                        "authors": b"/type/author\t",
+                        "works": b"/type/work\t",
+                        "editions": b"/type/edition\t",
+                    }[kind],
+                }
             say(f"scanning {item.path.name} ({kind})")
             parts_dir = work / f"ol-{kind}"
             result = scan(item, "kitab.sources.dumps.openlibrary:" + fn, {**base_ctx, **ctx}, parts_dir, **common)
@@ -178,8 +249,12 @@ def _from_dumps(wikidata, openlibrary, out, settings: Settings, progress, stop_a
             redirect_dir, _ = ol_scan("redirects", "redirects_chunk", {})
             redirect_parts = sorted(redirect_dir.glob("part-*.parquet"))
             if redirect_parts:
-                follow = {src: (dst, line) for src, dst, line in con.execute(
-                    f"SELECT src, dst, line FROM read_parquet({_paths(redirect_parts)})").fetchall()}
+                follow = {
+                    src: (dst, line)
+                    for src, dst, line in con.execute(
+                        f"SELECT src, dst, line FROM read_parquet({_paths(redirect_parts)})"
+                    ).fetchall()
+                }
                 resolved = set()
                 for key in sorted(wanted_keys):
                     for _ in range(MAX_REDIRECTS):
@@ -191,17 +266,18 @@ def _from_dumps(wikidata, openlibrary, out, settings: Settings, progress, stop_a
                     resolved.add(key)
                 wanted_keys |= resolved
                 del follow
-        authors_dir, _ = ol_scan("authors", "authors_chunk", {"wanted_authors": wanted_keys,
-                                                               "name_index": name_index})
+        authors_dir, _ = ol_scan("authors", "authors_chunk", {"wanted_authors": wanted_keys, "name_index": name_index})
         kept_authors = _kept_keys(authors_dir, 1)
         works_dir, _ = ol_scan("works", "works_chunk", {"kept_authors": {k.encode() for k in kept_authors}})
         kept_works = _kept_keys(works_dir, 1)
         editions_dir, _ = ol_scan("editions", "editions_chunk", {"kept_works": {k.encode() for k in kept_works}})
         chain_lines = sorted(set(chain_lines))
-        ol_counts = {"authors": _concat(authors_dir, folder / OL_AUTHORS_FILE, chain_lines),
-                     "author_redirects": len(chain_lines),
-                     "works": _concat(works_dir, folder / OL_WORKS_FILE),
-                     "editions": _concat(editions_dir, folder / OL_EDITIONS_FILE)}
+        ol_counts = {
+            "authors": _concat(authors_dir, folder / OL_AUTHORS_FILE, chain_lines),
+            "author_redirects": len(chain_lines),
+            "works": _concat(works_dir, folder / OL_WORKS_FILE),
+            "editions": _concat(editions_dir, folder / OL_EDITIONS_FILE),
+        }
         con.close()
         manifest = _manifest(folder, wd_input, ol_inputs, report, wd_counts, ol_counts, settings, occupations)
         (folder / MANIFEST_FILE).write_bytes(manifest_bytes(manifest))
@@ -260,12 +336,20 @@ def _concat(parts_dir: Path, path: Path, extra: list[str] = ()) -> int:
     return n
 
 
-def _manifest(folder: Path, wd_input: DumpInput, ol_inputs: list[DumpInput], report: dict, wd_counts: dict,
-              ol_counts: dict, settings: Settings, occupations: list[int]) -> dict:
+def _manifest(
+    folder: Path,
+    wd_input: DumpInput,
+    ol_inputs: list[DumpInput],
+    report: dict,
+    wd_counts: dict,
+    ol_counts: dict,
+    settings: Settings,
+    occupations: list[int],
+) -> dict:
     checksums = {name: sha256_file(folder / name) for name in DATA_FILES}
     digest = hashlib.sha256("".join(f"{name}:{checksums[name]}\n" for name in DATA_FILES).encode()).hexdigest()
     as_of = settings.as_of or wd_input.dump_date
-    created = datetime.fromisoformat(as_of[:10]).replace(tzinfo=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    created = datetime.fromisoformat(as_of[:10]).replace(tzinfo=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     skipped: Counter = Counter()
     for counts in report.values():
         for key, value in counts.items():
@@ -279,21 +363,33 @@ def _manifest(folder: Path, wd_input: DumpInput, ol_inputs: list[DumpInput], rep
         "created_at": created,
         "generator": {"module": __name__, "version": BUILDER_VERSION},
         "sources": {
-            "wikidata": {"what": f"WikiData dump {wd_input.path.name} ({wd_input.kind}), filtered by kitab "
-                                 "snapshot from-dumps", "url": "https://dumps.wikimedia.org/wikidatawiki/entities/",
-                         "license": "CC0 1.0"},
-            "openlibrary": {"what": "Open Library dumps " + ", ".join(i.path.name for i in ol_inputs) +
-                                    ", filtered to what the sampled authors reach",
-                            "url": "https://openlibrary.org/developers/dumps", "license": "CC0 1.0"},
+            "wikidata": {
+                "what": f"WikiData dump {wd_input.path.name} ({wd_input.kind}), filtered by kitab snapshot from-dumps",
+                "url": "https://dumps.wikimedia.org/wikidatawiki/entities/",
+                "license": "CC0 1.0",
+            },
+            "openlibrary": {
+                "what": "Open Library dumps "
+                + ", ".join(i.path.name for i in ol_inputs)
+                + ", filtered to what the sampled authors reach",
+                "url": "https://openlibrary.org/developers/dumps",
+                "license": "CC0 1.0",
+            },
             "note": "public dumps, not generated: no id in this snapshot is synthetic",
         },
         "inputs": [wd_input.describe()] + [i.describe() for i in ol_inputs],
-        "filter": {"min_birth_year": settings.min_birth_year, "occupations": [f"Q{q}" for q in occupations],
-                   "eligible_works": [settings.min_works, settings.max_works], "max_record_bytes": settings.max_record},
+        "filter": {
+            "min_birth_year": settings.min_birth_year,
+            "occupations": [f"Q{q}" for q in occupations],
+            "eligible_works": [settings.min_works, settings.max_works],
+            "max_record_bytes": settings.max_record,
+        },
         "kept": {"wikidata": wd_counts, "openlibrary": ol_counts},
         "skipped": {k: v for k, v in sorted(skipped.items()) if v},
         "scan": report,
         "checksums": checksums,
-        "counts": {**{name: (folder / name).stat().st_size for name in DATA_FILES},
-                   "bytes": sum((folder / name).stat().st_size for name in DATA_FILES)},
+        "counts": {
+            **{name: (folder / name).stat().st_size for name in DATA_FILES},
+            "bytes": sum((folder / name).stat().st_size for name in DATA_FILES),
+        },
     }

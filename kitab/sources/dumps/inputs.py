@@ -11,6 +11,7 @@ gzip is read with ISA-L (``isal``, about 4x zlib on this machine's cores), bzip2
 ``indexed_bzip2`` (parallel blocks). A cut download is one error naming the file and the
 compressed offset where it ends.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -18,7 +19,7 @@ import io
 import os
 import re
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import BinaryIO
 
@@ -41,6 +42,7 @@ class DumpInputError(BadValue):
 @dataclass
 class DumpInput:
     """One input file and its provenance (what the snapshot's manifest records)."""
+
     path: Path
     kind: str  # wikidata-json | wikidata-nt | authors | works | editions | redirects | all
     size: int = 0
@@ -50,8 +52,14 @@ class DumpInput:
     extra: dict = field(default_factory=dict)
 
     def describe(self) -> dict:
-        return {"name": self.path.name, "kind": self.kind, "size": self.size, "dump_date": self.dump_date,
-                "dump_date_from": self.date_from, "fingerprint": self.fingerprint}
+        return {
+            "name": self.path.name,
+            "kind": self.kind,
+            "size": self.size,
+            "dump_date": self.dump_date,
+            "dump_date_from": self.date_from,
+            "fingerprint": self.fingerprint,
+        }
 
 
 class CountingReader(io.RawIOBase):
@@ -84,10 +92,12 @@ class Decompressed:
             magic = handle.read(3)
         if magic[:2] == b"\x1f\x8b":
             from isal import igzip  # ISA-L: the fastest single-stream inflate available here
+
             self.stream: BinaryIO = igzip.IGzipFile(fileobj=io.BufferedReader(self.raw, 1 << 20), mode="rb")
             self.compression = "gzip"
         elif magic == b"BZh":
             import indexed_bzip2  # decodes bzip2 blocks on several threads
+
             self.stream = indexed_bzip2.open(str(path), parallelization=max(1, threads))
             self.raw.close()
             self.raw = None
@@ -118,8 +128,10 @@ class Decompressed:
             raise self._cut_short(exc) from None
 
     def _cut_short(self, exc: Exception) -> DumpInputError:
-        return DumpInputError(f"{self.path}: truncated or corrupt {self.compression} data near compressed "
-                              f"byte {self.compressed_pos():,}: {exc}; download it again")
+        return DumpInputError(
+            f"{self.path}: truncated or corrupt {self.compression} data near compressed "
+            f"byte {self.compressed_pos():,}: {exc}; download it again"
+        )
 
     def close(self) -> None:
         self.stream.close()
@@ -155,7 +167,7 @@ def _provenance(item: DumpInput, header_date: str | None = None) -> DumpInput:
     elif header_date:
         item.dump_date, item.date_from = header_date, "header"
     else:
-        mtime = datetime.fromtimestamp(item.path.stat().st_mtime, timezone.utc)
+        mtime = datetime.fromtimestamp(item.path.stat().st_mtime, UTC)
         item.dump_date, item.date_from = mtime.strftime("%Y-%m-%d"), "mtime"
     return item
 
@@ -190,17 +202,19 @@ def wikidata_input(path: str | os.PathLike) -> DumpInput:
         # Every entity of the JSON dump has a "sitelinks" map (maybe empty): its absence means a
         # filtered or foreign file that cannot rank authors.
         if b'"sitelinks"' not in text and b'"type":"item"' in text.replace(b" ", b""):
-            raise DumpInputError(f"{path}: WikiData JSON without \"sitelinks\": authors cannot be ranked; "
-                                 "use the full latest-all.json.gz")
+            raise DumpInputError(
+                f'{path}: WikiData JSON without "sitelinks": authors cannot be ranked; use the full latest-all.json.gz'
+            )
         return _provenance(DumpInput(path, WIKIDATA_JSON))
     if start == b"<" or start == b"_":
         if SITELINKS_NT not in text:
-            raise DumpInputError(f"{path}: N-Triples without sitelinks (wikiba.se/ontology#sitelinks), e.g. the "
-                                 "truthy dump: authors cannot be ranked; use latest-all.json.gz (or latest-all.nt.gz)")
+            raise DumpInputError(
+                f"{path}: N-Triples without sitelinks (wikiba.se/ontology#sitelinks), e.g. the "
+                "truthy dump: authors cannot be ranked; use latest-all.json.gz (or latest-all.nt.gz)"
+            )
         match = _NT_DATE.search(text)
         return _provenance(DumpInput(path, WIKIDATA_NT), match[1].decode() if match else None)
-    raise DumpInputError(f"{path}: not a WikiData dump (expected a JSON array or N-Triples, "
-                         f"starts with {text[:40]!r})")
+    raise DumpInputError(f"{path}: not a WikiData dump (expected a JSON array or N-Triples, starts with {text[:40]!r})")
 
 
 _OL_NAME = re.compile(r"^ol_dump_(?:(authors|works|editions|redirects)_)?(\d{4}-\d{2}-\d{2}|latest)\.txt(\.gz)?$")
@@ -229,6 +243,8 @@ def openlibrary_inputs(folder: str | os.PathLike) -> list[DumpInput]:
         kinds = [OL_ALL]
     else:
         missing = [kind for kind in ("authors", "works", "editions") if kind not in newest]
-        raise DumpInputError(f"{folder}: no ol_dump_{missing[0]}_<date>.txt.gz (and no all-types "
-                             "ol_dump_<date>.txt.gz); download the authors, works, editions and redirects dumps")
+        raise DumpInputError(
+            f"{folder}: no ol_dump_{missing[0]}_<date>.txt.gz (and no all-types "
+            "ol_dump_<date>.txt.gz); download the authors, works, editions and redirects dumps"
+        )
     return [_provenance(DumpInput(newest[kind], kind)) for kind in kinds]

@@ -12,12 +12,12 @@ five fields, a non-integer revision or JSON that is not an object with that key 
 * works: kept when an author key is a kept author;
 * editions: kept when a work key is a kept work.
 """
+
 from __future__ import annotations
 
 import re
 from collections import Counter
 from pathlib import Path
-from typing import Union
 
 import msgspec
 import orjson
@@ -39,7 +39,8 @@ def _fields(line: bytes, counts: Counter) -> tuple[bytes, bytes, dict] | None:
         counts["malformed"] += 1
         return None
     if not isinstance(record, dict) or record.get("key", fields[1].decode("utf-8", "replace")) != fields[1].decode(
-            "utf-8", "replace"):
+        "utf-8", "replace"
+    ):
         counts["malformed"] += 1
         return None
     return fields[0], fields[1], record
@@ -138,21 +139,21 @@ def authors_chunk(data: bytes, ctx: dict, parts_dir: Path, index: int) -> dict:
 
 
 class _KeyRef(msgspec.Struct):
-    key: Union[str, None] = None
+    key: str | None = None
 
 
 class _Role(msgspec.Struct):
-    author: Union[_KeyRef, str, None] = None
+    author: _KeyRef | str | None = None
 
 
 class _Work(msgspec.Struct):
-    key: Union[str, None] = None
-    authors: Union[list[_Role], None] = None
+    key: str | None = None
+    authors: list[_Role] | None = None
 
 
 class _Edition(msgspec.Struct):
-    key: Union[str, None] = None
-    works: Union[list[_KeyRef], None] = None
+    key: str | None = None
+    works: list[_KeyRef] | None = None
 
 
 _DECODE_WORK = msgspec.json.Decoder(_Work).decode
@@ -196,8 +197,18 @@ def _checked(data: bytes, start: int, end: int, decode, counts: Counter, max_rec
     return line, record
 
 
-def _kept_lines_chunk(data: bytes, ctx: dict, parts_dir: Path, index: int, *, pattern, wanted: set[bytes],
-                      type_prefix: bytes, decoder, keys_of) -> dict:
+def _kept_lines_chunk(
+    data: bytes,
+    ctx: dict,
+    parts_dir: Path,
+    index: int,
+    *,
+    pattern,
+    wanted: set[bytes],
+    type_prefix: bytes,
+    decoder,
+    keys_of,
+) -> dict:
     """Records whose ``keys_of(record)`` names a ``wanted`` key -> kept lines. Only lines holding
     a wanted key anywhere (``pattern``) are decoded, with a typed decoder of just those fields."""
     counts: Counter = Counter()
@@ -229,13 +240,29 @@ def _work_authors(record) -> set[bytes]:
 
 def works_chunk(data: bytes, ctx: dict, parts_dir: Path, index: int) -> dict:
     """Works naming a kept author -> kept lines."""
-    return _kept_lines_chunk(data, ctx, parts_dir, index, pattern=AUTHOR_KEY, wanted=ctx["kept_authors"],
-                             type_prefix=b"/type/work\t", decoder=_DECODE_WORK, keys_of=_work_authors)
+    return _kept_lines_chunk(
+        data,
+        ctx,
+        parts_dir,
+        index,
+        pattern=AUTHOR_KEY,
+        wanted=ctx["kept_authors"],
+        type_prefix=b"/type/work\t",
+        decoder=_DECODE_WORK,
+        keys_of=_work_authors,
+    )
 
 
 def editions_chunk(data: bytes, ctx: dict, parts_dir: Path, index: int) -> dict:
     """Editions of a kept work -> kept lines."""
-    return _kept_lines_chunk(data, ctx, parts_dir, index, pattern=WORK_KEY, wanted=ctx["kept_works"],
-                             type_prefix=b"/type/edition\t", decoder=_DECODE_EDITION,
-                             keys_of=lambda record: {ref.key.encode() for ref in record.works or ()
-                                                     if isinstance(ref.key, str)})
+    return _kept_lines_chunk(
+        data,
+        ctx,
+        parts_dir,
+        index,
+        pattern=WORK_KEY,
+        wanted=ctx["kept_works"],
+        type_prefix=b"/type/edition\t",
+        decoder=_DECODE_EDITION,
+        keys_of=lambda record: {ref.key.encode() for ref in record.works or () if isinstance(ref.key, str)},
+    )

@@ -9,6 +9,7 @@ flight: memory is bounded by ``chunk_bytes``, not by the file.
 
 A line longer than ``max_record`` is skipped and counted (``oversized``), never held whole.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -22,8 +23,9 @@ import sys
 import tempfile
 import time
 from collections import Counter, deque
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from kitab.core.files import write_bytes, write_via_temp
 from kitab.sources.dumps.inputs import Decompressed, DumpInput
@@ -181,8 +183,8 @@ class Cutter:
                 if newline < 0:
                     filled = 0
                     continue
-                rest = bytes(view[newline + 1:filled])
-                view[:len(rest)] = rest
+                rest = bytes(view[newline + 1 : filled])
+                view[: len(rest)] = rest
                 filled = len(rest)
                 self.skipping = False
             if filled < self.chunk_bytes and not self.eof:
@@ -194,7 +196,7 @@ class Cutter:
             line_start = buf.rfind(b"\n", 0, self.chunk_bytes - 1) + 1  # of the line the cut ends
             if cut >= 0 and cut - line_start > self.max_record:  # that line is oversized: not sent
                 self.counts["oversized"] += 1
-                self.carry = bytes(view[cut + 1:filled])
+                self.carry = bytes(view[cut + 1 : filled])
                 if line_start:
                     return line_start
                 filled = len(self.carry)
@@ -202,7 +204,7 @@ class Cutter:
                 self.carry = b""
                 continue
             if cut >= 0:
-                self.carry = bytes(view[cut + 1:filled])
+                self.carry = bytes(view[cut + 1 : filled])
                 return cut + 1
             if filled - line_start > self.max_record:
                 self.counts["oversized"] += 1
@@ -228,17 +230,36 @@ def chunks(stream: Decompressed, chunk_bytes: int, max_record: int, counts: Coun
 
 
 def checkpoint_key(item: DumpInput, fn_path: str, ctx: dict, chunk_bytes: int, max_record: int) -> str:
-    text = json.dumps([SCAN_VERSION, item.fingerprint, item.size, fn_path, chunk_bytes, max_record,
-                       hashlib.sha256(json.dumps(ctx, sort_keys=True, default=sorted).encode()).hexdigest()])
+    text = json.dumps(
+        [
+            SCAN_VERSION,
+            item.fingerprint,
+            item.size,
+            fn_path,
+            chunk_bytes,
+            max_record,
+            hashlib.sha256(json.dumps(ctx, sort_keys=True, default=sorted).encode()).hexdigest(),
+        ]
+    )
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 IN_PROCESS_BYTES = 4 << 20  # a smaller file is read in this process: sending it to a worker costs more
 
 
-def scan(item: DumpInput, fn_path: str, ctx: dict, parts_dir: Path, *, workers: int = 2, pool=None,
-         chunk_bytes: int = 32 << 20, max_record: int = 32 << 20,
-         progress: Callable[[str], None] | None = None, stop_after: int | None = None) -> Counter:
+def scan(
+    item: DumpInput,
+    fn_path: str,
+    ctx: dict,
+    parts_dir: Path,
+    *,
+    workers: int = 2,
+    pool=None,
+    chunk_bytes: int = 32 << 20,
+    max_record: int = 32 << 20,
+    progress: Callable[[str], None] | None = None,
+    stop_after: int | None = None,
+) -> Counter:
     """Scan ``item`` with ``fn_path`` (``module:function(data, ctx, parts_dir, index) -> counts``).
 
     Chunks already done in ``parts_dir`` (same input fingerprint and settings) are not parsed again.
@@ -287,8 +308,9 @@ def scan(item: DumpInput, fn_path: str, ctx: dict, parts_dir: Path, *, workers: 
             if index in done:
                 free.append(slot)
             elif slots is None:
-                counts.update(_run_chunk(fn_path, str(ctx_file), index, bytes(memoryview(local)[:length]),
-                                         str(parts_dir)))
+                counts.update(
+                    _run_chunk(fn_path, str(ctx_file), index, bytes(memoryview(local)[:length]), str(parts_dir))
+                )
                 free.append(slot)
             else:
                 job = (fn_path, str(ctx_file), index, (str(slots.path(slot)), length), str(parts_dir))

@@ -9,6 +9,7 @@ else reads and writes through it.
 Writes are atomic (temp file, then ``os.replace``) and gzip output is deterministic (mtime 0,
 no file name in the header), so the same content always gives the same bytes.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -208,13 +209,17 @@ def check_snapshot(snapshot_dir: str | os.PathLike) -> dict[str, Any]:
         if name.endswith(".gz") and head != b"\x1f\x8b":
             raise SnapshotFormatError(f"{path}: not a gzip file")
     checksums = manifest.get("checksums") or {}
-    if sum((snapshot_dir / name).stat().st_size for name in checksums if (snapshot_dir / name).is_file()) \
-            <= HASH_CHECK_BYTES:
+    if (
+        sum((snapshot_dir / name).stat().st_size for name in checksums if (snapshot_dir / name).is_file())
+        <= HASH_CHECK_BYTES
+    ):
         for name, expected in sorted(checksums.items()):
             path = snapshot_dir / name
             if path.is_file() and sha256_file(path) != expected:
-                raise SnapshotFormatError(f"{path}: its sha256 differs from MANIFEST.json's (a truncated or "
-                                          "changed file); copy the snapshot again")
+                raise SnapshotFormatError(
+                    f"{path}: its sha256 differs from MANIFEST.json's (a truncated or "
+                    "changed file); copy the snapshot again"
+                )
     return manifest
 
 

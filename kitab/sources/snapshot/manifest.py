@@ -6,11 +6,12 @@ what every consumer keys on: ``snapshot_id`` names the DuckDB scan cache of ``--
 ``created_at`` is the ``fetched_at`` of every answer, ``checksums`` let ``kitab snapshot verify``
 catch a changed file.
 """
+
 from __future__ import annotations
 
 import hashlib
 import os
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -39,15 +40,16 @@ def normalise_as_of(as_of: str) -> str:
     text = as_of.strip()
     try:
         if len(text) == 10:  # a bare date: midnight UTC
-            moment = datetime.combine(date.fromisoformat(text), datetime.min.time(), tzinfo=timezone.utc)
+            moment = datetime.combine(date.fromisoformat(text), datetime.min.time(), tzinfo=UTC)
         else:
             moment = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
     except ValueError:
-        raise ValueError(f"--as-of must be an ISO date or datetime (2024-06-01 or 2024-06-01T12:00:00Z), "
-                         f"got {as_of!r}") from None
+        raise ValueError(
+            f"--as-of must be an ISO date or datetime (2024-06-01 or 2024-06-01T12:00:00Z), got {as_of!r}"
+        ) from None
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def snapshot_digest(checksums: dict[str, str]) -> str:
@@ -69,7 +71,7 @@ def write_manifest(folder: str | os.PathLike, as_of: str | None = None) -> dict[
     sizes = {name: (folder / name).stat().st_size for name in DATA_FILES}
     if as_of is None:
         newest = max((folder / name).stat().st_mtime for name in DATA_FILES)
-        created_at = datetime.fromtimestamp(newest, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        created_at = datetime.fromtimestamp(newest, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     else:
         created_at = normalise_as_of(as_of)
     manifest = {

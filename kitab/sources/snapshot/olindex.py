@@ -18,6 +18,7 @@ Solr's relevance ranking; results come in a fixed order so pagination is stable.
 are pure reads, cheap enough for the mirror to call per request, and every answer is a fresh
 object the caller may keep or change.
 """
+
 from __future__ import annotations
 
 import json

@@ -1,5 +1,6 @@
 """One module per constraint type. Importing this package imports every module in it, so a
 new type registers itself by existing (modules starting with "_" are shared helpers)."""
+
 from __future__ import annotations
 
 import importlib

@@ -3,6 +3,7 @@ negation. The flags come from the taggers, per book: a kind's constraint reads t
 kind ``KIND`` (the tagger's name, tasks/taggers/registry.py). An author's books must all be
 tagged for these candidates to exist (an untagged book could be either). A new entity kind
 is a tagger and one module here that subclasses EntitySpec; nothing else changes."""
+
 from __future__ import annotations
 
 import re

@@ -1,4 +1,5 @@
 """Shared shape of the two letter constraints (starts-with, ends-with)."""
+
 from __future__ import annotations
 
 import re

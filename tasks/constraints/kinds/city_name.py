@@ -1,4 +1,5 @@
 """city-name: "Book contains a city name in its title." / "Book doesn't contain …"."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -1,4 +1,5 @@
 """ends-with: "Book title ends with the letter a." (last letter: tasks/constraints/counting.py)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -1,4 +1,5 @@
 """human-name: "Book contains a human name in its title." / "Book doesn't contain …"."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

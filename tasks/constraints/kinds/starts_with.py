@@ -3,6 +3,7 @@
 KITAB's evaluator also accepts a title whose first word is one of a few stopwords when the
 next word starts with the letter ("Of Mice and Men" for "m"); the ground truth does not.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -11,7 +12,6 @@ from tasks.constraints.book import Book
 from tasks.constraints.counting import first_letter, title_words
 from tasks.constraints.kinds._letter import LetterSpec
 from tasks.constraints.registry import register
-
 
 # KITAB's evaluator skips one of these as the first word (kitab-original.md §5).
 EVALUATOR_STOPWORDS = frozenset({"a", "an", "the", "in", "is", "of", "on", "for", "with", "to", "and"})
@@ -29,5 +29,7 @@ class StartsWith(LetterSpec):
 
     def accepts(self, answer: str, book: Book) -> bool:
         words = title_words(answer)
-        return bool(words) and (words[0].startswith(self.letter) or (
-            words[0] in EVALUATOR_STOPWORDS and len(words) > 1 and words[1].startswith(self.letter)))
+        return bool(words) and (
+            words[0].startswith(self.letter)
+            or (words[0] in EVALUATOR_STOPWORDS and len(words) > 1 and words[1].startswith(self.letter))
+        )

@@ -3,6 +3,7 @@
 Exact count: KITAB's evaluator adds a ±1 tolerance when it scores a model (``accepts``), but
 the ground truth (mapped books) is the exact count so that the tolerance stays the evaluator's.
 """
+
 from __future__ import annotations
 
 import re
@@ -11,9 +12,9 @@ from dataclasses import dataclass
 
 from tasks.constraints.book import Book
 from tasks.constraints.counting import word_count
+from tasks.constraints.registry import Spec, register
 
 EVALUATOR_TOLERANCE = 1  # words more or fewer that KITAB's evaluator still accepts (paper §4.1)
-from tasks.constraints.registry import Spec, register
 
 
 @register

@@ -6,6 +6,7 @@ Candidate windows lie on a fixed 5-year grid aligned to multiples of 5 (1970-197
 1975-1979, …): every book falls in exactly one window, and a window means the same
 years for every author. Any range parses and verifies; only candidates use the grid.
 """
+
 from __future__ import annotations
 
 import re

@@ -182,6 +182,7 @@ def _child_collect(args: dict) -> None:
     from kitab.core.params import RefreshParams
     from kitab.core.warehouse import Warehouse
     from kitab.core.workdir import WorkDir
+    from kitab.sources import source_kind
     from tasks.publish import other_releases
     from tasks.steps import Batch, RunContext, collect_step, sample_step
 
@@ -195,9 +196,11 @@ def _child_collect(args: dict) -> None:
     wh = Warehouse(settings.warehouse)
     runner = LocalRunner()
     times: dict[str, float] = {}
-    with open_origin(
-        params.source, settings, snapshot=params.snapshot_dir(), mirror_url=None, release=params.release
-    ) as (spec, origin):
+    kind = source_kind(params.source)
+    with open_origin(kind.name, settings, snapshot=kind.snapshot(params), mirror_url=None, release=params.release) as (
+        spec,
+        origin,
+    ):
         ledger = other_releases(wh, params.release)
         ctx = RunContext(
             release=params.release,
@@ -234,7 +237,7 @@ def _child_collect(args: dict) -> None:
         collected = runner.map(
             collect_step,
             [(ctx, b, sampled.outputs["sampled"]) for b in batches],
-            cpu=True,
+            cpu=kind.collect_is_cpu_work,
             names=[f"collect-{b.part}" for b in batches],
         )
         runner.close()  # the worker processes end here: their CPU time is then counted

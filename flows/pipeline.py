@@ -29,7 +29,7 @@ from kitab.core.refs import TableRef, duck, read_rows, write_query, write_rows
 from kitab.core.stages import GENERATE_CONSTRAINTS, SAMPLE_AUTHORS, TAG_ENTITIES
 from kitab.core.warehouse import Warehouse
 from kitab.core.workdir import StepResult, WorkDir
-from kitab.sources import Origin, SourceSpec, close_sources, sources_for
+from kitab.sources import Origin, SourceSpec, close_sources, source_kind, sources_for
 from tasks.publish import other_releases, publish, released_authors_rows
 from tasks.steps import (
     Batch,
@@ -68,49 +68,38 @@ def _percent(share: float) -> str:
 
 
 def check_inputs(params: RefreshParams) -> None:
-    """What can be checked before a refresh starts, cheaply and without writing anything:
-    the snapshot it reads (a mirror it starts, or the dump), file by file; live: a contact and
-    host names that resolve (kitab.sources.preflight)."""
-    from kitab.sources.snapshot.format import check_snapshot
-
-    if params.source == "dump" or (params.source == "mirror" and not params.mirror_url):
-        check_snapshot(params.snapshot_dir())
-    if params.source == "live":
-        from kitab.sources.preflight import check_live
-
-        check_live(Settings(**({"warehouse": params.warehouse} if params.warehouse else {})))
+    """What can be checked before a refresh starts, cheaply and without writing anything: the
+    source kind's inputs (the snapshot a mirror serves or the dump reads, file by file; live: a
+    contact and host names that resolve)."""
+    source_kind(params.source).check_inputs(params)
 
 
 @contextlib.contextmanager
 def open_origin(
-    source: str, settings: Settings, *, snapshot: Path, mirror_url: str | None, release: str
+    source: str, settings: Settings, *, snapshot: Path | None, mirror_url: str | None, release: str
 ) -> Iterator[tuple[SourceSpec, Origin]]:
     """Where the data comes from: the snapshot's id, and the spec every step opens its clients
-    from. ``source`` mirror needs the mirror's URL (kitab.app.runs starts one in-process for a
-    snapshot; a deployment names a running ``kitab mirror serve``); ``snapshot`` given with it
-    says which snapshot that mirror serves. HTTP caches are scoped to the snapshot (mirror,
-    dump) or to the release (live: each release sees today's services)."""
+    from. ``snapshot``: the snapshot the source kind named ``source`` reads or serves, if known
+    (``kind.snapshot(params)``); ``mirror_url``: the mirror a kind that reads one reads
+    (kitab.app.runs starts one in-process for a snapshot; a deployment names a running
+    ``kitab mirror serve``). The kind names the HTTP caches' scope (the snapshot, or the
+    release for live: each release sees today's services)."""
     from kitab.sources.snapshot.format import read_manifest
 
-    if source == "mirror" and not mirror_url:
-        raise BadValue("source mirror needs the mirror's URL (--mirror-url; `kitab mirror serve` runs one)")
-    known = source == "dump" or (source == "mirror" and snapshot is not None)
-    origin = Origin(read_manifest(snapshot)["snapshot_id"] if known else None)
+    kind = source_kind(source)
+    kind.check_origin(snapshot=snapshot, mirror_url=mirror_url)
+    origin = Origin(read_manifest(snapshot)["snapshot_id"] if snapshot is not None else None)
     with contextlib.ExitStack() as stack:
         # the snapshot id also names a dump's content in the work folder's step keys
-        scope = (
-            origin.snapshot_id
-            if source in ("mirror", "dump") and origin.snapshot_id
-            else (release if source == "live" else None)
-        )
-        if source == "mirror" and scope is None:
-            import hashlib
-
-            scope = "url-" + hashlib.sha256(mirror_url.encode()).hexdigest()[:12]
+        scope = kind.cache_scope(snapshot_id=origin.snapshot_id, mirror_url=mirror_url, release=release)
         spec = SourceSpec.of(
-            source, settings, snapshot=snapshot if source == "dump" else None, mirror_url=mirror_url, cache_scope=scope
+            kind.name,
+            settings,
+            snapshot=snapshot if kind.reads_snapshot_files else None,
+            mirror_url=mirror_url,
+            cache_scope=scope,
         )
-        if source != "dump":  # fail here, clearly, on a bad source (no contact for live, ...)
+        if kind.opens_cheaply:  # fail here, clearly, on a bad source (no contact for live, ...)
             spec.open().close()
         stack.callback(close_sources)
         yield spec, origin
@@ -118,11 +107,10 @@ def open_origin(
 
 def watch_requests(progress: Progress, spec: SourceSpec) -> contextlib.AbstractContextManager:
     """The progress counts the requests of this process's clients for ``spec`` as they go
-    (steps on threads share them); a dump sends none."""
-    if spec.kind == "dump":
+    (steps on threads share them), if its kind sends any."""
+    if not source_kind(spec.kind).sends_requests:
         return contextlib.nullcontext()
-    sources = sources_for(spec)
-    return progress.watching({"WikiData": sources.wikidata, "Open Library": sources.openlibrary})
+    return progress.watching(sources_for(spec).services())
 
 
 def run_pipeline(params: RefreshParams, runner, *, progress: Progress | None = None) -> dict:
@@ -146,14 +134,14 @@ def _run_pipeline(
 ) -> dict:
     seed, release = params.seed, params.release
     wh = Warehouse(settings.warehouse)
-    snapshot = params.snapshot_dir()
+    kind = source_kind(params.source)
     progress.begin(release=release, source=params.source, authors=params.authors, batch_size=params.batch_size)
     progress.stage("start")
     with (
         open_origin(
-            params.source,
+            kind.name,
             settings,
-            snapshot=snapshot if params.snapshot or params.source != "mirror" else None,
+            snapshot=kind.snapshot(params),
             mirror_url=params.mirror_url,
             release=release,
         ) as (spec, origin),
@@ -211,12 +199,12 @@ def _run_pipeline(
             )
 
         progress.stage("collect", total=sampled_authors.rows, unit="authors", tasks=len(batches))
-        # From the dump, collecting is CPU work (DuckDB lookups, cleaning, dedup): one process
-        # per core. Over HTTP it stays on threads: one client per process keeps the rate limits.
+        # CPU work (e.g. the dump's DuckDB lookups): one process per core; waiting on a service
+        # stays on threads: one client per process keeps the rate limits
         collected = runner.map(
             collect_step,
             [(ctx, b, sampled_authors) for b in batches],
-            cpu=params.source == "dump",
+            cpu=kind.collect_is_cpu_work,
             names=[f"collect-{b.part}" for b in batches],
             on_done=part_done(batches, True),
         )

@@ -142,12 +142,13 @@ def collect_authors(
     on_author: Callable[[int], None] | None = None,
 ) -> StageResult:
     """:func:`collect_author` for a batch of authors, in their order; one author's failure does
-    not stop the others. A source that can look things up in bulk (the dump:
-    ``prefetch_authors``, ``prefetch_works``) is asked once per batch for every author record,
-    name search and works list, instead of once per author; others go author by author.
+    not stop the others. A client that looks things up in bulk (``ol.bulk_lookups``, the dump)
+    is asked once per batch for every author record, name search and works list
+    (``prefetch_authors``, ``prefetch_works``), instead of once per author; others go author
+    by author.
     ``on_author(n)`` is told each time the first ``n`` authors are done (progress). Stats:
     ``source_unavailable``, the authors lost that way."""
-    bulk = hasattr(ol, "prefetch_authors")
+    bulk = ol.bulk_lookups
     matched: list[Matched] = []
     if bulk:
         ol.prefetch_authors([k for w in authors for k in w.get("wd_ol_ids") or []], [w["name"] for w in authors])

@@ -1,4 +1,4 @@
-"""Lookups by key in the dump cache (kitab.sources.dump.KeyedTable): the rows of a batch's keys,
+"""Lookups by key in the dump cache (kitab.sources.dump.keyed.KeyedTable): the rows of a batch's keys,
 exactly those a full scan finds, read without touching the rest of the table."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kitab.sources import dump
-from kitab.sources.dump import KeyedTable, _write_keyed, key_hash, keyed_files
+from kitab.sources.dump import keyed
+from kitab.sources.dump.keyed import KeyedTable, key_hash, keyed_files, write_keyed
 
 ARROW_BATCH_ROWS = 200  # small record batches: a table of many, so what a lookup touches shows
 N_KEYS = 6_000
@@ -35,7 +35,7 @@ def table_dir(tmp_path_factory):
               UNION ALL SELECT NULL, -1, j, [], 'no key' FROM range(3) b(j)
               ORDER BY k, i, j)
         TO '{out / "t.parquet"}' (FORMAT parquet, ROW_GROUP_SIZE 2048)""")
-    _write_keyed(con, out, "t", "k", arrow_batch_rows=ARROW_BATCH_ROWS)
+    write_keyed(con, out, "t", "k", arrow_batch_rows=ARROW_BATCH_ROWS)
     con.close()
     return out
 
@@ -119,7 +119,7 @@ def test_keys_sharing_a_hash_still_get_only_their_rows(table_dir, tmp_path, monk
     index = np.load(index_path)
     index[0] = 0  # every key the same hash (still sorted)
     np.save(index_path, index)
-    monkeypatch.setattr(dump, "key_hash", lambda key: 0)
+    monkeypatch.setattr(keyed, "key_hash", lambda key: 0)
     colliding = KeyedTable(folder, "t", key="k")
     keys = ["key 3", "Ünï 7", "O'Brien 13", "absent"]
     assert colliding.rows(keys).to_pylist() == full_scan(table_dir, keys)
@@ -129,7 +129,7 @@ def test_a_table_not_sorted_by_its_key_is_refused(tmp_path):
     con = duckdb.connect()
     con.execute(f"COPY (SELECT (i % 3)::VARCHAR AS k, i FROM range(10) t(i) ORDER BY i) TO '{tmp_path / 't.parquet'}'")
     with pytest.raises(RuntimeError, match="not sorted by k"):
-        _write_keyed(con, tmp_path, "t", "k")
+        write_keyed(con, tmp_path, "t", "k")
 
 
 @settings(max_examples=200, deadline=None)

@@ -1,4 +1,4 @@
-"""The DuckDB dump source (kitab/sources/dump.py) against the in-memory references: the same
+"""The DuckDB dump source (kitab/sources/dump/) against the in-memory references: the same
 answers as pyoxigraph over the N-Triples and as OLIndex over the Open Library dumps, on the
 bundled snapshot and on a small snapshot of deliberately awkward records."""
 
@@ -19,19 +19,15 @@ import pytest
 
 from kitab.core.config import Settings
 from kitab.simulate.mirror.rdfstore import load_store, query_json
-from kitab.sources.dump import (
-    KEYED,
-    TABLES,
-    DumpOpenLibrary,
-    DumpStore,
-    DumpWikidata,
-    _install,
-    keyed_files,
-    nt_unescape,
-    xsd_year_bounds,
-)
+from kitab.sources.dates import xsd_year_bounds
+from kitab.sources.dump.keyed import keyed_files
+from kitab.sources.dump.openlibrary import DumpOpenLibrary
+from kitab.sources.dump.scan import KEYED, TABLES
+from kitab.sources.dump.store import DumpStore
+from kitab.sources.dump.wikidata import DumpWikidata
 from kitab.sources.http import Fetched, RequestCounter, ServiceError, fingerprint
-from kitab.sources.openlibrary import MAX_REDIRECTS, _Shared
+from kitab.sources.ntriples import nt_unescape
+from kitab.sources.openlibrary import MAX_REDIRECTS, OpenLibraryBase
 from kitab.sources.queries import sparql, sparql_string
 from kitab.sources.snapshot.format import (
     DATA_FILES,
@@ -55,7 +51,7 @@ WINDOWS = [(start, min(start + 25, 2026)) for start in range(1850, 2026, 25)]
 # --- helpers ------------------------------------------------------------------------------
 
 
-class ReferenceOpenLibrary(_Shared):
+class ReferenceOpenLibrary(OpenLibraryBase):
     """The answers the mirror gives (kitab.sources.snapshot.olindex.OLIndex, everything in memory),
     behind the same client interface: what the DuckDB source must equal."""
 
@@ -326,7 +322,7 @@ def test_cache_is_built_once(snapshot_dir, tmp_path):
 def test_concurrent_openers_scan_once(snapshot_dir, tmp_path):
     """Two processes opening the same snapshot at once: one scans, the other waits and reuses it."""
     script = (
-        "import sys; from kitab.sources.dump import DumpStore; "
+        "import sys; from kitab.sources.dump.store import DumpStore; "
         "s = DumpStore.open(sys.argv[1], sys.argv[2]); "
         "print(s.scan_seconds is not None, s.query('SELECT count(*) FROM authors')[0][0])"
     )
@@ -341,17 +337,24 @@ def test_concurrent_openers_scan_once(snapshot_dir, tmp_path):
     assert [scanned for scanned, _ in outputs] == ["False", "True"] and outputs[0][1] == outputs[1][1] != "0"
 
 
-def test_a_lost_rename_race_keeps_the_winners_cache(snapshot_dir, tmp_path):
-    winner = DumpStore.open(snapshot_dir, tmp_path)
-    winner.close()
-    folder = winner.folder
-    marker = json.loads((folder / "READY.json").read_text())
-    loser = tmp_path / ".late.tmp"
-    loser.mkdir()
-    (loser / "authors.parquet").write_text("half a cache")
-    before = (folder / "authors.parquet").stat().st_mtime_ns
-    _install(loser, folder, {k: marker[k] for k in ("version", "snapshot_id", "checksums")})
-    assert not loser.exists() and (folder / "authors.parquet").stat().st_mtime_ns == before
+def test_a_stale_or_broken_cache_is_scanned_again_and_swapped_in(snapshot_dir, tmp_path):
+    """A cache folder of another version, or one cut short, is not read: the snapshot is
+    scanned again and the new folder takes its place whole."""
+    first = DumpStore.open(snapshot_dir, tmp_path)
+    first.close()
+    folder, ready = first.folder, first.folder / "READY.json"
+    marker = json.loads(ready.read_text())
+    ready.write_text(json.dumps({**marker, "version": marker["version"] - 1}))  # an older cache
+    (folder / "left-over").write_text("from the old cache")
+    again = DumpStore.open(snapshot_dir, tmp_path)
+    assert again.scan_seconds is not None and not (folder / "left-over").exists()
+    assert json.loads(ready.read_text())["version"] == marker["version"]
+    again.close()
+    (folder / "authors.parquet").unlink()  # broken: a table missing
+    third = DumpStore.open(snapshot_dir, tmp_path)
+    assert third.scan_seconds is not None and third.query("SELECT count(*) FROM authors")[0][0] > 0
+    third.close()
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.endswith(".lock")) == [folder.name]
 
 
 def _corrupt(lines: list[str], name: str) -> list[str]:
@@ -623,7 +626,7 @@ def test_awkward_openlibrary_records_equal_olindex(tricky, tmp_path):
         assert answer(source.search_authors, name) == answer(reference.search_authors, name), name
     docs = {d["key"]: d for d in reference.index.search_works(author_key="OL1A", limit=10)["docs"]}
     assert docs["/works/OL1W"]["edition_count"] == 3 and docs["/works/OL1W"]["first_publish_year"] == 1980
-    assert answer(source.author, "OL20A")[0] == "error"  # more redirects than _Shared.author follows
+    assert answer(source.author, "OL20A")[0] == "error"  # more redirects than OpenLibraryBase.author follows
     source.close()
 
 

@@ -19,7 +19,8 @@ import pytest
 from kitab.core.config import Settings as KitabSettings
 from kitab.simulate.generator.generate import generate_snapshot
 from kitab.simulate.generator.published import JSON_FILE, NT_FILE, SAMPLES, TRUTHY_FILE, write_published
-from kitab.sources.dump import DumpOpenLibrary, DumpWikidata
+from kitab.sources.dump.openlibrary import DumpOpenLibrary
+from kitab.sources.dump.wikidata import DumpWikidata
 from kitab.sources.dumps import openlibrary as ol_reader
 from kitab.sources.dumps import scan
 from kitab.sources.dumps.build import NoAuthorsError, Settings, from_dumps

@@ -14,12 +14,12 @@ from tasks.steps import merge_stats
 AUTHORS, SEED = 14, 5
 
 
-def _refresh(tmp_path, name: str, **kwargs) -> dict:
+def _refresh(tmp_path, name: str, source: str = "dump", **kwargs) -> dict:
     from kitab.app.runs import run_refresh
     from kitab.core.env import BUNDLED_SNAPSHOT
 
     return run_refresh(
-        source="dump",
+        source=source,
         snapshot=BUNDLED_SNAPSHOT,
         authors=AUTHORS,
         seed=SEED,
@@ -85,3 +85,45 @@ def _key(work: WorkDir, inputs: int) -> str:
 def test_merge_stats_adds_numbers_and_counters():
     merged = merge_stats([{"n": 1, "by": {"a": 1}, "name": "x", "ok": True}, {"n": 2, "by": {"a": 2, "b": 1}}])
     assert merged == {"n": 3, "by": {"a": 3, "b": 1}, "name": "x", "ok": True}
+
+
+def test_a_fourth_source_kind_needs_no_edit_of_the_composition(reference, tmp_path, monkeypatch):
+    """A kind registered here (the dump's clients, collected on threads, its own cache scope) is
+    run by the composition as it stands: it asks the kind, never compares its name. Its name
+    also goes into kitab.core.params.SOURCES, which validates --source without this layer."""
+    from kitab.core import params
+    from kitab.sources import SOURCE_KINDS
+    from kitab.sources.kinds import register_source_kind
+    from kitab.sources.kinds.dump import Dump
+
+    class DumpOnThreads(Dump):
+        name = "dump-on-threads"
+        collect_is_cpu_work = False
+
+        def __init__(self):
+            self.asked: list[str] = []
+
+        def check_inputs(self, params):
+            self.asked.append("check_inputs")
+            super().check_inputs(params)
+
+        def cache_scope(self, *, snapshot_id, mirror_url, release):
+            self.asked.append("cache_scope")
+            return f"threads-{snapshot_id}"
+
+        def open(self, settings, *, snapshot, mirror_url, cache_scope):
+            self.asked.append(f"open {cache_scope}")
+            return super().open(settings, snapshot=snapshot, mirror_url=mirror_url, cache_scope=cache_scope)
+
+    kind = register_source_kind(DumpOnThreads())
+    monkeypatch.setattr(params, "SOURCES", (*params.SOURCES, kind.name))
+    try:
+        summary = _refresh(tmp_path, "fourth", direct=True, batch_size=500, source=kind.name)
+    finally:
+        del SOURCE_KINDS[kind.name]
+    assert summary["source"] == kind.name
+    assert json.loads(summary["checksums"]) == json.loads(reference["checksums"])
+    assert summary["stage_counts"] == reference["stage_counts"]
+    # asked before the run, for the scope, and opened with that scope in this process (threads)
+    scope = f"threads-{summary['snapshot_id']}"
+    assert kind.asked[:2] == ["check_inputs", "cache_scope"] and f"open {scope}" in kind.asked

@@ -452,14 +452,15 @@ def serve(
     from prefect import serve as prefect_serve
 
     from flows.deploy import refresh_deployment
+    from kitab.sources import source_kind
 
-    # prefect.yaml's mirror_url names compose's mirror host; a served source other than mirror drops it
+    # prefect.yaml's mirror_url names compose's mirror host; a served source that reads no mirror drops it
     prefect_serve(
         refresh_deployment(
             cron=cron,
             source=source,
             authors=authors,
-            mirror_url=mirror_url or ("" if source != "mirror" else None),
+            mirror_url=mirror_url or (None if source_kind(source).reads_mirror_url else ""),
             snapshot=str(snapshot) if snapshot else None,
             warehouse=str(root),
         )

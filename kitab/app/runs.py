@@ -100,9 +100,11 @@ def run_refresh(
 
 @contextlib.contextmanager
 def serving(params) -> Iterator[object]:
-    """``params`` as the pipeline gets them: source mirror without a URL means the snapshot
-    served by an in-process mirror (kitab.simulate) for the run's duration."""
-    if params.source != "mirror" or params.mirror_url:
+    """``params`` as the pipeline gets them: a source kind that reads a mirror, given no URL,
+    reads the snapshot served by an in-process mirror (kitab.simulate) for the run's duration."""
+    from kitab.sources import source_kind
+
+    if not source_kind(params.source).starts_mirror(params):
         yield params
         return
     from kitab.simulate.mirror.server import Mirror

@@ -13,6 +13,9 @@ time) for the refusal message. The folder's flock is what survives the file bein
 refused, instead of taking a new file's lock and colliding with the first at publish. (``Warehouse.lock()`` is another,
 shorter lock: publishing's commit.)
 
+:func:`waiting_lock` is the same kind of lock for work that others wait for rather than refuse
+(one build of a cache at a time, across processes; the waiters then use its result).
+
 Within one process the lock is re-entrant: ``kitab.app.runs.run_refresh`` takes it before the flow
 starts and ``flows.pipeline.run_pipeline`` (which deployments run directly) takes it again.
 """
@@ -209,3 +212,15 @@ def refresh_lock(root: Path, release: str) -> Iterator[LockHolder]:
                 os.ftruncate(held.fd, 0)  # an empty file: nobody holds it (content is only a description)
                 os.close(held.fd)  # closing the last descriptor releases the flock
                 os.close(held.folder_fd)
+
+
+@contextlib.contextmanager
+def waiting_lock(path: Path) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``path`` (created if missing), waiting while another
+    process holds it; the kernel releases it when the holder dies, however it dies."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the flock

@@ -1,6 +1,6 @@
 """Open Library behind one small interface, with an HTTP implementation (live or mirror:
 the same code, another base URL); the dump implementation, which answers from the snapshot's
-dump files through DuckDB, is kitab/sources/dump.py."""
+dump files through DuckDB, is kitab/sources/dump/openlibrary.py."""
 
 from __future__ import annotations
 
@@ -28,6 +28,10 @@ MAX_REDIRECTS = 3
 class OpenLibrary(Protocol):
     source: str
     counter: RequestCounter
+    # True: prefetch_authors / prefetch_works answer a whole batch's lookups in a few queries
+    # and the per-author calls are then served from memory until clear(); False: they do
+    # nothing and every call asks the service (one request each, rate-limited, cached).
+    bulk_lookups: bool
 
     def author(self, key: str) -> Fetched:
         """``/authors/{key}.json`` (redirects followed); ``data`` is None if there is none."""
@@ -37,6 +41,17 @@ class OpenLibrary(Protocol):
 
     def works_pages(self, author_key: str) -> Iterator[Fetched]:
         """Every page of ``/search.json?author_key=…`` with only WORK_FIELDS."""
+
+    def prefetch_authors(self, keys: list[str], names: list[str]) -> None:
+        """Load the author records of ``keys`` and the author searches of ``names`` at once."""
+
+    def prefetch_works(self, author_keys: list[str]) -> None:
+        """Load every works page of ``author_keys`` at once."""
+
+    def clear(self) -> None:
+        """Forget this thread's prefetched answers."""
+
+    def close(self) -> None: ...
 
 
 def bare_key(key: str) -> str:
@@ -51,7 +66,10 @@ def is_author_key(key: str) -> bool:
     return bool(_AUTHOR_KEY.match(bare_key(key)))
 
 
-class _Shared:
+class OpenLibraryBase:
+    """What every implementation shares: paging through /search.json and following author
+    redirects, over two primitives (``_author``, ``_search``) each one answers its own way."""
+
     page_size: int
 
     def _search_params(self, author_key: str, page: int) -> dict:
@@ -82,7 +100,9 @@ class _Shared:
         raise ServiceError(f"Open Library author {key}: more than {MAX_REDIRECTS} redirects")
 
 
-class HttpOpenLibrary(_Shared):
+class HttpOpenLibrary(OpenLibraryBase):
+    bulk_lookups = False  # one request per call: nothing to load ahead
+
     def __init__(self, settings: Settings, source: str, cache_scope: str):
         self.source = source
         self.base = settings.openlibrary_base.rstrip("/")
@@ -108,6 +128,15 @@ class HttpOpenLibrary(_Shared):
 
     def _search(self, params: dict) -> Fetched:
         return self._get("/search.json", params)
+
+    def prefetch_authors(self, keys: list[str], names: list[str]) -> None:
+        pass
+
+    def prefetch_works(self, author_keys: list[str]) -> None:
+        pass
+
+    def clear(self) -> None:
+        pass
 
     def close(self) -> None:
         self.session.close()

@@ -1,12 +1,15 @@
 """Query texts kept in files under sql/ (SPARQL in sql/sparql/), filled in with
-string.Template so SPARQL's own braces need no escaping."""
+string.Template so SPARQL's own braces need no escaping; and what other implementations of a
+query read from its text (one list, not two)."""
 
 from __future__ import annotations
 
+import re
 from functools import cache
 from string import Template
 
 from kitab.core.env import PROJECT_ROOT
+from kitab.sources.snapshot.format import WD
 
 SQL_DIR = PROJECT_ROOT / "sql"
 
@@ -25,3 +28,15 @@ def sparql_string(value: str) -> str:
     """A SPARQL string literal with an English language tag, safely escaped."""
     escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\r", "\\r")
     return f'"{escaped}"@en'
+
+
+def occupations(query_text: str) -> list[str]:
+    """The occupation IRIs of ``VALUES ?occupation { ... }`` in candidate_authors.rq (one list, not two)."""
+    block = re.search(r"VALUES\s+\?occupation\s*\{([^}]*)\}", query_text)
+    if not block:
+        raise ValueError("candidate_authors.rq has no VALUES ?occupation { ... } block")
+    body = re.sub(r"#[^\n]*", "", block.group(1))
+    found = [WD + q for q in re.findall(r"\bwd:(Q\d+)\b", body)] + re.findall(r"<([^>]+)>", body)
+    if not found:
+        raise ValueError("candidate_authors.rq: VALUES ?occupation is empty")
+    return found

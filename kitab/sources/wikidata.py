@@ -4,7 +4,7 @@ The HTTP implementation (live WDQS or the local mirror: same code) uses SPARQLWr
 runs one query at a time with a minimum interval (WDQS etiquette), retries 429/5xx and
 cut bodies with the shared policy, and keeps a persistent result cache so a rerun sends
 nothing. The dump implementation answers the same two questions with DuckDB over the
-snapshot's triples (kitab/sources/dump.py; docs/snapshot.md maps the SPARQL to its SQL).
+snapshot's triples (kitab/sources/dump/wikidata.py; docs/snapshot.md maps the SPARQL to its SQL).
 """
 
 from __future__ import annotations

@@ -97,7 +97,7 @@ ASTRAL = "\U0001d50a\U0001d52c\U0001d531\U0001d525\U0001d526\U0001d520 \U0001f4d
 
 
 def _nt_unescape(text: str) -> str:
-    from kitab.sources.dumps.wikidata import nt_unescape
+    from kitab.sources.ntriples import nt_unescape
 
     return nt_unescape(text)
 

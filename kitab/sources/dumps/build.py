@@ -79,8 +79,7 @@ class Settings:
 
 def sample_occupations() -> list[int]:
     """The occupation item numbers of ``candidate_authors.rq``'s VALUES block (the one list the sampler uses)."""
-    from kitab.sources.dump import occupations
-    from kitab.sources.queries import SQL_DIR
+    from kitab.sources.queries import SQL_DIR, occupations
 
     text = (Path(SQL_DIR) / "sparql" / "candidate_authors.rq").read_text(encoding="utf-8")
     return sorted(int(iri.rsplit("Q", 1)[1]) for iri in occupations(text) if iri.startswith(WD + "Q"))

@@ -28,7 +28,8 @@ from pathlib import Path
 
 import msgspec
 
-from kitab.sources.dump import nt_unescape
+from kitab.sources.dates import days_in_month
+from kitab.sources.ntriples import nt_unescape
 from kitab.sources.snapshot.format import WD, WDT, XSD_DATETIME, XSD_INTEGER, literal
 
 ROW_FIELDS = ("s", "p", "o", "oq", "year", "v")
@@ -135,12 +136,6 @@ def truthy(statements: list) -> list:
     return best or [s.mainsnak for s in statements if s.rank == "normal"]
 
 
-def _days_in_month(y: int, m: int) -> int:
-    if m == 2:
-        return 29 if (y % 4 == 0 and y % 100 != 0) or y % 400 == 0 else 28
-    return 30 if m in (4, 6, 9, 11) else 31
-
-
 _TIME = re.compile(r"([+-]?)(\d{1,16})-(\d\d)-(\d\d)T00:00:00Z")
 
 
@@ -159,7 +154,7 @@ def birth_lexical(time: str, precision: int, max_year: int) -> tuple[str, int] |
         month, day = 1, 1
     elif precision == 10:
         day = 1
-    if not (1 <= month <= 12 and 1 <= day <= _days_in_month(year, month)) or year > max_year:
+    if not (1 <= month <= 12 and 1 <= day <= days_in_month(year, month)) or year > max_year:
         return None
     digits = f"{abs(year):04d}"
     return f"{'-' if year < 0 else ''}{digits}-{month:02d}-{day:02d}T00:00:00Z", year
@@ -385,7 +380,7 @@ def _nt_row(p: str, s: int, obj: str, ctx: dict, counts: Counter) -> tuple | Non
 
 
 def _unescaped(text: str, counts: Counter) -> str | None:
-    """A literal's text with its escapes undone (kitab.sources.dump's strict reader: a surrogate
+    """A literal's text with its escapes undone (kitab.sources.ntriples' strict reader: a surrogate
     or unknown escape is an error there); a bad one is counted as malformed, never fatal."""
     try:
         return nt_unescape(text)

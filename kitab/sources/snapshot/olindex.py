@@ -76,7 +76,7 @@ def _full_key(prefix: str, key: str) -> str:
     return key if key.startswith("/") else f"{prefix}{key}"
 
 
-def _project(doc: dict, fields: str | list[str] | None = None) -> dict:
+def project_fields(doc: dict, fields: str | list[str] | None = None) -> dict:
     """A fresh copy of ``doc`` with only the requested fields, as the real API's ``fields=`` ("*" = all)."""
     wanted = None
     if fields is not None:
@@ -248,7 +248,7 @@ class OLIndex:
         wanted = tokens(q)
         matches = set.intersection(*(self._author_postings.get(t, set()) for t in wanted)) if wanted else set()
         ordered = sorted(matches, key=lambda k: (-self._author_docs[k]["work_count"], _key_number(k), k))
-        docs = [_project(self._author_docs[k]) for k in ordered[offset : offset + limit]]
+        docs = [project_fields(self._author_docs[k]) for k in ordered[offset : offset + limit]]
         return {"numFound": len(ordered), "start": offset, "numFoundExact": True, "docs": docs}
 
     def search_works(
@@ -282,7 +282,7 @@ class OLIndex:
                 candidates.append(set.intersection(*(postings.get(t, set()) for t in wanted)) if wanted else set())
         ordered = _sort_keys(set.intersection(*candidates))
         start = offset if offset is not None else (page - 1) * limit
-        docs = [_project(self._work_docs[k], fields) for k in ordered[start : start + limit]]
+        docs = [project_fields(self._work_docs[k], fields) for k in ordered[start : start + limit]]
         return {
             "numFound": len(ordered),
             "start": start,

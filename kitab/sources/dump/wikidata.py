@@ -1,0 +1,151 @@
+"""WikiData for ``--source dump``: the two SPARQL queries of ``sql/sparql/`` answered by SQL
+over the scanned triples, with the very answers of pyoxigraph over the N-Triples (the mirror's),
+the same fingerprints and the same ``fetched_at``.
+
+Semantics that are easy to get wrong, and are reproduced on purpose: an author's birth dates
+are compared as ``xsd:dateTime`` values with time zones (a value without a zone is only "in" a
+window if it is more than 14 hours inside it: kitab/sources/dates.py); a P569 whose ``YEAR()``
+is an error (a plain string, an invalid date, an IRI) makes the author's ``MIN(YEAR(?birth))``
+an error, so the author is dropped; ``xsd:integer`` values come back in canonical form
+(``"07"`` -> ``"7"``); language tags are lower case."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kitab.core.config import Settings
+from kitab.sources.dump.sql import sql_list, sql_string
+from kitab.sources.dump.store import open_store
+from kitab.sources.http import Fetched, RequestCounter, fingerprint
+from kitab.sources.queries import SQL_DIR, occupations, sparql, sparql_string
+from kitab.sources.snapshot.format import WD, XSD_INTEGER
+
+Q5 = WD + "Q5"
+
+
+def _binding(kind: str, value: str, lang: str | None = None, datatype: str | None = None) -> dict:
+    """One SPARQL JSON results value."""
+    if kind == "bnode":
+        return {"type": "bnode", "value": value.removeprefix("_:")}
+    if kind == "uri":
+        return {"type": "uri", "value": value}
+    term = {"type": "literal", "value": value}
+    if lang:
+        term["xml:lang"] = lang
+    elif datatype:
+        term["datatype"] = datatype
+    return term
+
+
+def _integer(value: int) -> dict:
+    return _binding("literal", str(value), datatype=XSD_INTEGER)
+
+
+def _term_order(column: str) -> str:
+    """SPARQL ORDER BY on terms: blank nodes before IRIs (all are one or the other here)."""
+    return f"starts_with({column}, '_:') DESC, {column}"
+
+
+class DumpWikidata:
+    """The two SPARQL queries of ``sql/sparql/`` answered by SQL over the scanned triples."""
+
+    source = "dump"
+    authors_per_query = None  # a lookup costs its titles' rows, not the table: one per batch
+
+    def __init__(self, snapshot_dir: Path, settings: Settings):
+        self.store = open_store(snapshot_dir, settings)
+        self.counter = RequestCounter()
+        self.fetched_at = self.store.fetched_at
+        self.occupations = occupations((SQL_DIR / "sparql" / "candidate_authors.rq").read_text())
+
+    def _fetched(self, query: str, data: dict) -> Fetched:
+        self.counter.record(from_cache=True)  # no request leaves the process
+        return Fetched(data, fingerprint("POST", "/sparql", body=query), self.fetched_at, True)
+
+    def select(self, query: str) -> Fetched:
+        raise NotImplementedError(
+            "the DuckDB dump source answers candidate_authors() and works_by_titles(), not arbitrary SPARQL"
+        )
+
+    def candidate_authors(self, *, from_year: int, to_year: int, min_works: int, max_works: int) -> Fetched:
+        """``sql/sparql/candidate_authors.rq`` as SQL; each CTE is one clause of the query."""
+        from_year, to_year, min_works, max_works = map(int, (from_year, to_year, min_works, max_works))
+        query = sparql(
+            "candidate_authors", from_year=from_year, to_year=to_year, min_works=min_works, max_works=max_works
+        )
+        rows = self.store.query(f"""
+            WITH
+            -- ?author wdt:P106 ?occupation (VALUES) ; wdt:P31 wd:Q5
+            author AS (
+                SELECT s FROM wd_triples WHERE p = 'P106' AND o_kind = 'uri' AND o IN {sql_list(self.occupations)}
+                INTERSECT
+                SELECT s FROM wd_triples WHERE p = 'P31' AND o_kind = 'uri' AND o = {sql_string(Q5)}),
+            -- wdt:P569 ?any_birth with FILTER(window) ; wdt:P569 ?birth, HAVING on MIN(YEAR(?birth)):
+            -- one YEAR() error (unparseable date) makes the MIN an error, which HAVING rejects
+            birth AS (
+                SELECT s, min(year) AS birth_year FROM wd_births WHERE s IN (SELECT s FROM author) GROUP BY s
+                HAVING bool_or(cmp_lo >= {from_year} AND cmp_hi < {to_year}) AND count(year) = count(*)
+                   AND min(year) >= {from_year} AND min(year) < {to_year}),
+            -- wikibase:sitelinks ?links, MAX(?links)
+            links AS (
+                SELECT s, arg_max(struct_pack(o, o_kind, o_lang, o_dt),
+                                  struct_pack(n := coalesce(TRY_CAST(o AS DOUBLE), '-inf'::DOUBLE), o)) AS links
+                FROM wd_triples WHERE p = 'sitelinks' AND s IN (SELECT s FROM birth) GROUP BY s),
+            -- ?work wdt:P50 ?author, COUNT(DISTINCT ?work) in HAVING
+            works AS (
+                SELECT o AS s, count(DISTINCT s) AS works FROM wd_triples
+                WHERE p = 'P50' AND o_kind <> 'literal' AND o IN (SELECT s FROM links) GROUP BY o
+                HAVING count(DISTINCT s) >= {min_works} AND count(DISTINCT s) <= {max_works}),
+            -- OPTIONAL rdfs:label (LANG = "en"), SAMPLE: the least
+            label AS (SELECT s, min(label) AS name FROM wd_labels WHERE s IN (SELECT s FROM works) GROUP BY s),
+            -- OPTIONAL wdt:P648, GROUP_CONCAT(DISTINCT; " ")
+            ol AS (
+                SELECT s, string_agg(DISTINCT o, ' ' ORDER BY o) AS ol_ids,
+                       CASE WHEN count(o_lang) = count(*) AND count(DISTINCT o_lang) = 1 THEN min(o_lang) END AS lang
+                FROM wd_triples WHERE p = 'P648' AND o_kind = 'literal' AND s IN (SELECT s FROM works) GROUP BY s)
+            SELECT s, label.name, birth.birth_year, links.links, ol.ol_ids, ol.lang, works.works
+            FROM works JOIN birth USING (s) JOIN links USING (s) LEFT JOIN label USING (s) LEFT JOIN ol USING (s)
+            ORDER BY {_term_order("s")}
+        """)
+        bindings = []
+        for author, name, birth_year, links, ol_ids, ol_lang, works in rows:
+            row = {"author": _binding("bnode" if author.startswith("_:") else "uri", author)}
+            if name is not None:
+                row["name"] = _binding("literal", name, lang="en")
+            row["birth_year"] = _integer(birth_year)
+            row["sitelinks"] = _binding(links["o_kind"], links["o"], links["o_lang"], links["o_dt"])
+            if ol_ids is not None:
+                row["ol_ids"] = _binding("literal", ol_ids, lang=ol_lang)
+            row["works"] = _integer(works)
+            bindings.append(row)
+        data = {
+            "head": {"vars": ["author", "name", "birth_year", "sitelinks", "ol_ids", "works"]},
+            "results": {"bindings": bindings},
+        }
+        return self._fetched(query, data)
+
+    def works_by_titles(self, titles: list[str]) -> Fetched:
+        """``sql/sparql/works_by_titles.rq``: works whose @en label is one of ``titles``, with their P50."""
+        wanted = sorted(set(titles))
+        query = sparql("works_by_titles", titles=" ".join(sparql_string(t) for t in wanted))
+        rows = []
+        if wanted:
+            rows = self.store.query(
+                f"""
+                SELECT l.s, l.label, l.o, l.o_kind FROM wd_work_labels_rows l
+                ORDER BY l.label, {_term_order("l.s")}, l.o_kind = 'literal', {_term_order("l.o")}
+            """,
+                rows_of={"wd_work_labels": wanted},
+            )
+        bindings = [
+            {
+                "work": _binding("bnode" if work.startswith("_:") else "uri", work),
+                "title": _binding("literal", title, lang="en"),
+                "author": _binding(kind, author),
+            }
+            for work, title, author, kind in rows
+        ]
+        return self._fetched(query, {"head": {"vars": ["work", "title", "author"]}, "results": {"bindings": bindings}})
+
+    def close(self) -> None:
+        self.store.close()

@@ -29,7 +29,6 @@ from pathlib import Path
 
 from kitab.core.errors import KitabError
 from kitab.sources.chat import ChatClient, EndpointError, Params, ResponseCache, Retry, cache_key, env_api_key
-from tasks.taggers.registry import register_tagger
 from tasks.taggers.spans import Span
 
 PROMPT_VERSION = "v1"
@@ -200,7 +199,6 @@ def configured_session() -> ModelSession:
     return _SESSIONS[key]
 
 
-@register_tagger
 class HumanModelTagger(ModelTagger):
     """``human_model_v1`` from the registry; ``model`` (the spaCy model the registry passes to
     every tagger) is not used."""
@@ -212,7 +210,6 @@ class HumanModelTagger(ModelTagger):
         super().__init__(session or configured_session(), "human")
 
 
-@register_tagger
 class CityModelTagger(ModelTagger):
     name = "city"
     version = f"city_model_{PROMPT_VERSION}"

@@ -245,6 +245,46 @@ def sample_authors_queries(by_author: Mapping[str, Sequence[dict]], seed: int, r
     return out
 
 
+def batch_tables(part: AuthorQueries, authors_by_qid: Mapping[str, Mapping], seed: int) -> dict[str, list[dict]]:
+    """One batch's share of sampling as a refresh writes it (tasks/steps.py): the queries its
+    authors' own draws keep (``query_rows``) and the unsatisfiable candidates, with their
+    draws, that ``choose_top_ups_sql`` chooses from over every batch."""
+    return {
+        "queries_kept": query_rows(part.kept, authors_by_qid, seed),
+        "one_unsatisfiable": [
+            {
+                "author_qid": r["author_qid"],
+                "constraint_id": r["constraint_id"],
+                "constraint_type": r["constraint_type"],
+                "draw": r["draw"],
+            }
+            for r in part.one_unsatisfiable
+        ],
+        "two_unsatisfiable": [
+            {
+                "author_qid": a["author_qid"],
+                "first_id": a["constraint_id"],
+                "second_id": b["constraint_id"],
+                "draw": draw,
+            }
+            for a, b, draw in part.two_unsatisfiable
+        ],
+    }
+
+
+def batch_counts(by_author: Mapping[str, Sequence[dict]], part: AuthorQueries) -> dict:
+    """One batch's counts, merged over batches for the top-up counts and the summary."""
+    candidates = [row for rows in by_author.values() for row in rows]
+    return {
+        "authors": len(by_author),
+        "candidates": len(candidates),
+        "candidates_satisfiable": sum(r["satisfiable"] for r in candidates),
+        "kept_one": sum(1 for m, _ in part.kept if len(m) == 1),
+        "kept_one_unsatisfiable": sum(1 for m, _ in part.kept if len(m) == 1 and not m[0]["satisfiable"]),
+        "kept_two": sum(1 for m, _ in part.kept if len(m) == 2),
+    }
+
+
 def top_up_counts(kept: Sequence[Sampled], rates: SamplingRates) -> tuple[int, int]:
     """How many unsatisfiable one- and two-constraint queries to append, given every kept query."""
     one = [members for members, _ in kept if len(members) == 1]

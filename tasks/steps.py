@@ -41,6 +41,8 @@ from tasks.sample_queries import (
     ONE_UNSATISFIABLE,
     TWO_UNSATISFIABLE,
     SamplingRates,
+    batch_counts,
+    batch_tables,
     choose_top_ups_sql,
     fill_count,
     group_constraints,
@@ -313,25 +315,6 @@ def constrain_step(
         constraints = generate_constraints(authors, books, entity_flags(books, entities))
         by_author, authors_by_qid = group_constraints(constraints.tables["constraints"], authors, books)
         part = sample_authors_queries(by_author, ctx.seed, rates)
-        one_unsat = [
-            {
-                "author_qid": r["author_qid"],
-                "constraint_id": r["constraint_id"],
-                "constraint_type": r["constraint_type"],
-                "draw": r["draw"],
-            }
-            for r in part.one_unsatisfiable
-        ]
-        two_unsat = [
-            {
-                "author_qid": a["author_qid"],
-                "first_id": a["constraint_id"],
-                "second_id": b["constraint_id"],
-                "draw": draw,
-            }
-            for a, b, draw in part.two_unsatisfiable
-        ]
-        kept = query_rows(part.kept, authors_by_qid, ctx.seed)
         outputs = _write(
             ctx,
             GENERATE_CONSTRAINTS,
@@ -340,25 +323,15 @@ def constrain_step(
                 "title_entities": entities,
                 "constraints": constraints.tables["constraints"],
                 "rejects.generate_constraints": constraints.rejects,
-                "queries_kept": kept,
-                "one_unsatisfiable": one_unsat,
-                "two_unsatisfiable": two_unsat,
+                **batch_tables(part, authors_by_qid, ctx.seed),
             },
         )
-        candidates = constraints.tables["constraints"]
         return StepResult(
             outputs,
             {
                 "tag_entities": entity_stats,
                 "generate_constraints": constraints.stats,
-                "sample_queries": {
-                    "authors": len(by_author),
-                    "candidates": len(candidates),
-                    "candidates_satisfiable": sum(r["satisfiable"] for r in candidates),
-                    "kept_one": sum(1 for m, _ in part.kept if len(m) == 1),
-                    "kept_one_unsatisfiable": sum(1 for m, _ in part.kept if len(m) == 1 and not m[0]["satisfiable"]),
-                    "kept_two": sum(1 for m, _ in part.kept if len(m) == 2),
-                },
+                "sample_queries": batch_counts(by_author, part),
             },
         )
 

@@ -1,4 +1,4 @@
-"""``kitab answer``'s client against a real loopback OpenAI-compatible server
+"""``kitab answer`` and its client (kitab/sources/chat.py) against a real loopback OpenAI-compatible server
 (kitab/simulate/chat.py): one request per query, 429 + Retry-After honoured, 500s retried,
 the cache (a rerun sends 0 requests, a killed run resumes), bounded concurrency and rate, and
 the key in no file, message or log. The release-level loop (answer -> evaluate) is in
@@ -20,20 +20,9 @@ import httpx
 import pytest
 
 from kitab.core.errors import KitabError
-from kitab.release.answer import (
-    AnswerCache,
-    ChatClient,
-    Params,
-    Prompt,
-    RateLimiter,
-    Retry,
-    answer_prompts,
-    answers_lines,
-    cache_key,
-    parse_retry_after,
-    write_answers,
-)
+from kitab.release.answer import Prompt, answer_prompts, answers_lines, write_answers
 from kitab.simulate.chat import ChatServer
+from kitab.sources.chat import ChatClient, Params, RateLimiter, ResponseCache, Retry, cache_key, parse_retry_after
 
 KEY = "sk-kitab-test-7f3c9a1e5b2d"
 FAST = Retry(max_attempts=5, backoff_initial=0.01, backoff_max=0.05, max_retry_after=5.0)
@@ -48,7 +37,7 @@ def answer_of(prompt: str) -> str:
 
 
 def run(server: ChatServer, tmp_path: Path, items: list[Prompt], *, key: str | None = KEY, **kwargs):
-    cache = AnswerCache(tmp_path / "cache" / "answers.sqlite")
+    cache = ResponseCache(tmp_path / "cache" / "answers.sqlite")
     try:
         with ChatClient(server.url, "fixture-model", api_key=key, timeout=10.0) as client:
             return answer_prompts(
@@ -154,7 +143,7 @@ def test_a_rerun_sends_no_request_and_writes_the_same_bytes(tmp_path):
     assert (tmp_path / "a.jsonl").read_bytes() == (tmp_path / "b.jsonl").read_bytes()
 
 
-def test_the_cache_key_is_model_prompt_and_parameters():
+def test_the_cache_key_is_model_prompt_and_parameters(tmp_path):
     base = cache_key("m", "p", Params())
     assert base == cache_key("m", "p", Params())
     assert (
@@ -165,12 +154,21 @@ def test_the_cache_key_is_model_prompt_and_parameters():
                 cache_key("m", "p2", Params()),
                 cache_key("m", "p", Params(temperature=0.7)),
                 cache_key("m", "p", Params(max_tokens=1000)),
+                cache_key("m", "p", Params(), system="s"),
             }
         )
-        == 5
+        == 6
     )
-    with ChatServer(answer_of) as server:  # another endpoint, same question: the same key
-        assert ChatClient(server.url, "m", api_key=None).model == "m"
+    # the same questions at another endpoint (another gateway, another port): answered from the
+    # cache, with no request to the second endpoint and the same answers
+    items = prompts(4)
+    with ChatServer(answer_of, key=KEY) as first:
+        answered, _ = run(first, tmp_path, items)
+    with ChatServer(lambda prompt: "another answer", key=KEY) as second:
+        again, stats = run(second, tmp_path, items)
+    assert len(first.chat_requests) == len(items)
+    assert second.chat_requests == [] and stats.requests == 0 and stats.from_cache == len(items)
+    assert again == answered
 
 
 def test_concurrency_and_rate_are_bounded(tmp_path):
@@ -232,10 +230,11 @@ def test_azure_style_gateways_get_the_key_in_api_key(tmp_path):
 RESUMABLE = textwrap.dedent("""
     import json, sys
     from pathlib import Path
-    from kitab.release.answer import AnswerCache, ChatClient, Params, Prompt, Retry, answer_prompts
+    from kitab.release.answer import Prompt, answer_prompts
+    from kitab.sources.chat import ChatClient, Params, ResponseCache
     url, cache_path, items_path = sys.argv[1:4]
     items = [Prompt(**row) for row in json.loads(Path(items_path).read_text())]
-    cache = AnswerCache(Path(cache_path))
+    cache = ResponseCache(Path(cache_path))
     with ChatClient(url, "fixture-model", api_key=None) as client:
         answer_prompts(items, client=client, cache=cache, params=Params(max_tokens=400), concurrency=2)
     print("finished", flush=True)
@@ -261,7 +260,7 @@ def test_a_killed_run_resumes_from_the_cache(tmp_path):
         child.wait(timeout=30)
         assert b"finished" not in child.stdout.read()
         killed_requests = len(server.chat_requests)
-        cache = AnswerCache(cache_path)
+        cache = ResponseCache(cache_path)
         kept = len(cache.get_many(cache_key("fixture-model", p.text, Params(max_tokens=400)) for p in items))
         cache.close()
         assert 8 <= kept < len(items)

@@ -287,3 +287,75 @@ def test_types_are_the_registry_types():
     assert set(SamplingRates().one_constraint) | SamplingRates().always_asked <= {
         cls.TYPE for cls in map(spec_type, ("starts_with", "ends_with", "word_count", "human_name", "city_name"))
     }
+
+
+@st.composite
+def rates_drawn(draw):
+    rate = st.floats(0.0, 1.0)
+    return SamplingRates(
+        one_constraint={t: draw(rate) for t in ("starts_with", "ends_with", "word_count")},
+        one_unsatisfiable_share=draw(st.floats(0.0, 0.5)),
+        two_easy=draw(rate),
+        two_one_book=draw(rate),
+        two_two_books=draw(rate),
+        two_more_books=draw(rate),
+        two_unsatisfiable_share=draw(st.floats(0.0, 0.5)),
+    )
+
+
+def refresh_sample(authors, books, constraints, seed, rates, cuts, root):
+    """What a refresh runs (tasks/steps.py): the per-author draws batch by batch, written as
+    the constrain step writes them, then the global top-ups and numbering in DuckDB
+    (sample_queries_step). ``cuts``: where the authors are split into batches."""
+    from kitab.core.refs import read_rows, write_rows
+    from kitab.core.workdir import StepResult, WorkDir
+    from tasks.sample_queries import batch_counts, batch_tables, group_constraints, sample_authors_queries
+    from tasks.steps import RunContext, sample_queries_step
+
+    ctx = RunContext(release="r", seed=seed, today_year=2024, work=WorkDir(str(root)), sources=None)
+    bounds = [0, *sorted(set(cuts)), len(authors)]
+    collected, constrained = [], []
+    for index, (start, stop) in enumerate(zip(bounds, bounds[1:])):
+        if start >= stop:
+            continue
+        part = f"{index:05d}"
+        batch = authors[start:stop]
+        qids = {a["qid"] for a in batch}
+        rows = [c for c in constraints if c["author_qid"] in qids]
+        by_author, authors_by_qid = group_constraints(rows, batch, [b for b in books if b["author_qid"] in qids])
+        drawn = sample_authors_queries(by_author, seed, rates)
+        tables = {"constraints": rows, **batch_tables(drawn, authors_by_qid, seed)}
+        outputs = {name: write_rows(name, table, ctx.work.path("c", part, name)) for name, table in tables.items()}
+        constrained.append(StepResult(outputs, {"sample_queries": batch_counts(by_author, drawn)}))
+        # the authors table's other columns are the collect step's: an inferred schema will do here
+        collected.append(StepResult({"authors": write_rows("_authors", batch, ctx.work.path("a", part, "authors"))}))
+    ref, summary = sample_queries_step(ctx, collected, constrained, rates)
+    return read_rows(ref), summary
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    small_inputs(),
+    st.integers(0, 2**32),
+    rates_drawn(),
+    st.lists(st.integers(0, 3), max_size=3),
+)
+def test_the_refresh_samples_what_sample_queries_samples(inputs, seed, rates, cuts):
+    """The two forms of one rule: sample_queries in memory (tests, benchmarks/table2.py) and
+    the refresh's batches + DuckDB top-ups and numbering give the same queries, row for row."""
+    import tempfile
+
+    from kitab.core.schemas import to_arrow
+
+    authors, books, constraints = inputs
+    expected = sample_queries(constraints, authors, books, seed=seed, rates=rates)
+    with tempfile.TemporaryDirectory() as root:
+        rows, summary = refresh_sample(authors, books, constraints, seed, rates, cuts, root)
+    # the same rows; their order in the file is not the release's (the warehouse writes a
+    # table in its key's order, queries by query_id)
+    assert sorted(rows, key=by_id) == sorted(to_arrow("queries", expected.tables["queries"]).to_pylist(), key=by_id)
+    assert summary == expected.stats
+
+
+def by_id(row: dict) -> str:
+    return row["query_id"]

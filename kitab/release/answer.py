@@ -1,24 +1,20 @@
 """``kitab answer``: send every query's prompt to an OpenAI-compatible chat endpoint and write
 the answers file ``kitab evaluate`` reads.
 
-The endpoint is anything that serves ``POST {base_url}/chat/completions`` the way OpenAI does
-(OpenAI, vLLM, llama.cpp's server, Ollama's ``/v1``, gateways). The key comes from
-``OPENAI_API_KEY`` and goes only into the request header: never into a log line, an error
-message, the cache or the answers file. A base URL carrying an ``api-version`` query parameter
-is an Azure-style gateway: the key goes in the ``api-key`` header there instead of
-``Authorization: Bearer``.
+The client, its retry policy, its response cache and the key's handling are
+kitab/sources/chat.py's (shared with the model tagger); the key comes from ``OPENAI_API_KEY``
+and goes only into the request header: never into a log line, an error message, the cache or
+the answers file.
 
 How it behaves (docs/evaluate.md):
 
 - **Bounded**: at most ``concurrency`` requests in flight, at most ``rate`` requests started per
   second (one limiter shared by every worker).
-- **Retries**: HTTP 429, 5xx, timeouts and dropped connections are retried with exponential
-  backoff; a ``Retry-After`` (or OpenAI's ``retry-after-ms``) is honoured and pauses *every*
-  worker until then, since the server said so for the client, not for one request. A
-  Retry-After longer than ``max_retry_after`` fails the query instead of waiting hours. 401,
+- **Retries**: the client's policy (429, 5xx, timeouts, dropped connections; a ``Retry-After``
+  pauses *every* worker until then; one longer than ``max_retry_after`` fails the query). 401,
   403 and 404 stop the whole run at once (a wrong key, URL or model fails every query alike);
   another 4xx fails that query only.
-- **Cache**: every answer is committed to a SQLite file as soon as it arrives, keyed by
+- **Cache**: every answer is committed to the response cache as soon as it arrives, keyed by
   sha256 of (model, prompt, parameters): a rerun, or a run resumed after a kill, sends 0
   requests for what it has. The endpoint's URL is not part of the key (the same model behind
   another gateway gives the same answer); change ``--model`` or a parameter to ask again.
@@ -33,28 +29,29 @@ How it behaves (docs/evaluate.md):
 
 from __future__ import annotations
 
-import email.utils
-import hashlib
 import json
-import random
-import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
-
-import httpx
 
 from kitab.core.errors import KitabError
 from kitab.core.files import write_via_temp
+from kitab.sources.chat import (
+    ChatClient,
+    EndpointError,
+    Params,
+    RateLimiter,
+    ResponseCache,
+    Retry,
+    Stopped,
+    cache_key,
+)
 
 # The paper's maximum output lengths per template (App. D); temperature 0 (§4).
 MAX_TOKENS = {"no-context": 400, "with-context": 1000, "self-context": 3000, "cot": 400}
-FATAL_STATUS = frozenset({401, 403, 404})  # the run's configuration is wrong: every query would fail
-RETRY_STATUS = frozenset({408, 409, 425, 429})  # besides every 5xx
 
 
 @dataclass(frozen=True)
@@ -64,264 +61,6 @@ class Prompt:
     query_id: str
     template: str
     text: str
-
-
-@dataclass(frozen=True)
-class Params:
-    """The chat parameters sent with every prompt (and part of the cache key)."""
-
-    temperature: float = 0.0
-    max_tokens: int | None = 400  # None: not sent (the server's default)
-    seed: int | None = None
-
-    def payload(self) -> dict:
-        out: dict = {"temperature": self.temperature}
-        if self.max_tokens is not None:
-            out["max_tokens"] = self.max_tokens
-        if self.seed is not None:
-            out["seed"] = self.seed
-        return out
-
-
-@dataclass(frozen=True)
-class Completion:
-    text: str
-    finish_reason: str | None
-    prompt_tokens: int | None
-    completion_tokens: int | None
-
-
-class EndpointError(Exception):
-    """One request failed: ``status`` (None: no HTTP answer), whether to retry, and how long
-    the server asked us to wait (seconds, or None)."""
-
-    def __init__(
-        self, message: str, *, status: int | None = None, retryable: bool = False, retry_after: float | None = None
-    ):
-        super().__init__(message)
-        self.status, self.retryable, self.retry_after = status, retryable, retry_after
-
-    @property
-    def fatal(self) -> bool:
-        return self.status in FATAL_STATUS
-
-
-def cache_key(model: str, prompt: str, params: Params) -> str:
-    """sha256 of the canonical JSON of (model, prompt, parameters): the one identity of a question."""
-    canonical = json.dumps(
-        {"model": model, "prompt": prompt, "params": params.payload()},
-        sort_keys=True,
-        ensure_ascii=False,
-        separators=(",", ":"),
-    )
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
-
-
-def parse_retry_after(headers: httpx.Headers, now: float | None = None) -> float | None:
-    """Seconds to wait from ``retry-after-ms`` (OpenAI) or ``Retry-After`` (seconds or an
-    HTTP date); None when absent or unreadable."""
-    ms = headers.get("retry-after-ms")
-    if ms is not None:
-        try:
-            return max(0.0, float(ms) / 1000.0)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    now = time.time() if now is None else now
-    return max(0.0, when.timestamp() - now)
-
-
-# -- the endpoint -------------------------------------------------------------------------------
-class ChatClient:
-    """``POST {base_url}/chat/completions`` over one pooled httpx client (thread-safe)."""
-
-    def __init__(
-        self, base_url: str, model: str, *, api_key: str | None, timeout: float = 600.0, max_connections: int = 8
-    ):
-        url = httpx.URL(base_url)
-        if url.scheme not in ("http", "https") or not url.host:
-            raise KitabError(f"--base-url {base_url!r}: expected an http(s) URL such as https://api.openai.com/v1")
-        self.model = model
-        self.url = url.copy_with(path=url.path.rstrip("/") + "/chat/completions")
-        headers = {"content-type": "application/json", "user-agent": "kitab-answer"}
-        if api_key:
-            if "api-version" in url.params:  # Azure-style gateway
-                headers["api-key"] = api_key
-            else:
-                headers["authorization"] = f"Bearer {api_key}"
-        self._secret = api_key or None
-        self._http = httpx.Client(
-            headers=headers,
-            timeout=httpx.Timeout(timeout, connect=min(timeout, 15.0)),
-            limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
-            follow_redirects=False,
-        )
-
-    def close(self) -> None:
-        self._http.close()
-
-    def _scrub(self, text: str) -> str:
-        return text.replace(self._secret, "***") if self._secret else text
-
-    def __enter__(self) -> ChatClient:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def complete(self, prompt: str, params: Params) -> Completion:
-        body = {"model": self.model, "messages": [{"role": "user", "content": prompt}], **params.payload()}
-        try:
-            response = self._http.post(self.url, json=body)
-        except httpx.TimeoutException:
-            raise EndpointError("the endpoint did not answer in time", retryable=True) from None
-        except httpx.TransportError as exc:  # refused, reset, cut: the message names no header
-            raise EndpointError(f"no answer from the endpoint ({type(exc).__name__})", retryable=True) from None
-        status = response.status_code
-        if status != 200:
-            retryable = status in RETRY_STATUS or status >= 500
-            # no server text for 401/403: OpenAI's names part of the key it refused
-            detail = "" if status in (401, 403) else self._scrub(_error_detail(response))
-            raise EndpointError(
-                f"HTTP {status}{detail}",
-                status=status,
-                retryable=retryable,
-                retry_after=parse_retry_after(response.headers) if retryable else None,
-            )
-        try:
-            data = response.json()
-            choice = data["choices"][0]
-            text = (choice.get("message") or {}).get("content")
-            usage = data.get("usage") or {}
-        except (ValueError, KeyError, IndexError, TypeError, AttributeError):
-            raise EndpointError(
-                "HTTP 200 without an OpenAI-style chat completion in it", status=status, retryable=True
-            ) from None
-        return Completion(
-            text if isinstance(text, str) else "",
-            choice.get("finish_reason"),
-            _int_or_none(usage.get("prompt_tokens")),
-            _int_or_none(usage.get("completion_tokens")),
-        )
-
-
-def _int_or_none(value) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _error_detail(response: httpx.Response) -> str:
-    """The server's own error message, short (an OpenAI-style error body), or nothing."""
-    try:
-        message = response.json()["error"]["message"]
-    except Exception:
-        return ""
-    message = " ".join(str(message).split())
-    return f": {message[:160]}" if message else ""
-
-
-# -- pacing ---------------------------------------------------------------------------------------
-class RateLimiter:
-    """At most ``rate`` request starts per second over all threads (evenly spaced), and none
-    before a pause the server asked for (:meth:`hold`)."""
-
-    def __init__(
-        self,
-        rate: float | None,
-        clock: Callable[[], float] = time.monotonic,
-        sleep: Callable[[float], None] = time.sleep,
-    ):
-        self.interval = 1.0 / rate if rate else 0.0
-        self._clock, self._sleep = clock, sleep
-        self._lock = threading.Lock()
-        self._next = 0.0
-        self._hold_until = 0.0
-
-    def hold(self, seconds: float) -> None:
-        with self._lock:
-            self._hold_until = max(self._hold_until, self._clock() + seconds)
-
-    def acquire(self) -> None:
-        with self._lock:
-            now = self._clock()
-            slot = max(now, self._next, self._hold_until)
-            self._next = slot + self.interval
-        if slot > now:
-            self._sleep(slot - now)
-
-
-# -- the cache --------------------------------------------------------------------------------------
-class AnswerCache:
-    """Answers by cache key in one SQLite file, each committed as it arrives (WAL): a killed
-    run loses only the requests in flight. Only the owning thread touches it."""
-
-    def __init__(self, path: Path):
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            self._db = sqlite3.connect(self.path, timeout=30.0)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute(
-                "CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, model TEXT NOT NULL, "
-                "response TEXT NOT NULL, finish_reason TEXT, prompt_tokens INTEGER, completion_tokens INTEGER, "
-                "seconds REAL NOT NULL, attempts INTEGER NOT NULL, answered_at TEXT NOT NULL)"
-            )
-            self._db.commit()
-        except sqlite3.DatabaseError as exc:
-            raise KitabError(f"cannot use the answer cache {self.path}: {exc}") from None
-
-    def close(self) -> None:
-        self._db.close()
-
-    def get_many(self, keys: Iterable[str]) -> dict[str, dict]:
-        keys = list(keys)
-        out: dict[str, dict] = {}
-        for start in range(0, len(keys), 500):
-            chunk = keys[start : start + 500]
-            cursor = self._db.execute(
-                f"SELECT key, response, finish_reason, prompt_tokens, completion_tokens, seconds, attempts "
-                f"FROM answers WHERE key IN ({','.join('?' * len(chunk))})",
-                chunk,
-            )
-            for key, response, finish, p_tokens, c_tokens, seconds, attempts in cursor.fetchall():
-                out[key] = {
-                    "response": response,
-                    "finish_reason": finish,
-                    "prompt_tokens": p_tokens,
-                    "completion_tokens": c_tokens,
-                    "seconds": seconds,
-                    "attempts": attempts,
-                }
-        return out
-
-    def put(self, key: str, model: str, record: dict) -> None:
-        self._db.execute(
-            "INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                key,
-                model,
-                record["response"],
-                record["finish_reason"],
-                record["prompt_tokens"],
-                record["completion_tokens"],
-                record["seconds"],
-                record["attempts"],
-                datetime.now(UTC).isoformat(timespec="seconds"),
-            ),
-        )
-        self._db.commit()
 
 
 # -- the run ----------------------------------------------------------------------------------------
@@ -374,23 +113,6 @@ def _clock(seconds: float) -> str:
     )
 
 
-@dataclass(frozen=True)
-class Retry:
-    max_attempts: int = 6
-    backoff_initial: float = 1.0
-    backoff_max: float = 60.0
-    max_retry_after: float = 300.0
-
-    def backoff(self, attempt: int) -> float:
-        """Exponential with full jitter (attempt 1 is the first retry)."""
-        ceiling = min(self.backoff_max, self.backoff_initial * 2 ** (attempt - 1))
-        return random.uniform(ceiling / 2, ceiling)
-
-
-class _Stop(Exception):
-    """The run was stopped (a fatal answer elsewhere, or Ctrl-C)."""
-
-
 def _ask(
     client: ChatClient,
     prompt: Prompt,
@@ -400,52 +122,36 @@ def _ask(
     stats: RunStats,
     stop: threading.Event,
 ) -> dict:
-    """One query, retried until it has an answer or fails for good (raises EndpointError)."""
-    started = time.monotonic()
-    attempt = 0
-    while True:
-        if stop.is_set():
-            raise _Stop()
-        limiter.acquire()
-        if stop.is_set():
-            raise _Stop()
-        attempt += 1
-        stats.add(requests=1)
-        try:
-            completion = client.complete(prompt.text, params)
-        except EndpointError as exc:
-            if not exc.retryable or attempt >= retry.max_attempts:
-                if exc.retryable:
-                    exc.args = (f"{exc.args[0]} (after {attempt} attempts)",)
-                raise
-            if exc.retry_after is not None:
-                if exc.retry_after > retry.max_retry_after:
-                    raise EndpointError(
-                        f"{exc.args[0]} asking to retry after {exc.retry_after:.0f} s "
-                        f"(more than {retry.max_retry_after:.0f} s)",
-                        status=exc.status,
-                    ) from None
-                limiter.hold(exc.retry_after)  # every worker waits: the server throttles the client
-                stats.add(waited_retry_after=exc.retry_after)
-            else:
-                stop.wait(retry.backoff(attempt))
-            stats.add(retries=1)
-            continue
-        return {
-            "response": completion.text,
-            "finish_reason": completion.finish_reason,
-            "prompt_tokens": completion.prompt_tokens,
-            "completion_tokens": completion.completion_tokens,
-            "seconds": round(time.monotonic() - started, 3),
-            "attempts": attempt,
-        }
+    """One query under the client's retry policy: its cache record (raises EndpointError, Stopped)."""
+
+    def on_retry(waited: float) -> None:
+        stats.add(retries=1, waited_retry_after=waited)
+
+    answer = client.ask(
+        prompt.text,
+        params,
+        retry=retry,
+        limiter=limiter,
+        stop=stop,
+        on_request=lambda: stats.add(requests=1),
+        on_retry=on_retry,
+    )
+    completion = answer.completion
+    return {
+        "response": completion.text,
+        "finish_reason": completion.finish_reason,
+        "prompt_tokens": completion.prompt_tokens,
+        "completion_tokens": completion.completion_tokens,
+        "seconds": answer.seconds,
+        "attempts": answer.attempts,
+    }
 
 
 def answer_prompts(
     prompts: Sequence[Prompt],
     *,
     client: ChatClient,
-    cache: AnswerCache,
+    cache: ResponseCache,
     params: Params,
     concurrency: int = 4,
     rate: float | None = None,
@@ -489,7 +195,7 @@ def answer_prompts(
                 prompt = pending.pop(future)
                 try:
                     record = future.result()
-                except _Stop:
+                except Stopped:
                     continue
                 except EndpointError as exc:
                     if exc.fatal and fatal is None:
@@ -497,7 +203,7 @@ def answer_prompts(
                         stop.set()
                     stats.failed[prompt.query_id] = str(exc)
                     continue
-                cache.put(keys[prompt.query_id], client.model, record)
+                cache.put(client.model, keys[prompt.query_id], record)
                 results[prompt.query_id] = record
                 stats.add(
                     answered=1,
@@ -590,7 +296,7 @@ def answer_release(
     if limit is not None:
         prompts = prompts[:limit]
     params = params or Params(max_tokens=MAX_TOKENS.get(template))
-    cache = AnswerCache(cache_path or warehouse / ".cache" / "answers.sqlite")
+    cache = ResponseCache(cache_path or warehouse / ".cache" / "answers.sqlite")
     started = time.monotonic()
     try:
         with ChatClient(base_url, model, api_key=api_key, timeout=timeout, max_connections=concurrency) as client:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from tasks.taggers.human import find_people
 from tasks.taggers.pipeline import PipelineTagger
-from tasks.taggers.registry import register_tagger
 from tasks.taggers.spans import Span, evidence_string
 from tasks.taggers.view import BARE_CITY_MIN_POPULATION, LOCATIVES, CityMatch, TitleView
 
@@ -33,7 +32,6 @@ _TOWN_SUFFIXES = frozenset("falls springs heights creek hills junction".split())
 _PLACE_PREFIXES = frozenset("big little great new old upper lower".split())
 
 
-@register_tagger
 class CityTagger(PipelineTagger):
     name = "city"
     version = "city_v3"

@@ -29,7 +29,6 @@ from __future__ import annotations
 from tasks.taggers.gazetteers import CENSUS_CITY_MAX_POPULATION
 from tasks.taggers.patterns import LIFE_NOUNS, biography_anchor, pattern_anchor, proper_title_anchors
 from tasks.taggers.pipeline import PipelineTagger
-from tasks.taggers.registry import register_tagger
 from tasks.taggers.spans import Span, evidence_string
 from tasks.taggers.view import BARE_CITY_MIN_POPULATION, LOCATIVES, PARTICLES, TitleView
 from tasks.text import ARTICLES
@@ -50,7 +49,6 @@ PLACE_NOUNS = frozenset(
 )
 
 
-@register_tagger
 class HumanTagger(PipelineTagger):
     name = "human"
     version = "human_v3"

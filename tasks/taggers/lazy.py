@@ -21,7 +21,6 @@ from tasks.taggers.city import CityTagger
 from tasks.taggers.human import HumanTagger
 from tasks.taggers.patterns import LIFE_NOUNS
 from tasks.taggers.pipeline import BATCH_SIZE, PipelineTagger, recase
-from tasks.taggers.registry import register_tagger
 from tasks.taggers.view import BARE_CITY_MIN_POPULATION, LOCATIVES, OF, TitleView, build_view
 from tasks.text import MAX_TITLE_CHARS
 
@@ -182,14 +181,12 @@ class LazyNerTagger(PipelineTagger):
         return out
 
 
-@register_tagger
 class HumanTaggerV4(LazyNerTagger):
     name = "human"
     version = HUMAN_VERSION
     spans = HumanTagger.spans
 
 
-@register_tagger
 class CityTaggerV4(LazyNerTagger):
     name = "city"
     version = CITY_VERSION

@@ -1,39 +1,34 @@
 """An optional tagger that asks a language model, as the original KITAB asked GPT-4.
 
-Where a user has an OpenAI-compatible chat endpoint (``POST {base_url}/chat/completions``: OpenAI,
-vLLM, llama.cpp's server, Ollama's ``/v1``), titles go in numbered batches with one fixed
+Where a user has an OpenAI-compatible chat endpoint (OpenAI, vLLM, llama.cpp's server, Ollama's
+``/v1``), titles go in numbered batches with one fixed
 prompt (``PROMPT``, versioned by ``PROMPT_VERSION``); the answer, one JSON object, is parsed
-into spans that quote the title. Every title's answer is cached in SQLite under sha256 of
-(model, prompt, title), so a rerun sends nothing for the titles it has, whatever batch they
-came in. The spans are stored as their own tagger versions (``human_model_v1``,
+into spans that quote the title. Every title's answer is cached in the shared response cache
+(kitab/sources/chat.py) under the key of (model, prompt, title), as if the title had been
+asked alone, so a rerun sends nothing for the titles it has, whatever batch they came in. The spans are stored as their own tagger versions (``human_model_v1``,
 ``city_model_v1``; the evidence names the model), beside the offline taggers' rows; the offline
 taggers stay the default. Their quality is the user's to measure:
 ``benchmarks/entity_quality.py --tagger model --base-url ... --llm-model ...``.
 
-The key comes from ``OPENAI_API_KEY`` and goes only into the request header, never into the
-cache, an error or a span. 429, 5xx and dropped connections are retried with backoff; 401, 403
-and 404 stop at once (a wrong key, URL or model fails every title alike). A title the model
+The client, its retry policy and the key's handling are kitab/sources/chat.py's, shared with
+``kitab answer``: the key comes from ``OPENAI_API_KEY`` and goes only into the request header,
+never into the cache, an error or a span; 429 (Retry-After honoured), 5xx and dropped
+connections are retried with backoff; 401, 403 and 404 stop at once (a wrong key, URL or model
+fails every title alike). A title the model
 never answered for (after one retry on its own) is an error naming how many, not a silent
 empty answer: an empty answer means "no names", which would be a wrong key for a constraint.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
-import sqlite3
-import threading
-import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
-
 from kitab.core.errors import KitabError
-from tasks.taggers.registry import register_tagger
+from kitab.sources.chat import ChatClient, EndpointError, Params, ResponseCache, Retry, cache_key, env_api_key
 from tasks.taggers.spans import Span
 
 PROMPT_VERSION = "v1"
@@ -49,8 +44,8 @@ PROMPT = (
     "with one entry per title, in order."
 )
 BATCH = 20  # titles per request: long enough to amortise the prompt, short enough to answer reliably
-RETRY_STATUS = frozenset({408, 409, 425, 429})  # besides every 5xx
-FATAL_STATUS = frozenset({401, 403, 404})
+TIMEOUT = 120.0  # seconds for one batch's answer
+PARAMS = Params(temperature=0.0, max_tokens=None)
 KINDS = ("human", "city")
 
 
@@ -58,10 +53,9 @@ class ModelTaggerError(KitabError):
     """The endpoint could not tag the titles (a wrong URL/key/model, or answers we cannot read)."""
 
 
-def cache_key(model: str, prompt: str, title: str) -> str:
-    """sha256 of (model, prompt, title): the identity of one title's answer."""
-    canonical = json.dumps([model, prompt, title], ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+def title_key(model: str, title: str) -> str:
+    """The cache key of one title's answer: (model, prompt, title) as if it were asked alone."""
+    return cache_key(model, title, PARAMS, system=PROMPT)
 
 
 def batch_message(titles: Sequence[str]) -> str:
@@ -124,104 +118,18 @@ def place(title: str, names: Sequence[str], kind: str, evidence: str) -> list[Sp
     return sorted(spans)
 
 
-class AnswerCache:
-    """One SQLite file: cache key -> the JSON of one title's names. Committed per batch, so a
-    run killed half-way keeps what it paid for."""
-
-    def __init__(self, path: Path | str | None) -> None:
-        self._db = sqlite3.connect(":memory:" if path is None else str(path), check_same_thread=False)
-        self._db.execute("CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, names TEXT NOT NULL)")
-        self._lock = threading.Lock()
-
-    def get_many(self, keys: Sequence[str]) -> dict[str, dict[str, list[str]]]:
-        out = {}
-        with self._lock:
-            for start in range(0, len(keys), 500):  # SQLite's bound-parameter limit
-                part = keys[start : start + 500]
-                rows = self._db.execute(
-                    f"SELECT key, names FROM answers WHERE key IN ({','.join('?' * len(part))})", part
-                )
-                out.update((k, json.loads(v)) for k, v in rows)
-        return out
-
-    def put_many(self, items: dict[str, dict[str, list[str]]]) -> None:
-        with self._lock, self._db:
-            self._db.executemany(
-                "INSERT OR REPLACE INTO answers VALUES (?, ?)",
-                [(k, json.dumps(v, ensure_ascii=False, sort_keys=True)) for k, v in items.items()],
-            )
-
-
-@dataclass
-class ChatEndpoint:
-    """``POST {base_url}/chat/completions``, temperature 0, with retries."""
-
-    base_url: str
-    model: str
-    api_key: str | None = None
-    timeout: float = 120.0
-    retries: int = 4
-    backoff: float = 1.0  # seconds, doubled per retry
-
-    def __post_init__(self) -> None:
-        url = httpx.URL(self.base_url)
-        if url.scheme not in ("http", "https") or not url.host:
-            raise ModelTaggerError(
-                f"base URL {self.base_url!r}: expected an http(s) URL such as https://api.openai.com/v1"
-            )
-        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
-        self._client = httpx.Client(timeout=self.timeout, headers=headers)
-        self.requests = 0
-
-    def complete(self, system: str, user: str) -> str:
-        payload = {
-            "model": self.model,
-            "temperature": 0,
-            "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
-        }
-        url = self.base_url.rstrip("/") + "/chat/completions"
-        for attempt in range(self.retries + 1):
-            last = attempt == self.retries
-            try:
-                self.requests += 1
-                response = self._client.post(url, json=payload)
-            except httpx.TransportError as exc:
-                if last:
-                    raise ModelTaggerError(
-                        f"{url}: no answer after {self.retries + 1} tries ({type(exc).__name__})"
-                    ) from None
-            else:
-                status = response.status_code
-                if status == 200:
-                    try:
-                        return response.json()["choices"][0]["message"]["content"] or ""
-                    except (ValueError, KeyError, IndexError, TypeError):
-                        raise ModelTaggerError(f"{url}: the answer is not an OpenAI chat completion") from None
-                if status in FATAL_STATUS:
-                    raise ModelTaggerError(
-                        f"{url}: HTTP {status} (check the base URL, the model {self.model!r} and OPENAI_API_KEY)"
-                    )
-                if not (status in RETRY_STATUS or status >= 500) or last:
-                    raise ModelTaggerError(f"{url}: HTTP {status} after {attempt + 1} tries")
-            time.sleep(self.backoff * 2**attempt)
-        raise AssertionError("unreachable")
-
-    def close(self) -> None:
-        self._client.close()
-
-
 class ModelSession:
-    """What the human and city model taggers share: the endpoint, the cache and the answers
+    """What the human and city model taggers share: the client, the cache and the answers
     of the titles asked in this process (one request serves both kinds)."""
 
-    def __init__(self, endpoint: ChatEndpoint, cache: AnswerCache, batch: int = BATCH) -> None:
-        self.endpoint, self.cache, self.batch = endpoint, cache, batch
-        self.model = endpoint.model
+    def __init__(self, client: ChatClient, cache: ResponseCache, batch: int = BATCH, retry: Retry = Retry()) -> None:
+        self.client, self.cache, self.batch, self.retry = client, cache, batch, retry
+        self.model = client.model
 
     def names(self, titles: Sequence[str]) -> list[dict[str, list[str]]]:
         """Per title, {"human": [...], "city": [...]} as the model gave them (cached)."""
-        keys = [cache_key(self.model, PROMPT, t) for t in titles]
-        known = self.cache.get_many(list(dict.fromkeys(keys)))
+        keys = [title_key(self.model, t) for t in titles]
+        known = self.cache.get_many(dict.fromkeys(keys))
         todo = list(dict.fromkeys(t for t, k in zip(titles, keys) if k not in known))
         missing: list[str] = []
         for start in range(0, len(todo), self.batch):
@@ -234,9 +142,14 @@ class ModelSession:
         return [known[k] for k in keys]
 
     def _ask(self, titles: list[str], known: dict) -> list[str]:
-        answer = parse_answer(self.endpoint.complete(PROMPT, batch_message(titles)), len(titles))
-        got = {cache_key(self.model, PROMPT, t): answer[n] for n, t in enumerate(titles, 1) if n in answer}
-        self.cache.put_many(got)
+        try:
+            text = self.client.ask(batch_message(titles), PARAMS, system=PROMPT, retry=self.retry).completion.text
+        except EndpointError as exc:
+            hint = f" (check the base URL, the model {self.model!r} and OPENAI_API_KEY)" if exc.fatal else ""
+            raise ModelTaggerError(f"{self.client.url}: {exc}{hint}") from None
+        answer = parse_answer(text, len(titles))
+        got = {title_key(self.model, t): answer[n] for n, t in enumerate(titles, 1) if n in answer}
+        self.cache.put_many(self.model, got)
         known.update(got)
         return [t for n, t in enumerate(titles, 1) if n not in answer]
 
@@ -282,12 +195,10 @@ def configured_session() -> ModelSession:
     cache = os.environ.get(ENV_CACHE) or None
     key = (base_url, model, cache)
     if key not in _SESSIONS:
-        endpoint = ChatEndpoint(base_url, model, os.environ.get("OPENAI_API_KEY") or None)
-        _SESSIONS[key] = ModelSession(endpoint, AnswerCache(cache))
+        _SESSIONS[key] = ModelSession(_client(base_url, model, env_api_key()), ResponseCache(cache))
     return _SESSIONS[key]
 
 
-@register_tagger
 class HumanModelTagger(ModelTagger):
     """``human_model_v1`` from the registry; ``model`` (the spaCy model the registry passes to
     every tagger) is not used."""
@@ -299,13 +210,19 @@ class HumanModelTagger(ModelTagger):
         super().__init__(session or configured_session(), "human")
 
 
-@register_tagger
 class CityModelTagger(ModelTagger):
     name = "city"
     version = f"city_model_{PROMPT_VERSION}"
 
     def __init__(self, model: str | None = None, session: ModelSession | None = None) -> None:
         super().__init__(session or configured_session(), "city")
+
+
+def _client(base_url: str, model: str, api_key: str | None, timeout: float = TIMEOUT) -> ChatClient:
+    try:
+        return ChatClient(base_url, model, api_key=api_key, timeout=timeout, user_agent="kitab-tagger")
+    except KitabError as exc:
+        raise ModelTaggerError(str(exc)) from None
 
 
 def model_taggers(
@@ -315,10 +232,11 @@ def model_taggers(
     *,
     api_key: str | None = None,
     batch: int = BATCH,
-    **endpoint_options,
+    retry: Retry = Retry(),
+    timeout: float = TIMEOUT,
 ) -> list[ModelTagger]:
-    """The human and city model taggers on one endpoint and cache. The key defaults to
+    """The human and city model taggers on one client and cache. The key defaults to
     ``OPENAI_API_KEY`` (absent: no Authorization header, as local servers expect)."""
-    key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY") or None
-    session = ModelSession(ChatEndpoint(base_url, model, key, **endpoint_options), AnswerCache(cache_path), batch)
+    key = api_key if api_key is not None else env_api_key()
+    session = ModelSession(_client(base_url, model, key, timeout), ResponseCache(cache_path), batch, retry)
     return [ModelTagger(session, "human"), ModelTagger(session, "city")]

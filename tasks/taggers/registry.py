@@ -1,7 +1,5 @@
-"""The tagger registry (dolma's pattern): every tagger is registered under its version id
-(``human_v3``, ``city_v3``, ``human_v4``, ``city_v4``, ``human_v5``, ``city_v5``, ``human_v6``, ``city_v6``, ``human_model_v1``,
-``city_model_v1``),
-and a release tags with the versions configuration selects.
+"""The tagger registry (dolma's pattern): every tagger is listed under its version id, and a
+release tags with the versions configuration selects.
 
 A tagger class has ``name`` (the kind of span it finds, ``title_entities.kind``: the entity
 constraint types read spans by this kind), ``version`` (its registry id, stored in every
@@ -9,18 +7,36 @@ constraint types read spans by this kind), ``version`` (its registry id, stored 
 the model and package versions), which the tag step's cache key includes. A better tagger is
 a new version beside the old one; an old release keeps its tags.
 
+The built-in versions are listed here by module path and imported by name when first asked
+for: the registry imports no tagger and no tagger imports the registry, so there is no import
+circle between them. :func:`register_tagger` adds a version at run time (a new kind's tagger).
+
 Selection: ``$KITAB_TAGGERS`` (comma-separated version ids, one per kind), else DEFAULT.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Sequence
 from typing import Any
 
 from kitab.core.errors import BadValue
 
-TAGGERS: dict[str, type] = {}
+# version id -> "module:class"
+BUILTIN = {
+    "human_v3": "tasks.taggers.human:HumanTagger",
+    "city_v3": "tasks.taggers.city:CityTagger",
+    "human_v4": "tasks.taggers.lazy:HumanTaggerV4",
+    "city_v4": "tasks.taggers.lazy:CityTaggerV4",
+    "human_v5": "tasks.taggers.v5:HumanTaggerV5",
+    "city_v5": "tasks.taggers.v5:CityTaggerV5",
+    "human_v6": "tasks.taggers.v6:HumanTaggerV6",
+    "city_v6": "tasks.taggers.v6:CityTaggerV6",
+    "human_model_v1": "tasks.taggers.model:HumanModelTagger",
+    "city_model_v1": "tasks.taggers.model:CityModelTagger",
+}
+TAGGERS: dict[str, type] = {}  # version id -> class: the built-ins once loaded, and any registered
 # issue 20: v4's lazy NER over grown lists; v6 (v5 grown from WordNet) beats v5 on the labelled
 # sets (docs/tagging.md)
 DEFAULT = ("human_v6", "city_v6")
@@ -40,7 +56,7 @@ def selected_versions(configured: str | None = None) -> tuple[str, ...]:
     One version per kind; an unknown id is a BadValue naming the registered ones."""
     text = configured if configured is not None else os.environ.get(ENV, "")
     versions = tuple(v.strip() for v in text.split(",") if v.strip()) or DEFAULT
-    _register_builtins()
+    _load_builtins()
     unknown = [v for v in versions if v not in TAGGERS]
     if unknown:
         raise BadValue(f"unknown tagger {', '.join(unknown)} ({ENV}); registered: {', '.join(sorted(TAGGERS))}")
@@ -52,6 +68,7 @@ def selected_versions(configured: str | None = None) -> tuple[str, ...]:
 
 def make_taggers(versions: Sequence[str] | None = None, **options: Any) -> list:
     """The selected taggers, constructed (``options``, e.g. ``model``, go to each)."""
+    _load_builtins()
     return [TAGGERS[v](**options) for v in (selected_versions() if versions is None else versions)]
 
 
@@ -60,5 +77,11 @@ def fingerprints(taggers: Sequence) -> list[dict]:
     return [{"name": t.name, "version": t.version, **t.fingerprint()} for t in taggers]
 
 
-def _register_builtins() -> None:
-    import tasks.taggers  # noqa: F401  (importing the package registers the built-in taggers)
+def _load_builtins() -> None:
+    for version, where in BUILTIN.items():
+        if version not in TAGGERS:
+            module, name = where.split(":")
+            cls = getattr(importlib.import_module(module), name)
+            if cls.version != version:  # the list and the class must agree on the id
+                raise ValueError(f"{where} has version {cls.version!r}, listed as {version!r}")
+            register_tagger(cls)

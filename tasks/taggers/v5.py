@@ -18,7 +18,6 @@ from tasks.taggers.gazetteers import load_lexicon_v5
 from tasks.taggers.human import HumanTagger
 from tasks.taggers.lazy import LazyNerTagger
 from tasks.taggers.pipeline import DEFAULT_MODEL
-from tasks.taggers.registry import register_tagger
 
 HUMAN_VERSION = "human_v5"
 CITY_VERSION = "city_v5"
@@ -30,14 +29,12 @@ class _V5Lists(LazyNerTagger):
         self.lex = load_lexicon_v5()
 
 
-@register_tagger
 class HumanTaggerV5(_V5Lists):
     name = "human"
     version = HUMAN_VERSION
     spans = HumanTagger.spans
 
 
-@register_tagger
 class CityTaggerV5(_V5Lists):
     name = "city"
     version = CITY_VERSION

@@ -14,7 +14,6 @@ from tasks.taggers.gazetteers import load_lexicon_v6
 from tasks.taggers.human import HumanTagger
 from tasks.taggers.lazy import LazyNerTagger
 from tasks.taggers.pipeline import DEFAULT_MODEL
-from tasks.taggers.registry import register_tagger
 
 HUMAN_VERSION = "human_v6"
 CITY_VERSION = "city_v6"
@@ -26,14 +25,12 @@ class _V6Lists(LazyNerTagger):
         self.lex = load_lexicon_v6()
 
 
-@register_tagger
 class HumanTaggerV6(_V6Lists):
     name = "human"
     version = HUMAN_VERSION
     spans = HumanTagger.spans
 
 
-@register_tagger
 class CityTaggerV6(_V6Lists):
     name = "city"
     version = CITY_VERSION

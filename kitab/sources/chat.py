@@ -1,0 +1,391 @@
+"""The one client for OpenAI-compatible chat endpoints: what ``kitab answer``
+(kitab/release/answer.py) and the model tagger (tasks/taggers/model.py) send, how they retry,
+and where the answers are kept.
+
+The endpoint is anything that serves ``POST {base_url}/chat/completions`` the way OpenAI does
+(OpenAI, vLLM, llama.cpp's server, Ollama's ``/v1``, gateways). This module is the only one
+that sends them (kitab/simulate/chat.py is the loopback server tests and benchmarks answer with).
+
+- **The key** (``OPENAI_API_KEY``, :func:`env_api_key`) goes only into the request header:
+  never into a log line, an error message or the cache. A base URL carrying an ``api-version``
+  query parameter is an Azure-style gateway: the key goes in the ``api-key`` header there
+  instead of ``Authorization: Bearer``.
+- **The retry policy** (:class:`Retry`, the same four numbers as the sources' HTTP policy in
+  ``kitab.core.config.Settings``): HTTP 408/409/425/429, 5xx, timeouts, dropped connections and
+  unreadable 200s are retried with exponential backoff and full jitter, at most
+  ``max_attempts`` tries; a ``Retry-After`` (or OpenAI's ``retry-after-ms``) is honoured and
+  pauses every request of the :class:`RateLimiter` until then, since the server said so for
+  the client, not for one request; one longer than ``max_retry_after`` fails the request
+  instead of waiting hours. 401, 403 and 404 are fatal (a wrong key, URL or model fails every
+  request alike); another 4xx fails that request only.
+- **The response cache** (:class:`ResponseCache`): one SQLite table of JSON records keyed by
+  :func:`cache_key`, sha256 of (model, prompt, parameters). The endpoint's URL is not part of
+  the key: the same model behind another gateway gives the same answer.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import hashlib
+import json
+import os
+import random
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import httpx
+
+from kitab.core.errors import KitabError
+
+ENV_API_KEY = "OPENAI_API_KEY"
+FATAL_STATUS = frozenset({401, 403, 404})  # the run's configuration is wrong: every request would fail
+RETRY_STATUS = frozenset({408, 409, 425, 429})  # besides every 5xx
+
+
+def env_api_key() -> str | None:
+    """The key from ``OPENAI_API_KEY`` (absent or empty: None, no auth header, as local servers expect)."""
+    return os.environ.get(ENV_API_KEY) or None
+
+
+@dataclass(frozen=True)
+class Params:
+    """The chat parameters sent with every prompt (and part of the cache key)."""
+
+    temperature: float = 0.0
+    max_tokens: int | None = 400  # None: not sent (the server's default)
+    seed: int | None = None
+
+    def payload(self) -> dict:
+        out: dict = {"temperature": self.temperature}
+        if self.max_tokens is not None:
+            out["max_tokens"] = self.max_tokens
+        if self.seed is not None:
+            out["seed"] = self.seed
+        return out
+
+
+def cache_key(model: str, prompt: str, params: Params, *, system: str | None = None) -> str:
+    """sha256 of the canonical JSON of (model, prompt, parameters, and the system prompt if
+    any): the one identity of a question."""
+    identity: dict = {"model": model, "prompt": prompt, "params": params.payload()}
+    if system is not None:
+        identity["system"] = system
+    canonical = json.dumps(identity, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class Completion:
+    text: str
+    finish_reason: str | None
+    prompt_tokens: int | None
+    completion_tokens: int | None
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A completion and what getting it took (tries, and seconds from the first try)."""
+
+    completion: Completion
+    attempts: int
+    seconds: float
+
+
+class EndpointError(Exception):
+    """One request failed: ``status`` (None: no HTTP answer), whether to retry, and how long
+    the server asked us to wait (seconds, or None)."""
+
+    def __init__(
+        self, message: str, *, status: int | None = None, retryable: bool = False, retry_after: float | None = None
+    ):
+        super().__init__(message)
+        self.status, self.retryable, self.retry_after = status, retryable, retry_after
+
+    @property
+    def fatal(self) -> bool:
+        return self.status in FATAL_STATUS
+
+
+class Stopped(Exception):
+    """The caller's stop event was set (a fatal answer elsewhere, or Ctrl-C) before an answer."""
+
+
+def parse_retry_after(headers: httpx.Headers, now: float | None = None) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` (OpenAI) or ``Retry-After`` (seconds or an
+    HTTP date); None when absent or unreadable."""
+    ms = headers.get("retry-after-ms")
+    if ms is not None:
+        try:
+            return max(0.0, float(ms) / 1000.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    now = time.time() if now is None else now
+    return max(0.0, when.timestamp() - now)
+
+
+# -- the retry policy and pacing ----------------------------------------------------------------
+@dataclass(frozen=True)
+class Retry:
+    """The retry policy; its defaults are ``kitab.core.config.Settings``' (the sources' HTTP policy)."""
+
+    max_attempts: int = 6
+    backoff_initial: float = 1.0
+    backoff_max: float = 60.0
+    max_retry_after: float = 300.0
+
+    def backoff(self, attempt: int) -> float:
+        """Exponential with full jitter (attempt 1 is the first retry)."""
+        ceiling = min(self.backoff_max, self.backoff_initial * 2 ** (attempt - 1))
+        return random.uniform(ceiling / 2, ceiling)
+
+
+class RateLimiter:
+    """At most ``rate`` request starts per second over all threads (evenly spaced), and none
+    before a pause the server asked for (:meth:`hold`)."""
+
+    def __init__(
+        self,
+        rate: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ):
+        self.interval = 1.0 / rate if rate else 0.0
+        self._clock, self._sleep = clock, sleep
+        self._lock = threading.Lock()
+        self._next = 0.0
+        self._hold_until = 0.0
+
+    def hold(self, seconds: float) -> None:
+        with self._lock:
+            self._hold_until = max(self._hold_until, self._clock() + seconds)
+
+    def acquire(self) -> None:
+        with self._lock:
+            now = self._clock()
+            slot = max(now, self._next, self._hold_until)
+            self._next = slot + self.interval
+        if slot > now:
+            self._sleep(slot - now)
+
+
+# -- the endpoint -------------------------------------------------------------------------------
+class ChatClient:
+    """``POST {base_url}/chat/completions`` over one pooled httpx client (thread-safe)."""
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key: str | None,
+        timeout: float = 600.0,
+        max_connections: int = 8,
+        user_agent: str = "kitab",
+    ):
+        url = httpx.URL(base_url)
+        if url.scheme not in ("http", "https") or not url.host:
+            raise KitabError(f"base URL {base_url!r}: expected an http(s) URL such as https://api.openai.com/v1")
+        self.model = model
+        self.url = url.copy_with(path=url.path.rstrip("/") + "/chat/completions")
+        headers = {"Content-Type": "application/json", "User-Agent": user_agent}
+        if api_key:
+            if "api-version" in url.params:  # Azure-style gateway
+                headers["api-key"] = api_key
+            else:
+                headers["Authorization"] = f"Bearer {api_key}"
+        self._secret = api_key or None
+        self._http = httpx.Client(
+            headers=headers,
+            timeout=httpx.Timeout(timeout, connect=min(timeout, 15.0)),
+            limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
+            follow_redirects=False,
+        )
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> ChatClient:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _scrub(self, text: str) -> str:
+        return text.replace(self._secret, "***") if self._secret else text
+
+    def complete(self, prompt: str, params: Params, *, system: str | None = None) -> Completion:
+        """One request, no retry: the completion, or EndpointError saying whether to retry."""
+        messages = ([{"role": "system", "content": system}] if system is not None else []) + [
+            {"role": "user", "content": prompt}
+        ]
+        body = {"model": self.model, "messages": messages, **params.payload()}
+        try:
+            response = self._http.post(self.url, json=body)
+        except httpx.TimeoutException:
+            raise EndpointError("the endpoint did not answer in time", retryable=True) from None
+        except httpx.TransportError as exc:  # refused, reset, cut: the message names no header
+            raise EndpointError(f"no answer from the endpoint ({type(exc).__name__})", retryable=True) from None
+        status = response.status_code
+        if status != 200:
+            retryable = status in RETRY_STATUS or status >= 500
+            # no server text for 401/403: OpenAI's names part of the key it refused
+            detail = "" if status in (401, 403) else self._scrub(_error_detail(response))
+            raise EndpointError(
+                f"HTTP {status}{detail}",
+                status=status,
+                retryable=retryable,
+                retry_after=parse_retry_after(response.headers) if retryable else None,
+            )
+        try:
+            data = response.json()
+            choice = data["choices"][0]
+            text = (choice.get("message") or {}).get("content")
+            usage = data.get("usage") or {}
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+            raise EndpointError(
+                "HTTP 200 without an OpenAI-style chat completion in it", status=status, retryable=True
+            ) from None
+        return Completion(
+            text if isinstance(text, str) else "",
+            choice.get("finish_reason"),
+            _int_or_none(usage.get("prompt_tokens")),
+            _int_or_none(usage.get("completion_tokens")),
+        )
+
+    def ask(
+        self,
+        prompt: str,
+        params: Params,
+        *,
+        system: str | None = None,
+        retry: Retry = Retry(),
+        limiter: RateLimiter | None = None,
+        stop: threading.Event | None = None,
+        on_request: Callable[[], None] | None = None,
+        on_retry: Callable[[float], None] | None = None,
+    ) -> Answer:
+        """One question under the retry policy: an Answer, or EndpointError when it failed for
+        good (fatal, not retryable, retries used up, or a Retry-After above the policy's
+        limit), or Stopped. ``on_request`` hears of every request sent, ``on_retry`` of every
+        retry (with the seconds the server asked to wait, 0 if it did not say)."""
+        limiter = limiter or RateLimiter()
+        started = time.monotonic()
+        attempt = 0
+        while True:
+            if stop is not None and stop.is_set():
+                raise Stopped()
+            limiter.acquire()
+            if stop is not None and stop.is_set():
+                raise Stopped()
+            attempt += 1
+            if on_request:
+                on_request()
+            try:
+                completion = self.complete(prompt, params, system=system)
+            except EndpointError as exc:
+                if not exc.retryable or attempt >= retry.max_attempts:
+                    if exc.retryable:
+                        exc.args = (f"{exc.args[0]} (after {attempt} attempts)",)
+                    raise
+                if exc.retry_after is not None:
+                    if exc.retry_after > retry.max_retry_after:
+                        raise EndpointError(
+                            f"{exc.args[0]} asking to retry after {exc.retry_after:.0f} s "
+                            f"(more than {retry.max_retry_after:.0f} s)",
+                            status=exc.status,
+                        ) from None
+                    limiter.hold(exc.retry_after)  # every request waits: the server throttles the client
+                elif stop is not None:
+                    stop.wait(retry.backoff(attempt))
+                else:
+                    time.sleep(retry.backoff(attempt))
+                if on_retry:
+                    on_retry(exc.retry_after or 0.0)
+                continue
+            return Answer(completion, attempt, round(time.monotonic() - started, 3))
+
+
+def _int_or_none(value) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _error_detail(response: httpx.Response) -> str:
+    """The server's own error message, short (an OpenAI-style error body), or nothing."""
+    try:
+        message = response.json()["error"]["message"]
+    except Exception:
+        return ""
+    message = " ".join(str(message).split())
+    return f": {message[:160]}" if message else ""
+
+
+# -- the cache ------------------------------------------------------------------------------------
+class ResponseCache:
+    """JSON records by :func:`cache_key` in one SQLite table (``path`` None: in memory), each
+    committed as it is put (WAL): a killed run loses only the requests in flight. Thread-safe."""
+
+    def __init__(self, path: Path | str | None):
+        self.path = None if path is None else Path(path)
+        try:
+            if self.path is not None:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(
+                ":memory:" if self.path is None else self.path, timeout=30.0, check_same_thread=False
+            )
+            if self.path is not None:
+                self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, model TEXT NOT NULL, "
+                "record TEXT NOT NULL, stored_at TEXT NOT NULL)"
+            )
+            self._db.commit()
+        except sqlite3.DatabaseError as exc:
+            raise KitabError(f"cannot use the response cache {self.path}: {exc}") from None
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def get_many(self, keys: Iterable[str]) -> dict[str, dict]:
+        keys = list(keys)
+        out: dict[str, dict] = {}
+        with self._lock:
+            for start in range(0, len(keys), 500):  # SQLite's bound-parameter limit
+                chunk = keys[start : start + 500]
+                cursor = self._db.execute(
+                    f"SELECT key, record FROM responses WHERE key IN ({','.join('?' * len(chunk))})", chunk
+                )
+                out.update((key, json.loads(record)) for key, record in cursor.fetchall())
+        return out
+
+    def put_many(self, model: str, records: dict[str, dict]) -> None:
+        stored_at = datetime.now(UTC).isoformat(timespec="seconds")
+        rows = [
+            (key, model, json.dumps(record, ensure_ascii=False, sort_keys=True), stored_at)
+            for key, record in records.items()
+        ]
+        with self._lock, self._db:
+            self._db.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?)", rows)
+
+    def put(self, model: str, key: str, record: dict) -> None:
+        self.put_many(model, {key: record})

@@ -19,9 +19,10 @@ from prefect import flow, get_run_logger
 from prefect.artifacts import create_progress_artifact, update_progress_artifact
 
 from flows.pipeline import run_pipeline
+from flows.progress_text import status_line
 from flows.runners import PrefectRunner, task_runner
 from kitab.core.params import RefreshParams, default_release_id, default_seed, flow_signature
-from kitab.core.progress import Progress, Throttled, status_line, tracking
+from kitab.core.progress import Progress, Throttled, tracking
 
 __all__ = ["refresh", "default_release_id", "default_seed", "with_task_runner"]
 

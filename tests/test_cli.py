@@ -89,3 +89,19 @@ def test_snapshot_manifest_makes_a_folder_of_dump_files_a_snapshot(tmp_path):
         assert rows.data["results"]["bindings"]
     finally:
         sources.close()
+
+
+def test_every_command_group_is_registered_and_every_command_answers_help():
+    """A module in kitab/app/commands/ is a group only once GROUPS names it: one forgotten
+    line would drop its commands silently."""
+    import pkgutil
+
+    import kitab.app.commands as commands
+
+    modules = {m.name for m in pkgutil.iter_modules(commands.__path__)} - {"common"}
+    assert {g.__name__.rsplit(".", 1)[1] for g in commands.GROUPS} == modules
+    names = {c.name or c.callback.__name__ for g in commands.GROUPS for c in g.app.registered_commands}
+    assert {"sql", "describe", "test", "refresh", "demo", "serve", "export", "evaluate", "tag"} <= names
+    for name in sorted(names) + ["mirror", "snapshot"]:
+        result = runner.invoke(app, [name, "--help"])
+        assert result.exit_code == 0 and "Usage: " in result.output, (name, result.output)

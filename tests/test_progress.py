@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
+from flows.progress_text import status_line
 from kitab.app.cli import app
 from kitab.app.progress_display import PlainLines, progress_mode, render_status
 from kitab.core.env import BUNDLED_SNAPSHOT
@@ -27,7 +28,6 @@ from kitab.core.progress import (
     format_count,
     format_seconds,
     parse_stages,
-    status_line,
     tracking,
 )
 from kitab.core.warehouse import LEDGER_FILE, SQL_DIR, Warehouse

@@ -10,6 +10,8 @@
 - ``none`` (``--quiet``): nothing while it runs; only the summary (or ``--json``) and errors.
 
 stdout carries only the summary or the JSON document, whatever the mode.
+
+``kitab answer`` has its own one-line display (:class:`AnswerProgress`).
 """
 
 from __future__ import annotations
@@ -26,8 +28,8 @@ from rich.spinner import Spinner
 from rich.table import Table
 from rich.text import Text
 
+from flows.progress_text import DOING, requests_text, stage_text, status_line
 from kitab.core.progress import (
-    DOING,
     ROWS,
     STAGES,
     Progress,
@@ -35,9 +37,6 @@ from kitab.core.progress import (
     format_clock,
     format_count,
     format_seconds,
-    requests_text,
-    stage_text,
-    status_line,
 )
 
 MODES = ("live", "lines", "none")
@@ -205,6 +204,12 @@ def _live(progress: Progress, console: Console) -> Iterator[None]:
             live.refresh()  # the last state (all stages done, or where it stopped)
 
 
+def showing_refresh(progress: Progress, quiet: bool):
+    """The refresh's progress on stderr while it runs: live on a terminal, plain lines when
+    stdout is not one, nothing with --quiet."""
+    return showing(progress, progress_mode(quiet, sys.stdout.isatty(), sys.stderr.isatty()))
+
+
 @contextlib.contextmanager
 def showing(progress: Progress, mode: str) -> Iterator[None]:
     """Show ``progress`` on stderr in ``mode`` (see :func:`progress_mode`) while the block runs."""
@@ -218,3 +223,34 @@ def showing(progress: Progress, mode: str) -> Iterator[None]:
             yield
     else:
         raise ValueError(f"progress mode {mode!r}: expected one of {MODES}")
+
+
+# -- kitab answer -------------------------------------------------------------------------------
+class AnswerProgress:
+    """``kitab answer``'s one progress display on stderr: a line rewritten in place on a
+    terminal, else a line every few seconds; the last state always ends with a newline."""
+
+    def __init__(self, quiet: bool, every: float = 5.0):
+        self.quiet, self.tty, self.every = quiet, sys.stderr.isatty(), every if not sys.stderr.isatty() else 0.25
+        self._last = 0.0
+        self._text = ""
+
+    def __call__(self, stats) -> None:
+        now = time.monotonic()
+        if self.quiet or now - self._last < self.every:
+            return
+        self._last = now
+        self._show(stats.line())
+
+    def _show(self, text: str) -> None:
+        self._text = text
+        if self.tty:
+            print(f"\r\x1b[2Kkitab answer: {text}", end="", file=sys.stderr, flush=True)
+        else:
+            print(f"kitab answer: {text}", file=sys.stderr, flush=True)
+
+    def end(self, stats) -> None:
+        if not self.quiet and stats is not None:
+            self._show(stats.line())
+            if self.tty:
+                print(file=sys.stderr)

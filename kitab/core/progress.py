@@ -14,6 +14,11 @@ Where the steps run decides how fine the progress is:
 
 A stage's requests are the larger of the two counts (in-process counters, finished steps'
 own counts): never both, since in-process steps count the same requests twice.
+
+This module holds the numbers (stages, counts, rates, the ledger's records) and how a number
+is written (seconds, counts); the sentences a person reads about them are the views' own
+(flows/progress_text.py, kitab/app/progress_display.py), so rewording one changes no code
+that shapes a release (kitab/core/version.py).
 """
 
 from __future__ import annotations
@@ -30,17 +35,9 @@ from typing import Any
 from kitab.core.stages import STEPS
 
 # The refresh's steps, in run order (kitab/core/stages.py): what the pipeline times, the
-# display lists and the ledger records. ``start`` opens the sources and reads the ledger.
+# display lists and the ledger records. ``start`` opens the sources and reads the ledger
+# (what each does, in words: flows/progress_text.py).
 STAGES = tuple(STEPS)
-DOING = {
-    "start": "opening the sources, reading the ledger",
-    "sample_authors": "sampling authors (WikiData)",
-    "collect": "Open Library match and works, cleaning, dedup",
-    "tag_entities": "tagging names and cities in titles",
-    "generate_constraints": "constraints and each author's queries",
-    "sample_queries": "query top-ups over the release",
-    "publish": "writing, testing and committing the release",
-}
 # What a stage's ``rows`` count (its output).
 ROWS = {
     "start": "",
@@ -422,42 +419,6 @@ def format_clock(seconds: float) -> str:
     minutes, secs = divmod(int(seconds), 60)
     hours, minutes = divmod(minutes, 60)
     return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
-
-
-def requests_text(status: Status) -> str:
-    """Requests sent, and each service's recent rate against its client's cap (services this
-    process sent nothing to are left out: on Dask the workers send, and report per batch)."""
-    parts = [f"{status.requests:,} requests"]
-    for s in status.services:
-        if not s.sent:
-            continue
-        cap = f" (cap {s.cap:g}/s)" if s.cap else ""
-        parts.append(f"{s.name} {format_rate(s.rate)}{cap}")
-    return " · ".join(parts)
-
-
-def stage_text(record: dict) -> str:
-    """A finished stage in a few words: ``sample 1.3 s, 1,000 authors``."""
-    rows = record.get("rows")
-    what = f", {format_count(rows)} {ROWS.get(record['stage'], 'rows')}" if rows is not None else ""
-    return f"{record['stage']} {format_seconds(record['seconds'])}{what}"
-
-
-def status_line(status: Status) -> str:
-    """The state of a refresh in one line: the plain lines of ``kitab refresh`` and the
-    description of Prefect's progress artifact."""
-    if status.ended:  # no rates: they are of the last few seconds, not of the run
-        return f"done in {format_seconds(status.elapsed)} · {status.requests:,} requests"
-    if status.stage is None:
-        return status.phase
-    head = f"{status.stage} ({status.position}/{len(STAGES)})"
-    if status.total is not None:
-        pct = f" ({100 * status.done / status.total:.0f}%)" if status.total else ""
-        body = f"{status.done:,} / {status.total:,} {status.unit}{pct}"
-    else:
-        body = DOING[status.stage]
-    eta = f" · ETA {format_seconds(status.eta)}" if status.eta is not None else ""
-    return f"{head}: {body} · {requests_text(status)}{eta}"
 
 
 class Throttled:

@@ -14,8 +14,8 @@ Views: one per table, named like the table unless its schema names another (the 
 over every committed release; the stored ``authors`` is the view ``sampled_authors``); then ``sql/staging/*.sql`` and ``sql/marts/*.sql`` in file-name order; data
 tests are ``sql/tests/*.sql``, each a SELECT returning the offending rows.
 :meth:`Warehouse.connect` builds them in memory from the ledger, in a DuckDB that may
-read only the committed files and cannot change its settings; :func:`read_only_query`
-also refuses every statement that is not a query.
+read only the committed files and cannot change its settings (``kitab sql``'s sandbox on top
+of it, which also refuses every statement that is not a query: kitab/app/sql_sandbox.py).
 """
 
 from __future__ import annotations
@@ -26,9 +26,8 @@ import json
 import os
 import re
 import sys
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -578,18 +577,19 @@ class Warehouse:
     def connect(
         self,
         release: str | None = None,
-        extra_files: dict[str, Path] | None = None,
         *,
         warn: bool = True,
         memory_limit: str | None = None,
+        readable: Iterable[Path] = (),
+        extend: Callable[[duckdb.DuckDBPyConnection], None] | None = None,
     ) -> ReadConnection:
         """The views over every committed release (or only ``release``), built in memory
         from the ledger (read once: the reader sees one committed version of each release
         until it closes, a rebuild's sweep waits for it), in a DuckDB that may read only
         those files, no other file, and whose settings are locked. A table with a damaged
         file fails when read; the others answer. ``warn``: say so at once (one line on
-        stderr); else the caller finds them in ``.problems``. ``extra_files``: view name -> a
-        local file the user named (``kitab sql --file``), readable as that view and no other way."""
+        stderr); else the caller finds them in ``.problems``. ``readable``, ``extend``: further
+        files to read and views over them (:func:`read_only_views`)."""
         self.migrate_catalog()
         committed = self.committed_releases()
         if release is not None:
@@ -604,7 +604,7 @@ class Warehouse:
             snapshot = self.read_snapshot(committed if release is None else [release])
             if warn and snapshot.problems:
                 print(f"kitab: warning: {describe_problems(snapshot.problems)}", file=sys.stderr)
-            con = read_only_views(self, snapshot, extra_files, memory_limit=memory_limit)
+            con = read_only_views(self, snapshot, memory_limit=memory_limit, readable=readable, extend=extend)
         except BaseException:
             hold.__exit__(None, None, None)
             raise
@@ -690,63 +690,22 @@ class ReadConnection:
                 hold.__exit__(None, None, None)
 
 
-# -- read-only SQL ---------------------------------------------------------------------
-_USER_VIEW = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
-# A user's file (kitab sql --file NAME=PATH) -> the DuckDB reader for its kind.
-USER_FILE_READERS = {
-    ".csv": "read_csv",
-    ".tsv": "read_csv",
-    ".parquet": "read_parquet",
-    ".json": "read_json",
-    ".jsonl": "read_json",
-    ".ndjson": "read_json",
-}
-
-
-def user_file(spec: str) -> tuple[str, Path]:
-    """``NAME=PATH`` -> (view name, absolute path of an existing file of a kind DuckDB reads)."""
-    name, sep, path = spec.partition("=")
-    if not sep or not name or not path:
-        raise KitabError(f"--file {spec!r}: expected NAME=PATH, e.g. --file exclude=authors.csv")
-    if not _USER_VIEW.match(name):
-        raise KitabError(
-            f"--file {spec!r}: the view name {name!r} must be letters, digits and _ (not starting with a digit)"
-        )
-    file = Path(path).expanduser().absolute()
-    if not file.is_file():
-        raise KitabError(f"--file {spec!r}: no file {file}")
-    if file.suffix.lower() not in USER_FILE_READERS:
-        raise KitabError(f"--file {spec!r}: expected a {', '.join(USER_FILE_READERS)} file")
-    return name, file
-
-
-def _create_user_views(con: duckdb.DuckDBPyConnection, extra_files: dict[str, Path]) -> None:
-    taken = {r[0].lower() for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
-    for name, path in sorted(extra_files.items()):
-        if name.lower() in taken:
-            raise KitabError(f"--file {name}=…: {name} is already a view of the warehouse; choose another name")
-        reader = USER_FILE_READERS[path.suffix.lower()]
-        sep = ", delim = '\t'" if path.suffix.lower() == ".tsv" else ""
-        try:  # DESCRIBE reads the file's head now: a file DuckDB cannot read is an error naming it
-            con.execute(f'CREATE VIEW "{name}" AS SELECT * FROM {reader}({_literal(path.as_posix())}{sep})')
-            con.execute(f'DESCRIBE "{name}"').fetchall()
-        except duckdb.Error as exc:
-            raise KitabError(f"--file {name}={path}: {_first_line(exc)}") from exc
-
-
+# -- read-only views -------------------------------------------------------------------
 def read_only_views(
     warehouse: Warehouse,
     snapshot: ReadSnapshot,
-    extra_files: dict[str, Path] | None = None,
     *,
     memory_limit: str | None = None,
+    readable: Iterable[Path] = (),
+    extend: Callable[[duckdb.DuckDBPyConnection], None] | None = None,
 ) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB with ``warehouse``'s views over ``snapshot``, locked down with
     DuckDB's own settings: external access off except for exactly those files (no other
     file can be read, written or attached; no extension installed or loaded; no temp folder,
     which DuckDB would otherwise allow, at ``<cwd>/.tmp``), then the configuration locked (no
-    SET / RESET / PRAGMA that changes a setting, including these). ``extra_files``: the user's
-    own files (``kitab sql --file``), each readable as its view."""
+    SET / RESET / PRAGMA that changes a setting, including these). ``readable``: further local
+    files it may read; ``extend(con)`` runs once the views exist, before the configuration is
+    locked (``kitab sql`` makes its views over the user's ``--file``s there: kitab/app/sql_sandbox.py)."""
     config = {"autoinstall_known_extensions": False, "autoload_known_extensions": False, "temp_directory": ""}
     if memory_limit is not None:
         config["memory_limit"] = memory_limit
@@ -755,10 +714,9 @@ def read_only_views(
     except duckdb.Error as exc:
         raise KitabError(f"memory limit {memory_limit!r}: {_first_line(exc)}") from None
     try:
-        extra_files = extra_files or {}
         files = {t: paths for t, paths in snapshot.files.items() if t != "releases" and t not in snapshot.damaged}
         allowed = sorted(
-            {p.as_posix() for paths in files.values() for p in paths} | {p.as_posix() for p in extra_files.values()}
+            {p.as_posix() for paths in files.values() for p in paths} | {Path(p).as_posix() for p in readable}
         )
         if allowed:  # must precede turning external access off (DuckDB refuses it after)
             con.execute(f"SET allowed_paths = [{', '.join(_literal(p) for p in allowed)}]")
@@ -768,7 +726,8 @@ def read_only_views(
         con.execute("CREATE TABLE kitab_ledger_rows AS SELECT * FROM kitab_ledger_source")
         con.unregister("kitab_ledger_source")
         warehouse.create_views(con, files, snapshot.damaged, ledger="kitab_ledger_rows")
-        _create_user_views(con, extra_files)
+        if extend is not None:
+            extend(con)
         con.execute("SET lock_configuration = true")
     except BaseException:
         con.close()
@@ -776,95 +735,5 @@ def read_only_views(
     return con
 
 
-_EXPLAIN = re.compile(r"^\s*explain\s+(?:analy[sz]e\s+)?(?P<body>.*)$", re.IGNORECASE | re.DOTALL)
-
-
 def _first_line(exc: BaseException) -> str:
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-
-
-def check_read_only(query: str) -> None:
-    """Refuse anything but queries (SELECT, incl. FROM-first, DESCRIBE, SHOW, SUMMARIZE,
-    VALUES; and EXPLAIN of those), parsed by DuckDB itself. Needed on top of the locked
-    configuration: an allowed path is writable too (``COPY … TO '<committed file>'
-    (use_tmp_file false)`` passes DuckDB's file checks), and CHECKPOINT, SET VARIABLE,
-    ATTACH ':memory:' and CREATE are not settings."""
-    try:
-        statements = duckdb.extract_statements(query)
-    except duckdb.Error as exc:
-        raise KitabError(_first_line(exc)) from exc
-    for statement in statements:
-        kind = statement.type
-        if kind == duckdb.StatementType.EXPLAIN:  # EXPLAIN ANALYZE runs its statement: a query only
-            body = _EXPLAIN.match(statement.query)
-            try:
-                inner = duckdb.extract_statements(body["body"]) if body else []
-            except duckdb.Error:
-                inner = []
-            if len(inner) == 1 and inner[0].type == duckdb.StatementType.SELECT:
-                continue
-        elif kind == duckdb.StatementType.SELECT:
-            continue
-        start = " ".join(statement.query.split()[:3])
-        raise KitabError(
-            f"read-only: {kind.name} statements are refused ({start} …); "
-            "only queries run (SELECT, FROM, DESCRIBE, SHOW, SUMMARIZE, EXPLAIN)"
-        )
-
-
-def read_only_query(con: duckdb.DuckDBPyConnection, query: str) -> tuple[list[str], list[tuple]]:
-    """Run a person's SQL on a :meth:`Warehouse.connect` connection: ``(columns, rows)``.
-    Anything refused or failing is a :class:`KitabError` with DuckDB's message."""
-    check_read_only(query)
-    try:
-        cursor = con.execute(query)
-        return [d[0] for d in cursor.description or []], cursor.fetchall()
-    except duckdb.Error as exc:
-        # a damaged table's view fails with kitab's message (Warehouse.create_views): no DuckDB prefix
-        raise KitabError(_first_line(exc).removeprefix("Invalid Input Error: ")) from exc
-
-
-def bounded_query(con, query: str, timeout: float | None) -> tuple[list[str], list[tuple]]:
-    """:func:`read_only_query` with a time bound: the query runs in a thread while this one
-    waits, so ``timeout`` seconds, Ctrl-C or SIGTERM interrupt DuckDB at once
-    (``con.interrupt()``: DuckDB stops within milliseconds, recursive CTEs included) and end as
-    one :class:`KitabError`. While it waits (in the main thread), SIGINT and SIGTERM only set
-    a flag: no exception unwinds through DuckDB or the command line's machinery."""
-    import signal
-
-    check_read_only(query)
-    done: dict = {}
-    stopped: list[str] = []
-
-    def run() -> None:
-        try:
-            done["result"] = read_only_query(con, query)
-        except BaseException as exc:  # handed to the waiting thread
-            done["error"] = exc
-
-    def on_signal(signum, frame) -> None:
-        stopped.append(signal.Signals(signum).name)
-        con.interrupt()
-
-    main = threading.current_thread() is threading.main_thread()
-    saved = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)} if main else {}
-    try:
-        worker = threading.Thread(target=run, name="kitab-sql", daemon=True)
-        worker.start()
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while worker.is_alive() and not stopped and (deadline is None or time.monotonic() < deadline):
-            worker.join(0.05)  # short waits: a signal's flag is seen within 50 ms
-        timed_out = worker.is_alive() and not stopped
-        if worker.is_alive():
-            con.interrupt()
-            worker.join(5)
-    finally:
-        for sig, handler in saved.items():
-            signal.signal(sig, handler)
-    if stopped:
-        raise KitabError(f"query interrupted ({stopped[0]})")
-    if timed_out:
-        raise KitabError(f"query stopped after {timeout:g} s (--timeout); narrow it, or give it more time")
-    if "error" in done:
-        raise done["error"]
-    return done["result"]

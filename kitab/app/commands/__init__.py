@@ -1,0 +1,19 @@
+"""The ``kitab`` commands, one module per group; kitab/app/cli.py registers them in this order.
+
+- ``warehouse``: sql, describe, test (reading the warehouse)
+- ``releases``: releases, verify (the committed releases and their files)
+- ``refresh``: refresh, demo, serve (making a release: once, on the bundled snapshot, on a schedule)
+- ``publish``: export, report (a release for the Hub and for people)
+- ``snapshot``: mirror serve, snapshot generate / from-dumps / manifest (the inputs)
+- ``text``: dedup, tag, constraints (one stage's logic on lines of stdin)
+- ``evaluate``: evaluate, answer, prompts (models on a release)
+
+What they share (the ``--warehouse`` option, output formats, errors) is in ``common``. A new
+group is one module here with its ``app`` and one line in :data:`GROUPS`.
+"""
+
+from __future__ import annotations
+
+from kitab.app.commands import evaluate, publish, refresh, releases, snapshot, text, warehouse
+
+GROUPS = (warehouse, releases, refresh, publish, snapshot, text, evaluate)

@@ -1,0 +1,169 @@
+"""Models on a release: ``kitab evaluate`` (score answers), ``kitab answer`` (ask a model
+through an OpenAI-compatible endpoint), ``kitab prompts`` (the paper's prompts)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import typer
+
+from kitab.app.commands.common import WarehouseOpt, check_report_output, existing_warehouse, user_errors
+
+app = typer.Typer()
+
+
+def print_evaluation(result: dict, output: str) -> None:
+    """``kitab evaluate``'s result: the leaderboard entry of this evaluation (markdown), or
+    the whole result as JSON. Coverage comes first: an unanswered query is scored wrong."""
+    if output == "json":
+        print(json.dumps(result, ensure_ascii=False, indent=2, default=str))
+        return
+    from kitab.release.leaderboard import format_leaderboard
+
+    coverage = result["coverage"]
+    print(
+        f"{result['model']} on release {result['release']}: {result['answered']} of {result['queries']} queries "
+        f"answered (coverage {coverage:.3f}; an unanswered query is scored wrong), answers sha256 "
+        f"{result['answers_sha256'][:16]}…, scores in table evaluations\n"
+    )
+    print(format_leaderboard(result["leaderboard"]))
+    print(f"every model on this release: kitab report --release {result['release']} (--output json)")
+
+
+@app.command()
+def evaluate(
+    release: str = typer.Option(..., help="release id whose queries were answered"),
+    answers: Path = typer.Option(
+        ..., help="JSON lines {query_id, response}, or a CSV with KITAB's columns and the model's text"
+    ),
+    model: str | None = typer.Option(None, help="the model's name (default: the answers file's name)"),
+    response_column: str | None = typer.Option(
+        None, help="CSV: the column with the model's text (default: the one column that is not KITAB's)"
+    ),
+    output: str = typer.Option(
+        "markdown", help="markdown | json (the leaderboard entry, coverage and every aggregate)"
+    ),
+    warehouse: Path | None = WarehouseOpt,
+) -> None:
+    """Score a model's answers with KITAB's metrics (a query without an answer is scored wrong);
+    store them in the table `evaluations` and print this evaluation's leaderboard."""
+    from kitab.release.evaluation.run import evaluate_release
+
+    check_report_output(output)
+    with user_errors():
+        result = evaluate_release(
+            existing_warehouse(warehouse, release), release, answers, model=model, response_column=response_column
+        )
+    print_evaluation(result, output)
+
+
+@app.command()
+def answer(
+    release: str = typer.Option(..., help="release id whose queries to ask"),
+    model: str = typer.Option(..., help='the model name the endpoint serves (sent as "model")'),
+    base_url: str = typer.Option(
+        ...,
+        envvar="OPENAI_BASE_URL",
+        help="the OpenAI-compatible API root, e.g. https://api.openai.com/v1, "
+        "http://127.0.0.1:8000/v1 (vLLM), http://127.0.0.1:11434/v1 (Ollama)",
+    ),
+    out: Path = typer.Option(..., help="the answers file to write (JSON lines, what kitab evaluate reads)"),
+    template: str = typer.Option("no-context", help="no-context | with-context | self-context | cot"),
+    concurrency: int = typer.Option(4, min=1, max=256, help="requests in flight at most"),
+    rate: float | None = typer.Option(None, help="requests started per second at most (default: no cap)"),
+    max_tokens: int | None = typer.Option(
+        None, min=0, help="default: the paper's for the template (400 / 1000 / 3000); 0: not sent"
+    ),
+    temperature: float = typer.Option(0.0, help="the paper's is 0"),
+    seed: int | None = typer.Option(None, help="sent as the request's seed, where the server takes one"),
+    timeout: float = typer.Option(600.0, min=1.0, help="seconds to wait for one answer"),
+    max_attempts: int = typer.Option(6, min=1, max=20, help="tries per query (429, 5xx, timeouts)"),
+    max_retry_after: float = typer.Option(
+        300.0, min=0.0, help="a Retry-After longer than this fails the query instead of waiting"
+    ),
+    cache: Path | None = typer.Option(None, help="the response cache (default: <warehouse>/.cache/answers.sqlite)"),
+    limit: int | None = typer.Option(None, min=1, help="only the first N queries (a trial run)"),
+    allow_missing: bool = typer.Option(
+        False,
+        "--allow-missing",
+        help="write the answers there are even if some queries failed (kitab evaluate scores those wrong)",
+    ),
+    evaluate_after: bool = typer.Option(False, "--evaluate", help="score the answers file right after"),
+    output: str = typer.Option("markdown", help="with --evaluate: markdown | json"),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress display"),
+    warehouse: Path | None = WarehouseOpt,
+) -> None:
+    """Ask a model every query of a release through an OpenAI-compatible chat endpoint (key from
+    OPENAI_API_KEY, never logged or written) and write the answers file; cached, resumable."""
+    from kitab.app.progress_display import AnswerProgress
+    from kitab.release.answer import MAX_TOKENS, Params, Retry, answer_release
+
+    check_report_output(output)
+    root = existing_warehouse(warehouse, release)
+    if max_tokens is None:
+        max_tokens = MAX_TOKENS.get(template)
+    params = Params(temperature=temperature, max_tokens=max_tokens or None, seed=seed)
+    retry = Retry(max_attempts=max_attempts, max_retry_after=max_retry_after)
+    progress = AnswerProgress(quiet)
+    seen: list = [None]
+
+    def on_progress(stats) -> None:
+        seen[0] = stats
+        progress(stats)
+
+    with user_errors():
+        try:
+            summary = answer_release(
+                root,
+                release,
+                model=model,
+                base_url=base_url,
+                out=out,
+                template=template,
+                api_key=os.environ.get("OPENAI_API_KEY") or None,
+                concurrency=concurrency,
+                rate=rate,
+                params=params,
+                retry=retry,
+                cache_path=cache,
+                timeout=timeout,
+                allow_missing=allow_missing,
+                limit=limit,
+                on_progress=on_progress,
+            )
+        finally:
+            progress.end(seen[0])
+    failed = f", {len(summary['failed'])} failed (left out)" if summary["failed"] else ""
+    print(
+        f"{summary['answered']} of {summary['queries']} queries answered by {model} ({summary['from_cache']} from "
+        f"the cache, {summary['requests']} requests, {summary['retries']} retries{failed}), "
+        f"{summary['prompt_tokens']:,} prompt + {summary['completion_tokens']:,} completion tokens, "
+        f"{summary['seconds']:.1f} s -> {out}",
+        file=sys.stderr if output == "json" else sys.stdout,
+    )
+    if evaluate_after:
+        from kitab.release.evaluation.run import evaluate_release
+
+        with user_errors():
+            result = evaluate_release(root, release, out, model=model)
+        result["answer_run"] = summary
+        print_evaluation(result, output)
+
+
+@app.command()
+def prompts(
+    release: str = typer.Option(..., help="release id"),
+    template: str = typer.Option(
+        "no-context", help="no-context | with-context | self-context | cot (the paper's Templates 2a, 2b, 3; cot = 2a)"
+    ),
+    warehouse: Path | None = WarehouseOpt,
+) -> None:
+    """The paper's prompt for every query of a release, as JSON lines {query_id, template, prompt}."""
+    from kitab.release.prompts import release_prompts
+
+    with user_errors():
+        for line in release_prompts(existing_warehouse(warehouse, release), release, template):
+            print(line)

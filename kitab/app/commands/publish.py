@@ -1,0 +1,91 @@
+"""A release for the Hub and for people: ``kitab export``, ``kitab report``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from kitab.app.commands.common import WarehouseOpt, check_report_output, existing_warehouse, user_errors
+from kitab.app.console import console, print_rows
+from kitab.core.errors import KitabError
+
+app = typer.Typer()
+
+
+@app.command()
+def export(
+    release: str = typer.Option(..., help="release id to export"),
+    out: Path = typer.Option(..., help="output folder (a Hugging Face dataset folder)"),
+    push: str | None = typer.Option(
+        None,
+        "--push",
+        help="Hub repo id, e.g. org/kitab; token from HF_TOKEN or the Hugging Face login, never from the command line",
+    ),
+    force: bool = typer.Option(
+        False, "--overwrite", "--force", help="replace what --out holds (another export, or any other files)"
+    ),
+    private: bool = typer.Option(False, help="create the Hub repo private"),
+    layout: str = typer.Option(
+        "hf",
+        help="hf (Parquet per config) | kitab (also KITAB's JSON-lines files "
+        "data/KITAB-*.json, which the card's configs then name)",
+    ),
+    warehouse: Path | None = WarehouseOpt,
+) -> None:
+    """Write a release as a Hugging Face dataset folder (Parquet per config + card); optionally push and tag it."""
+    from kitab.core.warehouse import Warehouse
+    from kitab.release.export import LAYOUTS, ExportExists, export_release
+
+    if layout not in LAYOUTS:
+        raise typer.BadParameter(f"expected one of {', '.join(LAYOUTS)}", param_hint="--layout")
+    root = existing_warehouse(warehouse, release)
+    bad = [c for c in Warehouse(root).check_files([release]) if c.problem]
+    if bad:  # damage is never exported, so never pushed
+        raise KitabError(
+            f"release {release} fails verification ({bad[0].table}: "
+            f"{bad[0].path.relative_to(root)}: {bad[0].problem}); nothing exported; run `kitab verify`"
+        )
+    try:
+        summary = export_release(root, release, out, force=force, layout=layout)
+    except ExportExists as exc:
+        raise KitabError(str(exc)) from exc
+    print_rows(["config", "rows"], list(summary["rows"].items()), title=f"release {release} -> {summary['out']}")
+    if push:
+        from kitab.release.hub import push_release
+
+        with user_errors():
+            pushed = push_release(Path(summary["out"]), push, release=release, private=private)
+        console.print(f"pushed {pushed['repo_url']} at commit {pushed['commit']}, tag {pushed['tag']}")
+
+
+@app.command()
+def report(
+    release: str = typer.Option(..., help="release id"),
+    out: Path | None = typer.Option(None, help="also write report.md and plots/ here"),
+    output: str = typer.Option(
+        "markdown", help="markdown (the whole report) | json (the leaderboard of every model evaluated on the release)"
+    ),
+    snapshot: Path | None = typer.Option(
+        None,
+        help="also show this snapshot's provenance (input dump "
+        "files, kept and skipped counts: kitab snapshot from-dumps)",
+    ),
+    warehouse: Path | None = WarehouseOpt,
+) -> None:
+    """The release's quality section (the same as the dataset card's), its refresh's stages and
+    the leaderboard of the models evaluated on it, as markdown; or the leaderboard as JSON."""
+    from kitab.release.report import render_report
+
+    check_report_output(output)
+    root = existing_warehouse(warehouse, release)
+    text = render_report(root, release, out, snapshot)
+    if output == "json":
+        from kitab.core.warehouse import Warehouse
+        from kitab.release.leaderboard import leaderboard
+
+        with Warehouse(root).connect(release=release) as con:
+            print(json.dumps(leaderboard(con, release), ensure_ascii=False, indent=2, default=str))
+    else:
+        print(text)  # plain print: rich would eat [..] as markup

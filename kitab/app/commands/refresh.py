@@ -1,0 +1,160 @@
+"""Making a release: ``kitab refresh`` (once), ``kitab demo`` (on the bundled snapshot),
+``kitab serve`` (on a schedule)."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import typer
+
+from kitab.app.commands.common import WarehouseOpt, warehouse_root, warn
+from kitab.app.console import console
+from kitab.core.env import BUNDLED_SNAPSHOT
+from kitab.core.params import DEFAULTS
+
+app = typer.Typer()
+
+
+@app.command()
+def refresh(
+    source: str = typer.Option(DEFAULTS.source, help="live | mirror | dump"),
+    snapshot: Path = typer.Option(BUNDLED_SNAPSHOT, help="snapshot folder (mirror / dump)"),
+    authors: int = typer.Option(DEFAULTS.authors, min=1, help="authors to sample"),
+    seed: int | None = typer.Option(None, help="sampling seed (default: the UTC date, YYYYMMDD)"),
+    release: str | None = typer.Option(None, help="release id (default YYYY.MM.DD-s<seed>)"),
+    mirror_url: str | None = typer.Option(None, help="use a running mirror instead of starting one"),
+    batch_size: int = typer.Option(
+        DEFAULTS.batch_size, min=1, help="authors per batch (one task run per batch and step)"
+    ),
+    task_runner: str = typer.Option(
+        "threads",
+        help="threads (this machine, nothing to start) | dask (a LocalCluster, one worker per core, or --dask-address)",
+    ),
+    dask_address: str | None = typer.Option(None, help="a running Dask scheduler, e.g. tcp://host:8786"),
+    allow_fewer: bool = typer.Option(
+        False,
+        "--allow-fewer",
+        help="fewer eligible authors than --authors: publish those (the summary says the shortfall) instead of failing",
+    ),
+    max_failed_share: float = typer.Option(
+        DEFAULTS.max_failed_share,
+        min=0.0,
+        max=1.0,
+        help="fail, publishing nothing, if more "
+        "than this share of the authors is lost to a source that does "
+        "not answer (each is a source_unavailable reject)",
+    ),
+    quiet: bool = typer.Option(
+        False,
+        "--quiet",
+        "-q",
+        help="no progress while it runs: only the summary (or --json) on stdout, and warnings and errors on stderr",
+    ),
+    as_json: bool = typer.Option(
+        False,
+        "--json",
+        help="print the run summary as JSON (the machine-readable document) instead of the human summary",
+    ),
+    warehouse: Path | None = WarehouseOpt,
+) -> None:
+    """Run the refresh flow once and publish a release. While it runs: a live display on a
+    terminal, plain progress lines on stderr otherwise (none with --quiet); then a summary."""
+    from kitab.core.locking import refuse_if_busy
+
+    root = warehouse_root(warehouse, create=False)
+    refuse_if_busy(root)  # before the slow imports: a second refresh is told at once
+    from kitab.app.guard import check_free_space
+
+    check_free_space(root)  # a full disk is told now, not after Prefect has started on it
+    from flows.runners import TASK_RUNNERS
+    from kitab.app.runs import run_refresh
+
+    if task_runner not in TASK_RUNNERS:
+        raise typer.BadParameter(f"expected one of {', '.join(TASK_RUNNERS)}", param_hint="--task-runner")
+    if dask_address and task_runner != "dask":
+        raise typer.BadParameter("--dask-address needs --task-runner dask", param_hint="--dask-address")
+    from kitab.app.progress_display import showing_refresh
+    from kitab.core.progress import Progress
+
+    progress, started = Progress(), time.monotonic()
+    with showing_refresh(progress, quiet):
+        # run_refresh checks the inputs and takes the warehouse's lock before it creates anything
+        summary = run_refresh(
+            source=source,
+            snapshot=snapshot,
+            authors=authors,
+            seed=seed,
+            release=release,
+            warehouse=root,
+            mirror_url=mirror_url,
+            batch_size=batch_size,
+            task_runner=task_runner,
+            dask_address=dask_address,
+            allow_fewer=allow_fewer,
+            max_failed_share=max_failed_share,
+            progress=progress,
+        )
+    if as_json:
+        console.print_json(json.dumps(summary, default=str))
+    else:
+        from kitab.app.summary import print_summary
+
+        print_summary(summary, wall=time.monotonic() - started, command="kitab refresh")
+    wanted = summary["authors"]
+    if wanted["shortfall"]:
+        warn(
+            f"{wanted['sampled']} authors sampled of {wanted['requested']} requested: only {wanted['eligible']} "
+            f"were eligible ({wanted['shortfall']} short)"
+        )
+
+
+@app.command()
+def demo(
+    warehouse: Path | None = WarehouseOpt,
+    authors: int = typer.Option(DEFAULTS.authors, min=1, help="authors to sample from the bundled snapshot"),
+    seed: int = typer.Option(42),
+) -> None:
+    """The whole refresh on the bundled snapshot, through the local mirror, then a summary
+    (in this process, on the local runner: no Prefect server to start)."""
+    from kitab.app.demo import run_demo
+    from kitab.app.progress_display import showing_refresh
+    from kitab.core.progress import Progress
+
+    progress = Progress()
+    with showing_refresh(progress, quiet=False):
+        run_demo(warehouse_root(warehouse), authors=authors, seed=seed, progress=progress)
+
+
+@app.command()
+def serve(
+    cron: str = typer.Option("0 3 * * 1", help="cron schedule (UTC)"),
+    source: str = typer.Option(DEFAULTS.source, help="live | mirror | dump"),
+    authors: int = typer.Option(DEFAULTS.authors, min=1),
+    mirror_url: str | None = typer.Option(None, help="a running mirror (source mirror)"),
+    snapshot: Path | None = typer.Option(None, help="snapshot folder (source dump, or mirror without URL)"),
+    warehouse: Path | None = WarehouseOpt,
+) -> None:
+    """Serve the scheduled refresh deployment (needs a Prefect server: PREFECT_API_URL)."""
+    from kitab.app.prefect_guard import check_prefect_server
+
+    check_prefect_server(os.environ.get("PREFECT_API_URL", ""))  # before anything: a missing server is one line
+    root = warehouse_root(warehouse)
+    from prefect import serve as prefect_serve
+
+    from flows.deploy import refresh_deployment
+    from kitab.sources import source_kind
+
+    # prefect.yaml's mirror_url names compose's mirror host; a served source that reads no mirror drops it
+    prefect_serve(
+        refresh_deployment(
+            cron=cron,
+            source=source,
+            authors=authors,
+            mirror_url=mirror_url or (None if source_kind(source).reads_mirror_url else ""),
+            snapshot=str(snapshot) if snapshot else None,
+            warehouse=str(root),
+        )
+    )

@@ -1,0 +1,49 @@
+"""The committed releases: ``kitab releases``, ``kitab verify``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+
+from kitab.app.commands.common import WarehouseOpt, existing_warehouse
+from kitab.app.console import console
+
+app = typer.Typer()
+
+
+@app.command()
+def releases(warehouse: Path | None = WarehouseOpt) -> None:
+    """List committed releases with their counts, and each one's time and rows per stage."""
+    from kitab.app.summary import releases_tables
+    from kitab.core.warehouse import Warehouse
+
+    with Warehouse(existing_warehouse(warehouse)).connect() as con:
+        ledger = con.sql("SELECT * FROM releases ORDER BY created_at, release").to_arrow_table().to_pylist()
+    for table in releases_tables(ledger):
+        console.print(table)
+
+
+@app.command()
+def verify(
+    release: str | None = typer.Option(None, help="check only this release"),
+    warehouse: Path | None = WarehouseOpt,
+) -> None:
+    """Recompute the sha256 of every committed table file and compare it with the ledger
+    (releases.checksums, releases.counts); exit 1 if any file differs or is missing."""
+    from kitab.core.warehouse import Warehouse
+
+    wh = Warehouse(existing_warehouse(warehouse, release))
+    checks = wh.check_files(None if release is None else [release])
+    bad = [c for c in checks if c.problem]
+    if not bad and not wh.catalog_path.exists():  # views come from the ledger: the catalog can be rebuilt
+        wh.build_catalog()
+        console.print(f"rebuilt {wh.catalog_path.name} from the ledger")
+    if bad:  # plain lines, not a table: each names its file in full, whatever the terminal width
+        for c in bad:
+            print(f"{c.release}\t{c.table}\t{c.path.relative_to(wh.root)}\t{c.problem}")
+        print(f"kitab verify: {len(bad)} of {len(checks)} committed files do not match the ledger", file=sys.stderr)
+        raise typer.Exit(1)
+    releases = len({c.release for c in checks})
+    console.print(f"{len(checks)} committed files of {releases} release(s) match the ledger")

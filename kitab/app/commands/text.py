@@ -1,0 +1,91 @@
+"""One stage's logic on lines of stdin, for a person to probe: ``kitab dedup``,
+``kitab tag``, ``kitab constraints``."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from kitab.app.commands.common import warn
+
+app = typer.Typer()
+
+
+def _stdin_lines(with_year: bool) -> list[str]:
+    """The probe's input lines: any bytes decoded (invalid UTF-8 replaced), titles over the
+    bound skipped; a warning line on stderr for each."""
+    from kitab.app.probe_input import decode_lines
+
+    if sys.stdin.isatty():
+        raise typer.BadParameter("expected lines on standard input (pipe a file or use <<EOF)")
+    lines, invalid = decode_lines(sys.stdin.buffer.read())
+    if invalid:
+        warn(
+            f"{invalid} input line{'s' if invalid > 1 else ''} had invalid UTF-8, read with U+FFFD in place "
+            "of the bad bytes"
+        )
+    return _short_titles(lines, with_year)
+
+
+def _short_titles(lines: list[str], with_year: bool, noun: str = "line") -> list[str]:
+    from kitab.app.probe_input import line_list, without_long_titles
+    from tasks.text import MAX_TITLE_CHARS, split_title_year
+
+    kept, skipped = without_long_titles(lines, (lambda line: split_title_year(line)[0]) if with_year else str.strip)
+    if skipped:
+        warn(f"skipped {line_list(skipped, noun)}: a title longer than {MAX_TITLE_CHARS:,} characters is not a title")
+    return kept
+
+
+@app.command()
+def dedup() -> None:
+    """One author's titles on stdin (one per line, optional "(YYYY)") -> clusters as JSON lines."""
+    from tasks.dedup_titles import dedup_probe
+
+    for line in dedup_probe(_stdin_lines(with_year=True)):
+        print(line)
+
+
+@app.command()
+def tag(titles: list[str] | None = typer.Argument(None, help="titles; none: one per line on stdin")) -> None:
+    """Titles -> JSON lines {"title", "human_names", "city_names"} from the human and city taggers."""
+    from kitab.app.probe_input import valid_text
+    from tasks.tag_entities import tag_probe
+
+    if titles:
+        checked = [valid_text(t) for t in titles]
+        invalid = sum(bad for _, bad in checked)
+        if invalid:
+            warn(
+                f"{invalid} argument{'s' if invalid > 1 else ''} had invalid UTF-8, read with U+FFFD in place "
+                "of the bad bytes"
+            )
+        lines = _short_titles([t for t, _ in checked], with_year=False, noun="argument")
+    else:  # a blank line is no title: no output line for it (as dedup and constraints skip it)
+        lines = [line for line in _stdin_lines(with_year=False) if line.strip()]
+    for line in tag_probe(lines):
+        print(line)
+
+
+@app.command()
+def constraints(
+    human: bool = typer.Option(False, "--human", help="add human-name constraints (the human tagger)"),
+    city: bool = typer.Option(False, "--city", help="add city-name constraints (the city tagger)"),
+) -> None:
+    """One author's books on stdin ("Title (YYYY)" per line) -> every candidate constraint as JSON lines."""
+    from tasks.constraints import constraints_probe
+    from tasks.text import split_title_year
+
+    lines = _stdin_lines(with_year=True)
+    found: dict[str, dict[str, bool]] = {}
+    if human or city:  # tag every title in one batch (one parse per title), then look up
+        from tasks.tag_entities import default_taggers, tag_titles
+
+        taggers = [t for t in default_taggers() if (t.name == "human" and human) or (t.name == "city" and city)]
+        titles = sorted({split_title_year(line)[0] for line in lines if line.strip()})
+        spans = tag_titles(titles, taggers)
+        found = {t.name: {title: bool(spans[t.name][i]) for i, title in enumerate(titles)} for t in taggers}
+
+    for line in constraints_probe(lines, taggers={kind: flags.get for kind, flags in found.items()}):
+        print(line)

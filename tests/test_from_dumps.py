@@ -18,7 +18,8 @@ import pytest
 
 from kitab.core.config import Settings as KitabSettings
 from kitab.simulate.generator.generate import generate_snapshot
-from kitab.simulate.generator.published import JSON_FILE, NT_FILE, SAMPLES, TRUTHY_FILE, write_published
+from kitab.simulate.generator.published import JSON_FILE, NT_FILE, TRUTHY_FILE, write_published
+from kitab.simulate.generator.published_openlibrary import SAMPLES
 from kitab.sources.dump.openlibrary import DumpOpenLibrary
 from kitab.sources.dump.wikidata import DumpWikidata
 from kitab.sources.dumps import openlibrary as ol_reader

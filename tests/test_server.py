@@ -12,7 +12,8 @@ from datetime import UTC, datetime
 import pytest
 from prefect.server.schemas.schedules import CronSchedule
 
-from kitab.app.stack import Stack, deployment_spec, free_port
+from kitab.app.processes import free_port
+from kitab.app.stack import Stack, deployment_spec
 from kitab.core.warehouse import Warehouse
 
 pytestmark = pytest.mark.server

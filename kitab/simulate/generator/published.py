@@ -22,7 +22,6 @@ Library record, invalid and unknown birth dates, astral-plane labels, work redir
 
 from __future__ import annotations
 
-import gzip
 import itertools
 import json
 import os
@@ -32,11 +31,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from kitab.core.files import atomic_dir
+from kitab.simulate.generator.published_openlibrary import DeterministicGzip, write_openlibrary
+from kitab.sources.ntriples import nt_unescape
 from kitab.sources.snapshot.format import (
-    OL_AUTHORS_FILE,
-    OL_EDITIONS_FILE,
-    OL_REDIRECT,
-    OL_WORKS_FILE,
     WD,
     WDT,
     WIKIDATA_FILE,
@@ -45,9 +42,7 @@ from kitab.sources.snapshot.format import (
 )
 
 DUMP_DATE = "2024-06-01"  # the generated world's as-of date
-OL_DATE = "2024-05-31"
 JSON_FILE, NT_FILE, TRUTHY_FILE = "latest-all.json.gz", "latest-all.nt.gz", "latest-truthy.nt.gz"
-SAMPLES = Path(__file__).resolve().parents[3] / "snapshots" / "seed" / "ol_dump_samples"
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
 RDFS_LABEL = "http://www.w3.org/2000/01/rdf-schema#label"
@@ -96,12 +91,6 @@ ASTRAL = "\U0001d50a\U0001d52c\U0001d531\U0001d525\U0001d526\U0001d520 \U0001f4d
 # --- reading the world ----------------------------------------------------------------------
 
 
-def _nt_unescape(text: str) -> str:
-    from kitab.sources.ntriples import nt_unescape
-
-    return nt_unescape(text)
-
-
 def world_entities(snapshot: Path) -> Iterator[dict]:
     """The snapshot's WikiData triples grouped into entities: {id, label, claims: {P: [values]}, sitelinks}."""
     with open_text(snapshot / WIKIDATA_FILE) as handle:
@@ -111,7 +100,7 @@ def world_entities(snapshot: Path) -> Iterator[dict]:
                 _, predicate, rest = line.rstrip("\n").split(" ", 2)
                 obj = rest[:-2]
                 if predicate == f"<{RDFS_LABEL}>":
-                    entity["label"] = _nt_unescape(obj[1 : obj.rindex('"@')])
+                    entity["label"] = nt_unescape(obj[1 : obj.rindex('"@')])
                 elif predicate == f"<{SITELINKS}>":
                     entity["sitelinks"] = int(obj[1 : obj.index('"', 1)])
                 elif predicate.startswith(f"<{WDT}"):
@@ -121,7 +110,7 @@ def world_entities(snapshot: Path) -> Iterator[dict]:
                     elif obj.endswith(f"<{XSD}dateTime>"):
                         value = ("time", obj[1 : obj.index('"', 1)])
                     else:
-                        value = ("string", _nt_unescape(obj[1:-1]))
+                        value = ("string", nt_unescape(obj[1:-1]))
                     entity["claims"].setdefault(pid, []).append(value)
             yield entity
 
@@ -453,18 +442,6 @@ def nt_lines(entity: dict, rng: random.Random, truthy: bool) -> list[str]:
 # --- writing --------------------------------------------------------------------------------
 
 
-class _gzip(gzip.GzipFile):
-    """A deterministic gzip (no name, mtime 0) that also closes its file."""
-
-    def __init__(self, path: Path, level: int):
-        self._raw = open(path, "wb")
-        super().__init__(filename="", mode="wb", fileobj=self._raw, compresslevel=level, mtime=0)
-
-    def close(self) -> None:
-        super().close()
-        self._raw.close()
-
-
 def write_published(
     snapshot: str | Path,
     out: str | Path,
@@ -480,9 +457,9 @@ def write_published(
     rng = random.Random(seed)
     counts = {"entities": 0, "noise_entities": 0}
     with atomic_dir(out) as folder:
-        json_out = _gzip(folder / JSON_FILE, compresslevel)
-        nt_out = _gzip(folder / NT_FILE, compresslevel)
-        truthy_out = _gzip(folder / TRUTHY_FILE, compresslevel) if truthy else None
+        json_out = DeterministicGzip(folder / JSON_FILE, compresslevel)
+        nt_out = DeterministicGzip(folder / NT_FILE, compresslevel)
+        truthy_out = DeterministicGzip(folder / TRUTHY_FILE, compresslevel) if truthy else None
         header = (
             f"<http://wikiba.se/ontology#Dump> <http://schema.org/dateModified> "
             f'"{DUMP_DATE}T00:00:00Z"^^<{XSD}dateTime> .\n'
@@ -512,98 +489,10 @@ def write_published(
             if handle:
                 handle.close()
         counts.update(
-            _write_openlibrary(snapshot, folder / "openlibrary", random.Random(seed + 2), noise, compresslevel)
+            write_openlibrary(snapshot, folder / "openlibrary", random.Random(seed + 2), noise, compresslevel)
         )
         # as a download keeps the server's Last-Modified: the file's date is the dump's date
         stamp = datetime.fromisoformat(DUMP_DATE).replace(tzinfo=UTC).timestamp()
         for path in folder.rglob("*.gz"):
             os.utime(path, (stamp, stamp))
     return counts
-
-
-def _ascii_line(line: str) -> str:
-    """An Open Library dump line as published: the same record, JSON with ASCII escapes."""
-    fields = line.rstrip("\n").split("\t")
-    fields[4] = json.dumps(json.loads(fields[4]))
-    return "\t".join(fields) + "\n"
-
-
-def _write_openlibrary(snapshot: Path, folder: Path, rng: random.Random, noise: bool, level: int) -> dict:
-    folder.mkdir()
-    names = {
-        kind: folder / f"ol_dump_{kind}_{OL_DATE}.txt.gz" for kind in ("authors", "works", "editions", "redirects")
-    }
-    out = {kind: _gzip(path, level) for kind, path in names.items()}
-    counts = {"ol_redirects": 0, "ol_noise_lines": 0}
-    with open_text(snapshot / OL_AUTHORS_FILE) as handle:
-        for line in handle:
-            if line.startswith(OL_REDIRECT + "\t"):
-                fields = line.split("\t")
-                record = json.loads(fields[4])
-                if noise:  # a chain: old -> mid -> location, where mid is a merged author too
-                    mid = record["key"][:-1] + "9A"
-                    for key, location in ((record["key"], mid), (mid, record["location"])):
-                        hop = dict(record, key=key, location=location)
-                        out["redirects"].write(
-                            ("\t".join([fields[0], key, *fields[2:4], json.dumps(hop)]) + "\n").encode()
-                        )
-                    counts["ol_redirects"] += 2
-                else:
-                    out["redirects"].write(_ascii_line(line).encode())
-                    counts["ol_redirects"] += 1
-            else:
-                out["authors"].write(_ascii_line(line).encode())
-    for kind, name in (("works", OL_WORKS_FILE), ("editions", OL_EDITIONS_FILE)):
-        with open_text(snapshot / name) as handle:
-            for line in handle:
-                out[kind].write(_ascii_line(line).encode())
-                if noise:  # the records of authors nobody samples: most of the real dumps
-                    for copy in range(UNRELATED_COPIES):
-                        out[kind].write(_unrelated(_ascii_line(line), copy).encode())
-                        counts["ol_noise_lines"] += 1
-    if noise:
-        counts["ol_noise_lines"] += _ol_noise(out, rng)
-    for handle in out.values():
-        handle.close()
-    return counts
-
-
-UNRELATED_COPIES = 3  # unrelated works and editions per world one (real dumps: most records reach no sampled author)
-
-
-def _unrelated(line: str, copy: int) -> str:
-    """The same record under keys no sampled author reaches (prefix 6<copy> on every key)."""
-    prefix = f"6{copy}"
-    for key in ("/authors/OL", "/works/OL", "/books/OL"):
-        line = line.replace(key, key + prefix)
-    return line
-
-
-def _ol_noise(out: dict, rng: random.Random) -> int:
-    """Unrelated records: the real sample lines, a multi-MB work, work redirects."""
-    n = 0
-    for sample, kind in (
-        ("authors-head-n20.txt", "authors"),
-        ("works-head-n25.txt", "works"),
-        ("works-tail-n30.txt", "works"),
-        ("editions-tail-n20.txt", "editions"),
-    ):
-        path = SAMPLES / sample
-        if path.is_file():
-            for line in path.read_text(encoding="utf-8").splitlines():
-                out[kind].write((line + "\n").encode())
-                n += 1
-    big = {
-        "key": "/works/OL1999999999W",
-        "type": {"key": "/type/work"},
-        "title": "Collected notes",
-        "description": {"type": "/type/text", "value": "".join(rng.choice("abcdefgh ") for _ in range(3 << 20))},
-        "authors": [{"type": {"key": "/type/author_role"}, "author": {"key": "/authors/OL1999999999A"}}],
-        "revision": 1,
-    }
-    out["works"].write(f"/type/work\t{big['key']}\t1\t2020-01-01T00:00:00.000000\t{json.dumps(big)}\n".encode())
-    redirect = {"key": "/works/OL1999999998W", "type": {"key": OL_REDIRECT}, "location": big["key"], "revision": 2}
-    out["redirects"].write(
-        f"{OL_REDIRECT}\t{redirect['key']}\t2\t2020-01-01T00:00:00.000000\t{json.dumps(redirect)}\n".encode()
-    )
-    return n + 2

@@ -14,6 +14,7 @@ import csv
 import json
 import re
 import string
+from collections import Counter
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -439,24 +440,68 @@ def test_half_the_queries_answered_all_correct_scores_half_in_every_output(wareh
     )
 
 
-def test_skipping_a_query_never_scores_better_than_any_answer(warehouse, exported, evaluated):
-    """The unanswered row is at the worst value of each metric, so for every query and every
-    answer the tests scored (ground truth, empty, invented), no metric improves by skipping."""
+SCORED_METRICS = (  # metric -> which of two defined values is the better
+    ("satisfied_rate", max),
+    ("completeness", max),
+    ("unsatisfied_rate", min),
+    ("not_from_author_rate", min),
+)
+
+
+def at_least_as_good(value: float | None, other: float | None, better) -> bool:
+    """``value`` scores at least as well as ``other``. None is undefined, which never counts as
+    better than a defined score: it is as good as another None only."""
+    if value is None:
+        return other is None
+    return other is None or better(value, other) == value
+
+
+def skipping_wins(warehouse: Path, *, defined_only: bool = False) -> list[tuple]:
+    """(model, metric, query) wherever the unanswered row scores better than the answer the
+    tests scored (ground truth, empty, invented); all_correct as the metric when it is higher.
+    ``defined_only``: only where the answer's metric is defined."""
     from kitab.release.evaluation.metrics import unanswered_score
 
     skipped = unanswered_score()
+    wins = []
     for model in CASES:
-        for row in scores(warehouse, model).values():
-            for metric, better in (
-                ("satisfied_rate", max),
-                ("completeness", max),
-                ("unsatisfied_rate", min),
-                ("not_from_author_rate", min),
-            ):
-                value = row[metric]
-                if value is not None:
-                    assert better(value, getattr(skipped, metric)) == value, (model, metric, row["query_id"])
-            assert row["all_correct"] >= skipped.all_correct
+        for query, row in scores(warehouse, model).items():
+            wins += [
+                (model, metric, query)
+                for metric, better in SCORED_METRICS
+                if not (defined_only and row[metric] is None)
+                and not at_least_as_good(row[metric], getattr(skipped, metric), better)
+            ]
+            if row["all_correct"] < skipped.all_correct:
+                wins.append((model, "all_correct", query))
+    return wins
+
+
+def test_the_comparison_never_counts_undefined_as_better():
+    assert at_least_as_good(0.5, 0.0, max) and not at_least_as_good(0.0, 0.5, max)
+    assert at_least_as_good(0.0, 1.0, min) and not at_least_as_good(1.0, 0.0, min)
+    assert at_least_as_good(None, None, max) and at_least_as_good(0.0, None, max) and at_least_as_good(1.0, None, min)
+    assert not at_least_as_good(None, 0.0, max) and not at_least_as_good(None, 1.0, min)
+
+
+def test_skipping_a_query_never_scores_better_than_a_defined_score(warehouse, exported, evaluated):
+    """The unanswered row is at the worst value of each metric: wherever an answer's metric is
+    defined, skipping the query does not improve it."""
+    wins = skipping_wins(warehouse, defined_only=True)
+    assert wins == [], sorted(Counter((model, metric) for model, metric, _ in wins).items())
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 29: where the unanswered row scores a defined worst value, an answer's metric is "
+    "undefined: a refusal's three rates (no titles listed; 729 queries of the demo) and the "
+    "completeness of an answer to a query whose key is empty (invented; 40)",
+)
+def test_skipping_a_query_never_scores_better_than_any_answer(warehouse, exported, evaluated):
+    """For every query and every answer the tests scored (ground truth, empty, invented), no
+    metric improves by skipping: an undefined metric (None) is no better than a defined one."""
+    wins = skipping_wins(warehouse)
+    assert wins == [], sorted(Counter((model, metric) for model, metric, _ in wins).items())
 
 
 # -- kitab answer -> kitab evaluate, over HTTP ---------------------------------------------------

@@ -28,7 +28,7 @@ DOCS = [PROJECT_ROOT / "README.md", *sorted((PROJECT_ROOT / "docs").rglob("*.md"
 def kitab(
     *args: str, check: bool = True, env: dict | None = None, timeout: float = 300, stdin: str | None = None
 ) -> subprocess.CompletedProcess:
-    run_env = {**os.environ, **(env or {})}
+    run_env = {k: v for k, v in {**os.environ, **(env or {})}.items() if v is not None}  # None: unset
     run_env.pop("KITAB_DEBUG", None)
     done = subprocess.run([KITAB, *args], capture_output=True, text=True, env=run_env, timeout=timeout, input=stdin)
     if check:
@@ -57,7 +57,9 @@ def sql_json(warehouse: Path, query: str, *extra: str) -> list[dict]:
 @pytest.fixture(scope="module")
 def demo_wh(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("first-hour") / "warehouse"
-    done = kitab("demo", "--warehouse", str(root))
+    # as a person runs it: no PREFECT_HOME of the tests' (conftest), so the CLI points Prefect's
+    # home at the warehouse's .prefect, where a Prefect server the demo started would keep its database
+    done = kitab("demo", "--warehouse", str(root), env={"PREFECT_HOME": None})
     assert "release demo" in done.stdout
     return root
 
@@ -202,8 +204,10 @@ def test_the_view_migration_rewrites_no_data(demo_wh, tmp_path):
 # -- 3. the demo: no Prefect server ----------------------------------------------------------------
 def test_the_demo_starts_no_prefect_server(demo_wh):
     """The demo runs the pipeline in process on the local runner: no Prefect database or
-    server was made in its warehouse (the CLI's and the scheduled refresh keep Prefect)."""
+    server was made in its Prefect home, the warehouse's .prefect (the demo ran without the
+    tests' PREFECT_HOME: see demo_wh). The CLI's refresh and the scheduled one keep Prefect."""
     prefect_home = demo_wh / ".prefect"
+    assert prefect_home.is_dir()  # the home the CLI set: where Prefect's server would write
     assert not any(prefect_home.rglob("*.db")), sorted(prefect_home.rglob("*"))
 
 
@@ -337,7 +341,9 @@ def test_kitab_test_runs_the_data_tests_and_fails_on_bad_rows(demo_wh, tmp_path)
     # committed as a (buggy) publish would: under its content name, in the ledger row and the
     # stamps; a file changed behind the ledger's back is damage, which fails reads instead
     from kitab.core.files import sha256_file
-    from kitab.core.warehouse import Warehouse, table_file_name
+    from kitab.core.ledger import table_file_name
+    from kitab.core.release_commit import commit
+    from kitab.core.warehouse import Warehouse
 
     wh = Warehouse(root)
     bad = books.with_name("bad.tmp")
@@ -348,8 +354,8 @@ def test_kitab_test_runs_the_data_tests_and_fails_on_bad_rows(demo_wh, tmp_path)
     row = wh.ledger_row("demo")
     sums, counts = json.loads(row["checksums"]), json.loads(row["counts"])
     sums["books"], counts["books"] = sha, counts["books"] + 1
-    wh.commit(
-        "demo", {**row, "checksums": json.dumps(sums, sort_keys=True), "counts": json.dumps(counts, sort_keys=True)}
+    commit(
+        wh, "demo", {**row, "checksums": json.dumps(sums, sort_keys=True), "counts": json.dumps(counts, sort_keys=True)}
     )
     wh.stamp("demo")
     done = kitab("test", "--warehouse", str(root), check=False)

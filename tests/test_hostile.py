@@ -326,10 +326,10 @@ def test_a_name_that_does_not_resolve_is_not_retried(tmp_path):
     assert failed.value.attempts == 1 and "name not resolved" in str(failed.value)
 
 
-def test_live_without_dns_fails_after_one_attempt_in_one_line(tmp_path):
+def test_live_without_dns_is_refused_before_it_starts_in_one_line(tmp_path):
     """`kitab refresh --source live` where no name resolves (no network): one line, at once (the
-    live pre-flight refuses it before anything starts; past it, a DNS failure is one attempt, not
-    3 x 6 retries: test_a_name_that_does_not_resolve_is_not_retried)."""
+    live pre-flight refuses it before anything starts; past it, a DNS failure is one attempt:
+    test_live_losing_dns_after_the_preflight_fails_after_one_attempt_in_one_line)."""
     result = kitab(
         "refresh",
         "--source",
@@ -349,3 +349,58 @@ def test_live_without_dns_fails_after_one_attempt_in_one_line(tmp_path):
         },
     )
     assert_user_error(result, "wdqs.invalid")
+
+
+# Loaded by every Python the command starts (PYTHONPATH): each service host resolves once (the
+# live pre-flight's look-up, to loopback), then never again, as when DNS goes away after the
+# pre-flight; every look-up that failed is logged, one line each.
+LOSE_DNS = """
+import os, socket
+
+_real, _seen = socket.getaddrinfo, set()
+
+
+def getaddrinfo(host, *args, **kwargs):
+    if isinstance(host, str) and host.endswith(".invalid"):
+        if host not in _seen:
+            _seen.add(host)
+            return _real("127.0.0.1", *args, **kwargs)
+        with open(os.environ["KITAB_TEST_DNS_LOG"], "a") as log:
+            log.write(host + "\\n")
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+    return _real(host, *args, **kwargs)
+
+
+socket.getaddrinfo = getaddrinfo
+"""
+
+
+def test_live_losing_dns_after_the_preflight_fails_after_one_attempt_in_one_line(tmp_path):
+    """Past the pre-flight, a name that does not resolve is one attempt of the real command
+    (production retry settings: 6 attempts each), not retried: one line naming the host."""
+    shim = tmp_path / "shim"
+    shim.mkdir()
+    (shim / "sitecustomize.py").write_text(LOSE_DNS)
+    log = tmp_path / "failed-lookups"
+    result = kitab(
+        "refresh",
+        "--source",
+        "live",
+        "--authors",
+        "3",
+        "--seed",
+        "1",
+        "--quiet",
+        "--warehouse",
+        tmp_path / "wh",
+        timeout=300,
+        env={
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(shim), os.environ.get("PYTHONPATH")])),
+            "KITAB_TEST_DNS_LOG": str(log),
+            "KITAB_CONTACT": "ops@example.org",
+            "KITAB_WIKIDATA_ENDPOINT": "http://wdqs.invalid/sparql",
+            "KITAB_OPENLIBRARY_BASE": "http://openlibrary.invalid",
+        },
+    )
+    assert_user_error(result, "wdqs.invalid", "1 attempt;", "name not resolved")
+    assert log.read_text().splitlines() == ["wdqs.invalid"]  # the pre-flight passed; one request, no retry

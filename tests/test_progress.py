@@ -30,7 +30,8 @@ from kitab.core.progress import (
     parse_stages,
     tracking,
 )
-from kitab.core.warehouse import LEDGER_FILE, SQL_DIR, Warehouse
+from kitab.core.views import SQL_DIR
+from kitab.core.warehouse import LEDGER_FILE, Warehouse
 from tasks.publish import publish
 from tests.test_cli_errors import kitab_cmd
 from tests.test_warehouse import tables

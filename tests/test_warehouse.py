@@ -7,7 +7,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from kitab.core.warehouse import DataTestFailure, Warehouse
+import kitab.core.release_commit as release_commit
+from kitab.core.views import DataTestFailure
+from kitab.core.warehouse import Warehouse
 from tasks.base import reject
 from tasks.publish import publish
 
@@ -147,21 +149,21 @@ def test_crash_while_writing_tables_leaves_no_release_and_rerun_completes(tmp_pa
     monkeypatch.setattr(Warehouse, "write_table", crash_on_works)
     with pytest.raises(KeyboardInterrupt):
         publish(wh, "r", tables(["Q1"]), seed=1, source="dump", snapshot_id="s", n_authors_requested=1, requests_made=0)
-    assert list(wh.staging("r").partition("authors", "r").glob("part-*.parquet"))  # half written ...
+    assert list(release_commit.staging(wh, "r").partition("authors", "r").glob("part-*.parquet"))  # half written ...
     assert wh.committed_releases() == [] and not wh.partition("authors", "r").exists()  # ... elsewhere
     monkeypatch.setattr(Warehouse, "write_table", real_write)
     publish(wh, "r", tables(["Q1"]), seed=1, source="dump", snapshot_id="s", n_authors_requested=1, requests_made=0)
-    assert wh.committed_releases() == ["r"] and not wh.staging("r").root.exists()
+    assert wh.committed_releases() == ["r"] and not release_commit.staging(wh, "r").root.exists()
 
 
 def test_crash_while_moving_a_release_into_place_leaves_it_uncommitted(tmp_path, monkeypatch):
     wh = Warehouse(tmp_path)
     publish(wh, "r", tables(["Q1"]), seed=1, source="dump", snapshot_id="s", n_authors_requested=1, requests_made=0)
 
-    def crash(self, staged, release, names):
+    def crash(warehouse, staged, release, names):
         raise KeyboardInterrupt("killed while moving")
 
-    monkeypatch.setattr(Warehouse, "adopt", crash)
+    monkeypatch.setattr(release_commit, "adopt", crash)
     with pytest.raises(KeyboardInterrupt):
         publish(
             wh,

@@ -16,7 +16,8 @@ import duckdb
 import pytest
 from typer.testing import CliRunner
 
-import kitab.core.warehouse as warehouse_module
+import kitab.core.ledger as ledger_module
+import kitab.core.release_commit as release_commit
 from kitab.app.cli import app
 from kitab.core.files import sha256_file
 from kitab.core.warehouse import LEDGER_FILE, Warehouse
@@ -221,7 +222,7 @@ def test_reads_hash_only_files_whose_stamp_changed(wh, monkeypatch, capsys):
         hashed.append(Path(path).name)
         return sha256_file(path)
 
-    monkeypatch.setattr(warehouse_module, "sha256_file", counting)
+    monkeypatch.setattr(ledger_module, "sha256_file", counting)
     authors(wh)
     assert hashed == []  # stamps match: nothing hashed
     target = wh.committed_files("k1")["authors"]
@@ -263,14 +264,14 @@ def test_a_crash_at_every_point_of_the_swap_leaves_the_only_release_readable(tmp
 
             return op
 
-        real_adopt, real_commit, real_sweep = Warehouse.adopt, Warehouse.commit, Warehouse.sweep
+        real_adopt, real_commit, real_sweep = release_commit.adopt, release_commit.commit, Warehouse.sweep
 
-        def adopt(self, *args):
+        def adopt(*args):
             state["calls"] = 0  # the swap begins: count from here
-            return real_adopt(self, *args)
+            return real_adopt(*args)
 
-        def commit(self, *args):
-            path = real_commit(self, *args)
+        def commit(*args):
+            path = real_commit(*args)
             state["committed"] = True
             return path
 
@@ -282,8 +283,8 @@ def test_a_crash_at_every_point_of_the_swap_leaves_the_only_release_readable(tmp
         with monkeypatch.context() as m:
             for name in real:
                 m.setattr(os, name, counted(name))
-            m.setattr(Warehouse, "adopt", adopt)
-            m.setattr(Warehouse, "commit", commit)
+            m.setattr(release_commit, "adopt", adopt)
+            m.setattr(release_commit, "commit", commit)
             m.setattr(Warehouse, "sweep", sweep)
             try:
                 put(wh, "r", ["Q1", "Q2"])
@@ -306,7 +307,7 @@ def test_a_crash_at_every_point_of_the_swap_leaves_the_only_release_readable(tmp
         assert authors(wh) == 2 and [c for c in wh.check_files() if c.problem] == [], n
         on_disk = {p for p in wh.tables_dir.rglob("*") if p.is_file()}
         assert on_disk == {*wh.committed_files("r").values(), wh.partition("releases", "r") / LEDGER_FILE}, n
-        assert not wh.staging("r").root.exists(), n
+        assert not release_commit.staging(wh, "r").root.exists(), n
     else:
         pytest.fail("the publish never ran to the end")
     assert n >= 8 and outcomes == {1, 2}  # crashes both before and after the commit were injected

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import duckdb
 
-from kitab.core.errors import KitabError
-
 # the warehouse's rules for a SQL string literal and an error's one line: the same here
-from kitab.core.warehouse import ReadConnection, Warehouse, _first_line, _literal
+from kitab.core.errors import KitabError, first_line
+from kitab.core.views import sql_literal
+from kitab.core.warehouse import ReadConnection, Warehouse
 
 _USER_VIEW = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 # A user's file (kitab sql --file NAME=PATH) -> the DuckDB reader for its kind.
@@ -59,10 +59,10 @@ def _create_user_views(con: duckdb.DuckDBPyConnection, extra_files: dict[str, Pa
         reader = USER_FILE_READERS[path.suffix.lower()]
         sep = ", delim = '\t'" if path.suffix.lower() == ".tsv" else ""
         try:  # DESCRIBE reads the file's head now: a file DuckDB cannot read is an error naming it
-            con.execute(f'CREATE VIEW "{name}" AS SELECT * FROM {reader}({_literal(path.as_posix())}{sep})')
+            con.execute(f'CREATE VIEW "{name}" AS SELECT * FROM {reader}({sql_literal(path.as_posix())}{sep})')
             con.execute(f'DESCRIBE "{name}"').fetchall()
         except duckdb.Error as exc:
-            raise KitabError(f"--file {name}={path}: {_first_line(exc)}") from exc
+            raise KitabError(f"--file {name}={path}: {first_line(exc)}") from exc
 
 
 def connect(
@@ -92,7 +92,7 @@ def check_read_only(query: str) -> None:
     try:
         statements = duckdb.extract_statements(query)
     except duckdb.Error as exc:
-        raise KitabError(_first_line(exc)) from exc
+        raise KitabError(first_line(exc)) from exc
     for statement in statements:
         kind = statement.type
         if kind == duckdb.StatementType.EXPLAIN:  # EXPLAIN ANALYZE runs its statement: a query only
@@ -121,7 +121,7 @@ def read_only_query(con: duckdb.DuckDBPyConnection, query: str) -> tuple[list[st
         return [d[0] for d in cursor.description or []], cursor.fetchall()
     except duckdb.Error as exc:
         # a damaged table's view fails with kitab's message (Warehouse.create_views): no DuckDB prefix
-        raise KitabError(_first_line(exc).removeprefix("Invalid Input Error: ")) from exc
+        raise KitabError(first_line(exc).removeprefix("Invalid Input Error: ")) from exc
 
 
 def bounded_query(con, query: str, timeout: float | None) -> tuple[list[str], list[tuple]]:

@@ -11,6 +11,11 @@ class KitabError(Exception):
     say what to do or which file/value is wrong."""
 
 
+def first_line(exc: BaseException) -> str:
+    """An exception's message as one line for a person (its type's name when it has none)."""
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
 class UnknownRelease(KitabError, ValueError):
     """No committed release of that id in the warehouse (Warehouse.require_release)."""
 

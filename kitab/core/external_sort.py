@@ -1,7 +1,7 @@
 """Sort a table's Parquet parts by its key into one file, in bounded memory.
 
 Publishing needs each table in key order, ties kept in the parts' order (part, then row):
-the order :meth:`kitab.core.warehouse.Warehouse.write_table` gives the concatenated rows, so the
+the order :meth:`kitab.core.ledger.WarehouseFiles.write_table` gives the concatenated rows, so the
 bytes do not depend on how the rows were batched. At 100,000 writers the constraints table
 has about 6 million rows with list columns; DuckDB's ORDER BY over that ran out of memory at
 2 GB. This is a distribution sort instead:
@@ -39,7 +39,7 @@ _SEP, _PRESENT, _NULL = "\x00", "\x01", "\x02"
 
 def sort_key(table: pa.Table, keys: list[str]) -> pa.Array:
     """One string per row whose byte order is the order of ``keys`` (nulls last in each),
-    the order of ``warehouse._sort_key``: each value is marked present or null and the
+    the order of ``kitab.core.ledger._sort_key``: each value is marked present or null and the
     values are joined by NUL, so a shorter value sorts before its extensions."""
     if not keys:
         return pa.array([""] * table.num_rows, pa.string())

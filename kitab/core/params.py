@@ -61,7 +61,7 @@ class RefreshParams:
         if self.seed is not None and not 0 <= self.seed < 2**63:  # the ledger's seed is an int64
             raise BadValue(f"seed must be between 0 and {2**63 - 1}, got {self.seed}")
         if self.release is not None:  # "" too: an empty id is an error, not the default
-            from kitab.core.warehouse import validate_release_id  # (duckdb: not at the CLI's start)
+            from kitab.core.ledger import validate_release_id  # (duckdb: not at the CLI's start)
 
             try:
                 validate_release_id(self.release)

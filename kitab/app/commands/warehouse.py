@@ -39,7 +39,8 @@ def sql(
     write a file, attach a database or change a setting is refused; Ctrl-C stops a query)."""
     from kitab.app import sql_sandbox
     from kitab.app.guard import limit_memory
-    from kitab.core.warehouse import Warehouse, describe_problems
+    from kitab.core.ledger import describe_problems
+    from kitab.core.warehouse import Warehouse
 
     check_output(output)
     wh = Warehouse(existing_warehouse(warehouse, release))
@@ -83,7 +84,8 @@ def data_test(
 ) -> None:
     """Run the data tests (sql/tests/*.sql: each returns the rows that break a rule) over the
     committed releases; exit 1 if any returns a row."""
-    from kitab.core.warehouse import Warehouse, data_test_results
+    from kitab.core.views import data_test_results
+    from kitab.core.warehouse import Warehouse
 
     wh = Warehouse(existing_warehouse(warehouse, release))
     with user_errors():

@@ -1,0 +1,143 @@
+"""The SQL over a warehouse's files: one view per table over exactly the files given, then
+``sql/staging/*.sql`` and ``sql/marts/*.sql`` in file-name order; the data tests
+(``sql/tests/*.sql``, each a SELECT returning the offending rows); and the views' version that
+kitab.duckdb records. Which files the views read is the ledger's business
+(kitab.core.ledger); where they are built, kitab.core.warehouse and kitab.core.release_commit.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+
+from kitab.core.env import PROJECT_ROOT
+from kitab.core.schemas import STORED_RELEASE, known_tables, table_spec, view_name
+
+SQL_DIR = PROJECT_ROOT / "sql"
+# The views' version in kitab.duckdb (the catalog other tools open). 2: `authors` holds the
+# released authors, every sampled one is in `sampled_authors`. An older catalog is rebuilt on
+# the next read: a migration of views only, the Parquet files and the ledger stay as they are.
+VIEWS_VERSION = 2
+_DUCK_TYPES = {
+    "string": "VARCHAR",
+    "int32": "INTEGER",
+    "int64": "BIGINT",
+    "float64": "DOUBLE",
+    "bool": "BOOLEAN",
+    "timestamp": "TIMESTAMPTZ",
+}
+
+
+class DataTestFailure(RuntimeError):
+    """A data test in sql/tests found offending rows."""
+
+
+def sql_literal(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+def _duck_type(type_name: str) -> str:
+    if type_name.startswith("list<"):
+        return _duck_type(type_name[5:-1]) + "[]"
+    return _DUCK_TYPES[type_name]
+
+
+def empty_view_sql(table: str, where: str = "false") -> str:
+    cols = ", ".join(
+        f'CAST(NULL AS {_duck_type(c["type"])}) AS "{c["name"]}"'
+        for c in table_spec(table)["columns"]
+        if c["name"] != STORED_RELEASE
+    )
+    return (
+        f'CREATE OR REPLACE VIEW "{view_name(table)}" AS SELECT {cols}, CAST(NULL AS VARCHAR) AS release WHERE {where}'
+    )
+
+
+def raw_view_sql(table: str, files: list[Path]) -> str:
+    # One name for a release id in every view: ``release`` (the partition). The ledger
+    # files also store it as ``release_id``, so that a file names its own release
+    # (ledger_row checks it); readers never see that column.
+    if not files:  # no data yet: an empty view with the schema's columns
+        return empty_view_sql(table)
+    stored = [c["name"] for c in table_spec(table)["columns"]]
+    listed = ", ".join(sql_literal(p.as_posix()) for p in files)
+    exclude = f" EXCLUDE ({STORED_RELEASE})" if STORED_RELEASE in stored else ""
+    return (
+        f'CREATE OR REPLACE VIEW "{view_name(table)}" AS SELECT *{exclude} FROM read_parquet([{listed}], '
+        f"hive_partitioning = true, union_by_name = true, hive_types = {{'release': 'VARCHAR'}})"
+    )
+
+
+def create_views(
+    con: duckdb.DuckDBPyConnection,
+    files: dict[str, list[Path]],
+    damaged: dict[str, str] | None = None,
+    ledger: str | None = None,
+) -> None:
+    """All views, each table's over exactly ``files[table]`` (none: an empty view). A
+    table in ``damaged`` gets a view that fails with its message whenever a query reads
+    it (the other tables answer); ``ledger``: the name of a registered relation holding
+    the ledger rows the reader read, which the ``releases`` view then shows (not the
+    ledger files, which a commit may replace while the reader runs)."""
+    damaged = damaged or {}
+    for table in known_tables():
+        if table in damaged:
+            con.execute(empty_view_sql(table, f"error({sql_literal(damaged[table])}) IS NULL"))
+        elif table == "releases" and ledger is not None:
+            con.execute(f'CREATE OR REPLACE VIEW "{view_name("releases")}" AS SELECT * FROM "{ledger}"')
+        else:
+            con.execute(raw_view_sql(table, files.get(table, [])))
+    for layer in ("staging", "marts"):
+        for path in sorted((SQL_DIR / layer).glob("*.sql")):
+            try:
+                con.execute(path.read_text())
+            except duckdb.Error as exc:
+                raise RuntimeError(f"sql/{layer}/{path.name}: {exc}") from exc
+
+
+def catalog_version(path: Path) -> int | None:
+    """The views' version recorded in the catalog at ``path`` (None: no catalog, or it cannot
+    be opened; 1: before it was recorded)."""
+    if not path.exists():
+        return None
+    try:
+        con = duckdb.connect(str(path), read_only=True)
+    except duckdb.Error:  # e.g. another tool holds it open for writing: leave it alone
+        return None
+    try:
+        columns = {
+            r[0]
+            for r in con.execute(
+                "SELECT column_name FROM duckdb_columns() WHERE table_name = 'kitab_catalog'"
+            ).fetchall()
+        }
+        if "views_version" not in columns:
+            return 1
+        return con.execute("SELECT max(views_version) FROM kitab_catalog").fetchall()[0][0]
+    finally:
+        con.close()
+
+
+def data_test_results(con: duckdb.DuckDBPyConnection, limit: int = 5) -> list[tuple[str, list[tuple]]]:
+    """(test name, up to ``limit`` offending rows) for every sql/tests/*.sql, in name order."""
+    results = []
+    for path in sorted((SQL_DIR / "tests").glob("*.sql")):
+        query = path.read_text().strip().rstrip(";")
+        # fetch everything of a bounded query: a half-read result blocks the connection
+        results.append(
+            (path.stem, con.execute(f"SELECT * FROM ({query}\n) AS offending LIMIT {int(limit)}").fetchall())
+        )
+    return results
+
+
+def run_data_tests(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
+    """Every sql/tests/*.sql must return no rows; raise with the offending rows if any does."""
+    failures, checked = [], {}
+    for name, rows in data_test_results(con):
+        checked[name] = len(rows)
+        if rows:
+            failures.append(f"{name}.sql: {rows}")
+    if failures:
+        raise DataTestFailure("data tests failed:\n  " + "\n  ".join(failures))
+    return checked

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kitab.sources.dumps import scan as dump_scan
-from kitab.sources.dumps.inputs import Decompressed, DumpInput, DumpInputError
-from kitab.sources.dumps.scan import Cutter, chunks
+from kitab.sources.from_dumps import scan as dump_scan
+from kitab.sources.from_dumps.inputs import Decompressed, DumpInput, DumpInputError
+from kitab.sources.from_dumps.scan import Cutter, chunks
 
 
 class Trickle:

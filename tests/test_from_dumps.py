@@ -22,11 +22,11 @@ from kitab.simulate.generator.published import JSON_FILE, NT_FILE, TRUTHY_FILE, 
 from kitab.simulate.generator.published_openlibrary import SAMPLES
 from kitab.sources.dump.openlibrary import DumpOpenLibrary
 from kitab.sources.dump.wikidata import DumpWikidata
-from kitab.sources.dumps import openlibrary as ol_reader
-from kitab.sources.dumps import scan
-from kitab.sources.dumps.build import NoAuthorsError, Settings, from_dumps
-from kitab.sources.dumps.inputs import DumpInputError, wikidata_input
-from kitab.sources.dumps.wikidata import birth_lexical
+from kitab.sources.from_dumps import openlibrary as ol_reader
+from kitab.sources.from_dumps import scan
+from kitab.sources.from_dumps.build import NoAuthorsError, Settings, from_dumps
+from kitab.sources.from_dumps.inputs import DumpInputError, wikidata_input
+from kitab.sources.from_dumps.wikidata import birth_lexical
 from kitab.sources.snapshot.format import OL_AUTHORS_FILE, OL_WORKS_FILE, WIKIDATA_FILE, read_manifest
 
 N_AUTHORS = 60
@@ -210,9 +210,9 @@ def test_killed_scan_resumes_and_gives_identical_bytes(published, built, tmp_pat
     parts = out.with_name(out.name + ".parts") / "wikidata"
     # each chunk is slowed down (in the child only) so the kill lands mid-scan
     script = (
-        "import time\nfrom kitab.sources.dumps import scan\nrun = scan._run_chunk\n"
+        "import time\nfrom kitab.sources.from_dumps import scan\nrun = scan._run_chunk\n"
         "scan._run_chunk = lambda *a: (time.sleep(0.2), run(*a))[1]\n"
-        f"from kitab.sources.dumps.build import from_dumps, Settings\n"
+        f"from kitab.sources.from_dumps.build import from_dumps, Settings\n"
         f"from_dumps({str(published / JSON_FILE)!r}, {str(published / 'openlibrary')!r}, {str(out)!r}, "
         f"Settings(workers=0, chunk_bytes=64 << 10))\n"
     )

@@ -98,10 +98,11 @@ def upward_imports(graph: dict[str, set[str]]) -> list[str]:
 
 def file_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     """Strongly connected components of more than one module (Tarjan), i.e. import circles.
-    A package's ``__init__`` that re-exports its own submodules is not a circle with them."""
+    A package's ``__init__`` counts like any module: if it imports a submodule that imports the
+    package back, that is a circle (Python runs one of them half-initialised)."""
 
     def edges(src: str) -> list[str]:
-        return sorted(dst for dst in graph[src] if not dst.startswith(src + "."))
+        return sorted(graph[src])
 
     index, low, stack, on_stack, components = {}, {}, [], set(), []
 
@@ -147,6 +148,32 @@ def test_no_file_cycles():
     assert file_cycles(import_graph()) == []
 
 
+MAX_MODULE_LINES = 600
+
+
+def long_modules(root: Path = PROJECT_ROOT, limit: int = MAX_MODULE_LINES) -> list[str]:
+    """Modules of the product longer than ``limit`` lines: a module that long holds more than
+    one idea (data belongs in data files: tasks/taggers/data/, sql/, schemas/)."""
+    return sorted(
+        f"{path.relative_to(root)}: {n} lines"
+        for path in project_modules(root).values()
+        if (n := len(path.read_text(encoding="utf-8").splitlines())) > limit
+    )
+
+
+def test_no_module_is_over_600_lines():
+    assert long_modules() == []
+
+
+def test_the_length_check_finds_a_long_module(tmp_path):
+    for package in PACKAGES:
+        (tmp_path / package).mkdir()
+        (tmp_path / package / "__init__.py").write_text("")
+    (tmp_path / "tasks" / "big.py").write_text("x = 1\n" * (MAX_MODULE_LINES + 1))
+    (tmp_path / "tasks" / "fits.py").write_text("x = 1\n" * MAX_MODULE_LINES)
+    assert long_modules(tmp_path) == [f"tasks/big.py: {MAX_MODULE_LINES + 1} lines"]
+
+
 @pytest.mark.parametrize(
     "source, expected",
     [
@@ -180,3 +207,15 @@ def test_the_rules_catch_a_cycle(tmp_path):
     for name, source in {"__init__.py": "", "a.py": "from tasks import b\n", "b.py": "import tasks.a\n"}.items():
         (tmp_path / "tasks" / name).write_text(source)
     assert file_cycles(import_graph(tmp_path)) == [["tasks.a", "tasks.b"]]
+
+
+def test_a_package_that_its_submodule_imports_back_is_a_cycle(tmp_path):
+    """The circle the old exemption hid (tasks/taggers/__init__ -> registry -> taggers): a
+    package face importing a submodule that imports the package back."""
+    (tmp_path / "kitab").mkdir()
+    (tmp_path / "flows").mkdir()
+    (tmp_path / "tasks" / "reg").mkdir(parents=True)
+    (tmp_path / "tasks" / "__init__.py").write_text("")
+    (tmp_path / "tasks" / "reg" / "__init__.py").write_text("from tasks.reg import registry\n")
+    (tmp_path / "tasks" / "reg" / "registry.py").write_text("def f():\n    import tasks.reg\n")
+    assert file_cycles(import_graph(tmp_path)) == [["tasks.reg", "tasks.reg.registry"]]

@@ -26,7 +26,7 @@ SCANNED = ("kitab", "tasks", "flows")
 # A reader of a committed release's ledger, not the composition: the data card says whether a
 # release came from the live services (kitab/release/export.py belongs to another part of
 # issue 27; it could ask ``source_kind(ledger["source"])`` instead).
-KNOWN = {"kitab/release/export.py:238"}
+KNOWN: set[str] = set()  # none left
 
 
 def source_name_comparisons(root: Path = PROJECT_ROOT, names=tuple(SOURCE_KINDS)) -> list[str]:
@@ -118,7 +118,14 @@ def protocol_members(protocol: type) -> set[str]:
 def test_every_kind_answers_every_question(name, tmp_path):
     kind = source_kind(name)
     assert isinstance(kind, SourceKind) and kind.name == name
-    for flag in ("sends_requests", "collect_is_cpu_work", "opens_cheaply", "reads_snapshot_files", "reads_mirror_url"):
+    for flag in (
+        "sends_requests",
+        "collect_is_cpu_work",
+        "opens_cheaply",
+        "reads_snapshot_files",
+        "reads_mirror_url",
+        "reads_live_services",
+    ):
         assert isinstance(getattr(kind, flag), bool), flag
     for mirror_url in (None, "http://127.0.0.1:9"):
         params = RefreshParams(source=name, snapshot=str(BUNDLED_SNAPSHOT), mirror_url=mirror_url, release="r1")
@@ -150,6 +157,7 @@ def test_what_the_built_in_kinds_answer():
     assert [k.collect_is_cpu_work for k in (live, mirror, dump)] == [False, False, True]
     assert [k.opens_cheaply for k in (live, mirror, dump)] == [True, True, False]
     assert [k.reads_snapshot_files for k in (live, mirror, dump)] == [False, False, True]
+    assert [k.reads_live_services for k in (live, mirror, dump)] == [True, False, False]
     assert [k.reads_mirror_url for k in (live, mirror, dump)] == [False, True, False]
 
     named = RefreshParams(source="mirror", snapshot="snap", mirror_url="http://m")

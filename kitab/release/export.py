@@ -235,7 +235,9 @@ def card_metadata(release: str, rows: dict[str, int], layout: str = "hf") -> dic
 
 
 def _source_note(ledger: dict) -> str:
-    if ledger["source"] == "live":
+    from kitab.sources.kinds import source_kind
+
+    if source_kind(ledger["source"]).reads_live_services:
         return f"Built from the live WikiData Query Service and Open Library API (`{ledger['snapshot_id'] or 'live'}`)."
     note = (
         f"Built from the snapshot `{ledger['snapshot_id']}` (source `{ledger['source']}`), not from the live services."

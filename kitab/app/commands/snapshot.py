@@ -110,7 +110,7 @@ def snapshot_from_dumps(
 
     One streaming pass per file, filtered before any join; a killed run resumes from its last
     finished chunk (OUT.parts/)."""
-    from kitab.sources.dumps.build import Settings, from_dumps
+    from kitab.sources.from_dumps.build import Settings, from_dumps
 
     settings = Settings(
         workers=workers,

@@ -9,4 +9,4 @@ answered by SQL. One idea a module:
     openlibrary.py  DumpOpenLibrary: the endpoints, OLIndex's answers, batch prefetch
 
 The N-Triples grammar (kitab/sources/ntriples.py) and the date rules (kitab/sources/dates.py)
-are shared with the from-dumps builder (kitab/sources/dumps/)."""
+are shared with the from-dumps builder (kitab/sources/from_dumps/)."""

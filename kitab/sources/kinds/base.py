@@ -28,6 +28,8 @@ class SourceKind:
     reads_snapshot_files: bool = False
     # It reads the services through a mirror's URL (--mirror-url).
     reads_mirror_url: bool = False
+    # It reads the live services themselves (a release's card says so instead of naming a snapshot).
+    reads_live_services: bool = False
 
     def check_inputs(self, params: RefreshParams) -> None:
         """What can be checked before a refresh starts, cheaply and without writing anything

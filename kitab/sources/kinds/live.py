@@ -16,6 +16,7 @@ from kitab.sources.wikidata import HttpWikidata
 
 class Live(SourceKind):
     name = "live"
+    reads_live_services = True
 
     def check_inputs(self, params: RefreshParams) -> None:
         """A contact for the User-Agent and host names that resolve (kitab.sources.preflight)."""

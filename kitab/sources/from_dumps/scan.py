@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from kitab.core.files import write_bytes, write_via_temp
-from kitab.sources.dumps.inputs import Decompressed, DumpInput
+from kitab.sources.from_dumps.inputs import Decompressed, DumpInput
 
 SCAN_VERSION = "2"  # bump when a part's content changes: older checkpoints are then discarded
 DONE = ".done.json"

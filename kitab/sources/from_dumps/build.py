@@ -28,9 +28,9 @@ import duckdb
 
 from kitab.core.errors import BadValue
 from kitab.core.files import atomic_dir, sha256_file
-from kitab.sources.dumps import inputs as dump_inputs
-from kitab.sources.dumps.inputs import OL_ALL, DumpInput
-from kitab.sources.dumps.scan import scan, worker_pool
+from kitab.sources.from_dumps import inputs as dump_inputs
+from kitab.sources.from_dumps.inputs import OL_ALL, DumpInput
+from kitab.sources.from_dumps.scan import scan, worker_pool
 from kitab.sources.snapshot.format import (
     DATA_FILES,
     MANIFEST_FILE,
@@ -127,7 +127,9 @@ def _from_dumps(wikidata, openlibrary, out, settings: Settings, progress, stop_a
         "max_year": max_year,
         "max_record": settings.max_record,
     }
-    fn = "kitab.sources.dumps.wikidata:" + ("json_chunk" if wd_input.kind == dump_inputs.WIKIDATA_JSON else "nt_chunk")
+    fn = "kitab.sources.from_dumps.wikidata:" + (
+        "json_chunk" if wd_input.kind == dump_inputs.WIKIDATA_JSON else "nt_chunk"
+    )
     say(f"scanning {wd_input.path.name} ({wd_input.kind})")
     counts = scan(
         wd_input,
@@ -238,7 +240,7 @@ def _from_dumps(wikidata, openlibrary, out, settings: Settings, progress, stop_a
                 }
             say(f"scanning {item.path.name} ({kind})")
             parts_dir = work / f"ol-{kind}"
-            result = scan(item, "kitab.sources.dumps.openlibrary:" + fn, {**base_ctx, **ctx}, parts_dir, **common)
+            result = scan(item, "kitab.sources.from_dumps.openlibrary:" + fn, {**base_ctx, **ctx}, parts_dir, **common)
             report.setdefault(item.path.name, {})
             report[item.path.name][kind] = dict(result)
             return parts_dir, result

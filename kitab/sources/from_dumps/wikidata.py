@@ -434,7 +434,7 @@ def _write_rows(rows: Rows, parts_dir: Path, index: int) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from kitab.sources.dumps.scan import part_path, write_part
+    from kitab.sources.from_dumps.scan import part_path, write_part
 
     if not len(rows):
         return

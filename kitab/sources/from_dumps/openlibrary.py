@@ -60,7 +60,7 @@ def _lines(data: bytes, ctx: dict, counts: Counter, type_prefix: bytes | None):
 
 
 def _write_lines(lines: list[bytes], parts_dir: Path, index: int) -> None:
-    from kitab.sources.dumps.scan import part_path, write_part
+    from kitab.sources.from_dumps.scan import part_path, write_part
 
     if lines:
         blob = b"".join(line + b"\n" for line in lines)
@@ -72,7 +72,7 @@ def redirects_chunk(data: bytes, ctx: dict, parts_dir: Path, index: int) -> dict
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from kitab.sources.dumps.scan import part_path, write_part
+    from kitab.sources.from_dumps.scan import part_path, write_part
 
     counts: Counter = Counter()
     rows = []

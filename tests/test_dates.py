@@ -21,12 +21,14 @@ common = st.builds(
     st.sampled_from(["Z", "", "+01:00", "z"]),
 )
 lexical = st.one_of(common, st.text(alphabet="0123456789-:TZ+.", max_size=24))
+# a connection of this module's own: the default one is shared by every test in the process
+CON = duckdb.connect()
 
 
 def sql_answers(values: list[str]) -> list[tuple[bool, int | None]]:
     """(the fast path applies, its year) for each value, as the scan's SQL computes them."""
     condition, year = COMMON_DATETIME_SQL.format("o"), COMMON_DATETIME_YEAR_SQL.format("o")
-    rows = duckdb.execute(
+    rows = CON.execute(
         f"SELECT i, coalesce({condition}, false), CASE WHEN {condition} THEN {year} END "
         "FROM (SELECT unnest(?::VARCHAR[]) AS o, generate_subscripts(?::VARCHAR[], 1) AS i) ORDER BY i",
         [values, values],
@@ -49,5 +51,5 @@ def test_the_sql_fast_path_agrees_with_the_python_rules(values):
 @given(year=st.integers(1, 9999), month=st.integers(1, 12))
 def test_days_in_month_is_the_calendars(year, month):
     """The one calendar rule against DuckDB's: the last day of the month."""
-    last = duckdb.execute("SELECT day(last_day(make_date(?, ?, 1)))", [year, month]).fetchone()[0]
+    last = CON.execute("SELECT day(last_day(make_date(?, ?, 1)))", [year, month]).fetchone()[0]
     assert days_in_month(year, month) == last

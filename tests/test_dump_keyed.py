@@ -51,16 +51,17 @@ def all_keys() -> list[str]:
 
 def full_scan(folder, keys: list[str]) -> list[dict]:
     """The plain query: every row of the Parquet file whose key is one of ``keys``, in file order."""
-    return (
-        duckdb.sql(
-            f"""
-        SELECT * EXCLUDE (file_row_number) FROM read_parquet('{folder / "t.parquet"}', file_row_number = true)
-        WHERE k IN (SELECT unnest(?::VARCHAR[])) ORDER BY file_row_number""",
-            params=[keys],
+    with duckdb.connect() as con:  # its own connection: the default one is shared by every test
+        return (
+            con.sql(
+                f"""
+            SELECT * EXCLUDE (file_row_number) FROM read_parquet('{folder / "t.parquet"}', file_row_number = true)
+            WHERE k IN (SELECT unnest(?::VARCHAR[])) ORDER BY file_row_number""",
+                params=[keys],
+            )
+            .to_arrow_table()
+            .to_pylist()
         )
-        .to_arrow_table()
-        .to_pylist()
-    )
 
 
 KEYS = [k for (k,) in all_keys()]

@@ -679,3 +679,68 @@ def test_a_killed_kitab_answer_resumes_and_asks_only_the_rest(warehouse, exporte
     assert before - 2 <= cached <= before  # at most the requests in flight when killed are asked again
     assert f"60 of 60 queries answered by killed ({cached} from the cache, {sent_again} requests" in rerun.stdout
     assert "kitab answer: answered 60/60" in rerun.stderr  # the progress display's last line
+
+
+def answer_args(warehouse: Path, tmp_path: Path, model: str, url: str) -> list[str]:
+    return [
+        "answer",
+        "--release",
+        RELEASE,
+        "--model",
+        model,
+        "--out",
+        str(tmp_path / f"{model}.jsonl"),
+        "--cache",
+        str(tmp_path / "cache.sqlite"),
+        "--base-url",
+        url,
+        "--warehouse",
+        str(warehouse),
+    ]
+
+
+def test_a_gateway_answering_400_to_everything_is_stopped_in_a_few_lines(warehouse, exported, tmp_path, monkeypatch):
+    from kitab.simulate.chat import ChatServer
+
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    with ChatServer(lambda prompt: "unused", key=KEY) as server:
+        server.fail(100_000, 400)  # LiteLLM with a wrong key for the upstream
+        result = runner.invoke(app, answer_args(warehouse, tmp_path, "gateway-400", server.url))
+        sent = len(server.chat_requests)
+    assert result.exit_code != 0 and sent <= 20, (sent, result.output)
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) <= 3 and "HTTP 400" in result.output, result.output
+    assert not (tmp_path / "gateway-400.jsonl").exists()
+
+
+def test_a_cut_answer_is_flagged_in_the_scores(warehouse, exported, tmp_path, monkeypatch):
+    from kitab.release.answer import release_prompt_list
+    from kitab.simulate.chat import ChatServer
+
+    by_id = {r["query_id"]: ast.literal_eval(r["mapped_books"]) for r in exported}
+    prompts = release_prompt_list(warehouse, RELEASE, "no-context")
+    cut_ids = {p.query_id for p in prompts[::3]}
+    by_prompt = {
+        p.text: {
+            "content": kitab_answer(by_id[p.query_id]),
+            "finish_reason": "length" if p.query_id in cut_ids else "stop",
+            "reasoning_content": "Title: Zqxv",  # kept apart, never read
+        }
+        for p in prompts
+    }
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    with ChatServer(lambda prompt: by_prompt[prompt], key=KEY) as server:
+        args = answer_args(warehouse, tmp_path, "cut-model", server.url)
+        result = runner.invoke(app, [*args, "--quiet", "--evaluate", "--output", "json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["cut_rate"] == pytest.approx(len(cut_ids) / len(prompts))
+    rows = scores(warehouse, "cut-model")
+    assert {q for q, r in rows.items() if r["cut"]} == cut_ids
+    assert all(
+        r["finish_reason"] == ("length" if q in cut_ids else "stop") and r["all_correct"] for q, r in rows.items()
+    )
+    (overall,) = [a for a in data["aggregates"] if a["dimension"] == "all" and a["n_constraints"] is None]
+    assert overall["cut_rate"] == pytest.approx(len(cut_ids) / len(prompts))
+    line = json.loads((tmp_path / "cut-model.jsonl").read_text(encoding="utf-8").splitlines()[0])
+    assert line["reasoning"] == "Title: Zqxv" and line["sample"] == 0

@@ -262,12 +262,14 @@ def evaluate_release(
         board = leaderboard(con, release, model=model, answers_sha256=sha256)
     answered = sum(1 for r in rows if r["answered"])
     return {
+        "abstention_rate": sum(r["abstained"] for r in rows) / len(rows) if rows else None,
+        "cut_rate": sum(r["cut"] for r in rows) / len(rows) if rows else None,
         "release": release,
         "model": model,
         "answers_sha256": sha256,
         "answered": answered,
         "queries": len(queries),
-        "coverage": answered / len(queries) if queries else None,
+        "coverage": answered / len(rows) if rows else None,
         "leaderboard": board,
         "aggregates": aggregates,
     }

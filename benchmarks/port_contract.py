@@ -314,7 +314,7 @@ def main(argv: list[str] | None = None) -> int:
         scored = port_score(row, answer, gradings[()])
         port[row["n_constraints"]].append(scored)
         port_flags[row["n_constraints"]].append(port_score(row, answer, gradings[("entity",)]))
-        k = score_answer(truths[row["query_id"]].truth, answer)
+        k = score_answer(truths[row["query_id"]].truth, answer, no_books=not answer)  # the key says "none"
         kitab[row["n_constraints"]].append(
             {
                 "satisfied": k.satisfied_rate,

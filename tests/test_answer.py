@@ -267,3 +267,39 @@ def test_a_killed_run_resumes_from_the_cache(tmp_path):
         results, stats = run(server, tmp_path, items, key=None, concurrency=2)
     assert len(results) == len(items) and stats.from_cache == kept
     assert len(server.chat_requests) - killed_requests == stats.requests == len(items) - kept
+
+
+def test_parameters_are_sent_only_when_given_and_samples_and_reasoning_are_kept(tmp_path):
+    def reply(prompt: str) -> dict:
+        return {"content": answer_of(prompt), "reasoning_content": "Title: Draft", "finish_reason": "length"}
+
+    items = prompts(3)
+    params = Params(temperature=None, max_tokens=None, max_completion_tokens=900, top_p=0.5, seed=7)
+    cache = ResponseCache(tmp_path / "cache.sqlite")
+    with ChatServer(reply, key=KEY) as server, ChatClient(server.url, "m", api_key=KEY) as client:
+        results, stats = answer_prompts(
+            items, client=client, cache=cache, params=params, retry=FAST, system="Be brief.", samples=2
+        )
+    sent = server.chat_requests
+    assert len(sent) == 6 and stats.requests == 6
+    for s in sent:
+        assert "temperature" not in s.body and "max_tokens" not in s.body
+        assert (s.body["max_completion_tokens"], s.body["top_p"], s.body["seed"]) == (900, 0.5, 7)
+        assert s.body["messages"][0] == {"role": "system", "content": "Be brief."}
+    lines = [json.loads(line) for line in answers_lines(items, results, "m", samples=2)]
+    assert [(r["query_id"], r["sample"]) for r in lines] == [(p.query_id, k) for p in items for k in (0, 1)]
+    assert all(r["finish_reason"] == "length" and r["reasoning"] == "Title: Draft" for r in lines)
+    assert cache_key("m", "p", params, sample=1) != cache_key("m", "p", params)
+
+
+def test_the_first_ten_queries_failing_alike_stop_the_run(tmp_path):
+    with ChatServer(answer_of, key=KEY) as server:
+        server.fail(10_000, 400)
+        with pytest.raises(KitabError) as stopped:
+            run(server, tmp_path, prompts(60), concurrency=4)
+        assert len(server.chat_requests) <= 20
+    assert "first 10 queries all failed with HTTP 400" in str(stopped.value)
+    with ChatServer(answer_of, key=KEY) as server:  # one answer among the first ten: no stop
+        server.fail(5, 400)
+        results, stats = run(server, tmp_path / "b", prompts(30), concurrency=1)
+    assert len(stats.failed) == 5 and len(results) == 25

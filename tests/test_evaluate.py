@@ -3,14 +3,16 @@ that kitab's own ground truth, given back as an answer, scores perfectly."""
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from kitab.release.evaluation.answers import parse_answer
 from kitab.release.evaluation.metrics import QueryTruth, score_answer
+from kitab.release.evaluation.parse import parse_answer, read_answer
 from tasks.constraints import Book, parse_criteria, spec_type, spec_types
 from tasks.constraints.counting import normalise_title
 from tasks.constraints.matching import answer_titles, author_books, match_title
@@ -211,11 +213,20 @@ def test_year_and_entity_criteria_read_the_book_not_the_string():
 
 
 def test_empty_answers():
+    """Abstention and explicit empty answers (issue 29): nothing listed leaves the rates over
+    listed books undefined; an unsatisfiable query has no completeness, and is all correct only
+    when the answer says there is no book."""
     unsatisfiable = truth("Criterion 1: Book title starts with the letter z.", [])
-    assert rates(score_answer(unsatisfiable, [])) == (1.0, 0.0, 0.0, 1.0, True)  # KITAB's port: 0 and NaN
+    said_none = score_answer(unsatisfiable, [], no_books=True)
+    assert rates(said_none) == (1.0, 0.0, 0.0, None, True) and not said_none.abstained
+    refused = score_answer(unsatisfiable, [])  # a refusal claims nothing
+    assert rates(refused) == (None, None, None, None, False) and not refused.abstained
     satisfiable = truth("Criterion 1: Book title starts with the letter b.", ["Beloved", "The Bluest Eye"])
-    assert rates(score_answer(satisfiable, [])) == (None, None, None, 0.0, False)
+    for no_books in (False, True):
+        score = score_answer(satisfiable, [], no_books=no_books)
+        assert rates(score) == (None, None, None, 0.0, False) and score.abstained
     assert rates(score_answer(unsatisfiable, ["Zorro"])) == (0.0, 0.0, 1.0, None, False)
+    assert not score_answer(satisfiable, ["Beloved"]).abstained
 
 
 def test_raw_titles_are_forgiven_not_scored():
@@ -312,7 +323,8 @@ def test_every_query_of_a_bibliography_scores_its_own_ground_truth_perfectly(dat
     assert queries
     for q in queries:
         t = QueryTruth(q["query_id"], tuple(parse_criteria(q["constraints"])), metadata, tuple(q["mapped_titles"]), raw)
-        assert rates(score_answer(t, q["mapped_titles"])) == (1.0, 0.0, 0.0, 1.0, True), q
+        perfect = score_answer(t, q["mapped_titles"], no_books=not q["mapped_titles"])  # says so when empty
+        assert rates(perfect) == (1.0, 0.0, 0.0, 1.0 if q["mapped_titles"] else None, True), q
 
 
 @settings(max_examples=60, deadline=None)
@@ -333,3 +345,21 @@ def test_the_evaluator_accepts_every_title_the_ground_truth_counts(title, letter
     for spec in (StartsWith(letter), EndsWith(letter), WordCount(count), YearRange(1960, 1964)):
         for t in spec.titles_satisfying(book):
             assert spec.accepts(t, book)
+
+
+# --- the answer-variant corpus (issue 29): what models really write ---------------------------
+VARIANTS = [
+    json.loads(line)
+    for line in (Path(__file__).parent / "data" / "answer_variants.jsonl").read_text(encoding="utf-8").splitlines()
+]
+
+
+def test_the_corpus_covers_every_kind_with_titles_and_no_books_apart():
+    assert len(VARIANTS) >= 30 and len({c["kind"] for c in VARIANTS}) >= 30
+    assert not any(c["no_books"] and c["expected_titles"] for c in VARIANTS)
+
+
+@pytest.mark.parametrize("case", VARIANTS, ids=[c["id"] for c in VARIANTS])
+def test_an_answer_variant_parses_to_its_titles(case):
+    parsed = read_answer(case["response"])  # the reasoning field is kept apart, never read
+    assert (parsed.titles, parsed.no_books) == (case["expected_titles"], case["no_books"]), case["note"]

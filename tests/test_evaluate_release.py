@@ -108,24 +108,37 @@ def test_the_exported_ground_truth_scores_perfectly_on_every_query(warehouse, ex
     for query_id, row in rows.items():
         assert (row["satisfied_rate"], row["completeness"], row["all_correct"], row["not_from_author_rate"]) == (
             1.0,
-            1.0,
+            1.0 if row["n_mapped"] else None,  # an unsatisfiable query has nothing to recall
             True,
             0.0,
         ), (query_id, row["model_titles"], row["match_kinds"])
+        assert not row["abstained"] and not row["cut"] and row["finish_reason"] is None
     summary = {(a["dimension"], a["bin"], a["n_constraints"]): a for a in result["aggregates"]}
     assert summary["all", "all queries", None]["all_correct"] == 1.0
     assert {d for d, _, _ in summary} == {"all", "type", "kappa", "popularity"}
 
 
-def test_an_empty_answer_is_complete_only_for_unsatisfiable_queries(warehouse, exported, evaluated):
+def test_an_empty_list_is_right_only_for_unsatisfiable_queries_and_else_an_abstention(warehouse, exported, evaluated):
+    """The empty list after "Output:" claims there is no book: right where the key is empty
+    (completeness undefined there), an abstention elsewhere: wrong, rates undefined."""
     rows = scores(warehouse, "empty")
     unsatisfiable = {r["query_id"] for r in exported if ast.literal_eval(r["mapped_books"]) == []}
     assert unsatisfiable and len(unsatisfiable) < len(rows)
     for query_id, row in rows.items():
         if query_id in unsatisfiable:
-            assert (row["completeness"], row["all_correct"], row["satisfied_rate"]) == (1.0, True, 1.0)
+            assert (row["completeness"], row["all_correct"], row["satisfied_rate"], row["abstained"]) == (
+                None,
+                True,
+                1.0,
+                False,
+            )
         else:
-            assert (row["completeness"], row["all_correct"], row["n_clusters"]) == (0.0, False, 0)
+            assert (row["completeness"], row["all_correct"], row["n_clusters"], row["abstained"]) == (
+                0.0,
+                False,
+                0,
+                True,
+            )
             assert row["satisfied_rate"] is None  # no clusters, no rates
 
 
@@ -404,7 +417,7 @@ def test_half_the_queries_answered_all_correct_scores_half_in_every_output(wareh
     (entry,) = data["leaderboard"]["evaluations"]
     assert entry["overall"]["coverage"] == pytest.approx(0.5, abs=0.01)
     assert entry["overall"]["all_correct"] == pytest.approx(answered / total)  # the unanswered half is wrong
-    assert entry["overall"]["completeness"] < 0.51 and entry["overall"]["not_from_author"] > 0.49
+    assert entry["overall"]["completeness"] < 0.51 and entry["overall"]["not_from_author"] == 0.0  # over listed books
     rows = scores(warehouse, "half")
     assert len(rows) == total and sum(r["answered"] for r in rows.values()) == answered
     for row in rows.values():
@@ -415,7 +428,8 @@ def test_half_the_queries_answered_all_correct_scores_half_in_every_output(wareh
                 row["not_from_author_rate"],
                 row["completeness"],
                 row["all_correct"],
-            ) == (0.0, 1.0, 1.0, 0.0, False)
+            ) == (None, None, None, 0.0 if row["n_mapped"] else None, False)
+            assert not row["abstained"]
     with Warehouse(warehouse).connect(release=RELEASE) as con:
         coverage, all_correct = con.execute(
             "SELECT coverage, all_correct FROM evaluation_summary WHERE model = 'half' AND dimension = 'all' "
@@ -462,10 +476,10 @@ def skipping_wins(warehouse: Path, *, defined_only: bool = False) -> list[tuple]
     ``defined_only``: only where the answer's metric is defined."""
     from kitab.release.evaluation.metrics import unanswered_score
 
-    skipped = unanswered_score()
     wins = []
     for model in CASES:
         for query, row in scores(warehouse, model).items():
+            skipped = unanswered_score(satisfiable=row["n_mapped"] > 0)
             wins += [
                 (model, metric, query)
                 for metric, better in SCORED_METRICS
@@ -491,17 +505,65 @@ def test_skipping_a_query_never_scores_better_than_a_defined_score(warehouse, ex
     assert wins == [], sorted(Counter((model, metric) for model, metric, _ in wins).items())
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 29: where the unanswered row scores a defined worst value, an answer's metric is "
-    "undefined: a refusal's three rates (no titles listed; 729 queries of the demo) and the "
-    "completeness of an answer to a query whose key is empty (invented; 40)",
-)
 def test_skipping_a_query_never_scores_better_than_any_answer(warehouse, exported, evaluated):
     """For every query and every answer the tests scored (ground truth, empty, invented), no
-    metric improves by skipping: an undefined metric (None) is no better than a defined one."""
+    metric improves by skipping: an undefined metric (None) is no better than a defined one.
+    Skipping lists nothing, so its rates are undefined like an abstention's; on an unsatisfiable
+    query completeness is undefined for every answer (docs/evaluate.md, "Abstention")."""
     wins = skipping_wins(warehouse)
     assert wins == [], sorted(Counter((model, metric) for model, metric, _ in wins).items())
+
+
+# -- abstention and what models write (issue 29) -----------------------------------------------
+def evaluate_responses(warehouse, exported, folder: Path, model: str, respond) -> dict:
+    """Score a file whose answer to each query is ``respond(mapped_titles)``; its overall row."""
+    path = folder / f"{model}.jsonl"
+    with path.open("w", encoding="utf-8") as fh:
+        for row in exported:
+            response = respond(ast.literal_eval(row["mapped_books"]))
+            fh.write(json.dumps({"query_id": row["query_id"], "response": response}) + "\n")
+    result = evaluate_release(warehouse, RELEASE, path, model=model)
+    (overall,) = [a for a in result["aggregates"] if a["dimension"] == "all" and a["n_constraints"] is None]
+    return overall
+
+
+def test_a_refusal_scores_no_rates_and_ranks_below_any_correct_title(warehouse, exported, tmp_path):
+    def one_correct(mapped):
+        return kitab_answer(mapped[:1]) if mapped else "No books found."
+
+    board = {
+        model: evaluate_responses(warehouse, exported, tmp_path, model, respond)
+        for model, respond in {
+            "refusal": lambda mapped: "I'm sorry, but I can't help with that.",
+            "one-correct": one_correct,
+            "perfect": kitab_answer,
+        }.items()
+    }
+    satisfiable = sum(1 for r in exported if ast.literal_eval(r["mapped_books"]))
+    refusal = board["refusal"]
+    assert refusal["satisfied"] is None and refusal["not_from_author"] is None  # nothing listed, nothing rated
+    # a refusal claims nothing: right on no unsatisfiable query either (it never said "no books")
+    assert refusal["all_correct"] == 0.0 and refusal["completeness"] == 0.0
+    assert refusal["coverage"] == 1.0 and refusal["abstention_rate"] == pytest.approx(satisfiable / len(exported))
+    assert board["perfect"]["abstention_rate"] == 0.0 and board["perfect"]["all_correct"] == 1.0
+    ranked = sorted(board, key=lambda m: (board[m]["all_correct"], board[m]["completeness"]), reverse=True)
+    assert ranked == ["perfect", "one-correct", "refusal"], {
+        m: (b["all_correct"], b["completeness"]) for m, b in board.items()
+    }
+    refused = scores(warehouse, "refusal")
+    assert all(r["abstained"] == (r["n_mapped"] > 0) and r["answered"] for r in refused.values())
+
+
+def test_a_think_draft_and_a_json_list_of_the_key_score_all_correct(warehouse, exported, tmp_path):
+    def think(mapped):
+        return f"<think>\nDraft:\nOutput:\n1. Reason: guess. Title: {INVENTED}\n</think>\n\n{kitab_answer(mapped)}"
+
+    def as_json(mapped):
+        return json.dumps([f"{title} (1999)" for title in mapped])
+
+    for model, respond in {"think-draft": think, "json-list": as_json}.items():
+        overall = evaluate_responses(warehouse, exported, tmp_path, model, respond)
+        assert (overall["all_correct"], overall["abstention_rate"]) == (1.0, 0.0), model
 
 
 # -- kitab answer -> kitab evaluate, over HTTP ---------------------------------------------------
@@ -617,3 +679,68 @@ def test_a_killed_kitab_answer_resumes_and_asks_only_the_rest(warehouse, exporte
     assert before - 2 <= cached <= before  # at most the requests in flight when killed are asked again
     assert f"60 of 60 queries answered by killed ({cached} from the cache, {sent_again} requests" in rerun.stdout
     assert "kitab answer: answered 60/60" in rerun.stderr  # the progress display's last line
+
+
+def answer_args(warehouse: Path, tmp_path: Path, model: str, url: str) -> list[str]:
+    return [
+        "answer",
+        "--release",
+        RELEASE,
+        "--model",
+        model,
+        "--out",
+        str(tmp_path / f"{model}.jsonl"),
+        "--cache",
+        str(tmp_path / "cache.sqlite"),
+        "--base-url",
+        url,
+        "--warehouse",
+        str(warehouse),
+    ]
+
+
+def test_a_gateway_answering_400_to_everything_is_stopped_in_a_few_lines(warehouse, exported, tmp_path, monkeypatch):
+    from kitab.simulate.chat import ChatServer
+
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    with ChatServer(lambda prompt: "unused", key=KEY) as server:
+        server.fail(100_000, 400)  # LiteLLM with a wrong key for the upstream
+        result = runner.invoke(app, answer_args(warehouse, tmp_path, "gateway-400", server.url))
+        sent = len(server.chat_requests)
+    assert result.exit_code != 0 and sent <= 20, (sent, result.output)
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) <= 3 and "HTTP 400" in result.output, result.output
+    assert not (tmp_path / "gateway-400.jsonl").exists()
+
+
+def test_a_cut_answer_is_flagged_in_the_scores(warehouse, exported, tmp_path, monkeypatch):
+    from kitab.release.answer import release_prompt_list
+    from kitab.simulate.chat import ChatServer
+
+    by_id = {r["query_id"]: ast.literal_eval(r["mapped_books"]) for r in exported}
+    prompts = release_prompt_list(warehouse, RELEASE, "no-context")
+    cut_ids = {p.query_id for p in prompts[::3]}
+    by_prompt = {
+        p.text: {
+            "content": kitab_answer(by_id[p.query_id]),
+            "finish_reason": "length" if p.query_id in cut_ids else "stop",
+            "reasoning_content": "Title: Zqxv",  # kept apart, never read
+        }
+        for p in prompts
+    }
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    with ChatServer(lambda prompt: by_prompt[prompt], key=KEY) as server:
+        args = answer_args(warehouse, tmp_path, "cut-model", server.url)
+        result = runner.invoke(app, [*args, "--quiet", "--evaluate", "--output", "json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["cut_rate"] == pytest.approx(len(cut_ids) / len(prompts))
+    rows = scores(warehouse, "cut-model")
+    assert {q for q, r in rows.items() if r["cut"]} == cut_ids
+    assert all(
+        r["finish_reason"] == ("length" if q in cut_ids else "stop") and r["all_correct"] for q, r in rows.items()
+    )
+    (overall,) = [a for a in data["aggregates"] if a["dimension"] == "all" and a["n_constraints"] is None]
+    assert overall["cut_rate"] == pytest.approx(len(cut_ids) / len(prompts))
+    line = json.loads((tmp_path / "cut-model.jsonl").read_text(encoding="utf-8").splitlines()[0])
+    assert line["reasoning"] == "Title: Zqxv" and line["sample"] == 0

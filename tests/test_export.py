@@ -464,3 +464,22 @@ def test_the_kitab_layout_writes_kitabs_json_lines_files_that_the_card_names(exp
     assert provenance["layout"] == "kitab" and all(p in provenance["files"] for p in KITAB_FILES.values())
     with pytest.raises(ValueError, match="unknown layout"):
         export_release(warehouse, RELEASE, tmp_path / "other", layout="eureka")
+
+
+@pytest.mark.parametrize("layout", ["hf", "kitab"])
+def test_every_config_of_both_layouts_loads_with_datasets_offline(warehouse, tmp_path, monkeypatch, layout):
+    """datasets reads every config of a card with the first config's format (datasets #7101):
+    the KITAB layout names JSON lines for every config, so each one loads, with its rows."""
+    import datasets
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    out = tmp_path / layout
+    summary = export_release(warehouse, RELEASE, out, layout=layout)
+    configs = card_configs((out / "README.md").read_text(encoding="utf-8"))
+    assert list(configs) == list(CONFIG_NAMES)
+    formats = {Path(path).suffix.replace(".jsonl", ".json") for files in configs.values() for path in files.values()}
+    assert len(formats) == 1, formats  # one format per card (.json and .jsonl are both JSON lines)
+    for config in CONFIG_NAMES:
+        loaded = datasets.load_dataset(str(out), config, cache_dir=str(tmp_path / "hf-cache"))
+        assert list(loaded) == ["test"] and loaded["test"].num_rows == summary["rows"][config] > 0, config

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from kitab.core.errors import KitabError
-from kitab.release.evaluation.answers import parse_answer
+from kitab.release.evaluation.parse import parse_answer
 from kitab.release.prompts import TEMPLATES, render_prompt
 
 # Appendix D of the paper (arXiv 2310.15511), as printed, with its placeholders.

@@ -19,9 +19,15 @@ How it behaves (docs/evaluate.md):
   requests for what it has. The endpoint's URL is not part of the key (the same model behind
   another gateway gives the same answer); change ``--model`` or a parameter to ask again.
 - **Output**: one JSON line per query, ``{"query_id", "template", "model", "response",
-  "finish_reason", "prompt_tokens", "completion_tokens", "seconds", "attempts"}``, written
+  "sample", "finish_reason", "reasoning", "prompt_tokens", "completion_tokens", "seconds",
+  "attempts"}`` (``reasoning``: a reasoning model's reasoning_content, never read for titles), written
   atomically at the end, in the release's query order. A rerun from the cache writes the very
   same bytes (the same answers file sha256, so the same evaluation).
+- **Stops early**: when the first ``STOP_AFTER`` (10) queries to finish all failed with the same
+  error (a gateway answering 400 to every request, a 500 that outlasts every retry), the run
+  stops there with that error in one line instead of asking every query.
+- **Samples**: with ``samples`` N > 1 each query is asked N times (sample k's cache key holds
+  k), and every line carries its ``sample`` (0 .. N-1); ``kitab evaluate`` scores each.
 - A query that got no answer (its retries used up, a 400) is listed in the error, and no
   answers file is written, unless ``allow_missing``: then the file holds the answers there
   are, and ``kitab evaluate`` scores the missing queries as unanswered (wrong).
@@ -52,6 +58,7 @@ from kitab.sources.chat import (
 
 # The paper's maximum output lengths per template (App. D); temperature 0 (§4).
 MAX_TOKENS = {"no-context": 400, "with-context": 1000, "self-context": 3000, "cot": 400}
+STOP_AFTER = 10  # the first queries to finish: all failing alike stops the run
 
 
 @dataclass(frozen=True)
@@ -121,6 +128,7 @@ def _ask(
     retry: Retry,
     stats: RunStats,
     stop: threading.Event,
+    system: str | None = None,
 ) -> dict:
     """One query under the client's retry policy: its cache record (raises EndpointError, Stopped)."""
 
@@ -130,6 +138,7 @@ def _ask(
     answer = client.ask(
         prompt.text,
         params,
+        system=system,
         retry=retry,
         limiter=limiter,
         stop=stop,
@@ -140,6 +149,7 @@ def _ask(
     return {
         "response": completion.text,
         "finish_reason": completion.finish_reason,
+        "reasoning": completion.reasoning,
         "prompt_tokens": completion.prompt_tokens,
         "completion_tokens": completion.completion_tokens,
         "seconds": answer.seconds,
@@ -157,23 +167,34 @@ def answer_prompts(
     rate: float | None = None,
     retry: Retry = Retry(),
     on_progress: Callable[[RunStats], None] | None = None,
-) -> tuple[dict[str, dict], RunStats]:
-    """Ask every prompt not in the cache; returns ``{query_id: record}`` for every answered
-    query (cached or new) and the run's counts. Each new answer is in the cache before this
-    returns or raises; a fatal answer (401/403/404) raises KitabError after the requests in
-    flight end."""
+    system: str | None = None,
+    samples: int = 1,
+    stop_after: int = STOP_AFTER,
+) -> tuple[dict[tuple[str, int], dict], RunStats]:
+    """Ask every (prompt, sample) not in the cache; returns ``{(query_id, sample): record}`` for
+    every answer (cached or new) and the run's counts. Each new answer is in the cache before
+    this returns or raises; a fatal answer (401/403/404), or the first ``stop_after`` queries
+    all failing with one error, raises KitabError after the requests in flight end."""
     if concurrency < 1:
         raise KitabError(f"--concurrency {concurrency}: expected 1 or more")
     if rate is not None and rate <= 0:
         raise KitabError(f"--rate {rate}: expected a positive number of requests per second")
-    stats = RunStats(total=len(prompts))
-    keys = {p.query_id: cache_key(client.model, p.text, params) for p in prompts}
+    if samples < 1:
+        raise KitabError(f"--samples {samples}: expected 1 or more")
+    stats = RunStats(total=len(prompts) * samples)
+    keys = {
+        (p.query_id, k): cache_key(client.model, p.text, params, system=system, sample=k)
+        for p in prompts
+        for k in range(samples)
+    }
     cached = cache.get_many(set(keys.values()))
-    results = {p.query_id: cached[keys[p.query_id]] for p in prompts if keys[p.query_id] in cached}
+    results = {unit: cached[key] for unit, key in keys.items() if key in cached}
     stats.from_cache = len(results)
-    todo = [p for p in prompts if p.query_id not in results]
+    by_id = {p.query_id: p for p in prompts}
+    todo = [unit for unit in keys if unit not in results]
     limiter, stop = RateLimiter(rate), threading.Event()
     fatal: EndpointError | None = None
+    first_errors: list[str] = []  # per query finished first: its error, "" for an answer
     if on_progress:
         on_progress(stats)
     pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="kitab-answer")
@@ -183,16 +204,18 @@ def answer_prompts(
 
         def refill() -> None:  # keep at most 2×concurrency submitted: a stop leaves little to cancel
             while len(pending) < 2 * concurrency and not stop.is_set():
-                prompt = next(queue, None)
-                if prompt is None:
+                unit = next(queue, None)
+                if unit is None:
                     return
-                pending[pool.submit(_ask, client, prompt, params, limiter, retry, stats, stop)] = prompt
+                prompt = by_id[unit[0]]
+                pending[pool.submit(_ask, client, prompt, params, limiter, retry, stats, stop, system)] = unit
 
         refill()
         while pending:
             finished, _ = wait(pending, timeout=1.0, return_when=FIRST_COMPLETED)
             for future in finished:
-                prompt = pending.pop(future)
+                unit = pending.pop(future)
+                label = unit[0] if samples == 1 else f"{unit[0]}#{unit[1]}"
                 try:
                     record = future.result()
                 except Stopped:
@@ -201,10 +224,16 @@ def answer_prompts(
                     if exc.fatal and fatal is None:
                         fatal = exc
                         stop.set()
-                    stats.failed[prompt.query_id] = str(exc)
+                    stats.failed[label] = str(exc)
+                    if len(first_errors) < stop_after:
+                        first_errors.append(str(exc))
+                        if len(first_errors) == stop_after and len(set(first_errors)) == 1 and fatal is None:
+                            fatal = exc
+                            stop.set()
                     continue
-                cache.put(client.model, keys[prompt.query_id], record)
-                results[prompt.query_id] = record
+                first_errors.append("")  # one answer: the endpoint can answer
+                cache.put(client.model, keys[unit], record)
+                results[unit] = record
                 stats.add(
                     answered=1,
                     prompt_tokens=record["prompt_tokens"] or 0,
@@ -218,6 +247,11 @@ def answer_prompts(
         raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+    if fatal is not None and not fatal.fatal:
+        raise KitabError(
+            f"stopped: the first {stop_after} queries all failed with {fatal} ({stats.requests} requests); "
+            f"check --base-url, --model, the parameters and OPENAI_API_KEY"
+        )
     if fatal is not None:
         raise KitabError(
             f"the endpoint refused the request ({fatal}): check --base-url, --model and "
@@ -226,30 +260,37 @@ def answer_prompts(
     return results, stats
 
 
-def answers_lines(prompts: Sequence[Prompt], results: dict[str, dict], model: str) -> list[str]:
-    """The answers file's lines, in the prompts' order, for the answered queries."""
+def answers_lines(
+    prompts: Sequence[Prompt], results: dict[tuple[str, int], dict], model: str, samples: int = 1
+) -> list[str]:
+    """The answers file's lines, in the prompts' order (then samples'), for the answers there are."""
     lines = []
     for p in prompts:
-        record = results.get(p.query_id)
-        if record is None:
-            continue
-        lines.append(
-            json.dumps(
-                {
-                    "query_id": p.query_id,
-                    "template": p.template,
-                    "model": model,
-                    "response": record["response"],
-                    "finish_reason": record["finish_reason"],
-                    "prompt_tokens": record["prompt_tokens"],
-                    "completion_tokens": record["completion_tokens"],
-                    "seconds": record["seconds"],
-                    "attempts": record["attempts"],
-                },
-                ensure_ascii=False,
-            )
-        )
+        for sample in range(samples):
+            record = results.get((p.query_id, sample))
+            if record is None:
+                continue
+            lines.append(_answer_line(p, sample, record, model))
     return lines
+
+
+def _answer_line(p: Prompt, sample: int, record: dict, model: str) -> str:
+    return json.dumps(
+        {
+            "query_id": p.query_id,
+            "template": p.template,
+            "model": model,
+            "sample": sample,
+            "response": record["response"],
+            "finish_reason": record["finish_reason"],
+            "reasoning": record.get("reasoning"),
+            "prompt_tokens": record["prompt_tokens"],
+            "completion_tokens": record["completion_tokens"],
+            "seconds": record["seconds"],
+            "attempts": record["attempts"],
+        },
+        ensure_ascii=False,
+    )
 
 
 def write_answers(path: Path, lines: list[str]) -> None:
@@ -288,6 +329,8 @@ def answer_release(
     allow_missing: bool = False,
     limit: int | None = None,
     on_progress: Callable[[RunStats], None] | None = None,
+    system: str | None = None,
+    samples: int = 1,
 ) -> dict:
     """``kitab answer``: every query of ``release`` (the first ``limit``, if given) asked of
     ``model`` at ``base_url``; the answers file written to ``out``. Returns a summary."""
@@ -309,6 +352,8 @@ def answer_release(
                 rate=rate,
                 retry=retry,
                 on_progress=on_progress,
+                system=system,
+                samples=samples,
             )
     finally:
         cache.close()
@@ -317,7 +362,7 @@ def answer_release(
         "model": model,
         "template": template,
         "queries": len(prompts),
-        "answered": len(results),
+        "answered": len({query_id for query_id, _ in results}),
         "from_cache": stats.from_cache,
         "requests": stats.requests,
         "retries": stats.retries,
@@ -328,6 +373,8 @@ def answer_release(
         "out": str(out),
         "written": False,
         "params": params.payload(),
+        "samples": samples,
+        "cut": sum(1 for r in results.values() if r.get("finish_reason") == "length"),
     }
     if stats.failed and not allow_missing:
         first = next(iter(stats.failed.items()))
@@ -335,6 +382,6 @@ def answer_release(
             f"{len(stats.failed)} of {len(prompts)} queries got no answer (e.g. {first[0]}: {first[1]})"
             f"; {len(results)} answers are cached: rerun to ask again, or pass --allow-missing"
         )
-    write_answers(Path(out), answers_lines(prompts, results, model))
+    write_answers(Path(out), answers_lines(prompts, results, model, samples))
     summary["written"] = True
     return summary

@@ -14,7 +14,10 @@ under the original names, and the card's configs point at them as KITAB's card d
     data/KITAB-ONE-BOOK-CONSTRAINTS.json, data/KITAB-TWO-BOOK-CONSTRAINTS.json,
     data/KITAB-author-metadata.json
 
-so code written for KITAB opens them by path. The first config, ``one-book-constraints``, is
+so code written for KITAB opens them by path. The other configs are written as JSON lines too
+(``data/<config>/test-00000-of-00001.jsonl``, beside their Parquet) and the card names those:
+``datasets`` reads every config of a card with the first config's format (datasets #7101),
+so a card mixing JSON lines and Parquet loads only some of its configs. The first config, ``one-book-constraints``, is
 the default (``load_dataset(folder)`` needs no config name), and both query configs carry a
 ``prompt`` column: the paper's Template 2a (no-context) for the query, what ``kitab answer``
 sends by default.
@@ -90,8 +93,12 @@ class Config:
         return f"data/{self.name}/{SPLIT}-00000-of-00001.parquet"
 
     def path_in(self, layout: str) -> str:
-        """The file the card's config names in ``layout``."""
-        return self.kitab_file if layout == "kitab" and self.kitab_file else self.path
+        """The file the card's config names in ``layout``. In the KITAB layout every config is
+        JSON lines: ``datasets`` reads every config of a card with the first config's format
+        (datasets #7101), so one Parquet config among JSON ones would not load."""
+        if layout != "kitab":
+            return self.path
+        return self.kitab_file or f"data/{self.name}/{SPLIT}-00000-of-00001.jsonl"
 
 
 def _kitab_queries(view: str) -> str:
@@ -353,7 +360,7 @@ def _write_json_lines(table: pa.Table, path: Path) -> None:
     """KITAB's format: one JSON object per line (a ``.json`` file), KITAB's column names."""
     with open(path, "w", encoding="utf-8") as fh:
         for row in table.to_pylist():
-            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+            fh.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")  # timestamps as ISO text
 
 
 def _build(wh: Warehouse, release: str, folder: Path, layout: str = "hf") -> dict:
@@ -368,20 +375,22 @@ def _build(wh: Warehouse, release: str, folder: Path, layout: str = "hf") -> dic
                 source = wh.committed_files(release)[config.table]
                 shutil.copyfile(source, target)
                 rows[config.name] = pq.ParquetFile(target).metadata.num_rows
+                table = _plain_lists(pq.read_table(target)) if layout == "kitab" else None
             else:
                 table = _plain_lists(con.sql(config.sql).to_arrow_table())
                 if config.prompts:
                     table = _with_prompts(table)
                 pq.write_table(table, target, compression="zstd")
                 rows[config.name] = table.num_rows
-                if layout == "kitab" and config.kitab_file:
-                    _write_json_lines(table, folder / config.kitab_file)
-                    files[config.kitab_file] = {
-                        "config": config.name,
-                        "split": SPLIT,
-                        "rows": rows[config.name],
-                        "sha256": sha256_file(folder / config.kitab_file),
-                    }
+            if layout == "kitab":  # every config as JSON lines, named by the card
+                named = config.path_in(layout)
+                _write_json_lines(table, folder / named)
+                files[named] = {
+                    "config": config.name,
+                    "split": SPLIT,
+                    "rows": rows[config.name],
+                    "sha256": sha256_file(folder / named),
+                }
             files[config.path] = {
                 "config": config.name,
                 "split": SPLIT,

@@ -115,15 +115,19 @@ class ChatServer:
                 with self._lock:
                     self.in_flight -= 1
             status, headers = 200, {}
+            # answer() gives the content, or a dict with content, finish_reason, reasoning_content
+            reply = text if isinstance(text, dict) else {"content": text}
+            text = reply.get("content") or ""
+            message = {"role": "assistant", "content": reply.get("content")}
+            if reply.get("reasoning_content") is not None:
+                message["reasoning_content"] = reply["reasoning_content"]
             payload = json.dumps(
                 {
                     "id": "chatcmpl-fixture",
                     "object": "chat.completion",
                     "created": 0,
                     "model": body.get("model"),
-                    "choices": [
-                        {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
-                    ],
+                    "choices": [{"index": 0, "message": message, "finish_reason": reply.get("finish_reason", "stop")}],
                     "usage": {
                         "prompt_tokens": len((prompt or "").split()),
                         "completion_tokens": len(text.split()),

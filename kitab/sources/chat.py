@@ -56,25 +56,30 @@ def env_api_key() -> str | None:
 class Params:
     """The chat parameters sent with every prompt (and part of the cache key)."""
 
-    temperature: float = 0.0
+    temperature: float | None = 0.0  # None: not sent (reasoning models refuse one)
     max_tokens: int | None = 400  # None: not sent (the server's default)
     seed: int | None = None
+    max_completion_tokens: int | None = None  # what OpenAI's reasoning models take instead of max_tokens
+    top_p: float | None = None
 
     def payload(self) -> dict:
-        out: dict = {"temperature": self.temperature}
-        if self.max_tokens is not None:
-            out["max_tokens"] = self.max_tokens
-        if self.seed is not None:
-            out["seed"] = self.seed
+        """The parameters as sent: only those given (a None is left to the server's default)."""
+        out: dict = {}
+        for name in ("temperature", "max_tokens", "max_completion_tokens", "top_p", "seed"):
+            value = getattr(self, name)
+            if value is not None:
+                out[name] = value
         return out
 
 
-def cache_key(model: str, prompt: str, params: Params, *, system: str | None = None) -> str:
-    """sha256 of the canonical JSON of (model, prompt, parameters, and the system prompt if
-    any): the one identity of a question."""
+def cache_key(model: str, prompt: str, params: Params, *, system: str | None = None, sample: int = 0) -> str:
+    """sha256 of the canonical JSON of (model, prompt, parameters, and the system prompt and
+    sample number if any): the one identity of a question (sample k > 0: its k-th asking)."""
     identity: dict = {"model": model, "prompt": prompt, "params": params.payload()}
     if system is not None:
         identity["system"] = system
+    if sample:
+        identity["sample"] = sample
     canonical = json.dumps(identity, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
@@ -85,6 +90,7 @@ class Completion:
     finish_reason: str | None
     prompt_tokens: int | None
     completion_tokens: int | None
+    reasoning: str | None = None  # a reasoning model's reasoning_content / reasoning, kept apart
 
 
 @dataclass(frozen=True)
@@ -258,7 +264,9 @@ class ChatClient:
         try:
             data = response.json()
             choice = data["choices"][0]
-            text = (choice.get("message") or {}).get("content")
+            message = choice.get("message") or {}
+            text = message.get("content")
+            reasoning = message.get("reasoning_content") or message.get("reasoning")
             usage = data.get("usage") or {}
         except (ValueError, KeyError, IndexError, TypeError, AttributeError):
             raise EndpointError(
@@ -269,6 +277,7 @@ class ChatClient:
             choice.get("finish_reason"),
             _int_or_none(usage.get("prompt_tokens")),
             _int_or_none(usage.get("completion_tokens")),
+            reasoning if isinstance(reasoning, str) else None,
         )
 
     def ask(

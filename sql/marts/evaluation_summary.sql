@@ -5,23 +5,28 @@
 -- NULL: one- and two-constraint queries together. bin_order sorts the bins (smallest κ or
 -- sitelinks in the bin). Every query of the release has a row: an unanswered one (answered =
 -- false) is scored wrong on every metric, so it counts against each mean; coverage is the
--- share of the bin's queries the answers file answered.
+-- share of the bin's queries the answers file answered. abstention_rate: the share of the bin's
+-- rows answered with no titles to a satisfiable query; cut_rate: the share whose answer the
+-- endpoint cut (finish_reason = 'length'). The three rates over listed books are NULL for a row
+-- that lists nothing (abstained or unanswered), so their means are over rows that listed
+-- something; completeness and all_correct count those rows as wrong. With kitab answer
+-- --samples N every sample is a row: the means pool the samples.
 create or replace view evaluation_summary as
 with parts as (
     select release, model, answers_sha256, n_constraints, 'all' as dimension, 'all queries' as bin,
-           0.0 as bin_order, answered, satisfied_rate, unsatisfied_rate, not_from_author_rate, completeness, all_correct
+           0.0 as bin_order, answered, abstained, cut, satisfied_rate, unsatisfied_rate, not_from_author_rate, completeness, all_correct
     from evaluations
     union all
     select release, model, answers_sha256, n_constraints, 'type', unnest(type_labels), 0.0,
-           answered, satisfied_rate, unsatisfied_rate, not_from_author_rate, completeness, all_correct
+           answered, abstained, cut, satisfied_rate, unsatisfied_rate, not_from_author_rate, completeness, all_correct
     from evaluations
     union all
     select release, model, answers_sha256, n_constraints, 'kappa', kappa_bin, constrainedness,
-           answered, satisfied_rate, unsatisfied_rate, not_from_author_rate, completeness, all_correct
+           answered, abstained, cut, satisfied_rate, unsatisfied_rate, not_from_author_rate, completeness, all_correct
     from evaluations
     union all
     select release, model, answers_sha256, n_constraints, 'popularity', popularity_bin, cast(sitelinks as double),
-           answered, satisfied_rate, unsatisfied_rate, not_from_author_rate, completeness, all_correct
+           answered, abstained, cut, satisfied_rate, unsatisfied_rate, not_from_author_rate, completeness, all_correct
     from evaluations
 )
 select release, model, answers_sha256, n_constraints, dimension, bin,
@@ -29,6 +34,8 @@ select release, model, answers_sha256, n_constraints, dimension, bin,
        count(*)                        as queries,
        count(*) filter (where answered) as answered,
        avg(cast(answered as double))   as coverage,
+       avg(cast(abstained as double))  as abstention_rate,
+       avg(cast(cut as double))        as cut_rate,
        avg(satisfied_rate)             as satisfied,
        avg(unsatisfied_rate)           as unsatisfied,
        avg(not_from_author_rate)       as not_from_author,

@@ -26,7 +26,9 @@ def print_evaluation(result: dict, output: str) -> None:
     coverage = result["coverage"]
     print(
         f"{result['model']} on release {result['release']}: {result['answered']} of {result['queries']} queries "
-        f"answered (coverage {coverage:.3f}; an unanswered query is scored wrong), answers sha256 "
+        f"answered (coverage {coverage:.3f}; an unanswered query is scored wrong; abstention rate "
+        f"{result['abstention_rate']:.3f}: no titles for a query that has some, scored wrong; "
+        f"cut rate {result['cut_rate']:.3f}), answers sha256 "
         f"{result['answers_sha256'][:16]}…, scores in table evaluations\n"
     )
     print(format_leaderboard(result["leaderboard"]))
@@ -77,8 +79,16 @@ def answer(
     max_tokens: int | None = typer.Option(
         None, min=0, help="default: the paper's for the template (400 / 1000 / 3000); 0: not sent"
     ),
-    temperature: float = typer.Option(0.0, help="the paper's is 0"),
+    max_completion_tokens: int | None = typer.Option(
+        None, min=1, help="sent instead of max_tokens (OpenAI's reasoning models require it)"
+    ),
+    temperature: float | None = typer.Option(
+        None, help="sent only when given (the paper's is 0; reasoning models often refuse one)"
+    ),
+    top_p: float | None = typer.Option(None, min=0.0, max=1.0, help="sent only when given"),
     seed: int | None = typer.Option(None, help="sent as the request's seed, where the server takes one"),
+    system: str | None = typer.Option(None, "--system", help="a system prompt sent before every query"),
+    samples: int = typer.Option(1, min=1, max=100, help="ask each query N times; each sample is scored"),
     timeout: float = typer.Option(600.0, min=1.0, help="seconds to wait for one answer"),
     max_attempts: int = typer.Option(6, min=1, max=20, help="tries per query (429, 5xx, timeouts)"),
     max_retry_after: float = typer.Option(
@@ -103,9 +113,15 @@ def answer(
 
     check_report_output(output)
     root = existing_warehouse(warehouse, release)
-    if max_tokens is None:
+    if max_tokens is None and max_completion_tokens is None:
         max_tokens = MAX_TOKENS.get(template)
-    params = Params(temperature=temperature, max_tokens=max_tokens or None, seed=seed)
+    params = Params(
+        temperature=temperature,
+        max_tokens=max_tokens or None,
+        seed=seed,
+        max_completion_tokens=max_completion_tokens,
+        top_p=top_p,
+    )
     retry = Retry(max_attempts=max_attempts, max_retry_after=max_retry_after)
     progress = AnswerProgress(quiet)
     seen: list = [None]
@@ -133,10 +149,14 @@ def answer(
                 allow_missing=allow_missing,
                 limit=limit,
                 on_progress=on_progress,
+                system=system,
+                samples=samples,
             )
         finally:
             progress.end(seen[0])
     failed = f", {len(summary['failed'])} failed (left out)" if summary["failed"] else ""
+    if summary["cut"]:
+        failed += f", {summary['cut']} cut at the token limit (finish_reason length)"
     print(
         f"{summary['answered']} of {summary['queries']} queries answered by {model} ({summary['from_cache']} from "
         f"the cache, {summary['requests']} requests, {summary['retries']} retries{failed}), "

@@ -3,8 +3,10 @@
 An answers file is either
 
 - **JSON lines**, one object per query: ``{"query_id": "...", "response": "<the model's raw
-  text>"}`` (other keys are ignored, so ``kitab prompts`` lines with a ``response`` added
-  are a valid answers file); or
+  text>"}``, optionally with ``finish_reason`` (the endpoint's, e.g. "length" for a cut
+  answer) and ``sample`` (0, 1, ... with ``kitab answer --samples N``: one line per query and
+  sample); other keys are ignored (``reasoning`` is kept in the file, never read for titles),
+  so ``kitab prompts`` lines with a ``response`` added are a valid answers file; or
 - **CSV** with the columns of KITAB's published sample responses: KITAB's query columns
   (``Author``, ``constraint_type``, ``constraints``, ... as in the exported configs, or
   kitab's ``query_id``) and one more column holding the model's text. That column is found
@@ -19,12 +21,10 @@ import csv
 import hashlib
 import io
 import json
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from kitab.core.errors import KitabError
-from tasks.text import split_title_year
 
 # KITAB's columns of a query row, plus ours (exported configs and the warehouse views)
 KITAB_COLUMNS = (
@@ -42,26 +42,11 @@ KITAB_COLUMNS = (
     "WikiData ID",
     "OpenLibrary ID",
 )
-# KITAB's Template 2a/2b end with "Output:", Template 3 with "Final Output:"; the list follows
-# the last line that starts with the marker (the model may think aloud before it; a title such
-# as "Input/Output: A Novel" is not a marker)
-_OUTPUT_MARKER = re.compile(r"^[^\w\n]*(?:final\s+)?output\s*:", re.IGNORECASE | re.MULTILINE)
-# "N. Reason: <reason>. Title: <title>": the title follows the first "Title:" after the end of
-# a sentence of the reason (as KITAB's own parser reads it), so both may say "title:";
-# "N. Title: <title>": the first "Title:"
-_REASON_TITLE = re.compile(r"\breason\s*:.*?[.!?][\s*]*title\s*:\s*(.*)$", re.IGNORECASE)
-_TITLE = re.compile(r"\btitle\s*:\s*(.*)$", re.IGNORECASE)
-# a plain list item, read only when no line has "Title:" (a model that dropped the format)
-_LIST_ITEM = re.compile(r"^\s*(?:\d+\s*[.)]|[-*•])\s+(.+)$")
-_WRAPPING = "\"'“”‘’«»*_`"
-_NO_TITLE = frozenset({"", "none", "n/a", "na", "-", "<title>"})
 # Bounds that keep time and memory small for any file (a model's book list is a few thousand
 # characters; KITAB's longest sample answers are under 20,000): a bigger file, or a response
-# beyond MAX_RESPONSE_CHARS, is refused naming it; a line beyond MAX_LINE_CHARS is not a title
-# line (and would make the Reason/Title pattern slow).
+# beyond MAX_RESPONSE_CHARS, is refused naming it (parse.MAX_LINE_CHARS bounds a title line).
 MAX_FILE_BYTES = 256 * 2**20
 MAX_RESPONSE_CHARS = 200_000
-MAX_LINE_CHARS = 4_096
 
 
 @dataclass(frozen=True)
@@ -72,27 +57,8 @@ class Answer:
     response: str
     query_id: str | None = None
     kitab_key: tuple[str, str, str] | None = None  # (Author, constraint_type, constraints)
-
-
-def parse_answer(text: str | None) -> list[str]:
-    """The book titles a model gave, read the way the paper's templates ask for them (App. D):
-    the list after the last ``Output:`` marker, one ``Title: <title>`` per line (after an
-    optional ``Reason: …``), a trailing ``(YYYY)`` dropped. Without any ``Title:`` line, plain
-    numbered or bulleted items are read instead. Quotes and markdown emphasis around a title
-    are dropped; "None", "N/A" and the template's own ``<title>`` are not titles."""
-    text = text or ""
-    markers = list(_OUTPUT_MARKER.finditer(text))
-    body = text[markers[-1].end() :] if markers else text
-    lines = [line for line in body.splitlines() if len(line) <= MAX_LINE_CHARS]
-    found = [m.group(1) for line in lines if (m := _REASON_TITLE.search(line) or _TITLE.search(line))]
-    if not found:
-        found = [m.group(1) for line in lines if (m := _LIST_ITEM.match(line))]
-    titles = []
-    for raw in found:
-        title = split_title_year(raw.strip().strip(_WRAPPING).strip())[0].strip().strip(_WRAPPING).strip()
-        if title.lower() not in _NO_TITLE:
-            titles.append(title)
-    return titles
+    finish_reason: str | None = None  # the endpoint's ("stop", "length": cut), when the file has it
+    sample: int = 0  # which of kitab answer --samples N
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -151,7 +117,14 @@ def _read_json_lines(path: Path, text: str) -> list[Answer]:
             )
         if not isinstance(row["query_id"], str) or not (row["response"] is None or isinstance(row["response"], str)):
             raise KitabError(f"{path}:{number}: query_id must be a string and response a string or null")
-        answers.append(Answer(number, row["response"] or "", query_id=row["query_id"]))
+        finish_reason, sample = row.get("finish_reason"), row.get("sample", 0)
+        if not (finish_reason is None or isinstance(finish_reason, str)):
+            raise KitabError(f"{path}:{number}: finish_reason must be a string or null")
+        if not isinstance(sample, int) or isinstance(sample, bool) or sample < 0:
+            raise KitabError(f"{path}:{number}: sample must be a whole number >= 0")
+        answers.append(
+            Answer(number, row["response"] or "", query_id=row["query_id"], finish_reason=finish_reason, sample=sample)
+        )
     return answers
 
 

@@ -13,16 +13,20 @@
 4. **Completeness**: the share of ``mapped_books`` whose book is a satisfied cluster.
 5. **All correct**: completeness 1, satisfied 1, not-from-author 0.
 
-6. **Unanswered** (the answers file has nothing for the query): the worst value of every
-   metric, satisfied 0, unsatisfied 1, not-from-author 1, completeness 0, not all correct
-   (:func:`unanswered_score`). No query can score better unanswered than with any answer, so
-   answering less never raises a mean; the three rates of such a query do not add up to 1.
-
-Corner cases: no clusters (nothing given, or only forgiven titles) -> rates None. An empty
-answer to an unsatisfiable query is correct: every rate perfect and all-correct (KITAB's
-port compares a dict with the string "[]" and scores it 0). An empty answer to a satisfiable
-query: completeness 0. A non-empty answer to an unsatisfiable query: completeness None, not
-all correct.
+6. **Abstention** (an answer listing no titles to a satisfiable query: a refusal, null or
+   filtered content, an empty list): completeness 0, not all correct, and the three rates over
+   listed books undefined (None, as KITAB's evaluator leaves them NaN). ``abstained`` flags it.
+7. **Unsatisfiable query** (``mapped_books`` empty): completeness is undefined (None, nothing
+   to recall, for every answer); all correct only for an explicit empty answer
+   (``no_books``: "No books found.", ``[]``, ``Title: None``, an empty list after the
+   answer marker), whose rates are then perfect. A refusal lists nothing but claims nothing:
+   rates undefined, not all correct. Titles listed: not all correct.
+8. **Unanswered** (the answers file has nothing for the query): nothing listed, so the rates
+   are undefined; completeness 0 (None on an unsatisfiable query), not all correct
+   (:func:`unanswered_score`). No metric of any answer is worse than skipping the query (an
+   undefined rate is no better than a defined one), so answering less never raises
+   completeness or all-correct; the rates are conditional on listing something, and the
+   abstention rate and coverage say how often nothing was listed.
 """
 
 from __future__ import annotations
@@ -74,6 +78,7 @@ class QueryScore:
     not_from_author_rate: float | None
     completeness: float | None
     all_correct: bool
+    abstained: bool = False  # a satisfiable query answered with no titles
 
 
 def map_titles(truth: QueryTruth, titles: Sequence[str]) -> list[tuple[int | None, str]]:
@@ -91,8 +96,9 @@ def map_titles(truth: QueryTruth, titles: Sequence[str]) -> list[tuple[int | Non
     return out
 
 
-def score_answer(truth: QueryTruth, titles: Sequence[str]) -> QueryScore:
-    """KITAB's metrics of the model ``titles`` (already parsed from its answer) for ``truth``."""
+def score_answer(truth: QueryTruth, titles: Sequence[str], *, no_books: bool = False) -> QueryScore:
+    """KITAB's metrics of the model ``titles`` (already parsed from its answer) for ``truth``;
+    ``no_books``: the answer said explicitly that no book satisfies the query."""
     titles = [t for t in titles if normalise_title(t)]
     mapped = map_titles(truth, titles)
     clusters: dict[int, list[str]] = {}
@@ -115,14 +121,16 @@ def score_answer(truth: QueryTruth, titles: Sequence[str]) -> QueryScore:
     def rate(n: int) -> float | None:
         return n / n_clusters if n_clusters else None
 
-    if not titles and not truth.mapped:  # nothing asked for, nothing given: right
-        sat, unsat, nfa, completeness = 1.0, 0.0, 0.0, 1.0
-    else:
-        sat, unsat, nfa = rate(len(satisfied)), rate(len(clusters) - len(satisfied)), rate(len(irrelevant))
-        completeness = None
-        if truth.mapped:
-            wanted = [match_title(normalise_title(m), truth.book_keys) for m in truth.mapped]
-            completeness = sum(1 for w in wanted if w is not None and w[0] in satisfied) / len(truth.mapped)
+    sat, unsat, nfa = rate(len(satisfied)), rate(len(clusters) - len(satisfied)), rate(len(irrelevant))
+    completeness = None
+    if truth.mapped:
+        wanted = [match_title(normalise_title(m), truth.book_keys) for m in truth.mapped]
+        completeness = sum(1 for w in wanted if w is not None and w[0] in satisfied) / len(truth.mapped)
+        all_correct = completeness == 1.0 and sat == 1.0 and nfa == 0.0
+    else:  # nothing to list: right only when the answer says so
+        all_correct = not titles and no_books
+        if all_correct:
+            sat, unsat, nfa = 1.0, 0.0, 0.0
     return QueryScore(
         model_titles=list(titles),
         matched_titles=[truth.books[i].title if i is not None else None for i, _ in mapped],
@@ -136,12 +144,14 @@ def score_answer(truth: QueryTruth, titles: Sequence[str]) -> QueryScore:
         unsatisfied_rate=unsat,
         not_from_author_rate=nfa,
         completeness=completeness,
-        all_correct=completeness == 1.0 and sat == 1.0 and nfa == 0.0,
+        all_correct=all_correct,
+        abstained=bool(truth.mapped) and not titles,
     )
 
 
-def unanswered_score() -> QueryScore:
-    """The score of a query the answers file does not answer: wrong on every metric."""
+def unanswered_score(*, satisfiable: bool = True) -> QueryScore:
+    """The score of a query the answers file does not answer: nothing listed (rates undefined),
+    completeness 0 (undefined when the key is empty), not all correct."""
     return QueryScore(
         model_titles=[],
         matched_titles=[],
@@ -151,9 +161,9 @@ def unanswered_score() -> QueryScore:
         n_unsatisfied=0,
         n_not_from_author=0,
         n_raw_unmapped=0,
-        satisfied_rate=0.0,
-        unsatisfied_rate=1.0,
-        not_from_author_rate=1.0,
-        completeness=0.0,
+        satisfied_rate=None,
+        unsatisfied_rate=None,
+        not_from_author_rate=None,
+        completeness=0.0 if satisfiable else None,
         all_correct=False,
     )

@@ -24,8 +24,9 @@ import pyarrow.parquet as pq
 from kitab.core.errors import KitabError
 from kitab.core.warehouse import Warehouse
 from kitab.release.bins import kappa_bin_label, popularity_bin_label
-from kitab.release.evaluation.answers import Answer, parse_answer, read_answers
+from kitab.release.evaluation.answers import Answer, read_answers
 from kitab.release.evaluation.metrics import QueryTruth, score_answer, unanswered_score
+from kitab.release.evaluation.parse import read_answer
 from kitab.release.leaderboard import leaderboard
 from tasks.constraints import Book, entity_kinds, parse_criteria
 from tasks.generate_constraints import entity_flags
@@ -113,7 +114,7 @@ def load_truths(con) -> dict[str, QueryInfo]:
 
 def match_answers(answers: Iterable[Answer], queries: dict[str, QueryInfo], path: Path) -> list[tuple[Answer, str]]:
     """(answer, query id) for every answer; an answer to no query of the release, or a second
-    answer to one query, is an error naming the lines."""
+    answer to one (query, sample), is an error naming the lines."""
     by_key: dict[tuple[str, str, str], list[str]] = defaultdict(list)
     for query_id, info in queries.items():
         by_key[info.kitab_key].append(query_id)
@@ -127,10 +128,13 @@ def match_answers(answers: Iterable[Answer], queries: dict[str, QueryInfo], path
             unknown.append(answer)
         elif len(ids) > 1:
             ambiguous.append(answer)
-        elif ids[0] in seen:
-            raise KitabError(f"{path}: lines {seen[ids[0]]} and {answer.line} both answer query {ids[0]}")
+        elif (ids[0], answer.sample) in seen:
+            raise KitabError(
+                f"{path}: lines {seen[ids[0], answer.sample]} and {answer.line} both answer query {ids[0]}"
+                + (f" (sample {answer.sample})" if answer.sample else "")
+            )
         else:
-            seen[ids[0]] = answer.line
+            seen[ids[0], answer.sample] = answer.line
             matched.append((answer, ids[0]))
     if unknown:
         shown = ", ".join(f"line {a.line} ({a.query_id or a.kitab_key[0]})" for a in unknown[:5])
@@ -156,37 +160,50 @@ def score_rows(
     evaluated_at: datetime,
     queries_sha256: str | None,
 ) -> list[dict]:
-    """One ``evaluations`` row per query of the release: scored from its answer, or, with no
-    answer in the file, ``answered = false`` and wrong on every metric (never left out)."""
-    answers = {query_id: answer for answer, query_id in matched}
-    rows = []
-    for query_id in sorted(queries):
-        info = queries[query_id]
-        answer = answers.get(query_id)
-        score = unanswered_score() if answer is None else score_answer(info.truth, parse_answer(answer.response))
-        rows.append(
-            {
-                "model": model,
-                "answers_sha256": sha256,
-                "answers_file": answers_file,
-                "evaluated_at": evaluated_at,
-                "queries_sha256": queries_sha256,
-                "query_id": query_id,
-                "author_qid": info.author_qid,
-                "n_constraints": info.n_constraints,
-                "constraint_type": info.constraint_type,
-                "type_labels": list(dict.fromkeys(spec.label for spec in info.truth.specs)),
-                "constrainedness": info.constrainedness,
-                "kappa_bin": kappa_bin_label(info.n_mapped, info.n_books),
-                "sitelinks": info.sitelinks,
-                "popularity_bin": popularity_bin_label(info.sitelinks),
-                "n_mapped": info.n_mapped,
-                "n_books": info.n_books,
-                "answered": answer is not None,
-                **asdict(score),
-            }
-        )
-    return rows
+    """One ``evaluations`` row per query of the release and sample: scored from its answer, or,
+    with no answer in the file, ``answered = false`` and wrong (never left out)."""
+    answers = {(query_id, answer.sample): answer for answer, query_id in matched}
+    samples = sorted({sample for _, sample in answers}) or [0]
+    head = {
+        "model": model,
+        "answers_sha256": sha256,
+        "answers_file": answers_file,
+        "evaluated_at": evaluated_at,
+        "queries_sha256": queries_sha256,
+    }
+    return [
+        _score_row(head, queries[query_id], query_id, sample, answers.get((query_id, sample)))
+        for query_id in sorted(queries)
+        for sample in samples
+    ]
+
+
+def _score_row(head: dict, info: QueryInfo, query_id: str, sample: int, answer: Answer | None) -> dict:
+    if answer is None:
+        score = unanswered_score(satisfiable=info.n_mapped > 0)
+    else:
+        parsed = read_answer(answer.response)
+        score = score_answer(info.truth, parsed.titles, no_books=parsed.no_books)
+    finish_reason = answer.finish_reason if answer is not None else None
+    return {
+        **head,
+        "query_id": query_id,
+        "sample": sample,
+        "author_qid": info.author_qid,
+        "n_constraints": info.n_constraints,
+        "constraint_type": info.constraint_type,
+        "type_labels": list(dict.fromkeys(spec.label for spec in info.truth.specs)),
+        "constrainedness": info.constrainedness,
+        "kappa_bin": kappa_bin_label(info.n_mapped, info.n_books),
+        "sitelinks": info.sitelinks,
+        "popularity_bin": popularity_bin_label(info.sitelinks),
+        "n_mapped": info.n_mapped,
+        "n_books": info.n_books,
+        "answered": answer is not None,
+        "finish_reason": finish_reason,
+        "cut": finish_reason == "length",
+        **asdict(score),
+    }
 
 
 def write_evaluation(wh: Warehouse, release: str, rows: list[dict]) -> None:
@@ -196,7 +213,7 @@ def write_evaluation(wh: Warehouse, release: str, rows: list[dict]) -> None:
     with wh.lock():
         current = wh.annex_file(TABLE, release)
         kept = [
-            {"answered": True, **r}  # rows of schema version 1 were all answered ones
+            {"answered": True, "sample": 0, "finish_reason": None, "cut": False, "abstained": False, **r}
             for r in (pq.read_table(current).to_pylist() if current else [])
             if (r["model"], r["answers_sha256"]) not in key
         ]
@@ -245,12 +262,14 @@ def evaluate_release(
         board = leaderboard(con, release, model=model, answers_sha256=sha256)
     answered = sum(1 for r in rows if r["answered"])
     return {
+        "abstention_rate": sum(r["abstained"] for r in rows) / len(rows) if rows else None,
+        "cut_rate": sum(r["cut"] for r in rows) / len(rows) if rows else None,
         "release": release,
         "model": model,
         "answers_sha256": sha256,
         "answered": answered,
         "queries": len(queries),
-        "coverage": answered / len(queries) if queries else None,
+        "coverage": answered / len(rows) if rows else None,
         "leaderboard": board,
         "aggregates": aggregates,
     }

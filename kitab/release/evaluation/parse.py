@@ -1,0 +1,350 @@
+"""The book list inside one model answer (docs/evaluate.md, "Reading an answer").
+
+:func:`read_answer` returns the titles a model listed and whether it explicitly said that no
+book satisfies the query (``no_books``). An answer with no titles that is not such a statement
+(a refusal, empty or null content, an answer cut inside its reasoning) is an abstention: the
+metrics tell the two apart (kitab/release/evaluation/metrics.py).
+
+Every step is linear in the answer's length: string scans and anchored patterns without nested
+quantifiers, applied per line, and lines longer than MAX_LINE_CHARS are never title lines.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from dataclasses import dataclass
+
+MAX_LINE_CHARS = 4_096
+# reasoning blocks, matched by depth whatever their spelling (<think> inside <reasoning> goes whole)
+_BLOCK_TAG = re.compile(r"<(/?)(?:think|thinking|reasoning)>|\[(/?)THINK\]", re.IGNORECASE)
+_ANSWER_TAG = re.compile(r"</?answer>", re.IGNORECASE)
+_HARMONY_FINAL = "<|channel|>final<|message|>"
+_HARMONY_TOKEN = re.compile(r"<\|(?:end|return|start|channel|message)\|>")
+# "Output:", "Final Output:", "Final answer:", "Answer:", also bold or after "#"/">"
+_MARKER = re.compile(r"[#>\s*_]*(?:final[ \t]+)?(?:output|answer)[ \t]*:(?:\*\*|__)?", re.IGNORECASE)
+_HEADING_MARKERS = frozenset({"output", "final output", "answer", "final answer"})
+_TITLE_KEY = re.compile(r"\btitle[ \t]*:", re.IGNORECASE)
+_REASON_KEY = re.compile(r"\breason[ \t]*:", re.IGNORECASE)
+_LIST_ITEM = re.compile(r"([ \t]*)(?:\d{1,3}[.)]|[-*•])[ \t]+(\S.*)")
+_HEADING = re.compile(r"#{1,6}[ \t]+(?:\d{1,3}[.)][ \t]+)?(\S.*)")
+_YEAR = re.compile(r"[ \t]*\((?:c\.[ \t]*)?\d{3,4}\)")
+_SPACED_DASHES = (" — ", " – ", " - ")
+_CLOSERS = {'"': '"', "'": "'", "“": "”", "‘": "’", "«": "»", "`": "`"}
+_NO_TITLE = frozenset({"", "none", "n/a", "na", "-", "<title>", "..."})
+# explicit empty answers, matched as phrases on a whole line (never by a first word alone:
+# "No Longer at Ease", "Nothing" and "None of the Above" are titles)
+_NO_BOOKS_LINES = frozenset({"none", "no books", "no books found", "no such books", "no titles", "n/a", "[]"})
+_NO_BOOKS_STARTS = (
+    "no books ",
+    "no book ",
+    "there are no ",
+    "there is no ",
+    "there were no ",
+    "i found no ",
+    "i could not find any book",
+    "i couldn't find any book",
+)
+_NO_BOOKS_VERBS = (" satisf", " meet", " match", " fit", " qualif")
+_EXCLUDED = ("left out", "excluded", "not included", "do not satisfy", "don't satisfy", "did not include")
+
+
+@dataclass(frozen=True)
+class ParsedAnswer:
+    titles: list[str]
+    no_books: bool  # an explicit empty answer ("No books found.", "[]", "Title: None")
+
+
+def parse_answer(text: str | None) -> list[str]:
+    """The titles of :func:`read_answer`."""
+    return read_answer(text).titles
+
+
+def read_answer(text: str | None) -> ParsedAnswer:
+    """The titles a model listed, and whether it said explicitly that there are none. The
+    reasoning field of a response is never passed here: it is kept apart, not read."""
+    body, marked = _answer_body(_normalise(_strip_reasoning(text or "")))
+    structured = _structured(body)
+    if structured is not None:
+        return structured
+    lines = [line for line in body.split("\n") if len(line) <= MAX_LINE_CHARS]
+    titles, said_none = _table(lines)
+    if not titles and not any(_TITLE_KEY.search(line) for line in lines):
+        titles, said_none = _list_items(lines)
+    elif not titles:
+        titles, said_none = _kitab_lines(lines)
+    if titles:
+        return ParsedAnswer(titles, False)
+    said_none = said_none or any(_is_no_books(line) for line in lines)
+    # an answer marker followed by nothing: the requested list, empty
+    return ParsedAnswer([], said_none or (marked and not body.strip()))
+
+
+# -- reasoning, markers --------------------------------------------------------------------
+def _strip_reasoning(text: str) -> str:
+    at = text.rfind(_HARMONY_FINAL)
+    if at >= 0:
+        text = text[at + len(_HARMONY_FINAL) :]
+    text = _HARMONY_TOKEN.sub("", text)
+    kept, depth, start = [], 0, 0
+    for m in _BLOCK_TAG.finditer(text):
+        closing = bool(m.group(1) or m.group(2))
+        if not closing:
+            if depth == 0:
+                kept.append(text[start : m.start()])
+            depth += 1
+        elif depth == 0:  # opened in the chat template: everything before is reasoning
+            kept, start = [], m.end()
+        else:
+            depth -= 1
+            if depth == 0:
+                start = m.end()
+    if depth == 0:
+        kept.append(text[start:])  # else: opened and never closed (cut): the rest is reasoning
+    return _ANSWER_TAG.sub("", "".join(kept))
+
+
+def _normalise(text: str) -> str:
+    return text.replace("\r\n", "\n").replace("\r", "\n").replace("\u00a0", " ")
+
+
+def _answer_body(text: str) -> tuple[str, bool]:
+    """What follows the last answer marker (and whether there was one)."""
+    lines = text.split("\n")
+    for index in range(len(lines) - 1, -1, -1):
+        line = lines[index]
+        if len(line) > MAX_LINE_CHARS:
+            continue
+        m = _MARKER.match(line)
+        if m:
+            return "\n".join([line[m.end() :], *lines[index + 1 :]]), True
+        bare = line.strip().strip("#*_ \t").strip().lower()
+        if bare in _HEADING_MARKERS and line.strip() != bare:  # "## Final Output", "**Answer**"
+            return "\n".join(lines[index + 1 :]), True
+    return text, False
+
+
+# -- structured answers --------------------------------------------------------------------
+def _structured(body: str) -> ParsedAnswer | None:
+    candidate = body.strip()
+    fence = candidate.find("```")
+    if fence >= 0:
+        end = candidate.find("```", fence + 3)
+        if end < 0:
+            return None
+        inner = candidate[fence + 3 : end]
+        newline = inner.find("\n")
+        candidate = (inner[newline + 1 :] if newline >= 0 else inner).strip()
+    if not candidate or candidate[0] not in "[{":
+        return None
+    value = _load(candidate)
+    if value is None:
+        return None
+    titles = _titles_of(value)
+    if titles is None:
+        return None
+    cleaned = [t for t in (clean_title(raw) for raw in titles) if t.lower() not in _NO_TITLE]
+    return ParsedAnswer(cleaned, not cleaned)
+
+
+def _load(candidate: str):
+    try:
+        return json.loads(candidate)
+    except (ValueError, RecursionError):
+        pass
+    if candidate[0] != "[":
+        return None
+    try:
+        return ast.literal_eval(candidate)  # a Python list literal: ['Ripper', "Maya's Notebook"]
+    except (ValueError, SyntaxError, TypeError, RecursionError, MemoryError):
+        return None
+
+
+def _titles_of(value) -> list[str] | None:
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            if isinstance(key, str) and key.lower() in ("books", "titles") and isinstance(inner, list):
+                return _titles_of(inner)
+        return None
+    if not isinstance(value, list):
+        return None
+    titles = []
+    for item in value:
+        if isinstance(item, str):
+            titles.append(item)
+        elif isinstance(item, dict):
+            titles += [v for k, v in item.items() if isinstance(k, str) and k.lower() == "title" and isinstance(v, str)]
+        else:
+            return None
+    return titles
+
+
+# -- text answers --------------------------------------------------------------------------
+def _cells(line: str) -> list[str]:
+    return [cell.strip() for cell in line.strip().strip("|").split("|")]
+
+
+def _table(lines: list[str]) -> tuple[list[str], bool]:
+    rows = [line for line in lines if line.strip().startswith("|")]
+    if len(rows) < 2:
+        return [], False
+    header = [cell.strip("*_ ").lower() for cell in _cells(rows[0])]
+    column = next((i for i, cell in enumerate(header) if cell.startswith(("title", "book"))), None)
+    if column is None:
+        return [], False
+    titles = []
+    for row in rows[1:]:
+        cells = _cells(row)
+        if column >= len(cells) or not cells[column].strip("-: "):
+            continue  # the |---| row
+        title = clean_title(cells[column])
+        if title.lower() not in _NO_TITLE:
+            titles.append(title)
+    return titles, False
+
+
+def _kitab_lines(lines: list[str]) -> tuple[list[str], bool]:
+    titles, said_none = [], False
+    for line in lines:
+        raw = _title_slot(line)
+        if raw is None:
+            continue
+        title = clean_title(raw)
+        if title.lower() in _NO_TITLE or _is_no_books(title):
+            said_none = said_none or title.lower() == "none" or _is_no_books(title)
+            continue
+        titles.append(title)
+    return titles, said_none
+
+
+def _title_slot(line: str) -> str | None:
+    """The text of a line's ``Title:`` slot: after "Reason: …" the ``Title:`` that follows the
+    end of a sentence (a reason may say "original title: …"), else the first ``Title:``, up to
+    a following ``Reason:``."""
+    keys = list(_TITLE_KEY.finditer(line))
+    if not keys:
+        return None
+    reason = _REASON_KEY.search(line)
+    chosen = keys[0]
+    if reason is not None and reason.start() < keys[0].start():
+        for key in keys:
+            at = key.start() - 1
+            while at >= 0 and line[at] in " \t*_":
+                at -= 1
+            if at >= 0 and line[at] in ".!?":
+                chosen = key
+                break
+    rest = line[chosen.end() :]
+    if line[max(0, chosen.start() - 2) : chosen.start()] in ("**", "__") and rest[:2] in ("**", "__"):
+        rest = rest[2:]  # "**Title:** *X*": the bold key's closing marks
+    after = _REASON_KEY.search(rest)
+    return rest[: after.start()] if after else rest
+
+
+def _list_items(lines: list[str]) -> tuple[list[str], bool]:
+    """Top-level items of the first list block; without one, bold lines and headings; without
+    those, a bare one-line answer."""
+    items, said_none, indent, started = [], False, None, False
+    for line in lines:
+        m = _LIST_ITEM.fullmatch(line.rstrip())
+        if m:
+            depth = len(m.group(1).expandtabs(4))
+            if indent is None:
+                indent = depth
+            if depth <= indent:
+                items.append(m.group(2))
+            started = True
+        elif started and line.strip() and not line[:1].isspace():
+            break  # prose after the list ends it (and a later, excluded list is not read)
+    if not items:
+        for line in lines:
+            stripped = line.strip()
+            heading = _HEADING.fullmatch(stripped)
+            if heading:
+                items.append(heading.group(1))
+            elif len(stripped) > 4 and stripped.startswith("**") and stripped.endswith("**"):
+                items.append(stripped)
+    if not items:
+        content = [line.strip() for line in lines if line.strip()]
+        if len(content) == 1 and _bare_title(content[0]):
+            items = content
+    titles = []
+    for item in items:
+        if _is_no_books(item):
+            said_none = True
+            continue
+        title = clean_title(item)
+        if title.lower() not in _NO_TITLE:
+            titles.append(title)
+    return titles, said_none
+
+
+def _bare_title(line: str) -> bool:
+    low = line.lower().replace("’", "'")
+    return (
+        len(line) <= 300
+        and line[-1] not in ".!?:"
+        and not _is_no_books(line)
+        and not any(word in low for word in ("sorry", "can't", "cannot", "as an ai"))
+    )
+
+
+def _is_no_books(line: str) -> bool:
+    text = line.strip()
+    m = _LIST_ITEM.fullmatch(text)
+    if m:
+        text = m.group(2)
+    text = text.strip(" \t*_#`").rstrip(".!").strip(" \t*_").lower().replace("’", "'")
+    if text in _NO_BOOKS_LINES or text.startswith(_NO_BOOKS_STARTS):
+        return True
+    return text.startswith("none of ") and any(verb in text for verb in _NO_BOOKS_VERBS)
+
+
+# -- one title -----------------------------------------------------------------------------
+def clean_title(raw: str) -> str:
+    """A title as the model meant it: a wrapped span (quotes, emphasis) is the title; else the
+    text up to ``(YYYY)`` or, without a year, up to a spaced dash; inner punctuation kept."""
+    text = " ".join(raw.split())
+    wrapped = _wrapped(text)
+    if wrapped is not None:
+        text = wrapped
+        inner = _wrapped(text)  # **"Jazz"**
+        if inner is not None:
+            text = inner
+    year = _YEAR.search(text)
+    if year is not None and text[: year.start()].strip():
+        return text[: year.start()].strip()
+    for dash in _SPACED_DASHES:
+        at = text.find(dash)
+        if at > 0:
+            text = text[:at]
+    return text.strip()
+
+
+def _wrapped(text: str) -> str | None:
+    """The span a title is wrapped in, or None. A quote opens a wrapping only if its closing
+    quote is followed by a non-letter ("'Salem's Lot" is not wrapped)."""
+    if not text:
+        return None
+    first = text[0]
+    if first in "*_":
+        run = len(text) - len(text.lstrip(first))
+        run = min(run, 3)
+        mark = first * run
+        end = text.find(mark, run)
+        while end >= 0 and text[end + run : end + run + 1] == first:  # "***" closing a "**"
+            end += 1
+        if end > run:
+            return text[run:end].strip()
+        return None
+    closer = _CLOSERS.get(first)
+    if closer is None:
+        return None
+    at = text.find(closer, 1)
+    while at >= 0:
+        after = text[at + 1 : at + 2]
+        if not after.isalpha():
+            return text[1:at].strip() if at > 1 else None
+        at = text.find(closer, at + 1)
+    return None

@@ -324,7 +324,7 @@ def test_report_has_one_leaderboard_and_its_plots(warehouse, evaluated, tmp_path
         if line.startswith("| ") and line.split(" | ")[1] in CASES
     }
     assert set(ranks) == set(CASES) and ranks["ground-truth"] < ranks["empty"] < ranks["invented"]
-    assert "All correct by author popularity" in text and "### ground-truth" not in text  # no section per model
+    assert "Scores by author popularity" in text and "### ground-truth" not in text  # no section per model
     for png in PLOTS:
         assert (tmp_path / "report" / "plots" / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert f"](plots/{png})" in text

@@ -301,7 +301,7 @@ def test_prompts_then_answers_then_evaluate_is_a_loop(warehouse, exported, tmp_p
     )
     assert result.exit_code == 0, result.output
     assert f"{len(lines)} of {len(lines)} queries answered (coverage 1.000" in result.stdout
-    assert "| 1 | loop | " in result.stdout and "All correct by constrainedness κ" in result.stdout
+    assert "| 1 | loop | " in result.stdout and "Scores by constrainedness κ" in result.stdout
     assert all(r["all_correct"] for r in scores(warehouse, "loop").values())
     for template in ("no-context", "self-context", "cot"):
         result = runner.invoke(

@@ -142,10 +142,22 @@ def metric_intervals(rows: list[dict], *, b: int = B, seed: int = SEED, level: f
 
 
 def compare(
-    rows_a: list[dict], rows_b: list[dict], *, b: int = B, seed: int = SEED, level: float = LEVEL
+    rows_a: list[dict],
+    rows_b: list[dict],
+    *,
+    b: int = B,
+    seed: int = SEED,
+    level: float = LEVEL,
+    metrics: Sequence[str] = tuple(METRIC_COLUMNS),
 ) -> dict[str, dict]:
-    """The paired difference (A − B) of every metric of two evaluations of the same release."""
+    """The paired difference (A − B) of each of ``metrics`` of two evaluations of one release."""
     return {
-        metric: paired_difference(clusters(rows_a, column), clusters(rows_b, column), b=b, seed=seed, level=level)
-        for metric, column in METRIC_COLUMNS.items()
+        metric: paired_difference(
+            clusters(rows_a, METRIC_COLUMNS[metric]),
+            clusters(rows_b, METRIC_COLUMNS[metric]),
+            b=b,
+            seed=seed,
+            level=level,
+        )
+        for metric in metrics
     }

@@ -9,7 +9,7 @@ export UV_PYTHON_DOWNLOADS := never
 export UV_COMPILE_BYTECODE := 1
 export UV_LINK_MODE := copy
 
-.PHONY: demo test lint venv lock stack
+.PHONY: demo test lint venv lock stack browser
 
 venv: $(STAMP)
 
@@ -25,6 +25,12 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(VENV)/bin/python -m pytest -q
+
+# The HTML report's tests open it in a real headless browser: Debian's chromium (and its
+# driver). Installs them when missing (needs root, as in CI); tests/test_report_html.py fails
+# without it when CI is set and skips with this hint otherwise.
+browser:
+	command -v chromium >/dev/null || (apt-get update && apt-get install -y chromium chromium-driver)
 
 # ruff's lint and format check (configured in pyproject.toml); .ci/run runs it after the tests
 lint: $(STAMP)

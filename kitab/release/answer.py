@@ -301,13 +301,16 @@ def write_answers(path: Path, lines: list[str]) -> None:
     write_via_temp(path, write)
 
 
-def release_prompt_list(warehouse: Path, release: str, template: str) -> list[Prompt]:
-    """Every query's prompt of ``release`` (``kitab prompts``' lines, in its order)."""
+def release_prompt_list(
+    warehouse: Path, release: str, template: str, *, limit: int | None = None, seed: int = 0
+) -> list[Prompt]:
+    """Every query's prompt of ``release`` (``kitab prompts``' lines, in its order); with
+    ``limit``, a seeded sample across authors (kitab/release/prompts.py)."""
     from kitab.release.prompts import release_prompts
 
     return [
         Prompt(row["query_id"], row["template"], row["prompt"])
-        for row in map(json.loads, release_prompts(warehouse, release, template))
+        for row in map(json.loads, release_prompts(warehouse, release, template, limit=limit, seed=seed))
     ]
 
 
@@ -328,16 +331,15 @@ def answer_release(
     timeout: float = 600.0,
     allow_missing: bool = False,
     limit: int | None = None,
+    limit_seed: int = 0,
     on_progress: Callable[[RunStats], None] | None = None,
     system: str | None = None,
     samples: int = 1,
 ) -> dict:
-    """``kitab answer``: every query of ``release`` (the first ``limit``, if given) asked of
+    """``kitab answer``: every query of ``release`` (a seeded sample of ``limit`` across authors, if given) asked of
     ``model`` at ``base_url``; the answers file written to ``out``. Returns a summary."""
     warehouse = Path(warehouse)
-    prompts = release_prompt_list(warehouse, release, template)
-    if limit is not None:
-        prompts = prompts[:limit]
+    prompts = release_prompt_list(warehouse, release, template, limit=limit, seed=limit_seed)
     params = params or Params(max_tokens=MAX_TOKENS.get(template))
     cache = ResponseCache(cache_path or warehouse / ".cache" / "answers.sqlite")
     started = time.monotonic()

@@ -2,19 +2,22 @@
 overall and per constraint type, constrainedness bin and author-popularity bin (the paper's
 Tables 6-7 and Figures 2-3), with coverage beside every score.
 
-One builder (:func:`leaderboard`, from the ``evaluations`` table and the ``evaluation_summary``
-view) feeds every view: the markdown of ``kitab evaluate`` and ``kitab report``
+One builder (:func:`leaderboard`, from the ``evaluations`` rows :func:`per_query_scores` reads) feeds every view: the markdown of ``kitab evaluate`` and ``kitab report``
 (:func:`format_leaderboard`), their ``--output json`` (the builder's dict as is) and the plots
 (:func:`write_leaderboard_plots`). Scores count an unanswered query as wrong (docs/evaluate.md),
 so a model cannot rise by answering less; coverage says how much it answered.
 
 Plots draw grouped bars (one bar per evaluation in each bin, side by side): two models with the
-same score stay visible, which lines drawn over each other did not.
+same score stay visible, which lines drawn over each other did not. Every score carries its 95%
+interval (a cluster bootstrap over authors, kitab/release/intervals.py): in brackets in the
+tables, ``<metric>_ci`` in the JSON, an error bar in the plots.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+
+from kitab.release.intervals import LEVEL, SEED, B, compare, differs, metric_intervals
 
 METRICS = (
     ("all_correct", "all correct ↑"),
@@ -46,56 +49,104 @@ def type_order(label: str) -> int:
     return labels.index(label) if label in labels else len(labels)
 
 
-def _scores(row: dict) -> dict:
-    return {
-        "queries": row["queries"],
-        "answered": row["answered"],
-        "coverage": row["coverage"],
-        **{m: row[m] for m, _ in METRICS},
+def per_query_scores(con, *, model: str | None = None, answers_sha256: str | None = None) -> list[dict]:
+    """The one read of the evaluations table behind the leaderboard, its intervals, the paired
+    comparison and the HTML report: one row per scored query (and sample), in a fixed order.
+
+    ``abstained`` (an answered, satisfiable query whose answer lists no title) and ``cut`` (the
+    answer stopped at the token limit) are read from the table when it has them and derived or
+    defaulted here when it does not (evaluations written before they were stored); so are
+    ``sample``, ``finish_reason`` and the raw ``response`` (None when not stored)."""
+    present = {row[0] for row in con.execute("DESCRIBE evaluations").fetchall()}
+    derived = {
+        "abstained": "(answered AND len(model_titles) = 0 AND n_mapped > 0)",
+        "cut": "false",
+        "sample": "0",
+        "finish_reason": "CAST(NULL AS VARCHAR)",
+        "response": "CAST(NULL AS VARCHAR)",
+        "reasoning": "CAST(NULL AS VARCHAR)",
     }
-
-
-def leaderboard(con, release: str, *, model: str | None = None, answers_sha256: str | None = None) -> dict:
-    """Every evaluation of ``release`` (or the one given), best first (all-correct, then
-    completeness, then the model's name): ``{"release", "evaluations": [...]}``, each with its
-    ``overall`` scores, ``by_size`` (one / two constraints) and ``by`` dimension, bins in order."""
+    extra = ", ".join(f"{name if name in present else sql} AS {name}" for name, sql in derived.items())
     where, params = "", []
     if model is not None:
         where, params = "WHERE model = ? AND answers_sha256 = ?", [model, answers_sha256]
-    heads = _dicts(
+    return _dicts(
         con,
-        "SELECT model, answers_sha256, any_value(answers_file) AS answers_file, "
-        "max(evaluated_at) AS evaluated_at FROM evaluations " + where + " GROUP BY model, answers_sha256",
+        "SELECT model, answers_sha256, answers_file, evaluated_at, query_id, author_qid, n_constraints, "
+        "constraint_type, type_labels, constrainedness, kappa_bin, sitelinks, popularity_bin, n_mapped, n_books, "
+        "answered, model_titles, matched_titles, match_kinds, satisfied_rate, unsatisfied_rate, "
+        f"not_from_author_rate, completeness, all_correct, {extra} FROM evaluations {where} "
+        "ORDER BY model, answers_sha256, query_id, sample",
         params,
     )
-    summary = _dicts(con, "SELECT * FROM evaluation_summary " + where, params)
-    names = [h["model"] for h in heads]
+
+
+def _scores(rows: list[dict], b: int, seed: int) -> dict:
+    """Counts, every metric's point value (``<metric>``) and its 95% interval (``<metric>_ci``:
+    [low, high]) over ``rows``."""
+    out = {"queries": len(rows), "answered": sum(1 for r in rows if r["answered"])}
+    for metric, ci in metric_intervals(rows, b=b, seed=seed).items():
+        out[metric] = ci["value"]
+        out[f"{metric}_ci"] = [ci["low"], ci["high"]]
+    return out
+
+
+def _bins(rows: list[dict], dimension: str) -> list[tuple[str, list[dict]]]:
+    """``rows`` grouped into the bins of ``dimension``, in order (a two-constraint query counts
+    under each of its types)."""
+    groups: dict[str, list[dict]] = {}
+    order: dict[str, float] = {}
+    for row in rows:
+        if dimension == "type":
+            labels, rank = row["type_labels"], None
+        elif dimension == "kappa":
+            labels, rank = [row["kappa_bin"]], row["constrainedness"]
+        else:
+            labels, rank = [row["popularity_bin"]], float(row["sitelinks"])
+        for label in dict.fromkeys(labels):
+            groups.setdefault(label, []).append(row)
+            order[label] = min(order.get(label, rank if rank is not None else 0.0), rank if rank is not None else 0.0)
+    if dimension == "type":
+        return sorted(groups.items(), key=lambda kv: (type_order(kv[0]), kv[0]))
+    return sorted(groups.items(), key=lambda kv: (order[kv[0]], kv[0]))
+
+
+def leaderboard(
+    con,
+    release: str,
+    *,
+    model: str | None = None,
+    answers_sha256: str | None = None,
+    b: int = B,
+    seed: int = SEED,
+) -> dict:
+    """Every evaluation of ``release`` (or the one given), best first (all-correct, then
+    completeness, then the model's name): ``{"release", "seed", "resamples", "evaluations":
+    [...]}``, each with its ``overall`` scores, ``by_size`` (one / two constraints) and ``by``
+    dimension, bins in order; every metric with its interval (kitab/release/intervals.py)."""
+    rows = per_query_scores(con, model=model, answers_sha256=answers_sha256)
+    evaluations: dict[tuple[str, str], list[dict]] = {}
+    for row in rows:
+        evaluations.setdefault((row["model"], row["answers_sha256"]), []).append(row)
+    names = [m for m, _ in evaluations]
     out = []
-    for head in heads:
-        key = (head["model"], head["answers_sha256"])
-        mine = [r for r in summary if (r["model"], r["answers_sha256"]) == key]
-        overall = next(r for r in mine if r["dimension"] == "all" and r["n_constraints"] is None)
+    for (name, sha256), mine in evaluations.items():
         by_size = {
-            _SIZES[r["n_constraints"]]: _scores(r)
-            for r in sorted(
-                (r for r in mine if r["dimension"] == "all" and r["n_constraints"] is not None),
-                key=lambda r: r["n_constraints"],
-            )
+            _SIZES[size]: _scores([r for r in mine if r["n_constraints"] == size], b, seed)
+            for size in sorted({r["n_constraints"] for r in mine})
         }
-        by = {}
-        for dimension, _ in DIMENSIONS:
-            bins = [r for r in mine if r["dimension"] == dimension and r["n_constraints"] is None]
-            bins.sort(key=lambda r: (type_order(r["bin"]) if dimension == "type" else r["bin_order"], r["bin"]))
-            by[dimension] = [{"bin": r["bin"], **_scores(r)} for r in bins]
-        label = head["model"] if names.count(head["model"]) == 1 else f"{head['model']} ({head['answers_sha256'][:8]})"
+        by = {
+            dimension: [{"bin": label, **_scores(group, b, seed)} for label, group in _bins(mine, dimension)]
+            for dimension, _ in DIMENSIONS
+        }
         out.append(
             {
-                "model": head["model"],
-                "label": label,
-                "answers_sha256": head["answers_sha256"],
-                "answers_file": head["answers_file"],
-                "evaluated_at": str(head["evaluated_at"]),
-                "overall": _scores(overall),
+                "model": name,
+                "label": name if names.count(name) == 1 else f"{name} ({sha256[:8]})",
+                "answers_sha256": sha256,
+                "answers_file": mine[0]["answers_file"],
+                "evaluated_at": str(max(r["evaluated_at"] for r in mine)),
+                "overall": _scores(mine, b, seed),
                 "by_size": by_size,
                 "by": by,
             }
@@ -103,12 +154,63 @@ def leaderboard(con, release: str, *, model: str | None = None, answers_sha256: 
     out.sort(key=lambda e: (-(e["overall"]["all_correct"] or 0.0), -(e["overall"]["completeness"] or 0.0), e["label"]))
     for rank, evaluation in enumerate(out, start=1):
         evaluation["rank"] = rank
-    return {"release": release, "evaluations": out}
+    return {"release": release, "seed": seed, "resamples": b, "level": LEVEL, "evaluations": out}
+
+
+def find_evaluation(rows: list[dict], name: str) -> list[dict]:
+    """The rows of the evaluation named ``name``: a model's name (when it has one answers
+    file) or ``model@<answers sha256 prefix>``. A clear error when none or several match."""
+    from kitab.core.errors import KitabError
+
+    model, _, prefix = name.partition("@")
+    keys = sorted({(r["model"], r["answers_sha256"]) for r in rows})
+    found = [k for k in keys if k[0] == model and k[1].startswith(prefix)]
+    if not found:
+        known = ", ".join(sorted({k[0] for k in keys})) or "none"
+        raise KitabError(f"no evaluation {name!r} of this release (evaluated: {known})")
+    if len(found) > 1:
+        options = ", ".join(f"{m}@{s[:8]}" for m, s in found)
+        raise KitabError(f"{name!r} names {len(found)} evaluations; say which: {options}")
+    return [r for r in rows if (r["model"], r["answers_sha256"]) == found[0]]
+
+
+def comparison(con, release: str, a: str, b_name: str, *, b: int = B, seed: int = SEED) -> dict:
+    """``kitab report --compare A B``: A − B per metric with its paired cluster-bootstrap
+    interval (the same resampled authors for both), overall and per number of constraints."""
+    rows = per_query_scores(con)
+    rows_a, rows_b = find_evaluation(rows, a), find_evaluation(rows, b_name)
+    parts = {"all": (rows_a, rows_b)}
+    for size, label in ((1, "one"), (2, "two")):
+        parts[label] = (
+            [r for r in rows_a if r["n_constraints"] == size],
+            [r for r in rows_b if r["n_constraints"] == size],
+        )
+    return {
+        "release": release,
+        "a": a,
+        "b": b_name,
+        "seed": seed,
+        "resamples": b,
+        "level": LEVEL,
+        "difference": {
+            part: {metric: {**d, "differs": differs(d)} for metric, d in compare(ra, rb, b=b, seed=seed).items()}
+            for part, (ra, rb) in parts.items()
+            if ra and rb
+        },
+    }
 
 
 # -- markdown ----------------------------------------------------------------------------------------
 def _cell(value) -> str:
     return "–" if value is None else f"{value:.3f}"
+
+
+def _ci_cell(scores: dict, metric: str) -> str:
+    """``0.512 [0.431, 0.600]``: the value and its 95% interval."""
+    value, (low, high) = scores.get(metric), scores.get(f"{metric}_ci", (None, None))
+    if value is None:
+        return "–"
+    return f"{value:.3f} [{low:.3f}, {high:.3f}]" if low is not None else f"{value:.3f}"
 
 
 def _table(header: list[str], rows: list[list[str]], align: str) -> str:
@@ -122,10 +224,13 @@ def _table(header: list[str], rows: list[list[str]], align: str) -> str:
     )
 
 
+RATES = (("abstention_rate", "abstained"), ("cut_rate", "cut"))
+
+
 def format_leaderboard(board: dict) -> str:
-    """The leaderboard as markdown: one table of every evaluation overall (with coverage and the
-    one- and two-constraint all-correct), then all-correct per bin of each dimension, one row per
-    evaluation and one column per bin (coverage in the bin's heading when it is not 1)."""
+    """The leaderboard as markdown: one table of every evaluation overall (coverage, abstention
+    and cut-answer rates, every metric with its 95% interval, the one- and two-constraint
+    all-correct), then every metric per bin of each dimension (a row per bin and evaluation)."""
     evaluations = board["evaluations"]
     if not evaluations:
         return "No evaluation of this release yet (`kitab evaluate`, `kitab answer --evaluate`).\n"
@@ -134,6 +239,7 @@ def format_leaderboard(board: dict) -> str:
         "model",
         "answered",
         "coverage",
+        *(label for _, label in RATES),
         *(label for _, label in METRICS),
         "all correct (one)",
         "all correct (two)",
@@ -147,14 +253,18 @@ def format_leaderboard(board: dict) -> str:
                 e["label"],
                 f"{o['answered']} / {o['queries']}",
                 _cell(o["coverage"]),
-                *(_cell(o[m]) for m, _ in METRICS),
-                _cell(e["by_size"].get("one", {}).get("all_correct")),
-                _cell(e["by_size"].get("two", {}).get("all_correct")),
+                *(_cell(o.get(m)) for m, _ in RATES),
+                *(_ci_cell(o, m) for m, _ in METRICS),
+                _ci_cell(e["by_size"].get("one", {}), "all_correct"),
+                _ci_cell(e["by_size"].get("two", {}), "all_correct"),
             ]
         )
+    level = round(100 * board.get("level", LEVEL))
     parts = [
         f"**Leaderboard, release `{board['release']}`** (an unanswered query is scored wrong on every "
-        "metric; coverage = answered / queries)",
+        "metric; coverage = answered / queries; abstained: satisfiable queries answered with no title; "
+        f"cut: answers stopped at the token limit; [low, high]: {level}% interval, a bootstrap over authors "
+        f"with {board.get('resamples', B)} resamples, seed {board.get('seed', SEED)})",
         "",
         _table(header, rows, "rl" + "r" * (len(header) - 2)),
     ]
@@ -163,19 +273,60 @@ def format_leaderboard(board: dict) -> str:
         if not bins:
             continue
         cells = []
-        for e in evaluations:
-            found = {b["bin"]: b for b in e["by"][dimension]}
-            cells.append([e["label"], *(_cell(found[b]["all_correct"]) if b in found else "–" for b in bins)])
-        queries = {
-            b: next(x["queries"] for e in evaluations for x in e["by"][dimension] if x["bin"] == b) for b in bins
-        }
+        for label in bins:
+            for e in evaluations:
+                found = next((x for x in e["by"][dimension] if x["bin"] == label), None)
+                if found is None:
+                    continue
+                cells.append(
+                    [
+                        f"{label} ({found['queries']})",
+                        e["label"],
+                        _cell(found["coverage"]),
+                        *(_cell(found.get(m)) for m, _ in RATES),
+                        *(_ci_cell(found, m) for m, _ in METRICS),
+                    ]
+                )
         parts += [
             "",
-            f"**All correct by {heading}** (queries per bin in the heading)",
+            f"**Scores by {heading}** (queries per bin in brackets)",
             "",
-            _table(["model", *(f"{b} ({queries[b]})" for b in bins)], cells, "l" + "r" * len(bins)),
+            _table(
+                [dimension if dimension != "kappa" else "κ", "model", "coverage", *(x for _, x in RATES)]
+                + [x for _, x in METRICS],
+                cells,
+                "ll" + "r" * (3 + len(METRICS)),
+            ),
         ]
     return "\n".join(parts) + "\n"
+
+
+def format_comparison(result: dict) -> str:
+    """``kitab report --compare A B`` as markdown: A − B per metric with its paired interval and
+    whether the interval leaves out zero."""
+    level = round(100 * result["level"])
+    header = ["queries", "metric", result["a"], result["b"], f"A − B [{level}% interval]", "told apart"]
+    rows = []
+    for part, metrics in result["difference"].items():
+        for metric, d in metrics.items():
+            if d["value"] is None:
+                rows.append([part, metric, _cell(d["a"]), _cell(d["b"]), "–", "–"])
+                continue
+            rows.append(
+                [
+                    part,
+                    metric,
+                    _cell(d["a"]),
+                    _cell(d["b"]),
+                    f"{d['value']:+.3f} [{d['low']:+.3f}, {d['high']:+.3f}]",
+                    "yes" if d["differs"] else "no",
+                ]
+            )
+    return (
+        f"**{result['a']} − {result['b']} on release `{result['release']}`** (paired bootstrap over authors: "
+        f"the same {result['resamples']} resampled author sets for both, seed {result['seed']}; told apart: "
+        "the interval leaves out 0)\n\n" + _table(header, rows, "llrrrl") + "\n"
+    )
 
 
 # -- plots -------------------------------------------------------------------------------------------
@@ -194,7 +345,7 @@ def write_leaderboard_plots(board: dict, plots_dir: Path) -> list[Path]:
     plots_dir = Path(plots_dir)
     written = []
     colors = [f"C{i % 10}" for i in range(len(evaluations))]
-    panels = [("coverage", "coverage ↑"), *METRICS]
+    panels = [("coverage", "coverage ↑"), ("abstention_rate", "abstained ↓"), ("cut_rate", "cut ↓"), *METRICS]
     with matplotlib.style.context("default"):
         # overall: one group per metric, one bar per evaluation
         fig = _figure(max(9.0, 1.6 * len(panels) + 0.35 * len(panels) * len(evaluations)), 4.2)
@@ -206,6 +357,7 @@ def write_leaderboard_plots(board: dict, plots_dir: Path) -> list[Path]:
             [[e["overall"][m] for m, _ in panels] for e in evaluations],
             evaluations,
             colors,
+            intervals=[[e["overall"].get(f"{m}_ci") for m, _ in panels] for e in evaluations],
         )
         ax.set_ylabel("score", fontsize=10)
         _legend(fig, ax, evaluations)
@@ -225,11 +377,14 @@ def write_leaderboard_plots(board: dict, plots_dir: Path) -> list[Path]:
             )
             axes = fig.subplots(rows, columns, squeeze=False).ravel()
             for ax, (metric, label) in zip(axes, panels):
-                values = []
+                values, intervals = [], []
                 for e in evaluations:
                     found = {b["bin"]: b for b in e["by"][dimension]}
                     values.append([found[b][metric] if b in found else None for b in bins])
-                _grouped_bars(ax, bins, values, evaluations, colors, rotate=dimension != "popularity")
+                    intervals.append([found[b].get(f"{metric}_ci") if b in found else None for b in bins])
+                _grouped_bars(
+                    ax, bins, values, evaluations, colors, rotate=dimension != "popularity", intervals=intervals
+                )
                 ax.set_title(label, fontsize=11)
             for ax in axes[len(panels) :]:
                 ax.set_visible(False)
@@ -248,18 +403,37 @@ def _grouped_bars(
     evaluations: list[dict],
     colors: list[str],
     rotate: bool = False,
+    intervals: list[list] | None = None,
 ) -> None:
+    """One bar per evaluation in each group, with its 95% interval as an error bar. A score of
+    zero is drawn as zero: a thick line on the axis and a "0" above it (an empty slot would read
+    as a missing bar); no score is a short hatched stub."""
     n = len(evaluations)
     width = 0.8 / n
     for i, (series, color) in enumerate(zip(values, colors)):
         x = [g - 0.4 + width * (i + 0.5) for g in range(len(groups))]
         heights = [0.0 if v is None else v for v in series]
         bars = ax.bar(x, heights, width=width * 0.92, color=color, label=evaluations[i]["label"])
-        for bar, v in zip(bars, series):
+        for xi, bar, v in zip(x, bars, series):
             if v is None:  # no score in this bin: a hatched stub, not a zero that reads as a score
                 bar.set_height(0.02)
                 bar.set_hatch("//")
                 bar.set_alpha(0.4)
+            elif v == 0:
+                ax.hlines(0.004, xi - width * 0.46, xi + width * 0.46, colors=color, linewidth=3)
+                ax.text(xi, 0.015, "0", ha="center", va="bottom", fontsize=7, color=color)
+        ci = (intervals or [None] * n)[i] or [None] * len(series)
+        points = [(xi, v, c) for xi, v, c in zip(x, series, ci) if v is not None and c and c[0] is not None]
+        if points:
+            ax.errorbar(
+                [p[0] for p in points],
+                [p[1] for p in points],
+                yerr=[[max(0.0, p[1] - p[2][0]) for p in points], [max(0.0, p[2][1] - p[1]) for p in points]],
+                fmt="none",
+                ecolor="black",
+                elinewidth=0.9,
+                capsize=2,
+            )
     ax.set_xticks(
         range(len(groups)), groups, rotation=25 if rotate else 0, ha="right" if rotate else "center", fontsize=9
     )

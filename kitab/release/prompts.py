@@ -75,9 +75,41 @@ def render_prompt(template: str, *, author: str, birth_year: int, constraints: s
     return text.format(author=author, birth_year=birth_year, constraints=constraints, all_books="\n".join(all_books))
 
 
-def release_prompts(warehouse: Path, release: str, template: str) -> Iterator[str]:
+def sample_across_authors(rows: list[tuple[str, str]], limit: int | None, seed: int = 0) -> set[str]:
+    """``--limit N``: the query ids of a seeded sample of ``limit`` of ``rows`` ((query_id,
+    author) pairs) drawn across authors: the authors in a seeded random order, then one query
+    of each author per round (each author's queries in a seeded random order) until ``limit``.
+    The file's first N would be the most-linked authors' queries only (a biased trial); this
+    covers min(N, authors) authors, whatever their popularity. All ids when ``limit`` is None."""
+    import random
+
+    if limit is None or limit >= len(rows):
+        return {q for q, _ in rows}
+    rng = random.Random(seed)
+    by_author: dict[str, list[str]] = {}
+    for query_id, author in sorted(rows):
+        by_author.setdefault(author, []).append(query_id)
+    authors = sorted(by_author)
+    rng.shuffle(authors)
+    for author in authors:
+        rng.shuffle(by_author[author])
+    chosen: list[str] = []
+    for depth in range(max(len(q) for q in by_author.values())):
+        for author in authors:
+            if depth < len(by_author[author]):
+                chosen.append(by_author[author][depth])
+                if len(chosen) == limit:
+                    return set(chosen)
+    return set(chosen)
+
+
+def release_prompts(
+    warehouse: Path, release: str, template: str, *, limit: int | None = None, seed: int = 0
+) -> Iterator[str]:
     """One JSON line per query of ``release`` (KITAB's file order: one- then two-constraint
-    queries, authors by sitelinks descending), with the rendered prompt."""
+    queries, authors by sitelinks descending), with the rendered prompt; with ``limit``, only
+    a seeded sample of that many queries across authors (:func:`sample_across_authors`), in
+    the same order."""
     from kitab.core.warehouse import Warehouse
 
     if template not in TEMPLATES:
@@ -89,7 +121,10 @@ def release_prompts(warehouse: Path, release: str, template: str) -> Iterator[st
             'SELECT query_id, "Author", "Birth Year", constraints, all_books FROM kitab_book_constraints '
             'ORDER BY n_constraints, "# of sitelinks" DESC, "Author", constraint_id, query_id'
         ).fetchall()
+    keep = sample_across_authors([(r[0], f"{r[1]} ({r[2]})") for r in rows], limit, seed)
     for query_id, author, birth_year, constraints, all_books in rows:
+        if query_id not in keep:
+            continue
         prompt = render_prompt(
             template,
             author=author,

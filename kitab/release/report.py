@@ -315,12 +315,20 @@ def quality_section(con: duckdb.DuckDBPyConnection, release: str, plots_dir: Pat
 
 
 # -- model evaluations (kitab evaluate) -------------------------------------------------
-def evaluation_section(con: duckdb.DuckDBPyConnection, release: str, plots_dir: Path | None = None) -> str:
+def evaluation_section(
+    con: duckdb.DuckDBPyConnection,
+    release: str,
+    plots_dir: Path | None = None,
+    *,
+    seed: int | None = None,
+    resamples: int | None = None,
+) -> str:
     """The leaderboard of ``release`` (every model and answers file scored with ``kitab
     evaluate``), as markdown and, with ``plots_dir``, its plots; "" when nothing was evaluated."""
+    from kitab.release.intervals import SEED, B
     from kitab.release.leaderboard import PLOTS, format_leaderboard, leaderboard, write_leaderboard_plots
 
-    board = leaderboard(con, release)
+    board = leaderboard(con, release, b=resamples or B, seed=SEED if seed is None else seed)
     if not board["evaluations"]:
         return ""
     if plots_dir is not None:
@@ -384,7 +392,15 @@ def provenance_section(manifest: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_report(warehouse: Path, release: str, out_dir: Path | None = None, snapshot: Path | None = None) -> str:
+def render_report(
+    warehouse: Path,
+    release: str,
+    out_dir: Path | None = None,
+    snapshot: Path | None = None,
+    *,
+    seed: int | None = None,
+    resamples: int | None = None,
+) -> str:
     """``kitab report --release R``: the quality section of ``release``, exactly as in its
     dataset card, then how long each stage of its refresh took (:func:`stages_section`), then
     the release's model evaluations when there are any (``kitab evaluate``). Neither of the
@@ -396,7 +412,7 @@ def render_report(warehouse: Path, release: str, out_dir: Path | None = None, sn
     plots = Path(out_dir) / "plots" if out_dir is not None else None
     with wh.connect(release=release) as con:
         text = quality_section(con, release, plots)
-        evaluations = evaluation_section(con, release, plots)
+        evaluations = evaluation_section(con, release, plots, seed=seed, resamples=resamples)
     text += "\n" + stages_section(release, wh.ledger_row(release))
     if snapshot is not None:
         from kitab.sources.snapshot.format import read_manifest

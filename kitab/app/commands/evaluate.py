@@ -95,7 +95,10 @@ def answer(
         300.0, min=0.0, help="a Retry-After longer than this fails the query instead of waiting"
     ),
     cache: Path | None = typer.Option(None, help="the response cache (default: <warehouse>/.cache/answers.sqlite)"),
-    limit: int | None = typer.Option(None, min=1, help="only the first N queries (a trial run)"),
+    limit: int | None = typer.Option(
+        None, min=1, help="only N queries, a seeded sample across authors (a trial run; not the most-linked first)"
+    ),
+    limit_seed: int = typer.Option(0, help="the seed of --limit's sample"),
     allow_missing: bool = typer.Option(
         False,
         "--allow-missing",
@@ -148,6 +151,7 @@ def answer(
                 timeout=timeout,
                 allow_missing=allow_missing,
                 limit=limit,
+                limit_seed=limit_seed,
                 on_progress=on_progress,
                 system=system,
                 samples=samples,
@@ -179,11 +183,15 @@ def prompts(
     template: str = typer.Option(
         "no-context", help="no-context | with-context | self-context | cot (the paper's Templates 2a, 2b, 3; cot = 2a)"
     ),
+    limit: int | None = typer.Option(None, min=1, help="only N queries, a seeded sample across authors"),
+    limit_seed: int = typer.Option(0, help="the seed of --limit's sample"),
     warehouse: Path | None = WarehouseOpt,
 ) -> None:
     """The paper's prompt for every query of a release, as JSON lines {query_id, template, prompt}."""
     from kitab.release.prompts import release_prompts
 
     with user_errors():
-        for line in release_prompts(existing_warehouse(warehouse, release), release, template):
+        for line in release_prompts(
+            existing_warehouse(warehouse, release), release, template, limit=limit, seed=limit_seed
+        ):
             print(line)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import typer
@@ -10,6 +11,7 @@ import typer
 from kitab.app.commands.common import WarehouseOpt, check_report_output, existing_warehouse, user_errors
 from kitab.app.console import console, print_rows
 from kitab.core.errors import KitabError
+from kitab.release.intervals import SEED, B
 
 app = typer.Typer()
 
@@ -72,20 +74,46 @@ def report(
         help="also show this snapshot's provenance (input dump "
         "files, kept and skipped counts: kitab snapshot from-dumps)",
     ),
+    html: Path | None = typer.Option(
+        None, help="also write the whole report as one self-contained HTML page here (plots inline, no network)"
+    ),
+    compare: tuple[str, str] | None = typer.Option(
+        None,
+        "--compare",
+        help="only compare two evaluations: A B (model names, or model@sha256-prefix): A − B per metric "
+        "with its paired interval",
+    ),
+    seed: int = typer.Option(SEED, help="the seed of the intervals' bootstrap over authors"),
+    resamples: int = typer.Option(B, min=100, help="the bootstrap's resamples"),
     warehouse: Path | None = WarehouseOpt,
 ) -> None:
     """The release's quality section (the same as the dataset card's), its refresh's stages and
-    the leaderboard of the models evaluated on it, as markdown; or the leaderboard as JSON."""
+    the leaderboard of the models evaluated on it (every score with its 95% interval), as
+    markdown; or the leaderboard as JSON; or, with --compare, the paired difference of two."""
+    from kitab.core.warehouse import Warehouse
     from kitab.release.report import render_report
 
     check_report_output(output)
     root = existing_warehouse(warehouse, release)
-    text = render_report(root, release, out, snapshot)
+    if compare:
+        from kitab.release.leaderboard import comparison, format_comparison
+
+        with user_errors(), Warehouse(root).connect(release=release) as con:
+            result = comparison(con, release, compare[0], compare[1], b=resamples, seed=seed)
+        print(json.dumps(result, indent=2) if output == "json" else format_comparison(result))
+        return
+    text = render_report(root, release, out, snapshot, seed=seed, resamples=resamples)
+    if html is not None:
+        from kitab.release.html_report import write_html_report
+
+        with user_errors():
+            write_html_report(root, release, html, snapshot=snapshot, seed=seed, resamples=resamples)
+        print(f"HTML report -> {html}", file=sys.stderr)
     if output == "json":
-        from kitab.core.warehouse import Warehouse
         from kitab.release.leaderboard import leaderboard
 
         with Warehouse(root).connect(release=release) as con:
-            print(json.dumps(leaderboard(con, release), ensure_ascii=False, indent=2, default=str))
+            board = leaderboard(con, release, b=resamples, seed=seed)
+        print(json.dumps(board, ensure_ascii=False, indent=2, default=str))
     else:
         print(text)  # plain print: rich would eat [..] as markup

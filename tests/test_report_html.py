@@ -18,6 +18,7 @@ import random
 import re
 import shutil
 import subprocess
+from html import escape as html_escape
 from pathlib import Path
 
 import pytest
@@ -93,7 +94,11 @@ def test_the_perfect_model_has_the_interval_1_1_everywhere(warehouse, models):
     assert len(cells) > 15
     for cell in cells:
         assert (cell["all_correct"], *cell["all_correct_ci"]) == (1.0, 1.0, 1.0)
-        assert (cell["completeness"], *cell["completeness_ci"]) == (1.0, 1.0, 1.0)
+        # completeness is undefined on unsatisfiable queries (nothing to complete): a bin of only
+        # those has none; every bin with a satisfiable query has it at [1, 1]
+        if cell["completeness"] is not None:
+            assert (cell["completeness"], *cell["completeness_ci"]) == (1.0, 1.0, 1.0)
+    assert (perfect["overall"]["completeness"], *perfect["overall"]["completeness_ci"]) == (1.0, 1.0, 1.0)
     # a model that gets things wrong has an interval of some width around its value
     (a,) = [e for e in board["evaluations"] if e["model"] == "a"]
     low, high = a["overall"]["all_correct_ci"]
@@ -187,8 +192,8 @@ def test_the_filters_show_what_they_say_and_a_row_shows_what_the_evaluations_tab
 ):
     with Warehouse(warehouse).connect(release=RELEASE) as con:
         n_unsatisfiable = con.execute("SELECT count(*) FROM queries WHERE n_mapped = 0").fetchone()[0]
-        query_id, titles, kinds = con.execute(
-            "SELECT query_id, model_titles, match_kinds FROM evaluations WHERE model = 'b' AND NOT all_correct "
+        query_id, titles, kinds, response = con.execute(
+            "SELECT query_id, model_titles, match_kinds, response FROM evaluations WHERE model = 'b' AND NOT all_correct "
             "AND n_mapped > 0 ORDER BY query_id LIMIT 1"
         ).fetchone()
     # the empty model is all correct exactly on the unsatisfiable queries
@@ -208,3 +213,6 @@ def test_the_filters_show_what_they_say_and_a_row_shows_what_the_evaluations_tab
     assert [t for _, t in listed] == [t.replace("&", "&amp;") for t in titles]
     assert dict((t, c) for c, t in listed)[INVENTED] == "t-nfa" and kinds[-1] == "none"
     assert all(c == "t-ok" for c, t in listed if t != INVENTED)
+    # and the raw answer the evaluations table keeps for it, so a person can see why it scored so
+    last_line = response.strip().splitlines()[-1]
+    assert html_escape(last_line, quote=False) in row

@@ -59,6 +59,9 @@ class Answer:
     kitab_key: tuple[str, str, str] | None = None  # (Author, constraint_type, constraints)
     finish_reason: str | None = None  # the endpoint's ("stop", "length": cut), when the file has it
     sample: int = 0  # which of kitab answer --samples N
+    reasoning: str | None = (
+        None  # a reasoning model's separate reasoning text, when the file has it (never read for titles)
+    )
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -122,8 +125,18 @@ def _read_json_lines(path: Path, text: str) -> list[Answer]:
             raise KitabError(f"{path}:{number}: finish_reason must be a string or null")
         if not isinstance(sample, int) or isinstance(sample, bool) or sample < 0:
             raise KitabError(f"{path}:{number}: sample must be a whole number >= 0")
+        reasoning = row.get("reasoning")
+        if not (reasoning is None or isinstance(reasoning, str)):
+            raise KitabError(f"{path}:{number}: reasoning must be a string or null")
         answers.append(
-            Answer(number, row["response"] or "", query_id=row["query_id"], finish_reason=finish_reason, sample=sample)
+            Answer(
+                number,
+                row["response"] or "",
+                query_id=row["query_id"],
+                finish_reason=finish_reason,
+                sample=sample,
+                reasoning=reasoning,
+            )
         )
     return answers
 

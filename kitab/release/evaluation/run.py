@@ -202,6 +202,9 @@ def _score_row(head: dict, info: QueryInfo, query_id: str, sample: int, answer: 
         "answered": answer is not None,
         "finish_reason": finish_reason,
         "cut": finish_reason == "length",
+        # the transcript, so a person can see why an answer scored as it did (kitab report --html)
+        "response": answer.response if answer is not None else None,
+        "reasoning": answer.reasoning if answer is not None else None,
         **asdict(score),
     }
 
@@ -213,7 +216,16 @@ def write_evaluation(wh: Warehouse, release: str, rows: list[dict]) -> None:
     with wh.lock():
         current = wh.annex_file(TABLE, release)
         kept = [
-            {"answered": True, "sample": 0, "finish_reason": None, "cut": False, "abstained": False, **r}
+            {
+                "answered": True,
+                "sample": 0,
+                "finish_reason": None,
+                "cut": False,
+                "abstained": False,
+                "response": None,
+                "reasoning": None,
+                **r,
+            }
             for r in (pq.read_table(current).to_pylist() if current else [])
             if (r["model"], r["answers_sha256"]) not in key
         ]

@@ -55,10 +55,14 @@ def _scores(row: dict) -> dict:
     }
 
 
-def leaderboard(con, release: str, *, model: str | None = None, answers_sha256: str | None = None) -> dict:
+def leaderboard(
+    con, release: str, *, model: str | None = None, answers_sha256: str | None = None, include_stale: bool = False
+) -> dict:
     """Every evaluation of ``release`` (or the one given), best first (all-correct, then
     completeness, then the model's name): ``{"release", "evaluations": [...]}``, each with its
-    ``overall`` scores, ``by_size`` (one / two constraints) and ``by`` dimension, bins in order."""
+    ``overall`` scores, ``by_size`` (one / two constraints) and ``by`` dimension, bins in order,
+    and ``stale`` (it scored another version of the release). Stale ones are left out unless
+    ``include_stale`` (or asked for by model and answers file); ``stale_left_out`` counts them."""
     where, params = "", []
     if model is not None:
         where, params = "WHERE model = ? AND answers_sha256 = ?", [model, answers_sha256]
@@ -69,6 +73,11 @@ def leaderboard(con, release: str, *, model: str | None = None, answers_sha256: 
         params,
     )
     summary = _dicts(con, "SELECT * FROM evaluation_summary " + where, params)
+    stale = {(r["model"], r["answers_sha256"]) for r in summary if r["stale"]}
+    left_out = 0
+    if not include_stale and model is None:
+        left_out = len([h for h in heads if (h["model"], h["answers_sha256"]) in stale])
+        heads = [h for h in heads if (h["model"], h["answers_sha256"]) not in stale]
     names = [h["model"] for h in heads]
     out = []
     for head in heads:
@@ -88,6 +97,7 @@ def leaderboard(con, release: str, *, model: str | None = None, answers_sha256: 
             bins.sort(key=lambda r: (type_order(r["bin"]) if dimension == "type" else r["bin_order"], r["bin"]))
             by[dimension] = [{"bin": r["bin"], **_scores(r)} for r in bins]
         label = head["model"] if names.count(head["model"]) == 1 else f"{head['model']} ({head['answers_sha256'][:8]})"
+        label += " [stale]" if key in stale else ""
         out.append(
             {
                 "model": head["model"],
@@ -95,6 +105,7 @@ def leaderboard(con, release: str, *, model: str | None = None, answers_sha256: 
                 "answers_sha256": head["answers_sha256"],
                 "answers_file": head["answers_file"],
                 "evaluated_at": str(head["evaluated_at"]),
+                "stale": key in stale,
                 "overall": _scores(overall),
                 "by_size": by_size,
                 "by": by,
@@ -103,7 +114,7 @@ def leaderboard(con, release: str, *, model: str | None = None, answers_sha256: 
     out.sort(key=lambda e: (-(e["overall"]["all_correct"] or 0.0), -(e["overall"]["completeness"] or 0.0), e["label"]))
     for rank, evaluation in enumerate(out, start=1):
         evaluation["rank"] = rank
-    return {"release": release, "evaluations": out}
+    return {"release": release, "evaluations": out, "stale_left_out": left_out}
 
 
 # -- markdown ----------------------------------------------------------------------------------------

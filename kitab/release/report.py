@@ -315,14 +315,23 @@ def quality_section(con: duckdb.DuckDBPyConnection, release: str, plots_dir: Pat
 
 
 # -- model evaluations (kitab evaluate) -------------------------------------------------
-def evaluation_section(con: duckdb.DuckDBPyConnection, release: str, plots_dir: Path | None = None) -> str:
+def evaluation_section(
+    con: duckdb.DuckDBPyConnection, release: str, plots_dir: Path | None = None, include_stale: bool = False
+) -> str:
     """The leaderboard of ``release`` (every model and answers file scored with ``kitab
     evaluate``), as markdown and, with ``plots_dir``, its plots; "" when nothing was evaluated."""
     from kitab.release.leaderboard import PLOTS, format_leaderboard, leaderboard, write_leaderboard_plots
 
-    board = leaderboard(con, release)
+    board = leaderboard(con, release, include_stale=include_stale)
+    # evaluations of an earlier version of the release (replaced since) are said, not shown
+    stale_note = (
+        f"{board['stale_left_out']} stale evaluation(s) of an earlier version of this release left out "
+        "(`--include-stale` shows them)."
+        if board.get("stale_left_out")
+        else ""
+    )
     if not board["evaluations"]:
-        return ""
+        return "\n".join(["## Model evaluations", "", stale_note, ""]) if stale_note else ""
     if plots_dir is not None:
         write_leaderboard_plots(board, Path(plots_dir))
     captions = ("overall", "by constraint type", "by constrainedness", "by author popularity")
@@ -332,6 +341,7 @@ def evaluation_section(con: duckdb.DuckDBPyConnection, release: str, plots_dir: 
             "",
             f"KITAB's metrics (paper §4.1, docs/evaluate.md) of every answers file scored with `kitab evaluate` "
             f"against release `{release}`: {len(board['evaluations'])} evaluation(s), best first.",
+            *([stale_note] if stale_note else []),
             "",
             format_leaderboard(board),
             *(f"![Leaderboard {caption}](plots/{name})" for caption, name in zip(captions, PLOTS)),
@@ -384,7 +394,13 @@ def provenance_section(manifest: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_report(warehouse: Path, release: str, out_dir: Path | None = None, snapshot: Path | None = None) -> str:
+def render_report(
+    warehouse: Path,
+    release: str,
+    out_dir: Path | None = None,
+    snapshot: Path | None = None,
+    include_stale: bool = False,
+) -> str:
     """``kitab report --release R``: the quality section of ``release``, exactly as in its
     dataset card, then how long each stage of its refresh took (:func:`stages_section`), then
     the release's model evaluations when there are any (``kitab evaluate``). Neither of the
@@ -396,7 +412,7 @@ def render_report(warehouse: Path, release: str, out_dir: Path | None = None, sn
     plots = Path(out_dir) / "plots" if out_dir is not None else None
     with wh.connect(release=release) as con:
         text = quality_section(con, release, plots)
-        evaluations = evaluation_section(con, release, plots)
+        evaluations = evaluation_section(con, release, plots, include_stale)
     text += "\n" + stages_section(release, wh.ledger_row(release))
     if snapshot is not None:
         from kitab.sources.snapshot.format import read_manifest

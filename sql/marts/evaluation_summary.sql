@@ -5,26 +5,34 @@
 -- NULL: one- and two-constraint queries together. bin_order sorts the bins (smallest κ or
 -- sitelinks in the bin). Every query of the release has a row: an unanswered one (answered =
 -- false) is scored wrong on every metric, so it counts against each mean; coverage is the
--- share of the bin's queries the answers file answered.
+-- share of the bin's queries the answers file answered. stale: the evaluation scored another
+-- version of the release (its queries' sha256 is not the ledger's: the release was replaced
+-- since); kitab report and the leaderboard leave stale ones out unless asked.
 create or replace view evaluation_summary as
-with parts as (
-    select release, model, answers_sha256, n_constraints, 'all' as dimension, 'all queries' as bin,
+with scored as (
+    select e.* exclude (queries_sha256),
+           e.queries_sha256 is distinct from json_extract_string(r.checksums, '$.queries') as stale
+    from evaluations e left join releases r using (release)
+),
+parts as (
+    select release, model, answers_sha256, stale, n_constraints, 'all' as dimension, 'all queries' as bin,
            0.0 as bin_order, answered, satisfied_rate, unsatisfied_rate, not_from_author_rate, completeness, all_correct
-    from evaluations
+    from scored
     union all
-    select release, model, answers_sha256, n_constraints, 'type', unnest(type_labels), 0.0,
+    select release, model, answers_sha256, stale, n_constraints, 'type', unnest(type_labels), 0.0,
            answered, satisfied_rate, unsatisfied_rate, not_from_author_rate, completeness, all_correct
-    from evaluations
+    from scored
     union all
-    select release, model, answers_sha256, n_constraints, 'kappa', kappa_bin, constrainedness,
+    select release, model, answers_sha256, stale, n_constraints, 'kappa', kappa_bin, constrainedness,
            answered, satisfied_rate, unsatisfied_rate, not_from_author_rate, completeness, all_correct
-    from evaluations
+    from scored
     union all
-    select release, model, answers_sha256, n_constraints, 'popularity', popularity_bin, cast(sitelinks as double),
+    select release, model, answers_sha256, stale, n_constraints, 'popularity', popularity_bin, cast(sitelinks as double),
            answered, satisfied_rate, unsatisfied_rate, not_from_author_rate, completeness, all_correct
-    from evaluations
+    from scored
 )
 select release, model, answers_sha256, n_constraints, dimension, bin,
+       bool_or(stale)                  as stale,
        min(bin_order)                  as bin_order,
        count(*)                        as queries,
        count(*) filter (where answered) as answered,

@@ -72,6 +72,11 @@ def report(
         help="also show this snapshot's provenance (input dump "
         "files, kept and skipped counts: kitab snapshot from-dumps)",
     ),
+    include_stale: bool = typer.Option(
+        False,
+        "--include-stale",
+        help="also show evaluations of an earlier version of the release (replaced since), marked stale",
+    ),
     warehouse: Path | None = WarehouseOpt,
 ) -> None:
     """The release's quality section (the same as the dataset card's), its refresh's stages and
@@ -80,12 +85,16 @@ def report(
 
     check_report_output(output)
     root = existing_warehouse(warehouse, release)
-    text = render_report(root, release, out, snapshot)
+    text = render_report(root, release, out, snapshot, include_stale)
     if output == "json":
         from kitab.core.warehouse import Warehouse
         from kitab.release.leaderboard import leaderboard
 
         with Warehouse(root).connect(release=release) as con:
-            print(json.dumps(leaderboard(con, release), ensure_ascii=False, indent=2, default=str))
+            print(
+                json.dumps(
+                    leaderboard(con, release, include_stale=include_stale), ensure_ascii=False, indent=2, default=str
+                )
+            )
     else:
         print(text)  # plain print: rich would eat [..] as markup

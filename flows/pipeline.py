@@ -13,24 +13,24 @@ so memory is bounded by a batch, not by the release.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import time
 from collections.abc import Iterator
 from datetime import UTC, date, datetime
 from pathlib import Path
 
-from flows.runners import cpu_workers
 from kitab.core.config import Settings
 from kitab.core.errors import BadValue, KitabError
 from kitab.core.locking import refresh_lock
-from kitab.core.params import RefreshParams
+from kitab.core.params import IDENTITY, RefreshParams, RunConfig
 from kitab.core.progress import Progress, tracking
 from kitab.core.refs import TableRef, duck, read_rows, write_query, write_rows
 from kitab.core.stages import GENERATE_CONSTRAINTS, SAMPLE_AUTHORS, TAG_ENTITIES
 from kitab.core.warehouse import Warehouse
 from kitab.core.workdir import StepResult, WorkDir
 from kitab.sources import Origin, SourceSpec, close_sources, source_kind, sources_for
-from tasks.publish import other_releases, publish, released_authors_rows
+from tasks.publish import excluded_releases, other_releases, publish, rejected_authors, released_authors_rows
 from tasks.steps import (
     Batch,
     RunContext,
@@ -113,25 +113,99 @@ def watch_requests(progress: Progress, spec: SourceSpec) -> contextlib.AbstractC
     return progress.watching(sources_for(spec).services())
 
 
-def run_pipeline(params: RefreshParams, runner, *, progress: Progress | None = None) -> dict:
-    """Sample ``params.authors`` authors not released before, collect their Open Library
-    works and publish the tables as one release. Returns the run summary. ``progress`` (else
-    the one registered for the release in this process, else a new one) hears of every stage
-    and finished batch (kitab/core/progress.py)."""
+def build_config(
+    params: RefreshParams,
+    *,
+    settings: Settings | None = None,
+    taggers: str | None = None,
+    runner: str = "local",
+    workers: int | None = None,
+) -> RunConfig:
+    """The run's whole configuration from values already resolved (the app layer reads the
+    environment and passes them: kitab.app.runs); what is not given takes the defaults, never
+    the environment. ``params`` must be resolved (seed and release set)."""
+    import os
+
+    from tasks.clean_books import LANG_DETECTOR
+    from tasks.sample_queries import SamplingRates
+    from tasks.taggers.registry import selected_versions
+
+    if settings is None:
+        settings = Settings.from_values({"warehouse": params.warehouse} if params.warehouse else {})
+    return RunConfig(
+        params=params,
+        settings=settings,
+        taggers=selected_versions(params.taggers or taggers),
+        sampling_rates=json.dumps(SamplingRates().as_dict(), sort_keys=True),
+        language_rule=LANG_DETECTOR,
+        runner=runner,
+        workers=max(1, workers or os.cpu_count() or 1),
+    )
+
+
+def ran_out(eligible: int, stats: dict) -> str:
+    """The candidates ran out, in one clause with the counts."""
+    before = [
+        f"{n} {what}"
+        for n, what in (
+            (stats["excluded_released"], "released before"),
+            (stats["excluded_rejected_before"], "rejected before (--redraw-rejected draws them again)"),
+        )
+        if n
+    ]
+    return (
+        f"only {eligible} candidate authors are eligible"
+        + (f" ({'; '.join(before)})" if before else "")
+        + ("; ask for fewer, or pass --allow-fewer to publish those that pass")
+    )
+
+
+def check_rebuild(wh: Warehouse, config: RunConfig, snapshot_id: str | None) -> None:
+    """A committed release is a fixed thing: a rebuild that asks other parameters or reads
+    other inputs (IDENTITY) is refused in one line naming what differs, unless --replace."""
+    release = config.params.release
+    if config.params.replace or release not in wh.committed_releases():
+        return
+    row = wh.ledger_row(release)
+    recorded = json.loads(row["config"]) if row.get("config") else None
+    if recorded is not None:
+        before = {k: (row["snapshot_id"] if k == "snapshot_id" else recorded.get(k)) for k in IDENTITY}
+    else:  # a release made before the config was recorded: what its columns say
+        before = {
+            "source": row["source"],
+            "snapshot_id": row["snapshot_id"],
+            "seed": row["seed"],
+            "authors": row["n_authors_requested"],
+        }
+    now = config.identity(snapshot_id)
+    differs = [k for k in before if before[k] != now[k]]
+    if differs:
+        said = ", ".join(f"{k} {before[k]} -> {now[k]}" for k in differs)
+        raise BadValue(
+            f"release {release} is committed and this run would change it ({said}): refused; pass --replace "
+            "to replace it (the old version stays in `kitab releases --history`), or choose another --release"
+        )
+
+
+def run_pipeline(config: RunConfig, runner, *, progress: Progress | None = None) -> dict:
+    """Draw authors not released (nor rejected) before until ``config.params.authors`` of them
+    pass every stage or the candidates run out, collect their Open Library works and publish
+    the tables as one release. ``config``: the whole run's configuration, resolved once by the
+    app layer; every step gets what it needs of it as an argument. Returns the run summary.
+    ``progress`` (else the one registered for the release in this process, else a new one)
+    hears of every stage and finished batch (kitab/core/progress.py)."""
     started = time.monotonic()
-    settings = Settings(**({"warehouse": params.warehouse} if params.warehouse else {}))
+    settings, params = config.settings, config.params
     today = datetime.now(UTC).date()
-    params = params.resolved(today)
     # Held already when kitab.app.runs started this (re-entrant); taken here for a deployment's run.
     with refresh_lock(settings.warehouse, params.release), tracking(params.release, progress) as progress:
-        summary = _run_pipeline(params, runner, settings, today, started, progress)
+        summary = _run_pipeline(config, runner, today, started, progress)
         progress.finish()
         return summary
 
 
-def _run_pipeline(
-    params: RefreshParams, runner, settings: Settings, today: date, started: float, progress: Progress
-) -> dict:
+def _run_pipeline(config: RunConfig, runner, today: date, started: float, progress: Progress) -> dict:
+    params, settings = config.params, config.settings
     seed, release = params.seed, params.release
     wh = Warehouse(settings.warehouse)
     kind = source_kind(params.source)
@@ -147,7 +221,10 @@ def _run_pipeline(
         ) as (spec, origin),
         watch_requests(progress, spec),
     ):
-        ledger = other_releases(wh, release)
+        check_rebuild(wh, config, origin.snapshot_id)
+        excluded = excluded_releases(wh, release, replace=params.replace)
+        ledger = other_releases(wh, release, excluded)
+        rejected_before = () if params.redraw_rejected else tuple(sorted(rejected_authors(wh, excluded)))
         ctx = RunContext(
             release=release,
             seed=seed,
@@ -155,6 +232,7 @@ def _run_pipeline(
             work=WorkDir(str(wh.root / ".work" / release)),
             sources=spec,
             released_ol_keys=tuple(sorted(ledger.ol_keys)),
+            taggers=config.taggers,
         )
         progress.stage(SAMPLE_AUTHORS)
         sampled = runner.run(
@@ -168,56 +246,69 @@ def _run_pipeline(
             settings.birth_year_window,
             settings.min_works,
             settings.max_works,
+            rejected_before,
             name=SAMPLE_AUTHORS,
         )
-        sampled_authors = sampled.outputs["sampled"]
+        order = sampled.outputs["order"]
         log.info(
-            "sampled %d authors (%d eligible, %d excluded as released)",
-            sampled_authors.rows,
-            sampled.stats["eligible"],
+            "%d eligible authors in the draw order (%d excluded as released, %d as rejected before)",
+            order.rows,
             sampled.stats["excluded_released"],
+            sampled.stats["excluded_rejected_before"],
         )
-        shortfall = author_shortfall(params.authors, sampled.stats)
-        if shortfall["shortfall"] and not params.allow_fewer:
-            released = sampled.stats["excluded_released"]
-            raise BadValue(
-                f"--authors {params.authors}: only {shortfall['eligible']} authors are eligible"
-                + (f" ({released} more were released before)" if released else "")
-                + "; ask for fewer, or pass --allow-fewer to publish them"
-            )
-        progress.end_stage(rows=sampled_authors.rows, requests=sampled.stats["requests_sent"])
-
-        batches = [
-            Batch(n, start, min(start + params.batch_size, sampled_authors.rows))
-            for n, start in enumerate(range(0, sampled_authors.rows, params.batch_size))
-        ]
+        if order.rows < params.authors and not params.allow_fewer:
+            raise BadValue(f"--authors {params.authors}: {ran_out(order.rows, sampled.stats)}")
+        progress.end_stage(rows=order.rows, requests=sampled.stats["requests_sent"])
 
         def part_done(parts: list[Batch], with_requests: bool = False):
             """A runner's on_done: the finished batch's items (and the requests it counted)."""
             return lambda n, r: progress.part_done(
-                n, parts[n].stop - parts[n].start, requests=r.stats["requests_sent"] if with_requests else 0
+                parts[n].index,
+                parts[n].stop - parts[n].start,
+                requests=r.stats["requests_sent"] if with_requests else 0,
             )
 
-        progress.stage("collect", total=sampled_authors.rows, unit="authors", tasks=len(batches))
-        # CPU work (e.g. the dump's DuckDB lookups): one process per core; waiting on a service
-        # stays on threads: one client per process keeps the rate limits
-        collected = runner.map(
-            collect_step,
-            [(ctx, b, sampled_authors) for b in batches],
-            cpu=kind.collect_is_cpu_work,
-            names=[f"collect-{b.part}" for b in batches],
-            on_done=part_done(batches, True),
-        )
+        # Draw (in the seeded order) until --authors authors pass every stage or the order runs
+        # out: each round draws as many as are still missing, in batches.
+        progress.stage("collect", total=params.authors, unit="authors", tasks=0)
+        batches: list[Batch] = []
+        collected: list[StepResult] = []
+        drawn = passed = 0
+        while passed < params.authors and drawn < order.rows:
+            stop = min(drawn + params.authors - passed, order.rows)
+            new = [
+                Batch(len(batches) + k, start, min(start + params.batch_size, stop))
+                for k, start in enumerate(range(drawn, stop, params.batch_size))
+            ]
+            batches += new
+            progress.plan(total=max(params.authors, stop), unit="authors", tasks=len(batches))
+            # CPU work (e.g. the dump's DuckDB lookups): one process per core; waiting on a service
+            # stays on threads: one client per process keeps the rate limits
+            results = runner.map(
+                collect_step,
+                [(ctx, b, order) for b in new],
+                cpu=kind.collect_is_cpu_work,
+                names=[f"collect-{b.part}" for b in new],
+                on_done=part_done(new, True),
+            )
+            collected += results
+            passed += len(_column([r.outputs["books"] for r in results], "author_qid"))
+            drawn = stop
         failed = sum(unavailable_authors(c) for c in collected)
         if failed:
-            log.warning("%d of %d authors rejected: source unavailable", failed, sampled_authors.rows)
-        check_failed_share(failed, sampled_authors.rows, params.max_failed_share)
+            log.warning("%d of %d authors rejected: source unavailable", failed, drawn)
+        check_failed_share(failed, drawn, params.max_failed_share)
+        if passed < params.authors and not params.allow_fewer:
+            raise BadValue(
+                f"--authors {params.authors}: the candidates ran out: {drawn} drawn, {passed} passed every stage; "
+                "ask for fewer, or pass --allow-fewer to publish them"
+            )
         progress.end_stage(rows=sum(c.stats["collect_authors"]["works_raw"] for c in collected))
 
         progress.stage(TAG_ENTITIES)
         runner.release_workers()  # fresh workers for tagging: the dump lookups' memory goes with these
         titles = distinct_titles(ctx, [c.outputs["title_variants"] for c in collected])
-        size = tag_chunk_size(titles.rows, cpu_workers())
+        size = tag_chunk_size(titles.rows, config.workers)
         chunks = [
             Batch(n, start, min(start + size, titles.rows)) for n, start in enumerate(range(0, titles.rows, size))
         ]
@@ -232,7 +323,7 @@ def _run_pipeline(
         tags = tuple(r.outputs["title_tags"] for r in tagged)
         progress.end_stage(rows=titles.rows)
 
-        progress.stage(GENERATE_CONSTRAINTS, total=sampled_authors.rows, unit="authors", tasks=len(batches))
+        progress.stage(GENERATE_CONSTRAINTS, total=drawn, unit="authors", tasks=len(batches))
         constrained = runner.map(
             constrain_step,
             [(ctx, b, c, tags) for b, c in zip(batches, collected)],
@@ -275,6 +366,7 @@ def _run_pipeline(
             ],
             "released_authors": [released],
         }
+        rejected_reasons = rejected_author_reasons(tables["rejects"])
         requests_made = sampled.stats["requests_sent"] + sum(c.stats["requests_sent"] for c in collected)
         committed = publish(
             wh,
@@ -286,6 +378,9 @@ def _run_pipeline(
             n_authors_requested=params.authors,
             requests_made=requests_made,
             stages=[r for r in progress.records() if r["stage"] != "publish"],
+            config=config.to_dict(),
+            excluded=excluded,
+            replace=params.replace,
         )
         progress.end_stage(rows=sum(committed["row_counts"].values()))
     ctx.work.remove()
@@ -301,10 +396,13 @@ def _run_pipeline(
         "source": params.source,
         "snapshot_id": origin.snapshot_id,
         "warehouse": str(wh.root),
-        "authors": shortfall,
+        "authors": author_counts(params.authors, sampled.stats, drawn, len(kept)),
+        "rejected_authors": rejected_reasons,
+        "excluded_releases": excluded,
+        "unchanged": bool(committed.get("unchanged")),
         "stage_counts": {
             "candidate authors": sampled.stats["candidates"],
-            "sampled": sampled_authors.rows,
+            "drawn (authors)": drawn,
             "source unavailable": failed,
             "matched on Open Library": methods.get("p648", 0) + methods.get("name_birth_year", 0),
             "works_raw": counts["works_raw"],
@@ -342,16 +440,34 @@ def _run_pipeline(
     }
 
 
-def author_shortfall(requested: int, sample_stats: dict) -> dict:
-    """Authors requested, eligible (not released before, with a label) and sampled, and how
-    many short of the request the sample is."""
-    sampled = sample_stats["sampled"]
+def author_counts(requested: int, sample_stats: dict, drawn: int, released: int) -> dict:
+    """Authors requested, eligible (not released nor rejected before, with a label), drawn
+    (in the seeded order) and released (passed every stage), and how many short of the
+    request the release is (the candidates ran out)."""
     return {
         "requested": requested,
         "eligible": sample_stats["eligible"],
-        "sampled": sampled,
-        "shortfall": max(0, requested - sampled),
+        "excluded_released": sample_stats["excluded_released"],
+        "excluded_rejected_before": sample_stats["excluded_rejected_before"],
+        "drawn": drawn,
+        "sampled": drawn,
+        "released": released,
+        "shortfall": max(0, requested - released),
     }
+
+
+def rejected_author_reasons(parts: list[TableRef]) -> dict[str, int]:
+    """Drawn authors rejected, per reason (the rejects rows of kind ``author``)."""
+    files = [r.path for r in parts if r.rows]
+    if not files:
+        return {}
+    with duck() as con:
+        rows = con.sql(
+            "SELECT reason, count(DISTINCT record_id) FROM read_parquet(?, union_by_name = true) "
+            "WHERE record_kind = 'author' GROUP BY reason ORDER BY 2 DESC, 1",
+            params=[files],
+        ).fetchall()
+    return {reason: n for reason, n in rows}
 
 
 def _column(refs: list[TableRef], column: str) -> list[dict]:

@@ -3,41 +3,33 @@ flows/pipeline.py (``run_pipeline``); the flow gives it a runner whose steps are
 runs (tens per 10,000 authors: one per batch, not per author) and shows the refresh's progress
 (kitab/core/progress.py, the object ``kitab refresh`` displays too) as a Prefect progress artifact.
 
-The task runner is ``threads`` unless ``KITAB_TASK_RUNNER=dask`` (optionally
-``KITAB_DASK_ADDRESS=tcp://host:8786``) is set where the flow is loaded, e.g. in a worker's
-environment; ``kitab refresh --task-runner dask`` sets it per run (flows/runners.py).
+The task runner is ``threads`` unless the caller gives another (``with_task_runner``: the app
+layer resolves ``--task-runner`` / ``$KITAB_TASK_RUNNER`` once, flows/runners.py). The run's
+whole configuration (kitab.core.params.RunConfig) comes in as the ``config`` parameter; nothing
+here reads the environment.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Iterator
 from datetime import UTC, datetime
 
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_progress_artifact, update_progress_artifact
 
-from flows.pipeline import run_pipeline
+from flows.pipeline import build_config, run_pipeline
 from flows.progress_text import status_line
 from flows.runners import PrefectRunner, task_runner
-from kitab.core.params import RefreshParams, default_release_id, default_seed, flow_signature
+from kitab.core.params import RefreshParams, RunConfig, default_release_id, default_seed, flow_signature
 from kitab.core.progress import Progress, Throttled, tracking
 
 __all__ = ["refresh", "default_release_id", "default_seed", "with_task_runner"]
 
 
-def configured_task_runner(kind: str | None = None, address: str | None = None):
-    """The task runner ``kind`` at ``address``; unset: $KITAB_TASK_RUNNER (threads) and $KITAB_DASK_ADDRESS."""
-    return task_runner(
-        kind or os.environ.get("KITAB_TASK_RUNNER") or "threads",
-        address or os.environ.get("KITAB_DASK_ADDRESS") or None,
-    )
-
-
 def with_task_runner(kind: str | None = None, address: str | None = None):
-    """The refresh flow on the task runner ``kind`` (default: $KITAB_TASK_RUNNER or threads)."""
-    return refresh.with_options(task_runner=configured_task_runner(kind, address))
+    """The refresh flow on the task runner ``kind`` (default threads) at ``address``."""
+    return refresh.with_options(task_runner=task_runner(kind or "threads", address or None))
 
 
 def _refresh(**parameters) -> dict:
@@ -47,19 +39,24 @@ def _refresh(**parameters) -> dict:
     new release and a rerun the same day rebuilds it. Fewer eligible authors than ``authors``
     fail the run unless ``allow_fewer``. If more than ``max_failed_share`` of the authors are
     lost to a source that does not answer, the run fails and publishes nothing.
-    The parameters are kitab.core.params.RefreshParams' fields, declared there once."""
+    The parameters are kitab.core.params.RefreshParams' fields, declared there once, and
+    ``config``: the run's whole configuration as the app layer resolved it (RunConfig.to_dict);
+    a run without it (a deployment's) takes the defaults for what the fields do not say."""
+    config = parameters.pop("config", None)
     params = RefreshParams(**parameters).resolved(datetime.now(UTC).date())
-    runner = PrefectRunner()
+    config = RunConfig.from_dict(config) if config else build_config(params)
+    params = config.params
+    runner = PrefectRunner(workers=config.workers)
     # the progress `kitab refresh` registered for this release (it displays it too), else a new one
     with tracking(params.release) as progress, progress_artifact(progress):
         try:
-            return run_pipeline(params, runner, progress=progress)
+            return run_pipeline(config, runner, progress=progress)
         finally:
             runner.close()
 
 
 _refresh.__signature__ = flow_signature()  # what Prefect reads for the parameters and their schema
-refresh = flow(name="refresh", log_prints=True, task_runner=configured_task_runner())(_refresh)
+refresh = flow(name="refresh", log_prints=True, task_runner=task_runner("threads"))(_refresh)
 
 
 @contextlib.contextmanager

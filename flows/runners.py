@@ -31,9 +31,18 @@ TASK_RUNNERS = ("threads", "dask")
 IO_THREADS = 4  # concurrent I/O steps: enough to overlap requests, few enough for the rate limits
 
 
+_WORKERS: int | None = None  # the run's (RunConfig.workers, which the app layer resolves), set by a runner
+
+
 def cpu_workers() -> int:
-    """Processes for CPU steps: $KITAB_WORKERS, else one per core."""
-    return max(1, int(os.environ.get("KITAB_WORKERS") or os.cpu_count() or 1))
+    """Processes for CPU steps: the run's number (a runner's ``workers``), else one per core.
+    Read from no environment: the app layer resolves $KITAB_WORKERS once (kitab.app.runs)."""
+    return max(1, _WORKERS or os.cpu_count() or 1)
+
+
+def set_workers(workers: int | None) -> None:
+    global _WORKERS
+    _WORKERS = workers
 
 
 class Runner(Protocol):
@@ -101,7 +110,8 @@ def call_step(step: Step, args: tuple, cpu: bool) -> StepResult:
 class LocalRunner:
     """Plain Python: I/O steps on threads, CPU steps on worker processes."""
 
-    def __init__(self, io_threads: int = IO_THREADS):
+    def __init__(self, io_threads: int = IO_THREADS, workers: int | None = None):
+        set_workers(workers)
         self.io = ThreadPoolExecutor(io_threads, thread_name_prefix="kitab-io")
 
     def run(self, step: Step, *args: Any, cpu: bool = False, name: str = "") -> StepResult:
@@ -163,7 +173,8 @@ NOT_RETRIED: set = set()
 class PrefectRunner:
     """Each step call is a Prefect task run on the flow's task runner (threads or Dask)."""
 
-    def __init__(self) -> None:
+    def __init__(self, workers: int | None = None) -> None:
+        set_workers(workers)
         self._tasks: dict[tuple[str, bool], Any] = {}
 
     def _task(self, step: Step, cpu: bool):

@@ -7,7 +7,7 @@ it maps to, S, N and κ = 1 − S/N. Sampling into queries is tasks/sample_queri
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from kitab.core.stages import GENERATE_CONSTRAINTS
 from tasks.base import StageResult, reject
@@ -43,10 +43,12 @@ def entity_flags(
     return flags
 
 
-def tagged_kinds() -> tuple[str, ...]:
-    """The entity kinds this release's taggers tag (tasks/taggers/registry.py) and some
-    constraint type reads."""
-    selected = {TAGGERS[v].name for v in selected_versions()}
+def tagged_kinds(versions: Sequence[str] | None = None) -> tuple[str, ...]:
+    """The entity kinds the taggers ``versions`` (the run's; default: the registry's default)
+    tag (tasks/taggers/registry.py) and some constraint type reads."""
+    selected = {
+        TAGGERS[v].name for v in (selected_versions() if versions is None else selected_versions(",".join(versions)))
+    }
     return tuple(k for k in entity_kinds() if k in selected)
 
 
@@ -90,6 +92,7 @@ def generate_constraints(
     authors: Iterable[Mapping],
     books: Iterable[Mapping],
     flags: Mapping[str, Mapping[str, bool]],
+    kinds: Sequence[str] | None = None,
 ) -> StageResult:
     """All candidate constraints per author, ordered by author qid then candidate order.
 
@@ -118,7 +121,7 @@ def generate_constraints(
             continue
         by_author[row["author_qid"]].append(book_view(row, flags.get(row["book_id"])))
 
-    kinds = tagged_kinds()
+    kinds = tuple(tagged_kinds() if kinds is None else kinds)  # the run's tagged kinds (entity_flags)
     rows: list[dict] = []
     not_credited = 0  # variant titles KITAB's evaluator would not map back to their book
     for qid in qids:

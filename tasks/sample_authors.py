@@ -1,5 +1,7 @@
-"""Stage 1: candidate authors from WikiData, then a seeded sample that excludes every
-author of earlier releases."""
+"""Stage 1: candidate authors from WikiData, then a seeded draw order that excludes every
+author of earlier releases (released, or rejected unless asked). The refresh draws from the
+front of that order until ``--authors`` authors pass every stage or the order runs out
+(flows/pipeline.py)."""
 
 from __future__ import annotations
 
@@ -86,29 +88,36 @@ def sample_authors(
     seed: int,
     exclude_qids: set[str],
     exclude_names: frozenset[str] = frozenset(),
+    exclude_rejected: frozenset[str] = frozenset(),
 ) -> StageResult:
-    """Seeded uniform sample of ``n`` authors, never one in ``exclude_qids`` nor one whose
-    normalised name was released before (a duplicate WikiData item of a released author;
-    the price is that a namesake is not sampled either).
+    """The seeded draw order of the eligible authors (``order``) and its first ``n``
+    (``sampled``). Never an author in ``exclude_qids`` nor one whose normalised name was
+    released before (a duplicate WikiData item of a released author; the price is that a
+    namesake is not sampled either), nor one in ``exclude_rejected`` (rejected by an earlier
+    release).
 
-    Deterministic: candidates are put in QID order before ``random.Random(seed)`` draws,
-    so the same candidates and seed give the same sample on any machine.
+    Deterministic: candidates are put in QID order before ``random.Random(seed)`` shuffles them,
+    so the same candidates and seed give the same order on any machine, and drawing more
+    authors only extends the draws before it.
     """
-    pool, rejects, excluded = [], [], 0
+    pool, rejects, excluded, rejected_before = [], [], 0, 0
     for c in sorted(candidates, key=lambda c: qid_number(c["qid"])):
         if c["qid"] in exclude_qids or (c.get("name") and name_key(c["name"]) in exclude_names):
             excluded += 1  # released before: not a reject, just not eligible again
+        elif c["qid"] in exclude_rejected:
+            rejected_before += 1  # rejected by an earlier release: not drawn again unless asked
         elif not c.get("name"):
             rejects.append(reject(STAGE, "no_english_label", "author", c["qid"], author_qid=c["qid"]))
         else:
             pool.append(c)
-    chosen = random.Random(seed).sample(pool, min(n, len(pool)))
-    chosen.sort(key=lambda c: qid_number(c["qid"]))
+    order = random.Random(seed).sample(pool, len(pool))
+    chosen = order[:n]
     stats = {
-        "candidates": len(pool) + len(rejects) + excluded,
+        "candidates": len(pool) + len(rejects) + excluded + rejected_before,
         "excluded_released": excluded,
+        "excluded_rejected_before": rejected_before,
         "eligible": len(pool),
         "sampled": len(chosen),
         "shortfall": max(0, n - len(chosen)),
     }
-    return StageResult(tables={"sampled": chosen}, rejects=rejects, stats=stats)
+    return StageResult(tables={"sampled": chosen, "order": order}, rejects=rejects, stats=stats)

@@ -35,7 +35,7 @@ from kitab.sources.wikidata import works_with_labels
 from tasks.clean_books import clean_books
 from tasks.dedup_titles import dedup_titles
 from tasks.fetch_works import SOURCE_UNAVAILABLE, collect_authors
-from tasks.generate_constraints import entity_flags, generate_constraints
+from tasks.generate_constraints import entity_flags, generate_constraints, tagged_kinds
 from tasks.sample_authors import fetch_candidates, sample_authors
 from tasks.sample_queries import (
     ONE_UNSATISFIABLE,
@@ -51,8 +51,8 @@ from tasks.sample_queries import (
     sample_authors_queries,
     sampling_summary_sql,
 )
-from tasks.tag_entities import default_taggers, entity_rows, title_tags
-from tasks.taggers.registry import fingerprints
+from tasks.tag_entities import DEFAULT_MODEL, entity_rows, title_tags
+from tasks.taggers.registry import fingerprints, make_taggers
 
 
 @dataclass(frozen=True)
@@ -65,6 +65,9 @@ class RunContext:
     work: WorkDir
     sources: SourceSpec
     released_ol_keys: tuple[str, ...] = ()
+    # the run's tagger versions (kitab.core.params.RunConfig.taggers), carried to every worker:
+    # a step never asks its own environment which taggers to use
+    taggers: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -120,9 +123,13 @@ def sample_step(
     window: int,
     min_works: int,
     max_works: int,
+    exclude_rejected: tuple[str, ...] = (),
 ) -> StepResult:
+    """The seeded draw order of the eligible authors (``order``): the pipeline draws its
+    batches from the front of it. ``n`` only sizes the stats' first draw."""
     params = dict(
         n=n,
+        exclude_rejected=exclude_rejected,
         seed=ctx.seed,
         exclude_qids=exclude_qids,
         exclude_names=exclude_names,
@@ -145,10 +152,15 @@ def sample_step(
             max_works=max_works,
         )
         result = sample_authors(
-            candidates, n=n, seed=ctx.seed, exclude_qids=set(exclude_qids), exclude_names=frozenset(exclude_names)
+            candidates,
+            n=n,
+            seed=ctx.seed,
+            exclude_qids=set(exclude_qids),
+            exclude_names=frozenset(exclude_names),
+            exclude_rejected=frozenset(exclude_rejected),
         )
         outputs = _write(
-            ctx, SAMPLE_AUTHORS, "all", {"sampled": result.tables["sampled"], "rejects.sample_authors": result.rejects}
+            ctx, SAMPLE_AUTHORS, "all", {"order": result.tables["order"], "rejects.sample_authors": result.rejects}
         )
         return StepResult(
             outputs,
@@ -268,7 +280,7 @@ def collect_step(ctx: RunContext, batch: Batch, sampled: TableRef) -> StepResult
 
 def tag_step(ctx: RunContext, chunk: Batch, titles: TableRef) -> StepResult:
     """Titles ``start:stop`` of the release's distinct titles -> their spans (title_tags)."""
-    taggers = default_taggers()  # built once: they name the key and, on a miss, do the tagging
+    taggers = make_taggers(ctx.taggers or None, model=DEFAULT_MODEL)  # the run's: they name the key and tag
 
     def compute() -> StepResult:
         with duck() as con:  # only this chunk's titles (the file is sorted), not the whole list
@@ -312,7 +324,8 @@ def constrain_step(
         entities, entity_stats = entity_rows(books, variants, tag_rows)
         kept_qids = {b["author_qid"] for b in books}
         authors = [a for a in read_rows(inputs["authors"]) if a["qid"] in kept_qids]
-        constraints = generate_constraints(authors, books, entity_flags(books, entities))
+        kinds = tagged_kinds(ctx.taggers or None)
+        constraints = generate_constraints(authors, books, entity_flags(books, entities, kinds), kinds)
         by_author, authors_by_qid = group_constraints(constraints.tables["constraints"], authors, books)
         part = sample_authors_queries(by_author, ctx.seed, rates)
         outputs = _write(
@@ -336,7 +349,14 @@ def constrain_step(
         )
 
     return ctx.work.run(
-        GENERATE_CONSTRAINTS, batch.part, compute, tags=tags, rates=rates.as_dict(), seed=ctx.seed, **inputs
+        GENERATE_CONSTRAINTS,
+        batch.part,
+        compute,
+        tags=tags,
+        rates=rates.as_dict(),
+        seed=ctx.seed,
+        taggers=ctx.taggers,
+        **inputs,
     )
 
 

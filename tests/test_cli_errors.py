@@ -166,8 +166,8 @@ def test_allow_fewer_publishes_the_eligible_authors_and_says_the_shortfall(tmp_p
     summary = run_refresh(**kwargs, allow_fewer=True)
     wanted = summary["authors"]
     assert wanted["requested"] == 1000 and 0 < wanted["sampled"] == wanted["eligible"] <= 26
-    assert wanted["shortfall"] == 1000 - wanted["sampled"]
-    assert summary["stage_counts"]["sampled"] == wanted["sampled"]
+    assert wanted["shortfall"] == 1000 - wanted["released"] and wanted["drawn"] == wanted["sampled"]
+    assert summary["stage_counts"]["drawn (authors)"] == wanted["drawn"]
     assert Warehouse(tmp_path / "wh").committed_releases() == ["r"]
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from tasks.constraints import EntitySpec, constraints_probe, entity_kinds, parse_criterion, register
 from tasks.constraints import registry as constraint_registry
-from tasks.generate_constraints import entity_flags, generate_constraints
+from tasks.generate_constraints import entity_flags, generate_constraints, tagged_kinds
 from tasks.sample_queries import SamplingRates
 from tasks.tag_entities import tag_entities
 from tasks.taggers import Span
@@ -72,9 +72,8 @@ BOOKS = [
 
 
 def test_a_country_kind_generates_its_constraints_end_to_end(country_kind, monkeypatch):
-    monkeypatch.setenv(tagger_registry.ENV, "country_v1")
     assert "country" in entity_kinds()
-    [tagger] = tagger_registry.make_taggers()
+    [tagger] = tagger_registry.make_taggers(("country_v1",))  # the run's selection, passed in
     books = [
         {"book_id": b, "author_qid": "Q1", "canonical_title": t, "first_year": 1990 + n, "variant_titles": [t]}
         for n, (b, t) in enumerate(BOOKS)
@@ -85,10 +84,11 @@ def test_a_country_kind_generates_its_constraints_end_to_end(country_kind, monke
         ("b1", "France", "country_v1"),
         ("b2", "Norway", "country_v1"),
     }
-    flags = entity_flags(books, tagged)
+    kinds = tagged_kinds(("country_v1",))
+    flags = entity_flags(books, tagged, kinds)
     assert flags["b1"]["country"] is True and flags["b3"]["country"] is False
 
-    rows = generate_constraints([{"qid": "Q1"}], books, flags).tables["constraints"]
+    rows = generate_constraints([{"qid": "Q1"}], books, flags, kinds).tables["constraints"]
     country = {r["text"]: r for r in rows if r["constraint_type"] == "country_name"}
     assert set(country) == {
         "Book contains a country name in its title.",

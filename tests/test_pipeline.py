@@ -37,7 +37,7 @@ def reference(tmp_path_factory) -> dict:
 
 def test_batch_size_one_gives_the_same_bytes(reference, tmp_path):
     single = _refresh(tmp_path, "single", direct=True, batch_size=1)
-    assert single["batches"]["collect"] == AUTHORS
+    assert single["batches"]["collect"] == single["authors"]["drawn"] >= AUTHORS  # one per author drawn
     assert json.loads(single["checksums"]) == json.loads(reference["checksums"])
 
 
@@ -48,7 +48,8 @@ def test_dask_local_cluster_gives_the_same_bytes(reference, tmp_path):
 
     with prefect_test_harness(server_startup_timeout=120):
         on_dask = _refresh(tmp_path, "dask", task_runner="dask", batch_size=4)
-    assert on_dask["batches"]["collect"] == 4
+    # batches of 4 over the first draw of 14, then one per later draw (of the authors still missing)
+    assert on_dask["batches"]["collect"] >= 4 and on_dask["authors"]["released"] == AUTHORS
     assert json.loads(on_dask["checksums"]) == json.loads(reference["checksums"])
     assert on_dask["stage_counts"] == reference["stage_counts"]
 

@@ -44,7 +44,7 @@ def _distribution(values: list[int]) -> str:
     return f"min {values[0]}, median {pick(0.5)}, p90 {pick(0.9)}, max {values[-1]} (n={len(values)})"
 
 
-def run_demo(warehouse: Path, *, authors: int, seed: int, progress=None) -> dict:
+def run_demo(warehouse: Path, *, authors: int, seed: int, replace: bool = False, progress=None) -> dict:
     started = time.monotonic()
     # direct: the pipeline in this process on the local runner (threads for I/O, one process
     # per core for tagging): the same steps and release as the Prefect flow, without starting
@@ -58,6 +58,7 @@ def run_demo(warehouse: Path, *, authors: int, seed: int, progress=None) -> dict
         release=DEMO_RELEASE,
         warehouse=warehouse,
         direct=True,
+        replace=replace,
         progress=progress,
     )
     print_summary(summary, wall=time.monotonic() - started, command="kitab demo", tour=tour)

@@ -46,11 +46,13 @@ def run_refresh(
     # the defaults resolved once: the lock names the release the flow then builds
     params = params.resolved(datetime.now(UTC).date())
     check_inputs(params)
+    config = run_config(params, direct=direct, task_runner=task_runner, dask_address=dask_address)
     with (
         refresh_lock(Path(warehouse), params.release),
         tracking(params.release, progress) as progress,
         serving(params) as params,
     ):
+        config = dataclasses.replace(config, params=params)
         # the views start here: a mistake found above is the only thing the user sees
         # the wait before the first stage, said once: importing Prefect and starting its temporary
         # server (no PREFECT_API_URL) is most of a small refresh's wait
@@ -69,9 +71,9 @@ def run_refresh(
         if direct:
             from flows.runners import LocalRunner
 
-            runner = LocalRunner()
+            runner = LocalRunner(workers=config.workers)
             try:
-                return run_pipeline(params, runner, progress=progress)
+                return run_pipeline(config, runner, progress=progress)
             finally:
                 runner.close()
         from flows.refresh import with_task_runner
@@ -81,7 +83,9 @@ def run_refresh(
 
         with quiet_user_errors():  # a KitabError reaches the caller whole; Prefect's traceback of it is noise
             try:
-                return with_task_runner(task_runner, dask_address)(**dataclasses.asdict(params))
+                return with_task_runner(config_runner_kind(config), dask_address or _env_dask_address())(
+                    **dataclasses.asdict(params), config=config.to_dict()
+                )
             except Exception as exc:
                 full = _disk_full(Path(warehouse))
                 if full:  # e.g. Prefect's server could not write its database: the disk, not a bug
@@ -96,6 +100,49 @@ def run_refresh(
                         "space and run it again"
                     ) from exc
                 raise
+
+
+# The environment a run reads, here and nowhere below kitab/app (tests/test_env_reads.py):
+ENV_TASK_RUNNER, ENV_DASK_ADDRESS, ENV_WORKERS, ENV_TAGGERS = (
+    "KITAB_TASK_RUNNER",
+    "KITAB_DASK_ADDRESS",
+    "KITAB_WORKERS",
+    "KITAB_TAGGERS",
+)
+
+
+def _env_dask_address() -> str | None:
+    return os.environ.get(ENV_DASK_ADDRESS) or None
+
+
+def run_config(params, *, direct: bool, task_runner: str | None, dask_address: str | None):
+    """The run's whole configuration (kitab.core.params.RunConfig), resolved once from the
+    options, the environment (KITAB_*: the settings, $KITAB_TAGGERS, $KITAB_WORKERS,
+    $KITAB_TASK_RUNNER, $KITAB_DASK_ADDRESS) and the defaults; every step gets it as an
+    argument, on whatever machine it runs."""
+    from flows.pipeline import build_config
+    from kitab.core.config import Settings
+
+    settings = Settings(**({"warehouse": params.warehouse} if params.warehouse else {}))
+    if direct:
+        runner = "local"
+    else:
+        kind = task_runner or os.environ.get(ENV_TASK_RUNNER) or "threads"
+        address = dask_address or _env_dask_address()
+        runner = f"prefect-{kind}" + (f"@{address}" if kind == "dask" and address else "")
+    workers = os.environ.get(ENV_WORKERS)
+    return build_config(
+        params,
+        settings=settings,
+        taggers=os.environ.get(ENV_TAGGERS) or None,
+        runner=runner,
+        workers=int(workers) if workers else None,
+    )
+
+
+def config_runner_kind(config) -> str:
+    """threads | dask, from the config's runner (prefect-threads, prefect-dask[@address])."""
+    return config.runner.removeprefix("prefect-").split("@", 1)[0]
 
 
 @contextlib.contextmanager

@@ -30,9 +30,22 @@ def print_summary(
     console.rule(f"{command}: release {release} from {origin}")
     print_rows(["stage", "rows"], list(summary["stage_counts"].items()), title="counts per stage")
     print_rows(["match method", "authors"], list(summary["match_methods"].items()), title="Open Library match")
+    wanted = summary.get("authors") or {}
+    if "drawn" in wanted:  # --authors N: drawn in the seeded order until N pass every stage
+        console.print(
+            f"authors: {wanted['released']} released of {wanted['requested']} asked; {wanted['drawn']} drawn "
+            f"in the seeded order ({wanted['eligible']} eligible; excluded: {wanted['excluded_released']} released "
+            f"before, {wanted['excluded_rejected_before']} rejected before)"
+        )
+        reasons = summary.get("rejected_authors") or {}
+        if reasons:
+            console.print("drawn authors rejected: " + ", ".join(f"{n} {reason}" for reason, n in reasons.items()))
     with wh.connect(release=release) as con:
-        rows = con.execute("SELECT stage, reason, sum(n) FROM rejects_by_reason GROUP BY ALL ORDER BY 1, 3 DESC")
-        print_rows(["stage", "reason", "rows"], rows.fetchall(), title="rejects by stage and reason")
+        # the unit of each count: an author rejected (not released) or a work (a title left out)
+        rows = con.execute(
+            "SELECT stage, reason, sum(n), record_kind || 's' FROM rejects_by_reason GROUP BY ALL ORDER BY 1, 3 DESC"
+        )
+        print_rows(["stage", "reason", "count", "of"], rows.fetchall(), title="rejects by stage and reason")
         if tour is not None:
             tour(con)
     if summary.get("stages"):

@@ -1,5 +1,9 @@
 """Run settings: one validated object, from defaults < environment (KITAB_*) < CLI flags.
 
+Built from the environment (``Settings()``) in the app layer only (kitab/app); below it a
+run's settings travel in its RunConfig (kitab.core.params) and are rebuilt with
+:meth:`Settings.from_values`, which reads no environment.
+
 Politeness numbers come from the services' published etiquette: WDQS runs one query at
 a time per client (60 s of query time per minute); Open Library allows about 3 req/s
 for JSON with an identifying User-Agent, and we default to 1 req/s to stay well under.
@@ -60,6 +64,18 @@ class Settings(BaseSettings):
     @property
     def user_agent(self) -> str:
         return f"kitab/{__version__} (KITAB benchmark refresh; {self.contact}) python-requests"
+
+    @classmethod
+    def from_values(cls, values: dict) -> Settings:
+        """Settings from ``values`` (a :meth:`model_dump`) and the defaults, without reading the
+        environment: how a step, a flow or a remote worker gets the run's settings (the app
+        layer alone builds them from the environment, kitab.app.runs)."""
+        fields = cls.model_fields
+        known = {k: v for k, v in values.items() if k in fields}
+        defaults = {k: f.default for k, f in fields.items()}
+        merged = {**defaults, **known}
+        merged["warehouse"] = Path(merged["warehouse"]).expanduser().resolve()
+        return cls.model_construct(**merged)
 
     def for_mirror(self, base_url: str) -> Settings:
         """The same settings pointed at a local mirror: same clients, the mirror's rate cap."""

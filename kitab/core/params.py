@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
+from kitab.core.config import Settings
 from kitab.core.env import BUNDLED_SNAPSHOT
 from kitab.core.errors import BadValue
 
@@ -47,6 +48,15 @@ class RefreshParams:
     # Authors lost to a source that did not answer (rejected as source_unavailable) may be at
     # most this share of the sampled authors; above it the refresh fails and publishes nothing.
     max_failed_share: float = DEFAULT_MAX_FAILED_SHARE
+    # The tagger versions (comma-separated, one per kind); None: the app layer's choice
+    # ($KITAB_TAGGERS, else the registry's default), resolved once into the RunConfig.
+    taggers: str | None = None
+    # A committed release is a fixed thing: a rebuild whose parameters or tables differ from it
+    # is refused unless this is set (the replaced version stays in the ledger's history).
+    replace: bool = False
+    # Authors rejected by an earlier release (too few books, no Open Library match) are not
+    # drawn again unless this is set.
+    redraw_rejected: bool = False
 
     def __post_init__(self) -> None:
         """Every value checked here, before a flow starts (a BadValue is one line for the user)."""
@@ -81,15 +91,108 @@ class RefreshParams:
 
 DEFAULTS = RefreshParams()
 
+# What decides a release's content: a rebuild that differs in one of these from the committed
+# release is refused (unless --replace). Not in it: where it runs (runner, workers, batch size,
+# mirror URL, warehouse) and what only decides whether it fails (allow_fewer, max_failed_share).
+IDENTITY = (
+    "source",
+    "snapshot_id",
+    "seed",
+    "authors",
+    "taggers",
+    "redraw_rejected",
+    "sampling_rates",
+    "language_rule",
+    "birth_year_min",
+    "birth_year_window",
+    "min_works",
+    "max_works",
+)
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """One refresh's whole configuration, resolved once in the app layer (kitab.app.runs) and
+    passed to every step as an argument: nothing below kitab/app reads the environment. The
+    ledger row keeps it whole (``releases.config``; ``kitab releases --show ID``)."""
+
+    params: RefreshParams  # resolved: seed and release set
+    settings: Settings  # the run's settings (kitab.core.config), built from the environment once
+    taggers: tuple[str, ...]  # tagger version ids, one per kind (tasks/taggers/registry.py)
+    sampling_rates: str  # JSON of tasks.sample_queries.SamplingRates (the paper's rates)
+    language_rule: str  # clean_books' language detector and rule
+    runner: str = "local"  # local | prefect-threads | prefect-dask[@address]
+    workers: int = 1  # processes for CPU steps on this machine
+
+    def __post_init__(self) -> None:
+        if self.params.seed is None or self.params.release is None:
+            raise ValueError("RunConfig needs resolved params (seed and release set)")
+
+    def identity(self, snapshot_id: str | None) -> dict:
+        """The values that decide the release's content (IDENTITY), ``snapshot_id`` the
+        snapshot's id as the source read it."""
+        values = self.to_dict()
+        return {k: (snapshot_id if k == "snapshot_id" else values.get(k)) for k in IDENTITY}
+
+    def to_dict(self) -> dict:
+        """JSON-ready, flat: what the ledger row keeps and ``kitab releases --show`` prints."""
+        import json
+
+        p = self.params
+        s = self.settings
+        return {
+            "release": p.release,
+            "source": p.source,
+            "snapshot": p.snapshot,
+            "seed": p.seed,
+            "authors": p.authors,
+            "batch_size": p.batch_size,
+            "allow_fewer": p.allow_fewer,
+            "max_failed_share": p.max_failed_share,
+            "redraw_rejected": p.redraw_rejected,
+            "taggers": list(self.taggers),
+            "sampling_rates": json.loads(self.sampling_rates),
+            "language_rule": self.language_rule,
+            "runner": self.runner,
+            "workers": self.workers,
+            "birth_year_min": s.birth_year_min,
+            "birth_year_window": s.birth_year_window,
+            "min_works": s.min_works,
+            "max_works": s.max_works,
+            "ol_page_size": s.ol_page_size,
+            "settings": s.model_dump(mode="json"),
+            "params": dataclasses.asdict(p),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> RunConfig:
+        """What :meth:`to_dict` gave (a Prefect flow's parameter), as the RunConfig again."""
+        import json
+
+        return cls(
+            params=RefreshParams(**d["params"]),
+            settings=Settings.from_values(d["settings"]),
+            taggers=tuple(d["taggers"]),
+            sampling_rates=json.dumps(d["sampling_rates"], sort_keys=True),
+            language_rule=d["language_rule"],
+            runner=d["runner"],
+            workers=d["workers"],
+        )
+
 
 def flow_signature() -> inspect.Signature:
     """RefreshParams' fields as keyword parameters with their defaults and types: the
-    ``refresh`` flow's signature (Prefect builds the deployment's parameter schema from it)."""
+    ``refresh`` flow's signature (Prefect builds the deployment's parameter schema from it),
+    and ``config``."""
     hints = {"str": str, "str | None": str | None, "int": int, "int | None": int | None, "bool": bool, "float": float}
     return inspect.Signature(
         [
-            inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default, annotation=hints[f.type])
-            for f in dataclasses.fields(RefreshParams)
+            *(
+                inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default, annotation=hints[f.type])
+                for f in dataclasses.fields(RefreshParams)
+            ),
+            # the run's whole configuration (RunConfig.to_dict), as the app layer resolved it
+            inspect.Parameter("config", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=dict | None),
         ],
         return_annotation=dict,
     )

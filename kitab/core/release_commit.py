@@ -31,6 +31,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from kitab.core.errors import BadValue
 from kitab.core.files import write_via_temp
 from kitab.core.ledger import LEDGER_FILE, WrittenTable, validate_release_id
 from kitab.core.progress import stages_json
@@ -58,9 +59,13 @@ class ReleasedAuthors:
         return {k: v for k, v in found.items() if v}
 
 
-def other_releases(warehouse: Warehouse, release: str) -> ReleasedAuthors:
-    """The authors of every committed release but ``release``: rebuilding a release is idempotent."""
-    rows = [r for r in warehouse.read_table("released_authors").to_pylist() if r["release"] != release]
+def other_releases(warehouse: Warehouse, release: str, among: list[str] | None = None) -> ReleasedAuthors:
+    """The authors of the committed releases ``among`` (default: all) but ``release``. A
+    refresh passes the releases committed before its release was first made (the ledger's
+    ``excluded_releases``), so a rebuild does not depend on what was published since."""
+    committed = warehouse.committed_releases()
+    releases = [r for r in (committed if among is None else among) if r != release and r in committed]
+    rows = warehouse.read_table("released_authors", releases).to_pylist() if releases else []
     return ReleasedAuthors(
         frozenset(r["qid"] for r in rows),
         frozenset(r["ol_author_key"] for r in rows if r["ol_author_key"]),
@@ -74,13 +79,21 @@ def commit_release(
     tables: dict[str, list],
     run: dict,
     stages: list[dict] | None = None,
+    *,
+    replace: bool = False,
 ) -> dict:
     """Commit ``tables`` (per table: rows, or the Parquet parts (TableRef) the pipeline's
     batches wrote) as release ``release`` of ``warehouse``, by the steps above. ``run``: the
     run's own columns of the ledger row (seed, source, snapshot_id, n_authors_requested,
     requests_made); ``stages``: the refresh's stages before this one (kitab.core.progress
     records), which the row's ``stages`` column keeps with this one (seconds up to the commit,
-    rows written). Returns the ledger row, the data tests run and the rows per table."""
+    rows written). Returns the ledger row, the data tests run and the rows per table.
+
+    A release committed before is a fixed thing: if the rebuilt tables equal the committed
+    ones (PROVENANCE_TABLES aside: their fetch times), the committed version stands untouched
+    (``unchanged`` in the result); if they differ, the rebuild is refused (BadValue naming the
+    tables) unless ``replace``, and the replaced version's row is kept in the new row's
+    ``history``."""
     started = time.monotonic()
     validate_release_id(release)
     with warehouse.lock():
@@ -89,7 +102,22 @@ def commit_release(
         shutil.rmtree(staged.root, ignore_errors=True)
         written = write_staged(staged, release, tables)
         checked = check_staged(warehouse, release, written)
+        existing = warehouse.ledger_row(release) if release in warehouse.committed_releases() else None
+        if existing is not None:
+            changed = changed_tables(existing, written)
+            if not changed:
+                shutil.rmtree(staged.root, ignore_errors=True)
+                counts = json.loads(existing["counts"])
+                return {**existing, "unchanged": True, "data_tests": checked, "row_counts": counts}
+            if not replace:
+                shutil.rmtree(staged.root, ignore_errors=True)
+                raise BadValue(
+                    f"release {release} is committed and this rebuild would change its {', '.join(changed)} "
+                    "(other inputs or code); nothing changed. Pass --replace to replace it (the old "
+                    "version stays in `kitab releases --history`), or choose another --release"
+                )
         row = ledger_row(release, run, written, stages, round(time.monotonic() - started, 2))
+        row["history"] = history_with(existing)
         # The swap: new files go beside the committed ones (named by content), then one
         # rename of the ledger row switches readers to them; only then are the old ones
         # removed. A crash before the commit leaves the old version readable, after it the
@@ -101,6 +129,35 @@ def commit_release(
         warehouse.sweep(release)
         shutil.rmtree(staged.root, ignore_errors=True)
     return {**row, "data_tests": checked, "row_counts": {n: w.rows for n, w in written.items()}}
+
+
+# Tables whose rows carry when they were fetched (``fetched_at``): a rebuild that differs only
+# in them is the same release (docs/releases.md).
+PROVENANCE_TABLES = ("authors", "works_raw")
+
+
+def changed_tables(existing: dict, written: dict[str, WrittenTable]) -> list[str]:
+    """The tables (PROVENANCE_TABLES aside) whose rebuilt file differs from the committed one."""
+    old = json.loads(existing["checksums"])
+    names = sorted(set(old) | set(written))
+    return [
+        n for n in names if n not in PROVENANCE_TABLES and old.get(n) != (written[n].sha256 if n in written else None)
+    ]
+
+
+def history_with(existing: dict | None) -> str | None:
+    """The ledger's ``history`` of a release replacing ``existing`` (None: a new release):
+    every earlier version, oldest first, each without its own history."""
+    if existing is None:
+        return None
+    earlier = json.loads(existing.get("history") or "[]")
+    version = {
+        k: (v.isoformat() if isinstance(v, datetime) else v)
+        for k, v in existing.items()
+        if k not in ("history", "stages", "release_id")
+    }
+    version["replaced_at"] = datetime.now(UTC).replace(microsecond=0).isoformat()
+    return json.dumps([*earlier, version], sort_keys=True, default=str)
 
 
 def refuse_released_authors(warehouse: Warehouse, release: str, parts: list) -> None:
@@ -155,6 +212,9 @@ def ledger_row(
         "counts": json.dumps({n: w.rows for n, w in written.items()}, sort_keys=True),
         "checksums": json.dumps({n: w.sha256 for n, w in written.items()}, sort_keys=True),
         "requests_made": run["requests_made"],
+        "config": run.get("config"),
+        "excluded_releases": run.get("excluded_releases"),
+        "history": None,
         "stages": None
         if stages is None
         else stages_json(

@@ -130,7 +130,7 @@ def render_html(warehouse: Path, release: str, *, snapshot: Path | None = None, 
         text = render_report(warehouse, release, Path(tmp), snapshot, seed=seed, resamples=resamples)
         body = _inline_images(_markdown_html(text), Path(tmp) / "plots")
     with Warehouse(Path(warehouse)).connect(release=release) as con:
-        rows = per_query_scores(con)
+        rows = [r for r in per_query_scores(con) if not r["stale"]]  # scores of a replaced version: not this one's
         queries = {
             query_id: {"author": author, "constraints": constraints, "mapped": ast.literal_eval(mapped)}
             for query_id, author, constraints, mapped in con.execute(

@@ -56,7 +56,8 @@ def per_query_scores(con, *, model: str | None = None, answers_sha256: str | Non
     ``abstained`` (an answered, satisfiable query whose answer lists no title) and ``cut`` (the
     answer stopped at the token limit) are read from the table when it has them and derived or
     defaulted here when it does not (evaluations written before they were stored); so are
-    ``sample``, ``finish_reason`` and the raw ``response`` (None when not stored)."""
+    ``sample``, ``finish_reason`` and the raw ``response`` (None when not stored). ``stale``: the
+    evaluation scored another version of the release (its queries' checksum is not the ledger's)."""
     present = {row[0] for row in con.execute("DESCRIBE evaluations").fetchall()}
     derived = {
         "abstained": "(answered AND len(model_titles) = 0 AND n_mapped > 0)",
@@ -75,7 +76,10 @@ def per_query_scores(con, *, model: str | None = None, answers_sha256: str | Non
         "SELECT model, answers_sha256, answers_file, evaluated_at, query_id, author_qid, n_constraints, "
         "constraint_type, type_labels, constrainedness, kappa_bin, sitelinks, popularity_bin, n_mapped, n_books, "
         "answered, model_titles, matched_titles, match_kinds, satisfied_rate, unsatisfied_rate, "
-        f"not_from_author_rate, completeness, all_correct, {extra} FROM evaluations {where} "
+        "not_from_author_rate, completeness, all_correct, "
+        "queries_sha256 IS DISTINCT FROM (SELECT json_extract_string(r.checksums, '$.queries') FROM releases r "
+        "WHERE r.release = evaluations.release) AS stale, "
+        f"{extra} FROM evaluations {where} "
         "ORDER BY model, answers_sha256, query_id, sample",
         params,
     )
@@ -119,12 +123,21 @@ def leaderboard(
     answers_sha256: str | None = None,
     b: int = B,
     seed: int = SEED,
+    include_stale: bool = False,
 ) -> dict:
     """Every evaluation of ``release`` (or the one given), best first (all-correct, then
     completeness, then the model's name): ``{"release", "seed", "resamples", "evaluations":
-    [...]}``, each with its ``overall`` scores, ``by_size`` (one / two constraints) and ``by``
-    dimension, bins in order; every metric with its interval (kitab/release/intervals.py)."""
+    [...], "stale_left_out"}``, each with its ``overall`` scores, ``by_size`` (one / two
+    constraints) and ``by`` dimension, bins in order; every metric with its interval
+    (kitab/release/intervals.py), and ``stale`` (it scored another version of the release).
+    Stale ones are left out unless ``include_stale`` (or asked for by model and answers file);
+    ``stale_left_out`` counts them."""
     rows = per_query_scores(con, model=model, answers_sha256=answers_sha256)
+    stale = {(r["model"], r["answers_sha256"]) for r in rows if r["stale"]}
+    left_out = 0
+    if not include_stale and model is None:
+        left_out = len(stale)
+        rows = [r for r in rows if (r["model"], r["answers_sha256"]) not in stale]
     evaluations: dict[tuple[str, str], list[dict]] = {}
     for row in rows:
         evaluations.setdefault((row["model"], row["answers_sha256"]), []).append(row)
@@ -142,10 +155,12 @@ def leaderboard(
         out.append(
             {
                 "model": name,
-                "label": name if names.count(name) == 1 else f"{name} ({sha256[:8]})",
+                "label": (name if names.count(name) == 1 else f"{name} ({sha256[:8]})")
+                + (" [stale]" if (name, sha256) in stale else ""),
                 "answers_sha256": sha256,
                 "answers_file": mine[0]["answers_file"],
                 "evaluated_at": str(max(r["evaluated_at"] for r in mine)),
+                "stale": (name, sha256) in stale,
                 "overall": _scores(mine, b, seed),
                 "by_size": by_size,
                 "by": by,
@@ -154,7 +169,14 @@ def leaderboard(
     out.sort(key=lambda e: (-(e["overall"]["all_correct"] or 0.0), -(e["overall"]["completeness"] or 0.0), e["label"]))
     for rank, evaluation in enumerate(out, start=1):
         evaluation["rank"] = rank
-    return {"release": release, "seed": seed, "resamples": b, "level": LEVEL, "evaluations": out}
+    return {
+        "release": release,
+        "seed": seed,
+        "resamples": b,
+        "level": LEVEL,
+        "evaluations": out,
+        "stale_left_out": left_out,
+    }
 
 
 def find_evaluation(rows: list[dict], name: str) -> list[dict]:

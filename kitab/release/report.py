@@ -319,6 +319,7 @@ def evaluation_section(
     con: duckdb.DuckDBPyConnection,
     release: str,
     plots_dir: Path | None = None,
+    include_stale: bool = False,
     *,
     seed: int | None = None,
     resamples: int | None = None,
@@ -328,9 +329,18 @@ def evaluation_section(
     from kitab.release.intervals import SEED, B
     from kitab.release.leaderboard import PLOTS, format_leaderboard, leaderboard, write_leaderboard_plots
 
-    board = leaderboard(con, release, b=resamples or B, seed=SEED if seed is None else seed)
+    board = leaderboard(
+        con, release, include_stale=include_stale, b=resamples or B, seed=SEED if seed is None else seed
+    )
+    # evaluations of an earlier version of the release (replaced since) are said, not shown
+    stale_note = (
+        f"{board['stale_left_out']} stale evaluation(s) of an earlier version of this release left out "
+        "(`--include-stale` shows them)."
+        if board.get("stale_left_out")
+        else ""
+    )
     if not board["evaluations"]:
-        return ""
+        return "\n".join(["## Model evaluations", "", stale_note, ""]) if stale_note else ""
     if plots_dir is not None:
         write_leaderboard_plots(board, Path(plots_dir))
     captions = ("overall", "by constraint type", "by constrainedness", "by author popularity")
@@ -340,6 +350,7 @@ def evaluation_section(
             "",
             f"KITAB's metrics (paper §4.1, docs/evaluate.md) of every answers file scored with `kitab evaluate` "
             f"against release `{release}`: {len(board['evaluations'])} evaluation(s), best first.",
+            *([stale_note] if stale_note else []),
             "",
             format_leaderboard(board),
             *(f"![Leaderboard {caption}](plots/{name})" for caption, name in zip(captions, PLOTS)),
@@ -397,6 +408,7 @@ def render_report(
     release: str,
     out_dir: Path | None = None,
     snapshot: Path | None = None,
+    include_stale: bool = False,
     *,
     seed: int | None = None,
     resamples: int | None = None,
@@ -412,7 +424,7 @@ def render_report(
     plots = Path(out_dir) / "plots" if out_dir is not None else None
     with wh.connect(release=release) as con:
         text = quality_section(con, release, plots)
-        evaluations = evaluation_section(con, release, plots, seed=seed, resamples=resamples)
+        evaluations = evaluation_section(con, release, plots, include_stale, seed=seed, resamples=resamples)
     text += "\n" + stages_section(release, wh.ledger_row(release))
     if snapshot is not None:
         from kitab.sources.snapshot.format import read_manifest

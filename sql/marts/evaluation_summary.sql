@@ -10,26 +10,35 @@
 -- endpoint cut (finish_reason = 'length'). The three rates over listed books are NULL for a row
 -- that lists nothing (abstained or unanswered), so their means are over rows that listed
 -- something; completeness and all_correct count those rows as wrong. With kitab answer
--- --samples N every sample is a row: the means pool the samples.
+-- --samples N every sample is a row: the means pool the samples. stale: the evaluation scored
+-- another version of the release (its queries' sha256 is not the ledger's: the release was
+-- replaced since); kitab report and the leaderboard leave stale ones out unless asked.
 create or replace view evaluation_summary as
-with parts as (
-    select release, model, answers_sha256, n_constraints, 'all' as dimension, 'all queries' as bin,
-           0.0 as bin_order, answered, abstained, cut, satisfied_rate, unsatisfied_rate, not_from_author_rate, completeness, all_correct
-    from evaluations
+with scored as (
+    select e.* exclude (queries_sha256),
+           e.queries_sha256 is distinct from json_extract_string(r.checksums, '$.queries') as stale
+    from evaluations e left join releases r using (release)
+),
+parts as (
+    select release, model, answers_sha256, stale, n_constraints, 'all' as dimension, 'all queries' as bin,
+           0.0 as bin_order, answered, abstained, cut, satisfied_rate, unsatisfied_rate, not_from_author_rate,
+           completeness, all_correct
+    from scored
     union all
-    select release, model, answers_sha256, n_constraints, 'type', unnest(type_labels), 0.0,
+    select release, model, answers_sha256, stale, n_constraints, 'type', unnest(type_labels), 0.0,
            answered, abstained, cut, satisfied_rate, unsatisfied_rate, not_from_author_rate, completeness, all_correct
-    from evaluations
+    from scored
     union all
-    select release, model, answers_sha256, n_constraints, 'kappa', kappa_bin, constrainedness,
+    select release, model, answers_sha256, stale, n_constraints, 'kappa', kappa_bin, constrainedness,
            answered, abstained, cut, satisfied_rate, unsatisfied_rate, not_from_author_rate, completeness, all_correct
-    from evaluations
+    from scored
     union all
-    select release, model, answers_sha256, n_constraints, 'popularity', popularity_bin, cast(sitelinks as double),
+    select release, model, answers_sha256, stale, n_constraints, 'popularity', popularity_bin, cast(sitelinks as double),
            answered, abstained, cut, satisfied_rate, unsatisfied_rate, not_from_author_rate, completeness, all_correct
-    from evaluations
+    from scored
 )
 select release, model, answers_sha256, n_constraints, dimension, bin,
+       bool_or(stale)                  as stale,
        min(bin_order)                  as bin_order,
        count(*)                        as queries,
        count(*) filter (where answered) as answered,

@@ -11,13 +11,15 @@ The built-in versions are listed here by module path and imported by name when f
 for: the registry imports no tagger and no tagger imports the registry, so there is no import
 circle between them. :func:`register_tagger` adds a version at run time (a new kind's tagger).
 
-Selection: ``$KITAB_TAGGERS`` (comma-separated version ids, one per kind), else DEFAULT.
+Selection: the version ids a run's configuration names (kitab.core.params.RunConfig.taggers,
+which the app layer resolves once from ``--taggers`` or ``$KITAB_TAGGERS``), else DEFAULT.
+Nothing here reads the environment: a step on a remote worker tags with the run's taggers,
+not with what that worker's environment says.
 """
 
 from __future__ import annotations
 
 import importlib
-import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -40,7 +42,7 @@ TAGGERS: dict[str, type] = {}  # version id -> class: the built-ins once loaded,
 # issue 20: v4's lazy NER over grown lists; v6 (v5 grown from WordNet) beats v5 on the labelled
 # sets (docs/tagging.md)
 DEFAULT = ("human_v6", "city_v6")
-ENV = "KITAB_TAGGERS"
+ENV = "KITAB_TAGGERS"  # read by the app layer only (kitab.app.runs), never here
 
 
 def register_tagger(cls: type) -> type:
@@ -52,9 +54,9 @@ def register_tagger(cls: type) -> type:
 
 
 def selected_versions(configured: str | None = None) -> tuple[str, ...]:
-    """The version ids a release tags with: ``configured`` or $KITAB_TAGGERS, else DEFAULT.
+    """The version ids a release tags with: ``configured`` (comma-separated), else DEFAULT.
     One version per kind; an unknown id is a BadValue naming the registered ones."""
-    text = configured if configured is not None else os.environ.get(ENV, "")
+    text = configured or ""
     versions = tuple(v.strip() for v in text.split(",") if v.strip()) or DEFAULT
     _load_builtins()
     unknown = [v for v in versions if v not in TAGGERS]

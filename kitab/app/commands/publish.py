@@ -85,6 +85,11 @@ def report(
     ),
     seed: int = typer.Option(SEED, help="the seed of the intervals' bootstrap over authors"),
     resamples: int = typer.Option(B, min=100, help="the bootstrap's resamples"),
+    include_stale: bool = typer.Option(
+        False,
+        "--include-stale",
+        help="also show evaluations of an earlier version of the release (replaced since), marked stale",
+    ),
     warehouse: Path | None = WarehouseOpt,
 ) -> None:
     """The release's quality section (the same as the dataset card's), its refresh's stages and
@@ -102,7 +107,7 @@ def report(
             result = comparison(con, release, compare[0], compare[1], b=resamples, seed=seed)
         print(json.dumps(result, indent=2) if output == "json" else format_comparison(result))
         return
-    text = render_report(root, release, out, snapshot, seed=seed, resamples=resamples)
+    text = render_report(root, release, out, snapshot, include_stale, seed=seed, resamples=resamples)
     if html is not None:
         from kitab.release.html_report import write_html_report
 
@@ -113,7 +118,7 @@ def report(
         from kitab.release.leaderboard import leaderboard
 
         with Warehouse(root).connect(release=release) as con:
-            board = leaderboard(con, release, b=resamples, seed=seed)
+            board = leaderboard(con, release, b=resamples, seed=seed, include_stale=include_stale)
         print(json.dumps(board, ensure_ascii=False, indent=2, default=str))
     else:
         print(text)  # plain print: rich would eat [..] as markup

@@ -47,6 +47,20 @@ def refresh(
         "than this share of the authors is lost to a source that does "
         "not answer (each is a source_unavailable reject)",
     ),
+    replace: bool = typer.Option(
+        False,
+        "--replace",
+        help="rebuild a committed release even if its parameters or tables change (the old version stays in "
+        "`kitab releases --history`; its evaluations become stale); without it such a rebuild is refused",
+    ),
+    redraw_rejected: bool = typer.Option(
+        False,
+        "--redraw-rejected",
+        help="draw again authors that an earlier release drew and rejected (by default they are not drawn again)",
+    ),
+    taggers: str | None = typer.Option(
+        None, help="tagger versions, comma-separated, one per kind (default: $KITAB_TAGGERS, else human_v6,city_v6)"
+    ),
     quiet: bool = typer.Option(
         False,
         "--quiet",
@@ -95,6 +109,9 @@ def refresh(
             dask_address=dask_address,
             allow_fewer=allow_fewer,
             max_failed_share=max_failed_share,
+            replace=replace,
+            redraw_rejected=redraw_rejected,
+            taggers=taggers,
             progress=progress,
         )
     if as_json:
@@ -106,8 +123,8 @@ def refresh(
     wanted = summary["authors"]
     if wanted["shortfall"]:
         warn(
-            f"{wanted['sampled']} authors sampled of {wanted['requested']} requested: only {wanted['eligible']} "
-            f"were eligible ({wanted['shortfall']} short)"
+            f"{wanted['released']} authors released of {wanted['requested']} requested: the candidates ran out "
+            f"after {wanted['drawn']} drawn ({wanted['shortfall']} short)"
         )
 
 
@@ -116,6 +133,9 @@ def demo(
     warehouse: Path | None = WarehouseOpt,
     authors: int = typer.Option(DEFAULTS.authors, min=1, help="authors to sample from the bundled snapshot"),
     seed: int = typer.Option(42),
+    replace: bool = typer.Option(
+        False, "--replace", help="rebuild the demo release even if its parameters or tables change"
+    ),
 ) -> None:
     """The whole refresh on the bundled snapshot, through the local mirror, then a summary
     (in this process, on the local runner: no Prefect server to start)."""
@@ -125,7 +145,7 @@ def demo(
 
     progress = Progress()
     with showing_refresh(progress, quiet=False):
-        run_demo(warehouse_root(warehouse), authors=authors, seed=seed, progress=progress)
+        run_demo(warehouse_root(warehouse), authors=authors, seed=seed, replace=replace, progress=progress)
 
 
 @app.command()

@@ -14,12 +14,40 @@ app = typer.Typer()
 
 
 @app.command()
-def releases(warehouse: Path | None = WarehouseOpt) -> None:
+def releases(
+    show: str | None = typer.Option(
+        None, "--show", help="print this release's whole run configuration (its ledger row's config) as JSON"
+    ),
+    history: bool = typer.Option(
+        False, "--history", help="also list the earlier versions of each release replaced with --replace"
+    ),
+    warehouse: Path | None = WarehouseOpt,
+) -> None:
     """List committed releases with their counts, and each one's time and rows per stage."""
+    import json
+
     from kitab.app.summary import releases_tables
     from kitab.core.warehouse import Warehouse
 
-    with Warehouse(existing_warehouse(warehouse)).connect() as con:
+    wh = Warehouse(existing_warehouse(warehouse, show))
+    if show is not None:
+        wh.require_release(show)
+        row = wh.ledger_row(show)
+        config = json.loads(row["config"]) if row.get("config") else None
+        excluded = json.loads(row["excluded_releases"]) if row.get("excluded_releases") else None
+        print(json.dumps({"release": show, "config": config, "excluded_releases": excluded}, indent=2, default=str))
+        return
+    if history:
+        for release in wh.committed_releases():
+            row = wh.ledger_row(release)
+            versions = json.loads(row.get("history") or "[]")
+            current = json.loads(row["checksums"]).get("queries", "")[:16]
+            print(f"{release}\tcurrent\tcreated {row['created_at']}\tqueries {current}")
+            for v in reversed(versions):
+                queries = json.loads(v["checksums"]).get("queries", "")[:16]
+                print(f"{release}\treplaced {v['replaced_at']}\tcreated {v['created_at']}\tqueries {queries}")
+        return
+    with wh.connect() as con:
         ledger = con.sql("SELECT * FROM releases ORDER BY created_at, release").to_arrow_table().to_pylist()
     for table in releases_tables(ledger):
         console.print(table)

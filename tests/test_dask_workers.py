@@ -1,0 +1,91 @@
+"""The run's configuration travels with the run (issue 30): a refresh on a Dask scheduler and
+two workers started as separate processes (``dask scheduler``, ``dask worker``, on 127.0.0.1),
+whose environment selects other taggers (KITAB_TAGGERS=human_v3,city_v3), publishes the same
+tables as a local run: every step tags with the run's taggers, not the worker's environment."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from kitab.app.runs import run_refresh
+from kitab.core.env import BUNDLED_SNAPSHOT, PROJECT_ROOT
+from kitab.core.release_commit import PROVENANCE_TABLES
+from kitab.core.warehouse import Warehouse
+
+pytestmark = pytest.mark.flow  # runs the Prefect flow (its temporary server): slow, kept in CI
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_for_workers(address: str, n: int, timeout: float = 60) -> None:
+    from distributed import Client
+
+    with Client(address, timeout=timeout) as client:
+        client.wait_for_workers(n, timeout=timeout)
+
+
+def test_a_refresh_on_separate_dask_workers_uses_the_runs_taggers(tmp_path):
+    port = _free_port()
+    address = f"tcp://127.0.0.1:{port}"
+    dask = str(Path(sys.executable).with_name("dask"))
+    env = {
+        **os.environ,
+        "KITAB_TAGGERS": "human_v3,city_v3",  # the workers' environment says other taggers
+        "PYTHONPATH": str(PROJECT_ROOT),
+    }
+    procs = [
+        subprocess.Popen(
+            [dask, "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            cwd=PROJECT_ROOT,
+        )
+    ]
+    try:
+        time.sleep(1.0)
+        for _ in range(2):
+            procs.append(
+                subprocess.Popen(
+                    [dask, "worker", address, "--host", "127.0.0.1", "--nthreads", "1", "--no-dashboard"],
+                    env=env,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                    cwd=PROJECT_ROOT,
+                )
+            )
+        _wait_for_workers(address, 2)
+        kwargs = dict(source="mirror", snapshot=BUNDLED_SNAPSHOT, authors=6, seed=11, release="r")
+        run_refresh(warehouse=tmp_path / "local", direct=True, **kwargs)
+        remote = run_refresh(warehouse=tmp_path / "dask", task_runner="dask", dask_address=address, **kwargs)
+    finally:
+        for p in reversed(procs):
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+
+    local = json.loads(Warehouse(tmp_path / "local").ledger_row("r")["checksums"])
+    on_dask = json.loads(Warehouse(tmp_path / "dask").ledger_row("r")["checksums"])
+    assert {t: s for t, s in on_dask.items() if t not in PROVENANCE_TABLES} == {
+        t: s for t, s in local.items() if t not in PROVENANCE_TABLES
+    }
+    versions = {r["version"] for r in Warehouse(tmp_path / "dask").read_table("title_entities").to_pylist()}
+    assert versions <= {"human_v6", "city_v6"} and versions
+    config = json.loads(Warehouse(tmp_path / "dask").ledger_row("r")["config"])
+    assert config["taggers"] == ["human_v6", "city_v6"] and config["runner"] == f"prefect-dask@{address}"
+    assert remote["authors"]["released"] == 6

@@ -32,6 +32,7 @@ def publish(
     n_authors_requested: int,
     requests_made: int | None,
     stages: list[dict] | None = None,
+    inputs: list[dict] | None = None,
 ) -> dict:
     """Commit ``tables`` (per table: rows, or the Parquet parts the pipeline's batches wrote)
     as release ``release``, the run's parameters in its ledger row. ``stages``: the refresh's
@@ -43,5 +44,6 @@ def publish(
         "snapshot_id": snapshot_id,
         "n_authors_requested": n_authors_requested,
         "requests_made": requests_made,
+        "inputs": inputs,
     }
     return commit_release(warehouse, release, tables, run, stages)

@@ -155,6 +155,7 @@ def ledger_row(
         "counts": json.dumps({n: w.rows for n, w in written.items()}, sort_keys=True),
         "checksums": json.dumps({n: w.sha256 for n, w in written.items()}, sort_keys=True),
         "requests_made": run["requests_made"],
+        "inputs": None if run.get("inputs") is None else json.dumps(run["inputs"], sort_keys=True),
         "stages": None
         if stages is None
         else stages_json(

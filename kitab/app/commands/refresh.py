@@ -34,6 +34,11 @@ def refresh(
         help="threads (this machine, nothing to start) | dask (a LocalCluster, one worker per core, or --dask-address)",
     ),
     dask_address: str | None = typer.Option(None, help="a running Dask scheduler, e.g. tcp://host:8786"),
+    runner: str = typer.Option(
+        "prefect",
+        help="prefect (the refresh flow: its UI and logs; a temporary server unless PREFECT_API_URL is set) | "
+        "local (the same pipeline without Prefect, as kitab demo runs it: no server start-up)",
+    ),
     allow_fewer: bool = typer.Option(
         False,
         "--allow-fewer",
@@ -93,6 +98,7 @@ def refresh(
             batch_size=batch_size,
             task_runner=task_runner,
             dask_address=dask_address,
+            direct=_direct(runner, task_runner, dask_address),
             allow_fewer=allow_fewer,
             max_failed_share=max_failed_share,
             progress=progress,
@@ -109,6 +115,15 @@ def refresh(
             f"{wanted['sampled']} authors sampled of {wanted['requested']} requested: only {wanted['eligible']} "
             f"were eligible ({wanted['shortfall']} short)"
         )
+
+
+def _direct(runner: str, task_runner: str, dask_address: str | None) -> bool:
+    """Whether ``--runner`` asks for the pipeline without Prefect (kitab.app.runs' ``direct``)."""
+    if runner not in ("prefect", "local"):
+        raise typer.BadParameter("expected prefect or local", param_hint="--runner")
+    if runner == "local" and (task_runner != "threads" or dask_address):
+        raise typer.BadParameter("--runner local runs on this machine: no --task-runner dask", param_hint="--runner")
+    return runner == "local"
 
 
 @app.command()

@@ -84,11 +84,10 @@ def open_origin(
     (kitab.app.runs starts one in-process for a snapshot; a deployment names a running
     ``kitab mirror serve``). The kind names the HTTP caches' scope (the snapshot, or the
     release for live: each release sees today's services)."""
-    from kitab.sources.snapshot.format import read_manifest
 
     kind = source_kind(source)
     kind.check_origin(snapshot=snapshot, mirror_url=mirror_url)
-    origin = Origin(read_manifest(snapshot)["snapshot_id"] if snapshot is not None else None)
+    origin = Origin.of(source, settings, snapshot=snapshot, mirror_url=mirror_url)
     with contextlib.ExitStack() as stack:
         # the snapshot id also names a dump's content in the work folder's step keys
         scope = kind.cache_scope(snapshot_id=origin.snapshot_id, mirror_url=mirror_url, release=release)
@@ -375,6 +374,7 @@ def _run_pipeline(config: RunConfig, runner, today: date, started: float, progre
             seed=seed,
             source=params.source,
             snapshot_id=origin.snapshot_id,
+            inputs=origin.inputs,
             n_authors_requested=params.authors,
             requests_made=requests_made,
             stages=[r for r in progress.records() if r["stage"] != "publish"],

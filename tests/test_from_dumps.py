@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -17,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from kitab.core.config import Settings as KitabSettings
+from kitab.core.errors import BadValue
 from kitab.simulate.generator.generate import generate_snapshot
 from kitab.simulate.generator.published import JSON_FILE, NT_FILE, TRUTHY_FILE, write_published
 from kitab.simulate.generator.published_openlibrary import SAMPLES
@@ -263,6 +265,37 @@ def test_refresh_runs_on_the_built_snapshot(world, built, tmp_path):
     section = text[text.index("## Snapshot provenance") :]
     assert f"| {JSON_FILE} | wikidata-json |" in section and "ol_dump_redirects_2024-05-31.txt.gz" in section
     assert "| wikidata:invalid_date | 1 |" in section
+    # ... and refuses a snapshot the release was not built from (the world it was generated from)
+    with pytest.raises(BadValue, match=r"release r was built from snapshot dump-"):
+        render_report(tmp_path / "wh1", "r", snapshot=world)
+
+
+def test_a_release_from_generated_dumps_says_so_and_names_its_inputs(built, tmp_path):
+    """Issue 30: the dumps are published-format but generated: the card opens with the share of
+    made-up authors, names each dump file (size, date, fingerprint), and so do the ledger and
+    ``kitab releases``."""
+    from kitab.app.runs import run_refresh
+    from kitab.release.export import export_release
+
+    wh = tmp_path / "wh"
+    run_refresh(source="dump", snapshot=built[JSON_FILE], authors=8, seed=4, release="g", warehouse=wh, direct=True)
+    export_release(wh, "g", tmp_path / "out")
+    card = (tmp_path / "out" / "README.md").read_text(encoding="utf-8")
+    top = card[card.index("# KITAB rebuild") :][:600]
+    assert re.search(r"> \*\*Synthetic data: (\d+) of 8 authors \(\d+%\) in this release were made up", top), top
+    manifest = read_manifest(built[JSON_FILE])
+    for item in manifest["inputs"]:
+        row = f"| `{item['name']}` | {item['kind']} | {item['size']} | {item['dump_date']} | `{item['fingerprint']}` |"
+        assert row in card
+    listing = subprocess.run(
+        [sys.executable, "-m", "kitab.app.cli", "releases", "--warehouse", str(wh)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "120"},
+        check=True,
+    ).stdout
+    synthetic = int(re.search(r"Synthetic data: (\d+) of", top).group(1))
+    assert synthetic > 0 and re.search(rf"\bg\b.*\b8\s+{synthetic} \(\d+%\)", listing), listing
 
 
 # --- the readers on real and odd input ------------------------------------------------------

@@ -363,7 +363,8 @@ def test_publish_records_the_stages_and_releases_shows_them(tmp_path):
     counts = json.loads(wh.ledger_row(LONG)["counts"])
     assert stages[-1]["stage"] == "publish" and stages[-1]["rows"] == sum(counts.values())
     out = releases_output(tmp_path)
-    assert re.search(rf"{LONG}\s+\d{{4}}-\d\d-\d\d \d\d:\d\d\s+dump\s+1\s+2\s+–\s+–\s+1,234", out), out
+    # seed 1, 2 authors, 0 synthetic, no books or queries, 1,234 requests
+    assert re.search(rf"{LONG}\s+\d{{4}}-\d\d-\d\d \d\d:\d\d\s+dump\s+1\s+2\s+0\s+–\s+–\s+1,234", out), out
     # the stage table: each stage's time, its rows on the next line, and the total
     assert re.search(rf"{LONG}\s+0\.4 s\s+1\.3 s\s+12m 34s\s+8\.1 s\s+2\.0 s\s+0\.8 s\s+\d\.\d s\s+12m 4\ds", out), out
     assert re.search(r"^\s+2\s+2\s+2\s+0\s+0\s+\d+\s*$", out, re.MULTILINE), out

@@ -62,7 +62,11 @@ def check_prefect_server(api_url: str, timeout: float = 5.0) -> None:
 
 
 def guard_server() -> None:
-    """Give every temporary Prefect server this process starts a watchdog (idempotent)."""
+    """Give every temporary Prefect server this process starts a watchdog (idempotent). With
+    PREFECT_API_URL set no temporary server starts: nothing to guard, and the import of
+    Prefect's server code (seconds) is skipped."""
+    if os.environ.get("PREFECT_API_URL"):
+        return
     from prefect.server.api.server import SubprocessASGIServer
 
     start = SubprocessASGIServer._run_uvicorn_command

@@ -78,6 +78,13 @@ STAGE_HEADERS = {
 }
 
 
+def _synthetic_cell(synthetic: int | None, authors: int | None) -> str:
+    """Made-up authors of a release and their share, bold when there are any (never passes as real)."""
+    if synthetic is None:
+        return "-"
+    return f"[bold]{synthetic} ({synthetic / authors:.0%})[/bold]" if synthetic and authors else "0"
+
+
 def releases_tables(ledger: list[dict]) -> tuple[Table, Table]:
     """The committed releases (``ledger``: rows of the releases table, by creation): an
     overview, and each release's stage wall times with their rows (the slowest in bold).
@@ -92,7 +99,7 @@ def releases_tables(ledger: list[dict]) -> tuple[Table, Table]:
         return out
 
     overview = table(
-        "releases", "release", "created (UTC)", "source", "seed", "authors", "books", "queries", "requests"
+        "releases", "release", "created (UTC)", "source", "seed", "authors", "synthetic", "books", "queries", "requests"
     )
     timings = table(
         "time per stage, and its rows (the slowest stage in bold)",
@@ -109,6 +116,7 @@ def releases_tables(ledger: list[dict]) -> tuple[Table, Table]:
             row["source"],
             str(row["seed"]),
             format_count(counts.get("released_authors")),
+            _synthetic_cell(row.get("synthetic_authors"), counts.get("released_authors")),
             format_count(counts.get("books")),
             format_count(counts.get("queries")),
             format_count(row.get("requests_made")),

@@ -215,6 +215,7 @@ def ledger_row(
         "config": run.get("config"),
         "excluded_releases": run.get("excluded_releases"),
         "history": None,
+        "inputs": None if run.get("inputs") is None else json.dumps(run["inputs"], sort_keys=True),
         "stages": None
         if stages is None
         else stages_json(

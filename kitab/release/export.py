@@ -258,6 +258,40 @@ def _source_note(ledger: dict) -> str:
     return note
 
 
+def synthetic_authors(con, source: str) -> tuple[int, int]:
+    """(synthetic, all) released authors of the release ``con`` is scoped to: synthetic = made
+    up by kitab's snapshot generator (sql/staging/synthetic_ids.sql)."""
+    return con.execute(
+        "SELECT count(*) FILTER (WHERE kitab_synthetic_id(qid, ?)), count(*) FROM released_authors", [source]
+    ).fetchone()
+
+
+def _synthetic_banner(synthetic: int, total: int) -> str:
+    if not synthetic:
+        return ""
+    return (
+        f"\n> **Synthetic data: {synthetic} of {total} authors ({synthetic / total:.0%}) in this release "
+        "were made up by kitab's snapshot generator** (column `synthetic` in `author-metadata` and "
+        "`book-metadata`). It demonstrates the pipeline; it is not a benchmark of real authors and "
+        "their books.\n"
+    )
+
+
+def _inputs_table(ledger: dict) -> str:
+    inputs = json.loads(ledger.get("inputs") or "null")
+    if not inputs:
+        return "Not recorded (a release made before kitab recorded its inputs)."
+    if "service" in inputs[0]:
+        return _md_table(("service", "URL", "read on"), [(i["service"], f"`{i['url']}`", i["date"]) for i in inputs])
+    return _md_table(
+        ("file", "kind", "bytes", "dump date", "fingerprint", "snapshot"),
+        [
+            (f"`{i['name']}`", i["kind"], i["size"], i["dump_date"], f"`{i['fingerprint']}`", f"`{i['snapshot_id']}`")
+            for i in inputs
+        ],
+    )
+
+
 def _render_card(
     release: str,
     ledger: dict,
@@ -266,6 +300,7 @@ def _render_card(
     files: dict[str, dict],
     quality: str,
     layout: str,
+    synthetic: tuple[int, int] = (0, 0),
 ) -> str:
     header = yaml.safe_dump(card_metadata(release, rows, layout), sort_keys=False, allow_unicode=True, width=1000)
     configs_table = _md_table(
@@ -320,6 +355,8 @@ def _render_card(
         release=release,
         created_at=_iso(ledger["created_at"]),
         source_note=_source_note(ledger),
+        synthetic_banner=_synthetic_banner(*synthetic),
+        inputs_table=_inputs_table(ledger),
         configs_table=configs_table,
         previous_releases=previous,
         provenance_table=provenance,
@@ -398,6 +435,7 @@ def _build(wh: Warehouse, release: str, folder: Path, layout: str = "hf") -> dic
                 "sha256": sha256_file(target),
             }
         quality = quality_section(con, release, folder / "plots")
+        synthetic = synthetic_authors(con, ledger["source"])
     for png in sorted((folder / "plots").glob("*.png")):
         files[png.relative_to(folder).as_posix()] = {"sha256": sha256_file(png)}
     provenance = {
@@ -408,12 +446,13 @@ def _build(wh: Warehouse, release: str, folder: Path, layout: str = "hf") -> dic
             k: _iso(v)
             if k == "created_at"
             else json.loads(v)
-            if k in ("counts", "checksums", "stages") and v is not None
+            if k in ("counts", "checksums", "stages", "inputs") and v is not None
             else v
             for k, v in ledger.items()
             if k != "release"
         },
         "earlier_releases": [r["release"] for r in earlier],
+        "synthetic_authors": {"synthetic": synthetic[0], "authors": synthetic[1]},
         "layout": layout,
         "configs": {c.name: {"split": SPLIT, "path": c.path_in(layout), "rows": rows[c.name]} for c in CONFIGS},
         "files": files,
@@ -421,7 +460,9 @@ def _build(wh: Warehouse, release: str, folder: Path, layout: str = "hf") -> dic
     (folder / PROVENANCE).write_text(
         json.dumps(provenance, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8"
     )
-    (folder / CARD).write_text(_render_card(release, ledger, earlier, rows, files, quality, layout), encoding="utf-8")
+    (folder / CARD).write_text(
+        _render_card(release, ledger, earlier, rows, files, quality, layout, synthetic), encoding="utf-8"
+    )
     return rows
 
 

@@ -425,11 +425,20 @@ def render_report(
     with wh.connect(release=release) as con:
         text = quality_section(con, release, plots)
         evaluations = evaluation_section(con, release, plots, include_stale, seed=seed, resamples=resamples)
-    text += "\n" + stages_section(release, wh.ledger_row(release))
+    ledger = wh.ledger_row(release)
+    text += "\n" + stages_section(release, ledger)
     if snapshot is not None:
+        from kitab.core.errors import BadValue
         from kitab.sources.snapshot.format import read_manifest
 
-        text += "\n" + provenance_section(read_manifest(snapshot))
+        manifest = read_manifest(snapshot)
+        if manifest.get("snapshot_id") != ledger.get("snapshot_id"):
+            built = f"snapshot {ledger['snapshot_id']}" if ledger.get("snapshot_id") else f"source {ledger['source']}"
+            raise BadValue(
+                f"--snapshot {snapshot} is snapshot {manifest.get('snapshot_id')}, "
+                f"but release {release} was built from {built}"
+            )
+        text += "\n" + provenance_section(manifest)
     if evaluations:
         text = f"{text}\n{evaluations}"
     if out_dir is not None:

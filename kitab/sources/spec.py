@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import atexit
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from kitab.core.config import Settings
@@ -85,3 +85,24 @@ class Origin:
     whose snapshot was not named, whose contents we cannot vouch for)."""
 
     snapshot_id: str | None
+    # Each input the release is made from (the releases ledger's ``inputs``): the snapshot's
+    # dump files (kitab.sources.snapshot.format.snapshot_inputs), or the services read, dated.
+    inputs: list[dict] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, source: str, settings: Settings, *, snapshot: Path | None, mirror_url: str | None) -> Origin:
+        from datetime import UTC, datetime
+
+        from kitab.sources.snapshot.format import read_manifest, snapshot_inputs
+
+        if snapshot is not None:
+            return cls(read_manifest(snapshot)["snapshot_id"], snapshot_inputs(snapshot))
+        today = datetime.now(UTC).strftime("%Y-%m-%d")
+        if source_kind(source).reads_live_services:
+            services = [
+                ("WikiData Query Service", settings.wikidata_endpoint),
+                ("Open Library", settings.openlibrary_base),
+            ]
+        else:  # a mirror whose snapshot was not named: its URL is all we know
+            services = [("kitab mirror (snapshot not named)", mirror_url)]
+        return cls(None, [{"service": name, "url": url, "date": today} for name, url in services])

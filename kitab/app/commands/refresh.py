@@ -34,6 +34,11 @@ def refresh(
         help="threads (this machine, nothing to start) | dask (a LocalCluster, one worker per core, or --dask-address)",
     ),
     dask_address: str | None = typer.Option(None, help="a running Dask scheduler, e.g. tcp://host:8786"),
+    runner: str = typer.Option(
+        "prefect",
+        help="prefect (the refresh flow: its UI and logs; a temporary server unless PREFECT_API_URL is set) | "
+        "local (the same pipeline without Prefect, as kitab demo runs it: no server start-up)",
+    ),
     allow_fewer: bool = typer.Option(
         False,
         "--allow-fewer",
@@ -107,6 +112,7 @@ def refresh(
             batch_size=batch_size,
             task_runner=task_runner,
             dask_address=dask_address,
+            direct=_direct(runner, task_runner, dask_address),
             allow_fewer=allow_fewer,
             max_failed_share=max_failed_share,
             replace=replace,
@@ -126,6 +132,15 @@ def refresh(
             f"{wanted['released']} authors released of {wanted['requested']} requested: the candidates ran out "
             f"after {wanted['drawn']} drawn ({wanted['shortfall']} short)"
         )
+
+
+def _direct(runner: str, task_runner: str, dask_address: str | None) -> bool:
+    """Whether ``--runner`` asks for the pipeline without Prefect (kitab.app.runs' ``direct``)."""
+    if runner not in ("prefect", "local"):
+        raise typer.BadParameter("expected prefect or local", param_hint="--runner")
+    if runner == "local" and (task_runner != "threads" or dask_address):
+        raise typer.BadParameter("--runner local runs on this machine: no --task-runner dask", param_hint="--runner")
+    return runner == "local"
 
 
 @app.command()
@@ -153,28 +168,60 @@ def serve(
     cron: str = typer.Option("0 3 * * 1", help="cron schedule (UTC)"),
     source: str = typer.Option(DEFAULTS.source, help="live | mirror | dump"),
     authors: int = typer.Option(DEFAULTS.authors, min=1),
-    mirror_url: str | None = typer.Option(None, help="a running mirror (source mirror)"),
-    snapshot: Path | None = typer.Option(None, help="snapshot folder (source dump, or mirror without URL)"),
+    mirror_url: str | None = typer.Option(
+        None,
+        help="a running mirror (source mirror); must answer. Default: prefect.yaml's if it answers "
+        "(compose), else a mirror of --snapshot that serve runs itself",
+    ),
+    snapshot: Path | None = typer.Option(
+        None,
+        help="snapshot folder (source dump; source mirror: what serve's own mirror serves, default the bundled one)",
+    ),
     warehouse: Path | None = WarehouseOpt,
 ) -> None:
     """Serve the scheduled refresh deployment (needs a Prefect server: PREFECT_API_URL)."""
     from kitab.app.prefect_guard import check_prefect_server
-
-    check_prefect_server(os.environ.get("PREFECT_API_URL", ""))  # before anything: a missing server is one line
-    root = warehouse_root(warehouse)
-    from prefect import serve as prefect_serve
-
-    from flows.deploy import refresh_deployment
+    from kitab.app.serve_origin import served_mirror_url
     from kitab.sources import source_kind
 
-    # prefect.yaml's mirror_url names compose's mirror host; a served source that reads no mirror drops it
-    prefect_serve(
-        refresh_deployment(
-            cron=cron,
-            source=source,
-            authors=authors,
-            mirror_url=mirror_url or (None if source_kind(source).reads_mirror_url else ""),
-            snapshot=str(snapshot) if snapshot else None,
-            warehouse=str(root),
+    kind = source_kind(source)
+    root = warehouse_root(warehouse)
+    # the mirror first: a --mirror-url that does not answer is one line, before the Prefect server is asked
+    with served_mirror_url(
+        kind.reads_mirror_url, mirror_url, _yaml_mirror_url(), snapshot or BUNDLED_SNAPSHOT
+    ) as served_url:
+        check_prefect_server(os.environ.get("PREFECT_API_URL", ""))  # a missing server is one line
+        from prefect import serve as prefect_serve
+
+        from flows.deploy import refresh_deployment
+
+        own = served_url is not None and served_url not in (mirror_url, _yaml_mirror_url())
+        if own:
+            console.print(
+                f"the scheduled runs read this process's mirror of {snapshot or BUNDLED_SNAPSHOT}: {served_url}"
+            )
+        prefect_serve(
+            refresh_deployment(
+                cron=cron,
+                source=source,
+                authors=authors,
+                # "" drops prefect.yaml's compose URL for a source that reads no mirror
+                mirror_url=served_url or "",
+                # the snapshot this process's mirror serves: the runs' ledger rows name it
+                snapshot=str(snapshot or BUNDLED_SNAPSHOT) if own else str(snapshot) if snapshot else None,
+                warehouse=str(root),
+            )
         )
-    )
+
+
+def _yaml_mirror_url() -> str | None:
+    """prefect.yaml's mirror_url for the scheduled refresh (compose's mirror host); read here,
+    not through flows.deploy, so that a refusal comes before Prefect's import."""
+    import yaml
+
+    from kitab.core.env import PROJECT_ROOT
+
+    for spec in yaml.safe_load((PROJECT_ROOT / "prefect.yaml").read_text())["deployments"]:
+        if spec["name"] == "scheduled-refresh":
+            return spec.get("parameters", {}).get("mirror_url")
+    return None

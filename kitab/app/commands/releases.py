@@ -49,6 +49,14 @@ def releases(
         return
     with wh.connect() as con:
         ledger = con.sql("SELECT * FROM releases ORDER BY created_at, release").to_arrow_table().to_pylist()
+        # the share of made-up authors per release (sql/staging/synthetic_ids.sql)
+        synthetic = dict(
+            con.sql(
+                "SELECT r.release, count(a.qid) FILTER (WHERE kitab_synthetic_id(a.qid, r.source)) FROM releases r "
+                "LEFT JOIN released_authors a ON a.release = r.release GROUP BY r.release"
+            ).fetchall()
+        )
+    ledger = [{**row, "synthetic_authors": synthetic.get(row["release"], 0)} for row in ledger]
     for table in releases_tables(ledger):
         console.print(table)
 

@@ -253,3 +253,25 @@ def checksum_mismatches(snapshot_dir: str | os.PathLike) -> list[str]:
         for name, digest in sorted(expected.items())
         if not (snapshot_dir / name).exists() or sha256_file(snapshot_dir / name) != digest
     ]
+
+
+def snapshot_inputs(snapshot_dir: str | os.PathLike) -> list[dict[str, Any]]:
+    """What a snapshot was made from, as a release's ledger and card name it: the published
+    dumps ``kitab snapshot from-dumps`` read (name, kind, size, dump date, fingerprint, from
+    its manifest), else the snapshot's own data files (a generated snapshot has no other
+    input: name, size, the manifest's date and sha256)."""
+    folder = Path(snapshot_dir)
+    manifest = read_manifest(folder)
+    if manifest.get("inputs"):
+        return [{"snapshot_id": manifest["snapshot_id"], **item} for item in manifest["inputs"]]
+    return [
+        {
+            "snapshot_id": manifest["snapshot_id"],
+            "name": name,
+            "kind": "generated snapshot file",
+            "size": (folder / name).stat().st_size if (folder / name).exists() else None,
+            "dump_date": str(manifest.get("created_at", ""))[:10] or None,
+            "fingerprint": f"sha256:{digest}",
+        }
+        for name, digest in sorted(manifest["checksums"].items())
+    ]

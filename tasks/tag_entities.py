@@ -189,18 +189,35 @@ def _row(target_kind: str, target_id: str, book_id: str, author_qid: str, tag: d
     }
 
 
-def tag_probe(titles: Iterable[str], *, taggers: Sequence[Tagger] | None = None) -> Iterator[str]:
+def tag_probe(
+    titles: Iterable[str], *, taggers: Sequence[Tagger] | None = None, explain: bool = False
+) -> Iterator[str]:
     """For `kitab tag`: one JSON line per input title (a trailing newline is dropped), in order:
-    {"title", "human_names": [...], "city_names": [...]}. Streams in batches of PROBE_BATCH."""
+    {"title", "human_names": [...], "city_names": [...], "human": "yes|no|unsure", "city": ...}:
+    each kind's state from the title rules alone (tasks/entity_states.py; no second reader here).
+    ``explain`` adds "<kind>_evidence": the class that decided it. Streams in batches of PROBE_BATCH."""
+    from tasks.entity_states import decide, span_class, title_evidence
+
     taggers = list(taggers) if taggers is not None else default_taggers()
     it = iter(titles)
     while batch := [t.rstrip("\r\n") for t in islice(it, PROBE_BATCH)]:
-        tagged = tag_titles(batch, taggers)
+        doubts: dict[str, list[str | None]] = {}
+        tagged = tag_titles(batch, taggers, doubts)
         for n, title in enumerate(batch):
             names: dict[str, list[str]] = {t.name: [] for t in taggers}
             for tagger in taggers:
                 for span in tagged[tagger.name][n]:
                     names.setdefault(span.kind, []).append(span.text)
+            states: dict[str, str] = {}
+            for tagger in taggers:
+                spans = tagged[tagger.name][n]
+                cls = (span_class(tagger.name, [s.evidence for s in spans]), True) if spans else None
+                cls = cls or (doubts[tagger.name][n] or "plain", False)
+                state, evidence = decide(tagger.name, title_evidence(tagger.name, [cls]), [])
+                states[tagger.name] = state
+                if explain:
+                    states[f"{tagger.name}_evidence"] = evidence
             yield json.dumps(
-                {"title": title, **{f"{kind}_names": found for kind, found in names.items()}}, ensure_ascii=False
+                {"title": title, **{f"{kind}_names": found for kind, found in names.items()}, **states},
+                ensure_ascii=False,
             )

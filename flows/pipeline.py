@@ -264,6 +264,7 @@ def _run_pipeline(
             "books": parts(collected, "books"),
             "title_variants": parts(collected, "title_variants"),
             "title_entities": parts(constrained, "title_entities"),
+            "book_entities": parts(constrained, "book_entities"),
             "constraints": parts(constrained, "constraints"),
             "queries": [queries],
             # stage by stage, as the stages ran; the key order decides, this only breaks ties

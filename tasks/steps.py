@@ -34,8 +34,9 @@ from kitab.sources import SourceSpec, sources_for
 from kitab.sources.wikidata import works_with_labels
 from tasks.clean_books import clean_books
 from tasks.dedup_titles import dedup_titles
+from tasks.entity_states import book_states, second_reader_evidence
 from tasks.fetch_works import SOURCE_UNAVAILABLE, collect_authors
-from tasks.generate_constraints import entity_flags, generate_constraints
+from tasks.generate_constraints import generate_constraints, state_flags, tagged_kinds
 from tasks.sample_authors import fetch_candidates, sample_authors
 from tasks.sample_queries import (
     ONE_UNSATISFIABLE,
@@ -312,9 +313,14 @@ def constrain_step(
         titles = sorted({v["title"] for v in variants} | {b["canonical_title"] for b in books})
         tag_rows = _tags_for(titles, tags)
         entities, entity_stats = entity_rows(books, variants, tag_rows)
+        kinds = tagged_kinds()
+        # yes / no / unsure per book and kind: the title rules' classes, and the second readers'
+        # verdicts where the release has them (tasks/entity_states.py)
+        states = book_states(books, variants, tag_rows, kinds, second_reader_evidence(books, kinds))
+        entity_stats["states"] = dict(sorted(Counter(f"{r['kind']}:{r['state']}" for r in states).items()))
         kept_qids = {b["author_qid"] for b in books}
         authors = [a for a in read_rows(inputs["authors"]) if a["qid"] in kept_qids]
-        constraints = generate_constraints(authors, books, entity_flags(books, entities))
+        constraints = generate_constraints(authors, books, state_flags(books, states, kinds))
         by_author, authors_by_qid = group_constraints(constraints.tables["constraints"], authors, books)
         part = sample_authors_queries(by_author, ctx.seed, rates)
         outputs = _write(
@@ -323,6 +329,7 @@ def constrain_step(
             batch.part,
             {
                 "title_entities": entities,
+                "book_entities": states,
                 "constraints": constraints.tables["constraints"],
                 "rejects.generate_constraints": constraints.rejects,
                 **batch_tables(part, authors_by_qid, ctx.seed),

@@ -10,6 +10,7 @@ per batch of authors; ``decide`` is the one rule.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -139,11 +140,64 @@ def title_evidence(kind: str, classes: Sequence[tuple[str, bool]]) -> TitleEvide
     return TitleEvidence(NO, tuple(sorted({c for c, _ in classes})))
 
 
-def second_reader_evidence(books: Sequence[Mapping], kinds: Sequence[str]) -> dict[tuple[str, str], list[dict]]:
-    """(book_id, kind) -> the second readers' verdicts (``{"source", "verdict", "detail"}``):
-    book records, the model tagger, review labels. None in this branch: the lead wires the
-    sources of issue 28's other half here."""
-    return {}
+def second_reader_evidence(
+    books: Sequence[Mapping],
+    title_variants: Sequence[Mapping],
+    authors: Sequence[Mapping],
+    records: Sequence[Mapping] = (),
+    labels: Mapping[tuple[str, str], Mapping[str, str]] | None = None,
+    model_spans: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
+    model_version: str = "",
+) -> dict[tuple[str, str], list[dict]]:
+    """(book_id, kind) -> the second readers' verdicts (``{"source", "verdict", "detail"}``) for
+    one batch, as the constrain step has it: its ``books`` and ``title_variants`` rows, its
+    ``authors`` (the name a reviewer saw), the ``book_records`` rows of its works, the review
+    labels (tasks/book_evidence.review_labels) and the model tagger's spans per book (None: no
+    model configured). The evidence itself is tasks/book_evidence.py's."""
+    from tasks.book_evidence import second_reader_evidence as evidence
+
+    if not records and not labels and model_spans is None:
+        return {}
+    names = {a["qid"]: a.get("name") or "" for a in authors}
+    variants: dict[str, list[str]] = {}
+    work_keys: dict[str, list[str]] = {}
+    for v in title_variants:
+        variants.setdefault(v["book_id"], []).append(v["title"])
+        work_keys.setdefault(v["book_id"], []).append(v["work_key"])
+    rows = [
+        {
+            "book_id": b["book_id"],
+            "title": b["canonical_title"],
+            "author": names.get(b["author_qid"], ""),
+            "variants": [t for t in variants.get(b["book_id"], []) if t != b["canonical_title"]],
+            "work_keys": sorted(set(work_keys.get(b["book_id"], []))),
+        }
+        for b in sorted(books, key=lambda b: b["book_id"])
+    ]
+    return evidence(rows, records, labels, model_spans, model_version)
+
+
+def decided_by(
+    states: Sequence[Mapping], baseline: Sequence[Mapping], others: Mapping[tuple[str, str], Sequence[Mapping]]
+) -> dict[str, dict[str, int]]:
+    """kind -> how its books' states came about, for the step's stats: ``title`` (the title rules
+    alone), ``title+record`` (the same state, a second reader agreeing), ``record`` / ``model`` /
+    ``review`` (a second reader decided what the title rules alone left unsure or said
+    otherwise), ``unsure`` (``unsure:disagree`` where the title rules alone would have decided).
+    ``baseline``: :func:`book_states` of the same books without second readers."""
+    before = {(r["book_id"], r["kind"]): r["state"] for r in baseline}
+    out: dict[str, Counter] = {}
+    for r in states:
+        key = (r["book_id"], r["kind"])
+        agreeing = sorted({o["source"] for o in others.get(key, ()) if o["verdict"] == r["state"]}, key=SOURCES.index)
+        if r["state"] == UNSURE:
+            label = UNSURE if before[key] == UNSURE else "unsure:disagree"
+        elif before[key] == r["state"]:
+            label = "+".join(["title", *agreeing])
+        else:
+            label = "+".join(agreeing) or "title"
+        out.setdefault(r["kind"], Counter())[label] += 1
+    return {k: dict(sorted(c.items())) for k, c in sorted(out.items())}
 
 
 def book_states(

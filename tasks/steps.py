@@ -32,9 +32,10 @@ from kitab.core.stages import GENERATE_CONSTRAINTS, SAMPLE_AUTHORS, TAG_ENTITIES
 from kitab.core.workdir import StepResult, WorkDir
 from kitab.sources import SourceSpec, sources_for
 from kitab.sources.wikidata import works_with_labels
+from tasks.book_evidence import review_labels
 from tasks.clean_books import clean_books
 from tasks.dedup_titles import dedup_titles
-from tasks.entity_states import book_states, second_reader_evidence
+from tasks.entity_states import book_states, decided_by, second_reader_evidence
 from tasks.fetch_works import SOURCE_UNAVAILABLE, collect_authors
 from tasks.generate_constraints import generate_constraints, state_flags, tagged_kinds
 from tasks.sample_authors import fetch_candidates, sample_authors
@@ -53,6 +54,7 @@ from tasks.sample_queries import (
     sampling_summary_sql,
 )
 from tasks.tag_entities import default_taggers, entity_rows, title_tags
+from tasks.taggers.model import book_spans, second_reader_session, second_reader_version
 from tasks.taggers.registry import fingerprints
 
 
@@ -66,6 +68,8 @@ class RunContext:
     work: WorkDir
     sources: SourceSpec
     released_ol_keys: tuple[str, ...] = ()
+    # the warehouse's review labels (kitab/release/review.py): (title, author, kind, label) rows
+    review_labels: tuple[tuple[str, str, str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -306,20 +310,41 @@ def constrain_step(
 ) -> StepResult:
     """One batch's ``title_entities``, ``constraints`` and the queries its authors' own
     draws keep, with the unsatisfiable candidates the global top-ups choose from."""
-    inputs = {k: collected.outputs[k] for k in ("authors", "books", "title_variants")}
+    inputs = {k: collected.outputs[k] for k in ("authors", "books", "title_variants", "book_records")}
+    model = second_reader_session()  # None unless $KITAB_SECOND_READER=model
+    model_version = second_reader_version(model) if model else ""
 
     def compute() -> StepResult:
         books, variants = read_rows(inputs["books"]), read_rows(inputs["title_variants"])
+        authors_all = read_rows(inputs["authors"])
         titles = sorted({v["title"] for v in variants} | {b["canonical_title"] for b in books})
         tag_rows = _tags_for(titles, tags)
         entities, entity_stats = entity_rows(books, variants, tag_rows)
         kinds = tagged_kinds()
         # yes / no / unsure per book and kind: the title rules' classes, and the second readers'
-        # verdicts where the release has them (tasks/entity_states.py)
-        states = book_states(books, variants, tag_rows, kinds, second_reader_evidence(books, kinds))
+        # verdicts where the release has them (tasks/entity_states.py): the books' own records,
+        # the review labels in the warehouse, the model when configured
+        model_spans = None
+        if model is not None:
+            titles_of: dict[str, list[str]] = {b["book_id"]: [b["canonical_title"]] for b in books}
+            for v in variants:
+                titles_of.setdefault(v["book_id"], []).append(v["title"])
+            model_spans = book_spans(model, titles_of, kinds)
+        others = second_reader_evidence(
+            books,
+            variants,
+            authors_all,
+            read_rows(inputs["book_records"]),
+            review_labels(dict(zip(("title", "author", "kind", "label"), r)) for r in ctx.review_labels),
+            model_spans,
+            model_version,
+        )
+        states = book_states(books, variants, tag_rows, kinds, others)
+        baseline = book_states(books, variants, tag_rows, kinds) if others else states
+        entity_stats["decided_by"] = decided_by(states, baseline, others)
         entity_stats["states"] = dict(sorted(Counter(f"{r['kind']}:{r['state']}" for r in states).items()))
         kept_qids = {b["author_qid"] for b in books}
-        authors = [a for a in read_rows(inputs["authors"]) if a["qid"] in kept_qids]
+        authors = [a for a in authors_all if a["qid"] in kept_qids]
         constraints = generate_constraints(authors, books, state_flags(books, states, kinds))
         by_author, authors_by_qid = group_constraints(constraints.tables["constraints"], authors, books)
         part = sample_authors_queries(by_author, ctx.seed, rates)
@@ -345,7 +370,15 @@ def constrain_step(
         )
 
     return ctx.work.run(
-        GENERATE_CONSTRAINTS, batch.part, compute, tags=tags, rates=rates.as_dict(), seed=ctx.seed, **inputs
+        GENERATE_CONSTRAINTS,
+        batch.part,
+        compute,
+        tags=tags,
+        rates=rates.as_dict(),
+        seed=ctx.seed,
+        reviews=ctx.review_labels,
+        second_reader=model_version,
+        **inputs,
     )
 
 

@@ -89,3 +89,38 @@ def test_book_states_from_tag_rows_and_variants():
     }
     others = {("b1", "human"): [rec(NO)]}
     assert book_states(books, variants, tags, ["human"], others)[0]["state"] == NO
+
+
+def test_second_readers_wired_per_batch_decide_risky_books():
+    """The constrain step's inputs (books, variants, authors, book_records rows, review labels)
+    through second_reader_evidence into book_states: a record naming the title's person decides
+    a risky "Pnin"; a review label decides a book by its normalised title and author; a book
+    with neither stays unsure; the stats say which source decided."""
+    from tasks.book_evidence import review_labels
+    from tasks.entity_states import decided_by, second_reader_evidence
+
+    books = [
+        {"book_id": "Q1:W1", "author_qid": "Q1", "canonical_title": "Pnin"},
+        {"book_id": "Q1:W2", "author_qid": "Q1", "canonical_title": "Ada"},
+        {"book_id": "Q1:W3", "author_qid": "Q1", "canonical_title": "Gilead"},
+    ]
+    variants = [
+        {"book_id": "Q1:W1", "title": "Pnin", "work_key": "/works/W1"},
+        {"book_id": "Q1:W2", "title": "Ada", "work_key": "/works/W2"},
+        {"book_id": "Q1:W3", "title": "Gilead", "work_key": "/works/W3"},
+    ]
+    authors = [{"qid": "Q1", "name": "Vladimir Nabokov"}]
+    records = [{"work_key": "/works/W1", "field": "subject_people", "name": "Pnin, Timofey (Fictitious character)"}]
+    labels = review_labels([{"title": "ADA ", "author": "vladimir nabokov", "kind": "human", "label": "yes"}])
+    tags = [
+        {"title": t, "kind": "human", "start": 0, "evidence": "proper_title_rule"} for t in ("Pnin", "Ada", "Gilead")
+    ]
+    assert second_reader_evidence(books, variants, authors) == {}  # nothing to read: no evidence
+    others = second_reader_evidence(books, variants, authors, records, labels)
+    assert [o["source"] for o in others[("Q1:W1", "human")]] == ["record"]
+    assert [o["source"] for o in others[("Q1:W2", "human")]] == ["review"]
+    states = book_states(books, variants, tags, ["human"], others)
+    assert {r["book_id"]: r["state"] for r in states} == {"Q1:W1": YES, "Q1:W2": YES, "Q1:W3": UNSURE}
+    assert states[0]["evidence"] == "title:proper_title|record:yes"
+    baseline = book_states(books, variants, tags, ["human"])
+    assert decided_by(states, baseline, others) == {"human": {"record": 1, "review": 1, "unsure": 1}}

@@ -26,6 +26,7 @@ from kitab.core.locking import refresh_lock
 from kitab.core.params import RefreshParams
 from kitab.core.progress import Progress, tracking
 from kitab.core.refs import TableRef, duck, read_rows, write_query, write_rows
+from kitab.core.reviews import label_tuples
 from kitab.core.stages import GENERATE_CONSTRAINTS, SAMPLE_AUTHORS, TAG_ENTITIES
 from kitab.core.warehouse import Warehouse
 from kitab.core.workdir import StepResult, WorkDir
@@ -155,6 +156,7 @@ def _run_pipeline(
             work=WorkDir(str(wh.root / ".work" / release)),
             sources=spec,
             released_ol_keys=tuple(sorted(ledger.ol_keys)),
+            review_labels=label_tuples(wh.root),  # kitab review import: review evidence for every build
         )
         progress.stage(SAMPLE_AUTHORS)
         sampled = runner.run(

@@ -391,12 +391,16 @@ def render_report(warehouse: Path, release: str, out_dir: Path | None = None, sn
     last two is part of the card. With ``out_dir``, also writes ``out_dir/report.md`` and the
     plots under ``out_dir/plots/`` (the markdown's image links are relative to ``report.md``)."""
     from kitab.core.warehouse import Warehouse
+    from kitab.release.review import review_section
 
     wh = Warehouse(Path(warehouse))
     plots = Path(out_dir) / "plots" if out_dir is not None else None
     with wh.connect(release=release) as con:
         text = quality_section(con, release, plots)
         evaluations = evaluation_section(con, release, plots)
+        reviewed = review_section(con, release, wh.root)
+    if reviewed:
+        text += "\n" + reviewed
     text += "\n" + stages_section(release, wh.ledger_row(release))
     if snapshot is not None:
         from kitab.sources.snapshot.format import read_manifest

@@ -30,6 +30,7 @@ _HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 sys.path.insert(0, str(_HERE.parent))
 
+from tasks.entity_states import UNSURE, YES, decide, span_class, title_evidence  # noqa: E402
 from tasks.taggers import DEFAULT_MODEL, CityTagger, HumanTagger  # noqa: E402
 from tasks.taggers.lazy import CityTaggerV4, HumanTaggerV4  # noqa: E402
 from tasks.taggers.registry import DEFAULT  # noqa: E402
@@ -102,6 +103,61 @@ def score(items: list[Labelled], predicted: dict[str, list[list[str]]]) -> dict[
     return report
 
 
+# Books that decide a name query's key in a 60-author release (issue 28): ~28 for a
+# one-constraint query, ~10 for a two-constraint one.
+BOOKS_PER_QUERY = {"one": 28, "two": 10}
+
+
+def title_states(kind: str, spans: list[list[str]], doubts: list[str | None]) -> list[str]:
+    """Per title: the state tasks/entity_states.decide gives it from the title rules alone (no
+    second reader): spans' evidence -> class, else the tagger's doubt class, else plain."""
+    out = []
+    for evidence, doubt in zip(spans, doubts):
+        cls = (span_class(kind, evidence), True) if evidence else (doubt or "plain", False)
+        out.append(decide(kind, title_evidence(kind, [cls]), [])[0])
+    return out
+
+
+def state_report(items: list[Labelled], predicted: dict, states: dict[str, list[str]]) -> dict[str, dict]:
+    """Per kind: unsure share, P / R among decided titles, error among all titles (a wrong
+    decided flag) beside the binary tagger's, and the estimated share of one- and
+    two-constraint name queries whose key holds a wrong book: 1 - (1 - e)^k, e the error per
+    decided book, k the decided books per query."""
+    out = {}
+    n = len(items) or 1
+    for kind in KINDS:
+        t = Counter()
+        binary_wrong = 0
+        for item, pred, state in zip(items, predicted[kind], states[kind]):
+            gold = bool(item.gold[kind])
+            binary_wrong += gold != bool(pred)
+            if state == UNSURE:
+                t["unsure"] += 1
+                continue
+            yes = state == YES
+            t["tp"] += gold and yes
+            t["fp"] += yes and not gold
+            t["fn"] += gold and not yes
+            t["tn"] += not gold and not yes
+        decided = n - t["unsure"]
+        wrong = t["fp"] + t["fn"]
+        e_dec = wrong / decided if decided else 0.0
+        e_bin = binary_wrong / n
+        p, r, _ = prf(t["tp"], t["fp"], t["fn"])
+        out[kind] = {
+            "unsure": t["unsure"] / n,
+            "precision": p,
+            "recall": r,
+            "error": wrong / n,
+            "binary_error": e_bin,
+            **{
+                f"queries_wrong_{q}": 1 - (1 - e_dec) ** (k * (1 - t["unsure"] / n)) for q, k in BOOKS_PER_QUERY.items()
+            },
+            **{f"binary_queries_wrong_{q}": 1 - (1 - e_bin) ** k for q, k in BOOKS_PER_QUERY.items()},
+        }
+    return out
+
+
 def _splits(text: str) -> str:
     unknown = set(text.split(",")) - {*SPLITS, "all", "blind"}
     if unknown or ({"all", "blind"} & set(text.split(",")) and text not in ("all", "blind")):
@@ -153,11 +209,13 @@ def main(argv: list[str] | None = None) -> int:
     else:
         human_cls, city_cls = OFFLINE[args.tagger]
         human, city = human_cls(args.model), city_cls(args.model)
-        docs = human.parse(titles)  # one parse shared by both taggers
-        predicted = {
-            "human": [[s.text for s in spans] for spans in human.tag_docs(titles, docs)],
-            "city": [[s.text for s in spans] for spans in city.tag_docs(titles, docs)],
-        }
+        views = human.views(titles, human.parse(titles))  # one parse shared by both taggers
+        predicted, evidence, doubts = {}, {}, {}
+        for tagger in (human, city):
+            found = [tagger.spans(v) for v in views]
+            predicted[tagger.name] = [[s.text for s in spans] for spans in found]
+            evidence[tagger.name] = [[s.evidence for s in spans] for spans in found]
+            doubts[tagger.name] = [None if f else tagger.doubt(v) for v, f in zip(views, found)]
     report = score(items, predicted)
 
     print(
@@ -180,6 +238,34 @@ def main(argv: list[str] | None = None) -> int:
                 for level in ("title", "span"):
                     _, (p, r, _) = part[kind][level]
                     print(f"{split:9} {kind:6} {level:6} {len(picked):6} {p:9.3f} {r:7.3f}")
+    if args.tagger != "model":
+        states = {k: title_states(k, evidence[k], doubts[k]) for k in KINDS}
+        groups = [(args.split, list(range(len(items))))]
+        if args.split == "all":
+            groups += [(sp, [n for n, x in enumerate(items) if x.split == sp]) for sp in SPLITS]
+        print(
+            "\nthree-valued states (tasks/entity_states.py, title rules alone); error = a wrong decided flag "
+            "among all titles; queries = est. share of name queries whose key holds a wrong book (one / two "
+            "constraints)"
+        )
+        print(
+            f"{'split':9} {'kind':6} {'unsure':>6} {'P':>6} {'R':>6} {'error':>6} {'binary':>6} "
+            f"{'q1':>6} {'q2':>6} {'q1 bin':>6} {'q2 bin':>6}"
+        )
+        for name, picked in groups:
+            part = state_report(
+                [items[n] for n in picked],
+                {k: [predicted[k][n] for n in picked] for k in KINDS},
+                {k: [states[k][n] for n in picked] for k in KINDS},
+            )
+            for kind in KINDS:
+                x = part[kind]
+                print(
+                    f"{name:9} {kind:6} {x['unsure']:6.3f} {x['precision']:6.3f} {x['recall']:6.3f} "
+                    f"{x['error']:6.3f} {x['binary_error']:6.3f} {x['queries_wrong_one']:6.3f} "
+                    f"{x['queries_wrong_two']:6.3f} {x['binary_queries_wrong_one']:6.3f} "
+                    f"{x['binary_queries_wrong_two']:6.3f}"
+                )
     for kind in KINDS:
         for err in ("fp", "fn"):
             listed = report[kind]["errors"][err]

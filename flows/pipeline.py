@@ -26,6 +26,7 @@ from kitab.core.locking import refresh_lock
 from kitab.core.params import IDENTITY, RefreshParams, RunConfig
 from kitab.core.progress import Progress, tracking
 from kitab.core.refs import TableRef, duck, read_rows, write_query, write_rows
+from kitab.core.reviews import label_tuples
 from kitab.core.stages import GENERATE_CONSTRAINTS, SAMPLE_AUTHORS, TAG_ENTITIES
 from kitab.core.warehouse import Warehouse
 from kitab.core.workdir import StepResult, WorkDir
@@ -232,6 +233,7 @@ def _run_pipeline(config: RunConfig, runner, today: date, started: float, progre
             sources=spec,
             released_ol_keys=tuple(sorted(ledger.ol_keys)),
             taggers=config.taggers,
+            review_labels=label_tuples(wh.root),  # kitab review import: review evidence for every build
         )
         progress.stage(SAMPLE_AUTHORS)
         sampled = runner.run(
@@ -350,9 +352,11 @@ def _run_pipeline(config: RunConfig, runner, today: date, started: float, progre
         tables = {
             "authors": parts(collected, "authors"),
             "works_raw": parts(collected, "works_raw"),
+            "book_records": parts(collected, "book_records"),
             "books": parts(collected, "books"),
             "title_variants": parts(collected, "title_variants"),
             "title_entities": parts(constrained, "title_entities"),
+            "book_entities": parts(constrained, "book_entities"),
             "constraints": parts(constrained, "constraints"),
             "queries": [queries],
             # stage by stage, as the stages ran; the key order decides, this only breaks ties

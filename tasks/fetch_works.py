@@ -33,10 +33,34 @@ def work_row(doc: dict, author: dict, fetched: Fetched, source: str) -> dict:
     }
 
 
+# search.json's doc field -> book_records.field (the dump's JSON field name: one name for the idea)
+RECORD_FIELDS = {"person": "subject_people", "place": "subject_places"}
+
+
+def record_rows(doc: dict, author: dict, fetched: Fetched, source: str) -> list[dict]:
+    """The work's own record (subject people / places), one book_records row per name."""
+    return [
+        {
+            "author_qid": author["qid"],
+            "work_key": doc["key"],
+            "field": field,
+            "position": n,
+            "name": name,
+            "source": source,
+            "request_fingerprint": fetched.fingerprint,
+            "fetched_at": fetched.fetched_at,
+        }
+        for doc_field, field in RECORD_FIELDS.items()
+        for n, name in enumerate(doc.get(doc_field) or [])
+        if isinstance(name, str) and name.strip()
+    ]
+
+
 def fetch_author_works(author: dict, ol: OpenLibrary) -> StageResult:
     """All pages for one matched author. A work seen on two pages (the index moved under
     us) is kept once; a doc without a key cannot be traced and is rejected."""
     rows: dict[str, dict] = {}
+    records: dict[str, list[dict]] = {}
     rejects, pages = [], 0
     for fetched in ol.works_pages(author["ol_author_key"]):
         pages += 1
@@ -53,7 +77,9 @@ def fetch_author_works(author: dict, ol: OpenLibrary) -> StageResult:
                     )
                 )
                 continue
-            rows.setdefault(doc["key"], work_row(doc, author, fetched, ol.source))
+            if doc["key"] not in rows:
+                rows[doc["key"]] = work_row(doc, author, fetched, ol.source)
+                records[doc["key"]] = record_rows(doc, author, fetched, ol.source)
     if not rows:
         rejects.append(
             reject(
@@ -66,9 +92,12 @@ def fetch_author_works(author: dict, ol: OpenLibrary) -> StageResult:
             )
         )
     return StageResult(
-        tables={"works_raw": sorted(rows.values(), key=lambda r: r["work_key"])},
+        tables={
+            "works_raw": sorted(rows.values(), key=lambda r: r["work_key"]),
+            "book_records": [r for key in sorted(records) for r in records[key]],
+        },
         rejects=rejects,
-        stats={"pages": pages, "works": len(rows)},
+        stats={"pages": pages, "works": len(rows), "works_with_records": sum(1 for v in records.values() if v)},
     )
 
 
@@ -77,7 +106,7 @@ def source_unavailable(author: dict, stage: str, exc: SourceUnavailable) -> Stag
     ``source_unavailable`` reject with the URL, status and attempts, and no row in any table,
     so it is not published (a later release may sample it again)."""
     return StageResult(
-        tables={"authors": [], "works_raw": []},
+        tables={"authors": [], "works_raw": [], "book_records": []},
         rejects=[
             reject(
                 stage, SOURCE_UNAVAILABLE, "author", author["qid"], author_qid=author["qid"], evidence=exc.evidence()
@@ -112,7 +141,7 @@ def _with_works(matched: Matched, ol: OpenLibrary) -> StageResult:
         return matched
     row, rejected = matched
     result = StageResult(
-        tables={"authors": [row], "works_raw": []},
+        tables={"authors": [row], "works_raw": [], "book_records": []},
         rejects=[rejected] if rejected else [],
         stats={"match_method": row["match_method"]},
     )
@@ -122,6 +151,7 @@ def _with_works(matched: Matched, ol: OpenLibrary) -> StageResult:
         except SourceUnavailable as exc:
             return source_unavailable(row, STAGE, exc)
         result.tables["works_raw"] = works.tables["works_raw"]
+        result.tables["book_records"] = works.tables["book_records"]
         result.rejects += works.rejects
         result.stats.update(works.stats)
     return result

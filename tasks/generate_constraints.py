@@ -20,10 +20,18 @@ from tasks.constraints import (
     entity_kinds,
     spec_to_json,
 )
+from tasks.constraints.kinds._entity import EntitySpec
 from tasks.constraints.matching import author_books
 from tasks.taggers.registry import TAGGERS, selected_versions
 
 STAGE = GENERATE_CONSTRAINTS  # rejects.stage of what this stage drops (kitab/core/stages.py)
+# An entity constraint whose deciding books (the author's books: each could go either way) are
+# more than this share unsure makes no candidate, so no query samples it (docs/constraints.md).
+MAX_UNSURE_SHARE = 0.5
+
+
+def mostly_unsure(candidate: Candidate) -> bool:
+    return len(candidate.unsure) > MAX_UNSURE_SHARE * candidate.n_books
 
 
 def entity_flags(
@@ -43,6 +51,21 @@ def entity_flags(
     return flags
 
 
+def state_flags(
+    books: Iterable[Mapping], book_entities: Iterable[Mapping], kinds: Iterable[str] | None = None
+) -> dict[str, dict[str, bool | None]]:
+    """``book_entities`` rows (tasks/entity_states.py) -> each book's flags per kind: True
+    (yes), False (no) or None (unsure: a "don't care" book, in no such query's key). A kind
+    with no row for a book stays untagged (no entity constraints for its author)."""
+    kinds = set(tagged_kinds() if kinds is None else kinds)
+    flags: dict[str, dict[str, bool | None]] = {b["book_id"]: {} for b in books}
+    value = {"yes": True, "no": False, "unsure": None}
+    for e in book_entities:
+        if e["book_id"] in flags and e["kind"] in kinds:
+            flags[e["book_id"]][e["kind"]] = value[e["state"]]
+    return flags
+
+
 def tagged_kinds(versions: Sequence[str] | None = None) -> tuple[str, ...]:
     """The entity kinds the taggers ``versions`` (the run's; default: the registry's default)
     tag (tasks/taggers/registry.py) and some constraint type reads."""
@@ -52,7 +75,7 @@ def tagged_kinds(versions: Sequence[str] | None = None) -> tuple[str, ...]:
     return tuple(k for k in entity_kinds() if k in selected)
 
 
-def book_view(row: Mapping, flags: Mapping[str, bool] | None) -> Book:
+def book_view(row: Mapping, flags: Mapping[str, bool | None] | None) -> Book:
     """A ``books`` row (+ its tagger flags) -> a Book with every title: canonical title
     first, then each distinct variant (``author_books`` keeps the answer titles)."""
     titles = tuple(dict.fromkeys([row["canonical_title"], *(row.get("variant_titles") or [])]))
@@ -79,6 +102,8 @@ def constraint_row(author_qid: str, index: int, candidate: Candidate) -> dict:
         "text": spec.render(),
         "mapped_book_ids": [book.book_id for book in candidate.mapped],
         "mapped_titles": candidate.answers,
+        "entity_kind": spec.KIND if isinstance(spec, EntitySpec) else None,
+        "unsure_book_ids": candidate.unsure,
         "satisfying_titles": [list(titles) for titles in candidate.satisfying],
         "n_mapped": candidate.n_mapped,
         "n_books": candidate.n_books,
@@ -127,9 +152,22 @@ def generate_constraints(
     for qid in qids:
         books_of_author = author_books(sorted(by_author.get(qid, []), key=lambda book: (book.title, book.book_id)))
         not_credited += sum(len(b.titles) for b in by_author.get(qid, [])) - sum(len(b.titles) for b in books_of_author)
-        rows.extend(
-            constraint_row(qid, index, candidate) for index, candidate in enumerate(author_candidates(books_of_author))
-        )
+        for index, candidate in enumerate(author_candidates(books_of_author)):
+            if mostly_unsure(candidate):
+                # issue 28: its key would rest on too few decided books; said, not silently dropped
+                rejects.append(
+                    reject(
+                        STAGE,
+                        "entity_books_mostly_unsure",
+                        "constraint",
+                        constraint_id(qid, candidate.spec),
+                        author_qid=qid,
+                        unsure=len(candidate.unsure),
+                        books=candidate.n_books,
+                    )
+                )
+                continue
+            rows.append(constraint_row(qid, index, candidate))
 
     by_type = Counter(row["constraint_type"] for row in rows)
     unsatisfiable = Counter(row["constraint_type"] for row in rows if not row["satisfiable"])
@@ -139,7 +177,7 @@ def generate_constraints(
         "authors_without_entity_flags": sum(
             1
             for qid in qids
-            if by_author.get(qid) and any(b.has(kind) is None for b in by_author[qid] for kind in kinds)
+            if by_author.get(qid) and any(not b.tagged(kind) for b in by_author[qid] for kind in kinds)
         ),
         "books": sum(len(v) for v in by_author.values()),
         "titles_not_credited_by_evaluator": not_credited,

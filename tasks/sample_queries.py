@@ -156,6 +156,14 @@ def query_row(members: Sequence[dict], stratum: str, author: Mapping, seed: int)
     answers = joint_answers(members)
     mapped = [book_id for book_id, _ in answers]
     n_books = members[0]["n_books"]
+    # books a member leaves out as unsure that every other member maps or leaves out too:
+    # the key neither requires nor forbids them (issue 28, "don't care")
+    open_ = [set(r["mapped_book_ids"]) | set(r.get("unsure_book_ids") or ()) for r in members]
+    unsure = [
+        b
+        for b in dict.fromkeys(b for r in members for b in r.get("unsure_book_ids") or ())
+        if all(b in o for o in open_)
+    ]
     kitab_types = [spec.KITAB_TYPE for spec in specs]
     return {
         "query_id": f"{author['qid']}:" + "+".join(f"{spec.TYPE}:{spec.value}" for spec in specs),
@@ -170,6 +178,7 @@ def query_row(members: Sequence[dict], stratum: str, author: Mapping, seed: int)
         "query": render_query(author, specs),
         "mapped_book_ids": mapped,
         "mapped_titles": [title for _, title in answers],
+        "unsure_book_ids": unsure,
         "n_mapped": len(mapped),
         "n_books": n_books,
         "constrainedness": (n_books - len(mapped)) / n_books,  # as Candidate.constrainedness

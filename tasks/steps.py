@@ -32,10 +32,12 @@ from kitab.core.stages import GENERATE_CONSTRAINTS, SAMPLE_AUTHORS, TAG_ENTITIES
 from kitab.core.workdir import StepResult, WorkDir
 from kitab.sources import SourceSpec, sources_for
 from kitab.sources.wikidata import works_with_labels
+from tasks.book_evidence import review_labels
 from tasks.clean_books import clean_books
 from tasks.dedup_titles import dedup_titles
+from tasks.entity_states import book_states, decided_by, second_reader_evidence
 from tasks.fetch_works import SOURCE_UNAVAILABLE, collect_authors
-from tasks.generate_constraints import entity_flags, generate_constraints, tagged_kinds
+from tasks.generate_constraints import generate_constraints, state_flags, tagged_kinds
 from tasks.sample_authors import fetch_candidates, sample_authors
 from tasks.sample_queries import (
     ONE_UNSATISFIABLE,
@@ -52,6 +54,7 @@ from tasks.sample_queries import (
     sampling_summary_sql,
 )
 from tasks.tag_entities import DEFAULT_MODEL, entity_rows, title_tags
+from tasks.taggers.model import book_spans, second_reader_session, second_reader_version
 from tasks.taggers.registry import fingerprints, make_taggers
 
 
@@ -68,6 +71,8 @@ class RunContext:
     # the run's tagger versions (kitab.core.params.RunConfig.taggers), carried to every worker:
     # a step never asks its own environment which taggers to use
     taggers: tuple[str, ...] = ()
+    # the warehouse's review labels (kitab/release/review.py): (title, author, kind, label) rows
+    review_labels: tuple[tuple[str, str, str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -187,6 +192,7 @@ def sample_step(
 COLLECT_OUTPUTS = (
     "authors",
     "works_raw",
+    "book_records",
     "books",
     "title_variants",
     "rejects.collect_authors",
@@ -235,6 +241,7 @@ def collect_step(ctx: RunContext, batch: Batch, sampled: TableRef) -> StepResult
             {
                 "authors": authors,
                 "works_raw": works_raw,
+                "book_records": collected.tables.get("book_records", []),
                 "books": deduped.tables["books"],
                 "title_variants": deduped.tables["title_variants"],
                 "rejects.collect_authors": collected.rejects,
@@ -315,17 +322,42 @@ def constrain_step(
 ) -> StepResult:
     """One batch's ``title_entities``, ``constraints`` and the queries its authors' own
     draws keep, with the unsatisfiable candidates the global top-ups choose from."""
-    inputs = {k: collected.outputs[k] for k in ("authors", "books", "title_variants")}
+    inputs = {k: collected.outputs[k] for k in ("authors", "books", "title_variants", "book_records")}
+    model = second_reader_session()  # None unless $KITAB_SECOND_READER=model
+    model_version = second_reader_version(model) if model else ""
 
     def compute() -> StepResult:
         books, variants = read_rows(inputs["books"]), read_rows(inputs["title_variants"])
+        authors_all = read_rows(inputs["authors"])
         titles = sorted({v["title"] for v in variants} | {b["canonical_title"] for b in books})
         tag_rows = _tags_for(titles, tags)
         entities, entity_stats = entity_rows(books, variants, tag_rows)
-        kept_qids = {b["author_qid"] for b in books}
-        authors = [a for a in read_rows(inputs["authors"]) if a["qid"] in kept_qids]
         kinds = tagged_kinds(ctx.taggers or None)
-        constraints = generate_constraints(authors, books, entity_flags(books, entities, kinds), kinds)
+        # yes / no / unsure per book and kind: the title rules' classes, and the second readers'
+        # verdicts where the release has them (tasks/entity_states.py): the books' own records,
+        # the review labels in the warehouse, the model when configured
+        model_spans = None
+        if model is not None:
+            titles_of: dict[str, list[str]] = {b["book_id"]: [b["canonical_title"]] for b in books}
+            for v in variants:
+                titles_of.setdefault(v["book_id"], []).append(v["title"])
+            model_spans = book_spans(model, titles_of, kinds)
+        others = second_reader_evidence(
+            books,
+            variants,
+            authors_all,
+            read_rows(inputs["book_records"]),
+            review_labels(dict(zip(("title", "author", "kind", "label"), r)) for r in ctx.review_labels),
+            model_spans,
+            model_version,
+        )
+        states = book_states(books, variants, tag_rows, kinds, others)
+        baseline = book_states(books, variants, tag_rows, kinds) if others else states
+        entity_stats["decided_by"] = decided_by(states, baseline, others)
+        entity_stats["states"] = dict(sorted(Counter(f"{r['kind']}:{r['state']}" for r in states).items()))
+        kept_qids = {b["author_qid"] for b in books}
+        authors = [a for a in authors_all if a["qid"] in kept_qids]
+        constraints = generate_constraints(authors, books, state_flags(books, states, kinds), kinds)
         by_author, authors_by_qid = group_constraints(constraints.tables["constraints"], authors, books)
         part = sample_authors_queries(by_author, ctx.seed, rates)
         outputs = _write(
@@ -334,6 +366,7 @@ def constrain_step(
             batch.part,
             {
                 "title_entities": entities,
+                "book_entities": states,
                 "constraints": constraints.tables["constraints"],
                 "rejects.generate_constraints": constraints.rejects,
                 **batch_tables(part, authors_by_qid, ctx.seed),
@@ -356,6 +389,8 @@ def constrain_step(
         rates=rates.as_dict(),
         seed=ctx.seed,
         taggers=ctx.taggers,
+        reviews=ctx.review_labels,
+        second_reader=model_version,
         **inputs,
     )
 

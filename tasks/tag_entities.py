@@ -45,9 +45,13 @@ def v3_taggers(model: str = DEFAULT_MODEL) -> list[Tagger]:
     return make_taggers(("human_v3", "city_v3"), model=model)
 
 
-def tag_titles(titles: list[str], taggers: Sequence[Tagger]) -> dict[str, list[list[Span]]]:
+def tag_titles(
+    titles: list[str], taggers: Sequence[Tagger], doubts: dict[str, list[str | None]] | None = None
+) -> dict[str, list[list[Span]]]:
     """Tagger name -> spans per title. Pipeline taggers on the same spaCy pipeline and lists
-    share one parse and one set of token facts (which also caches the people found)."""
+    share one parse and one set of token facts (which also caches the people found).
+    ``doubts``, if given, is filled with tagger name -> per title, the class of a risky "no"
+    (``PipelineTagger.doubt``) where the title has no span, else None."""
     out: dict[str, list[list[Span]]] = {}
     shared: dict[tuple[int, int], list] = {}
     for tagger in taggers:
@@ -56,20 +60,29 @@ def tag_titles(titles: list[str], taggers: Sequence[Tagger]) -> dict[str, list[l
             if key not in shared:
                 shared[key] = tagger.views(titles, tagger.parse(titles))
             out[tagger.name] = [tagger.spans(v) for v in shared[key]]
+            if doubts is not None:
+                doubts[tagger.name] = [
+                    None if found else tagger.doubt(v) for v, found in zip(shared[key], out[tagger.name])
+                ]
         else:
             out[tagger.name] = tagger.tag_many(titles)
+            if doubts is not None:
+                doubts[tagger.name] = [None] * len(titles)
     return out
 
 
 def title_tags(titles: Sequence[str], taggers: Sequence[Tagger]) -> list[dict]:
     """Distinct titles -> one row per span found: title, tagger, version, kind, text, start,
-    end, evidence. A title with no span has no row. What the pipeline tags once per distinct
-    title (in chunks, on every core) and then joins to books and variants (entity_rows)."""
+    end, evidence; and one *doubt row* per title and kind with no span whose "no" is risky
+    (text "", start = end = -1, evidence = the class, e.g. "unknown_word": tasks/entity_states.py).
+    A title with neither has no row. What the pipeline tags once per distinct title (in chunks,
+    on every core) and then joins to books and variants (entity_rows, entity_states.book_states)."""
     titles = sorted({t for t in titles if t})
     rows = []
     for start in range(0, len(titles), PARSE_BATCH):  # parsed docs of one slice at a time: bounded memory
         part = titles[start : start + PARSE_BATCH]
-        tagged = tag_titles(part, taggers)
+        doubts: dict[str, list[str | None]] = {}
+        tagged = tag_titles(part, taggers, doubts)
         rows += [
             {
                 "title": title,
@@ -85,6 +98,21 @@ def title_tags(titles: Sequence[str], taggers: Sequence[Tagger]) -> list[dict]:
             for tagger in taggers
             for span in tagged[tagger.name][n]
         ]
+        rows += [
+            {
+                "title": title,
+                "tagger": tagger.name,
+                "version": tagger.version,
+                "kind": tagger.name,
+                "text": "",
+                "start": -1,
+                "end": -1,
+                "evidence": doubts[tagger.name][n],
+            }
+            for n, title in enumerate(part)
+            for tagger in taggers
+            if doubts[tagger.name][n]
+        ]
     return rows
 
 
@@ -94,7 +122,8 @@ def entity_rows(books: list[dict], title_variants: list[dict], tags: Iterable[di
     ``title_variants``), and their counts for the run report."""
     spans_of: dict[str, list[dict]] = {}
     for tag in tags:
-        spans_of.setdefault(tag["title"], []).append(tag)
+        if tag["start"] >= 0:  # doubt rows are no spans (entity_states reads them)
+            spans_of.setdefault(tag["title"], []).append(tag)
     targets = [("book", b["book_id"], b["book_id"], b["author_qid"], b["canonical_title"]) for b in books]
     targets += [("variant", v["variant_id"], v["book_id"], v["author_qid"], v["title"]) for v in title_variants]
     rows = []
@@ -160,18 +189,35 @@ def _row(target_kind: str, target_id: str, book_id: str, author_qid: str, tag: d
     }
 
 
-def tag_probe(titles: Iterable[str], *, taggers: Sequence[Tagger] | None = None) -> Iterator[str]:
+def tag_probe(
+    titles: Iterable[str], *, taggers: Sequence[Tagger] | None = None, explain: bool = False
+) -> Iterator[str]:
     """For `kitab tag`: one JSON line per input title (a trailing newline is dropped), in order:
-    {"title", "human_names": [...], "city_names": [...]}. Streams in batches of PROBE_BATCH."""
+    {"title", "human_names": [...], "city_names": [...], "human": "yes|no|unsure", "city": ...}:
+    each kind's state from the title rules alone (tasks/entity_states.py; no second reader here).
+    ``explain`` adds "<kind>_evidence": the class that decided it. Streams in batches of PROBE_BATCH."""
+    from tasks.entity_states import decide, span_class, title_evidence
+
     taggers = list(taggers) if taggers is not None else default_taggers()
     it = iter(titles)
     while batch := [t.rstrip("\r\n") for t in islice(it, PROBE_BATCH)]:
-        tagged = tag_titles(batch, taggers)
+        doubts: dict[str, list[str | None]] = {}
+        tagged = tag_titles(batch, taggers, doubts)
         for n, title in enumerate(batch):
             names: dict[str, list[str]] = {t.name: [] for t in taggers}
             for tagger in taggers:
                 for span in tagged[tagger.name][n]:
                     names.setdefault(span.kind, []).append(span.text)
+            states: dict[str, str] = {}
+            for tagger in taggers:
+                spans = tagged[tagger.name][n]
+                cls = (span_class(tagger.name, [s.evidence for s in spans]), True) if spans else None
+                cls = cls or (doubts[tagger.name][n] or "plain", False)
+                state, evidence = decide(tagger.name, title_evidence(tagger.name, [cls]), [])
+                states[tagger.name] = state
+                if explain:
+                    states[f"{tagger.name}_evidence"] = evidence
             yield json.dumps(
-                {"title": title, **{f"{kind}_names": found for kind, found in names.items()}}, ensure_ascii=False
+                {"title": title, **{f"{kind}_names": found for kind, found in names.items()}, **states},
+                ensure_ascii=False,
             )

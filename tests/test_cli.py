@@ -37,6 +37,8 @@ def test_tag_probe_args_and_stdin():
         "title": "A Tale of Two Cities",
         "human_names": [],
         "city_names": [],
+        "human": "no",
+        "city": "no",
     }
     assert run("tag", stdin="Death in Venice\n")[0]["city_names"] == ["Venice"]
 

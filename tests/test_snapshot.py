@@ -34,6 +34,8 @@ SEARCH_DOC_FIELDS = {
     "first_publish_year",
     "publish_year",
     "language",
+    "person",  # the work's subject_people (book_records)
+    "place",  # its subject_places
 }
 CANDIDATES_QUERY = """
 SELECT ?a WHERE {

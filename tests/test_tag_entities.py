@@ -87,8 +87,11 @@ def test_probe_streams_one_json_line_per_title_in_order():
     lines = list(tag_probe(titles, taggers=[FakeTagger("human", "human"), FakeTagger("city", "city")]))
     assert len(lines) == PROBE_BATCH + 3
     first, second = json.loads(lines[0]), json.loads(lines[1])
-    assert first == {"title": "title 0", "human_names": [], "city_names": []}
-    assert second == {"title": "Zed 1", "human_names": ["Zed"], "city_names": ["Zed"]}
+    # a non-pipeline tagger has no doubt: a title without a span is a plain (decided) "no"; its
+    # spans' evidence is no class the states know, so a "yes" is unsure (tasks/entity_states.py)
+    assert first == {"title": "title 0", "human_names": [], "city_names": [], "human": "no", "city": "no"}
+    assert second["human_names"] == ["Zed"] and second["city_names"] == ["Zed"]
+    assert {second["human"], second["city"]} <= {"yes", "unsure"}
 
 
 @pytest.fixture(scope="module")
@@ -132,6 +135,9 @@ def test_real_probe(real_taggers):
         "title": "Down and Out in Paris and London",
         "human_names": [],
         "city_names": ["Paris", "London"],
+        "city": "yes",  # "in": the context class decides alone
+        # Paris and London are listed given names too: a "no" with a listed name is risky
+        "human": "unsure",
     }
 
 

@@ -419,12 +419,16 @@ def render_report(
     last two is part of the card. With ``out_dir``, also writes ``out_dir/report.md`` and the
     plots under ``out_dir/plots/`` (the markdown's image links are relative to ``report.md``)."""
     from kitab.core.warehouse import Warehouse
+    from kitab.release.review import review_section
 
     wh = Warehouse(Path(warehouse))
     plots = Path(out_dir) / "plots" if out_dir is not None else None
     with wh.connect(release=release) as con:
         text = quality_section(con, release, plots)
         evaluations = evaluation_section(con, release, plots, include_stale, seed=seed, resamples=resamples)
+        reviewed = review_section(con, release, wh.root)
+    if reviewed:
+        text += "\n" + reviewed
     ledger = wh.ledger_row(release)
     text += "\n" + stages_section(release, ledger)
     if snapshot is not None:

@@ -21,6 +21,8 @@ WORK_FIELDS = (
     "author_key",
     "author_name",
     "edition_count",
+    "person",  # subject_people: the book's record (tasks/book_evidence.py)
+    "place",  # subject_places
 )
 MAX_REDIRECTS = 3
 

@@ -4,7 +4,8 @@
 --   title processing: lower-case, '&' -> 'and', ASCII punctuation deleted, words split on
 --   whitespace, one leading the/a/an dropped unless it is the only word; first / last letter
 --   a-z only; word count exact; year range on the book's first_year (none: no range);
---   human / city name: any title_entities row of that kind for the book;
+--   human / city name (any entity kind): the book's state in book_entities, yes or no; an
+--   unsure book satisfies neither the constraint nor its negation (in no key);
 --   a book answers a query when ONE of its titles satisfies every criterion.
 -- Each row returned is a disagreement with `queries`:
 --   'mapped but no title satisfies'            a mapped book fails the rules with every title;
@@ -36,12 +37,8 @@ title_facts as (
                 then right(words[len(words)], 1) end as last_letter
     from worded
 ),
-flags as (
-    select book_id, bool_or(kind = 'human') as human, bool_or(kind = 'city') as city
-    from title_entities group by book_id
-),
 criteria as (
-    select q.query_id, q.author_qid, json_extract_string(c.spec, '$.type') as kind, c.spec
+    select q.query_id, q.author_qid, json_extract_string(c.spec, '$.type') as kind, c.spec, c.entity_kind
     from (select query_id, author_qid, unnest(constraint_ids) as constraint_id from queries) q
     join constraints c on c.constraint_id = q.constraint_id
 ),
@@ -53,12 +50,11 @@ per_title as (
                when 'word_count' then t.n_words = cast(json_extract(c.spec, '$.count') as integer)
                when 'year_range' then t.first_year between cast(json_extract(c.spec, '$.from') as integer)
                                                      and cast(json_extract(c.spec, '$.to') as integer)
-               when 'human_name' then coalesce(f.human, false) = cast(json_extract(c.spec, '$.present') as boolean)
-               when 'city_name' then coalesce(f.city, false) = cast(json_extract(c.spec, '$.present') as boolean)
+               else f.state = case when cast(json_extract(c.spec, '$.present') as boolean) then 'yes' else 'no' end
            end, false)) as ok
     from criteria c
     join title_facts t on t.author_qid = c.author_qid
-    left join flags f on f.book_id = t.book_id
+    left join book_entities f on f.book_id = t.book_id and f.kind = c.entity_kind
     group by all
 ),
 per_book as (

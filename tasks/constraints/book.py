@@ -18,13 +18,15 @@ class Book:
     lists, when it is not ``titles[0]`` (it may even be missing from ``titles`` if another
     book's canonical title reads the same). The entity flags are per book (the taggers look
     at all variants): ``entities`` holds (kind, found) for every kind tagged, e.g.
-    ``(("city", False), ("human", True))``; a kind not there was not tagged.
+    ``(("city", False), ("human", True))``, found None where the book's state is ``unsure``
+    (tasks/entity_states.py: a "don't care" book, in no such query's key); a kind not there
+    was not tagged.
     """
 
     book_id: str
     titles: tuple[str, ...]
     first_year: int | None = None
-    entities: tuple[tuple[str, bool], ...] = ()
+    entities: tuple[tuple[str, bool | None], ...] = ()
     canonical: str | None = None
 
     def __post_init__(self) -> None:
@@ -32,8 +34,16 @@ class Book:
             raise ValueError(f"book {self.book_id!r} has no title")
 
     def has(self, kind: str) -> bool | None:
-        """Whether a title of this book names an entity of ``kind`` (None: not tagged)."""
+        """Whether a title of this book names an entity of ``kind`` (None: not tagged, or unsure)."""
         return dict(self.entities).get(kind)
+
+    def tagged(self, kind: str) -> bool:
+        """Whether the book has a state for ``kind`` (yes, no or unsure)."""
+        return any(k == kind for k, _ in self.entities)
+
+    def unsure(self, kind: str) -> bool:
+        """Tagged for ``kind``, and its state is unsure."""
+        return self.tagged(kind) and self.has(kind) is None
 
     @property
     def title(self) -> str:

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tasks.constraints.book import Book
+from tasks.constraints.kinds._entity import EntitySpec
 from tasks.constraints.registry import Spec, spec_types
 
 
@@ -15,6 +16,8 @@ class Candidate:
     mapped: tuple[Book, ...]  # the author's books satisfying the spec, in the author's book order
     n_books: int  # N: all the author's books
     satisfying: tuple[tuple[str, ...], ...]  # per mapped book (same order), its titles that satisfy the spec
+    # the books the key leaves out: unsure for the spec's entity kind ("don't care", issue 28)
+    unsure: tuple[str, ...] = ()
 
     @property
     def answers(self) -> list[str]:
@@ -55,5 +58,6 @@ def author_candidates(books: Sequence[Book]) -> list[Candidate]:
     for kind in spec_types():
         for spec in kind.candidates(books):
             pairs = [(book, titles) for book in books if (titles := spec.titles_satisfying(book))]
-            out.append(Candidate(spec, tuple(b for b, _ in pairs), len(books), tuple(t for _, t in pairs)))
+            unsure = tuple(b.book_id for b in books if isinstance(spec, EntitySpec) and b.unsure(spec.KIND))
+            out.append(Candidate(spec, tuple(b for b, _ in pairs), len(books), tuple(t for _, t in pairs), unsure))
     return out

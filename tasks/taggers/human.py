@@ -56,6 +56,25 @@ class HumanTagger(PipelineTagger):
     def spans(self, view: TitleView) -> list[Span]:
         return find_people(view)
 
+    def doubt(self, view: TitleView) -> str | None:
+        return human_doubt(view)
+
+
+def human_doubt(v: TitleView) -> str | None:
+    """Why a title with no name might still have one (tasks/entity_states.py: a risky "no"), or
+    None: a capitalised token that is a listed name and no common word, which the rules refused
+    ("listed_name"), else one that no list knows at all, a coined or foreign word
+    ("unknown_word"). Read from the word lists only, never NER, so lazy and full tagging agree."""
+    found = None
+    for t in v.toks:
+        if not t.cap or t.stop or t.honorific or t.calendar or not any(c.isalpha() for c in t.text):
+            continue
+        if (t.first or t.surname) and not t.word:
+            return "listed_name"
+        if not (t.word or t.rare or t.first or t.surname):
+            found = "unknown_word"
+    return found
+
 
 def find_people(v: TitleView) -> list[Span]:
     """The names in a title (computed once per view: the city tagger asks again)."""

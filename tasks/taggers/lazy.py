@@ -185,6 +185,7 @@ class HumanTaggerV4(LazyNerTagger):
     name = "human"
     version = HUMAN_VERSION
     spans = HumanTagger.spans
+    doubt = HumanTagger.doubt
 
 
 class CityTaggerV4(LazyNerTagger):

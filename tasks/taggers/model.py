@@ -240,3 +240,51 @@ def model_taggers(
     key = api_key if api_key is not None else env_api_key()
     session = ModelSession(_client(base_url, model, key, timeout), ResponseCache(cache_path), batch, retry)
     return [ModelTagger(session, "human"), ModelTagger(session, "city")]
+
+
+# -- the model as the second reader (issue 28) ----------------------------------------------
+# KITAB_SECOND_READER=model: the offline taggers stay the title rules, and the model's answer
+# per title is independent evidence for each book's state (tasks/entity_states.decide). It
+# asks the endpoint of KITAB_TAGGER_BASE_URL / KITAB_TAGGER_MODEL (cache: KITAB_TAGGER_CACHE),
+# the same session and cache as the model taggers. Not with the model taggers selected as the
+# title rules: a reader cannot second itself.
+ENV_SECOND_READER = "KITAB_SECOND_READER"
+
+
+def second_reader_session() -> ModelSession | None:
+    """The configured second reader's session, or None ($KITAB_SECOND_READER unset: none)."""
+    from tasks.taggers.registry import selected_versions  # the registry imports no tagger at load
+
+    value = os.environ.get(ENV_SECOND_READER, "").strip()
+    if not value:
+        return None
+    if value != "model":
+        raise ModelTaggerError(f"{ENV_SECOND_READER}={value!r}: the one second reader is 'model' (or unset)")
+    if any(v.startswith(f"{k}_model_") for v in selected_versions() for k in KINDS):
+        raise ModelTaggerError(
+            f"{ENV_SECOND_READER}=model with the model taggers selected as the title rules (KITAB_TAGGERS): "
+            "the model cannot second its own answer; select the offline taggers"
+        )
+    return configured_session()
+
+
+def second_reader_version(session: ModelSession) -> str:
+    """The second reader's version in evidence and cache keys: model and prompt."""
+    return f"model_{PROMPT_VERSION}:{session.model}"
+
+
+def book_spans(
+    session: ModelSession, titles_of: dict[str, Sequence[str]], kinds: Sequence[str] = KINDS
+) -> dict[str, dict[str, list[str]]]:
+    """book_id -> {kind: the names the model found in any of its titles} (a name that does not
+    quote its title is dropped, as for the model taggers; a book whose titles have none: [])."""
+    asked = sorted({t for titles in titles_of.values() for t in titles if t})
+    answers = dict(zip(asked, session.names(asked))) if asked else {}
+    out: dict[str, dict[str, list[str]]] = {}
+    for book_id, titles in titles_of.items():
+        found: dict[str, list[str]] = {k: [] for k in kinds if k in KINDS}
+        for t in dict.fromkeys(x for x in titles if x):
+            for kind in found:
+                found[kind] += [s.text for s in place(t, answers[t].get(kind, []), kind, "model")]
+        out[book_id] = found
+    return out

@@ -103,3 +103,8 @@ class PipelineTagger:
 
     def spans(self, view: TitleView) -> list[Span]:
         raise NotImplementedError
+
+    def doubt(self, view: TitleView) -> str | None:
+        """Why a title with no span of this kind might still have one (a risky "no" class of
+        tasks/entity_states.py), or None. A kind with no such reasons says None."""
+        return None

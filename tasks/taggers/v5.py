@@ -33,6 +33,7 @@ class HumanTaggerV5(_V5Lists):
     name = "human"
     version = HUMAN_VERSION
     spans = HumanTagger.spans
+    doubt = HumanTagger.doubt
 
 
 class CityTaggerV5(_V5Lists):

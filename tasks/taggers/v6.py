@@ -29,6 +29,7 @@ class HumanTaggerV6(_V6Lists):
     name = "human"
     version = HUMAN_VERSION
     spans = HumanTagger.spans
+    doubt = HumanTagger.doubt
 
 
 class CityTaggerV6(_V6Lists):

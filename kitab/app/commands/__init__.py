@@ -7,6 +7,7 @@
 - ``snapshot``: mirror serve, snapshot generate / from-dumps / manifest (the inputs)
 - ``text``: dedup, tag, constraints (one stage's logic on lines of stdin)
 - ``evaluate``: evaluate, answer, prompts (models on a release)
+- ``review``: review export / import (labels for the key's unsure books)
 
 What they share (the ``--warehouse`` option, output formats, errors) is in ``common``. A new
 group is one module here with its ``app`` and one line in :data:`GROUPS`.
@@ -14,6 +15,6 @@ group is one module here with its ``app`` and one line in :data:`GROUPS`.
 
 from __future__ import annotations
 
-from kitab.app.commands import evaluate, publish, refresh, releases, snapshot, text, warehouse
+from kitab.app.commands import evaluate, publish, refresh, releases, review, snapshot, text, warehouse
 
-GROUPS = (warehouse, releases, refresh, publish, snapshot, text, evaluate)
+GROUPS = (warehouse, releases, refresh, publish, snapshot, text, evaluate, review)

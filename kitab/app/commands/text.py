@@ -48,8 +48,12 @@ def dedup() -> None:
 
 
 @app.command()
-def tag(titles: list[str] | None = typer.Argument(None, help="titles; none: one per line on stdin")) -> None:
-    """Titles -> JSON lines {"title", "human_names", "city_names"} from the human and city taggers."""
+def tag(
+    titles: list[str] | None = typer.Argument(None, help="titles; none: one per line on stdin"),
+    explain: bool = typer.Option(False, "--explain", help="add each kind's evidence (what decided its state)"),
+) -> None:
+    """Titles -> JSON lines {"title", "human_names", "city_names", "human", "city"}: the names the
+    taggers found and each kind's state, yes / no / unsure (docs/tagging.md)."""
     from kitab.app.probe_input import valid_text
     from tasks.tag_entities import tag_probe
 
@@ -64,7 +68,7 @@ def tag(titles: list[str] | None = typer.Argument(None, help="titles; none: one 
         lines = _short_titles([t for t, _ in checked], with_year=False, noun="argument")
     else:  # a blank line is no title: no output line for it (as dedup and constraints skip it)
         lines = [line for line in _stdin_lines(with_year=False) if line.strip()]
-    for line in tag_probe(lines):
+    for line in tag_probe(lines, explain=explain):
         print(line)
 
 

@@ -17,6 +17,7 @@ from datetime import date, datetime, timedelta
 from pathlib import Path
 
 from kitab.simulate.generator import curated, words
+from kitab.simulate.generator.records import work_record
 from kitab.simulate.generator.spec import SYNTHETIC, AuthorSpec, BookSpec, Ids
 from kitab.sources.snapshot.format import (
     OL_AUTHOR,
@@ -207,6 +208,7 @@ def _emit_ol_work(
     record["authors"] = [{"author": {"key": k}, "type": {"key": "/type/author_role"}} for k in author_keys]
     if book.year is not None and rng.random() < 0.6:
         record["first_publish_date"] = _publish_date(rng, book.year)
+    record.update(work_record(book))  # its own stream: the draws above and below are unchanged
     out.record(OL_WORKS_FILE, OL_WORK, _stamp(rng, created_at), record)
     for index, publish_date in enumerate(_edition_dates(book, rng, created_at.year)):
         edition = {"key": ids.edition(), "type": {"key": OL_EDITION}, "title": book.title}

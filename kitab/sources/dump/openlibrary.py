@@ -26,15 +26,13 @@ from kitab.sources.snapshot.olindex import SEARCH_DOCUMENTATION_URL, project_fie
 SEARCH_AUTHORS_LIMIT = 100  # OLIndex.search_authors' default, what DumpOpenLibrary asks for
 
 
-WORK_COLUMNS = (
-    "key, title, subtitle, author_keys, author_name, edition_count, first_publish_year, publish_year, language"
-)
+WORK_COLUMNS = "key, title, subtitle, author_keys, author_name, edition_count, first_publish_year, publish_year, language, person, place"
 AUTHOR_COLUMNS = "key, record, work_count, top_work"
 
 
 def work_doc(row: tuple) -> dict:
     """An author_works row -> the /search.json doc (OLIndex._work_doc; absent values left out)."""
-    key, title, subtitle, author_keys, author_name, edition_count, first_publish_year, publish_year, language = row
+    key, title, subtitle, author_keys, author_name, edition_count, first_publish_year, publish_year, language = row[:9]
     doc = {"key": key, "type": "work", "title": json.loads(title)}
     subtitle = json.loads(subtitle) if subtitle is not None else None
     if subtitle:
@@ -48,6 +46,10 @@ def work_doc(row: tuple) -> dict:
         doc["publish_year"] = list(publish_year)
     if language:
         doc["language"] = list(language)
+    for name, text in zip(("person", "place"), row[9:], strict=True):
+        value = json.loads(text) if text is not None else None
+        if value:  # the dump's subject_people / subject_places (a list; OLIndex keeps what is there)
+            doc[name] = list(value)
     return doc
 
 

@@ -238,9 +238,11 @@ def _scan_works(con: duckdb.DuckDBPyConnection, path: Path, out: Path) -> None:
             SELECT key, {KEY_NUMBER.format("key")} AS key_num,
                    coalesce(j[3]::VARCHAR, '""') AS title, j[4]::VARCHAR AS subtitle,
                    coalesce(json_extract_string(j[6], '$[*].author.key'), []) AS author_refs,
-                   nullif({YEAR_OF.format(JSON_STRING.format("j[5]"))}, 0) AS first_publish_date_year
+                   nullif({YEAR_OF.format(JSON_STRING.format("j[5]"))}, 0) AS first_publish_date_year,
+                   j[7]::VARCHAR AS person, j[8]::VARCHAR AS place
             FROM (SELECT *, json_extract(json, ['$.key', '$.type.key', '$.title', '$.subtitle',
-                                                '$.first_publish_date', '$.authors']) AS j
+                                                '$.first_publish_date', '$.authors',
+                                                '$.subject_people', '$.subject_places']) AS j
                   FROM {read_ol(path)})
             WHERE {check_record(path)} IS NULL
             QUALIFY row_number() OVER (PARTITION BY key ORDER BY revision DESC, last_modified DESC) = 1
@@ -271,7 +273,7 @@ def _scan_works(con: duckdb.DuckDBPyConnection, path: Path, out: Path) -> None:
                coalesce(n.author_name, []) AS author_name,
                coalesce(e.edition_count, 0) AS edition_count,
                least(e.years[1], w.first_publish_date_year) AS first_publish_year,
-               e.years AS publish_year, e.languages AS language
+               e.years AS publish_year, e.languages AS language, w.person, w.place
         FROM ol_works w LEFT JOIN names n USING (key) LEFT JOIN edition_facts e ON e.work_key = w.key
     """)
     con.execute("DROP TABLE ol_works; DROP TABLE edition_facts; DROP TABLE resolved")
@@ -287,7 +289,8 @@ def _scan_works(con: duckdb.DuckDBPyConnection, path: Path, out: Path) -> None:
         con,
         """
         SELECT a.author_key, w.key, w.key_num, w.title, w.subtitle, w.author_key AS author_keys,
-               w.author_name, w.edition_count, w.first_publish_year, w.publish_year, w.language
+               w.author_name, w.edition_count, w.first_publish_year, w.publish_year, w.language,
+               w.person, w.place
         FROM (SELECT DISTINCT unnest(author_key) AS author_key, key FROM work_docs) a JOIN work_docs w USING (key)
         ORDER BY a.author_key, w.key_num, w.key""",
         out / "author_works.parquet",

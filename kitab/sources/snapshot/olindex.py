@@ -191,6 +191,10 @@ class OLIndex:
             doc["publish_year"] = sorted(years)
         if languages:
             doc["language"] = sorted(languages)
+        # the work's subject people / places, as Solr's person / place fields (book_records)
+        for field, name in (("subject_people", "person"), ("subject_places", "place")):
+            if work.get(field):
+                doc[name] = list(work[field])
         return doc
 
     def _author_doc(self, key: str) -> dict:

@@ -35,10 +35,10 @@ class EntitySpec(Spec):
         return self.KITAB_TYPE if self.present else f"no-{self.KITAB_TYPE}"
 
     def satisfied_by(self, book: Book, title: str) -> bool:
-        flag = book.has(self.KIND)
-        if flag is None:
+        if not book.tagged(self.KIND):
             raise ValueError(f"book {book.book_id!r} is not tagged for {self.KIND} names")
-        return flag == self.present
+        # an unsure book satisfies neither the constraint nor its negation: it is in no key
+        return book.has(self.KIND) == self.present
 
     def accepts(self, answer: str, book: Book) -> bool:
         # the book's flag, as the release's taggers set it: KITAB's NER services are not
@@ -61,7 +61,7 @@ class EntitySpec(Spec):
 
     @classmethod
     def candidates(cls, books: Sequence[Book]) -> Iterator[EntitySpec]:
-        if books and all(book.has(cls.KIND) is not None for book in books):
+        if books and all(book.tagged(cls.KIND) for book in books):
             yield cls(True)
             yield cls(False)
 

@@ -1,0 +1,106 @@
+"""How often record evidence (tasks/book_evidence.py) decides a book right, on real records.
+
+    .venv/bin/python benchmarks/record_evidence.py [--list] [--min 0.97]
+
+Sets: 119 real Open Library dump works that carry subject_people / subject_places (of the first
+1,000 works of the 2020 dump: tests/data/book_records/ol_dump_works_with_records.jsonl) and the
+79 real romance works with people / places (snapshots/seed/ol_etl_romance_sample). Every book
+record evidence decides was labelled by hand (tests/data/book_records/labels.tsv: does the
+title contain a person's / a city's name). --list prints each decision beside its label.
+Exit status 1 if the share right on either set, per kind or in all, is below --min.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+_HERE = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+ROOT = _HERE.parent
+sys.path.insert(0, str(ROOT))
+
+from tasks.book_evidence import CITY, HUMAN, LexiconGazetteer, record_evidence  # noqa: E402
+
+DATA = ROOT / "tests" / "data" / "book_records"
+ROMANCE = ROOT / "snapshots" / "seed" / "ol_etl_romance_sample"
+
+
+def dump_set() -> list[tuple[str, str, list[dict]]]:
+    books = []
+    for line in (DATA / "ol_dump_works_with_records.jsonl").read_text(encoding="utf-8").splitlines():
+        d = json.loads(line)
+        records = [{"field": f, "name": n} for f in ("subject_people", "subject_places") for n in d.get(f) or []]
+        books.append((d["key"].rsplit("/", 1)[-1], d["title"], records))
+    return books
+
+
+def romance_set() -> list[tuple[str, str, list[dict]]]:
+    with (ROMANCE / "works_compact.tsv").open(encoding="utf-8") as f:
+        titles = {r["work_key"]: r["title"] for r in csv.DictReader(f, delimiter="\t")}
+    records: dict[str, list[dict]] = defaultdict(list)
+    for name, field, column in (
+        ("works_people.csv", "subject_people", "person"),
+        ("works_places.csv", "subject_places", "place"),
+    ):
+        with (ROMANCE / name).open(encoding="utf-8") as f:
+            for r in csv.DictReader(f):
+                records[r["work_key"]].append({"field": field, "name": r[column]})
+    return [(k, titles[k], records[k]) for k in sorted(records) if k in titles]
+
+
+def labels() -> dict[tuple[str, str], str]:
+    with (DATA / "labels.tsv").open(encoding="utf-8") as f:
+        return {
+            (r["work_key"], r["kind"]): r["label"]
+            for r in csv.DictReader(f, delimiter="\t")
+            if not r["work_key"].startswith("#")
+        }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--list", action="store_true")
+    ap.add_argument("--min", type=float, default=0.97)
+    args = ap.parse_args()
+    truth = labels()
+    gazetteer = LexiconGazetteer()
+    failed = False
+    print("| set | books with records | kind | decided yes | decided no | right | unlabelled |")
+    print("|---|---|---|---|---|---|---|")
+    for set_name, books in (("OL dump (first 1,000 works)", dump_set()), ("OL romance sample", romance_set())):
+        totals = [0, 0]
+        for kind in (HUMAN, CITY):
+            n_yes = n_no = right = missing = 0
+            for key, title, records in books:
+                ev = record_evidence(title, [], records, gazetteer).get(kind)
+                if ev is None:
+                    continue
+                n_yes += ev["verdict"] == "yes"
+                n_no += ev["verdict"] == "no"
+                label = truth.get((key, kind))
+                missing += label is None
+                right += label == ev["verdict"]
+                if args.list:
+                    mark = "?" if label is None else ("ok" if label == ev["verdict"] else "WRONG")
+                    print(f"  {mark:5} {kind:5} {ev['verdict']:3} {key} {title!r}: {ev['detail']}")
+            decided = n_yes + n_no
+            share = right / decided if decided else 1.0
+            failed |= share < args.min
+            totals[0] += right
+            totals[1] += decided
+            print(
+                f"| {set_name} | {len(books)} | {kind} | {n_yes} | {n_no} | {right}/{decided} = {share:.3f} | {missing} |"
+            )
+        share = totals[0] / totals[1] if totals[1] else 1.0
+        failed |= share < args.min
+        print(f"| {set_name} | {len(books)} | both | | | {totals[0]}/{totals[1]} = {share:.3f} | |")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

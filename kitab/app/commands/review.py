@@ -1,0 +1,48 @@
+"""The review loop: ``kitab review export`` (the unsure books and a sample of decided ones, as a
+CSV to label) and ``kitab review import`` (the labels into the warehouse, read by every later
+build). The logic is kitab/release/review.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from kitab.app.commands.common import WarehouseOpt, existing_warehouse, user_errors, warehouse_root
+from kitab.app.console import console
+
+app = typer.Typer()
+review_app = typer.Typer(help="Label the key's unsure books and a sample of its decided ones.", no_args_is_help=True)
+app.add_typer(review_app, name="review")
+
+
+@review_app.command("export")
+def export(
+    release: str = typer.Option(..., help="release id"),
+    out: Path = typer.Option(..., help="the CSV to write (opens in a spreadsheet; fill the label column)"),
+    sample: int = typer.Option(50, help="decided (book, kind) rows to sample beside every unsure one"),
+    seed: int = typer.Option(0, help="the sample's seed (same seed and release: same file)"),
+    warehouse: Path | None = WarehouseOpt,
+) -> None:
+    """Write the release's unsure (book, kind) rows and a seeded sample of decided ones, with an
+    empty label column to fill with yes / no."""
+    from kitab.core.warehouse import Warehouse
+    from kitab.release.review import export_review
+
+    root = existing_warehouse(warehouse, release)
+    with user_errors(), Warehouse(root).connect(release=release) as con:
+        counts = export_review(con, release, out, sample=sample, seed=seed)
+    console.print(f"{counts['unsure']} unsure and {counts['decided']} decided rows -> {out}")
+
+
+@review_app.command("import")
+def import_(
+    file: Path = typer.Argument(..., help="a CSV from `kitab review export` with its label column filled"),
+    warehouse: Path | None = WarehouseOpt,
+) -> None:
+    """Store the file's labels (review_v1) in the warehouse; every later build reads them."""
+    from kitab.release.review import import_review
+
+    with user_errors():
+        counts = import_review(warehouse_root(warehouse), file)
+    console.print(f"{counts['imported']} labels imported ({counts['stored']} stored); rebuild a release to use them")

@@ -1,0 +1,189 @@
+"""The review loop (issue 28): the people who publish the benchmark label what the key left
+unsure, and a random sample of what it decided, and every later build uses their labels.
+
+- :func:`export_review`: ``kitab review export --release R --out FILE``: a CSV (UTF-8 with a
+  BOM, so a spreadsheet opens it as such) of the release's unsure (book, kind) rows plus a
+  seeded random sample of its decided ones, with title, author, kind, state, evidence and an
+  empty ``label`` column to fill with yes / no. Written atomically.
+- :func:`import_review`: ``kitab review import FILE``: the filled labels into the warehouse's
+  review labels (kitab/core/reviews.py, version ``review_v1``, keyed by normalised title and
+  author and kind; a later label replaces an earlier one). A row left blank is not a label; a
+  bad row stops the import with one line naming it, and nothing is stored.
+- :func:`review_quality`: per kind, the labelled books of a release against their current
+  states: precision and recall of "yes" among the decided ones, with 95% Wilson intervals,
+  and how many are unsure (``kitab report``'s "Reviewed sample" section).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import random
+from pathlib import Path
+
+import duckdb
+
+from kitab.core.errors import BadValue
+from kitab.core.files import write_bytes
+from kitab.core.reviews import VERSION, read_labels, write_labels
+from tasks.book_evidence import review_key
+
+FIELDS = ("release", "book_id", "title", "author", "kind", "state", "evidence", "sample", "label")
+LABELS = {"yes": "yes", "no": "no", "y": "yes", "n": "no"}
+Z95 = 1.959963984540054
+
+_STATES_SQL = """
+    SELECT e.book_id, b.canonical_title AS title, coalesce(a.name, '') AS author, e.kind, e.state, e.evidence
+    FROM book_entities e
+    JOIN books b ON b.release = e.release AND b.book_id = e.book_id
+    LEFT JOIN authors a ON a.release = e.release AND a.qid = e.author_qid
+    WHERE e.release = ?
+    ORDER BY e.book_id, e.kind
+"""
+
+
+def release_states(con: duckdb.DuckDBPyConnection, release: str) -> list[dict]:
+    """Each (book, kind) of ``release`` with its title, author, state and evidence."""
+    cur = con.execute(_STATES_SQL, [release])
+    names = [d[0] for d in cur.description]
+    return [dict(zip(names, row)) for row in cur.fetchall()]
+
+
+def review_rows(states: list[dict], sample: int, seed: int) -> list[dict]:
+    """The unsure rows, then ``sample`` decided rows drawn with ``seed`` (the same seed and
+    release give the same file); ``sample`` says which list a row came from."""
+    unsure = [dict(r, sample="unsure") for r in states if r["state"] == "unsure"]
+    decided = [r for r in states if r["state"] != "unsure"]
+    drawn = random.Random(seed).sample(decided, min(sample, len(decided)))
+    drawn.sort(key=lambda r: (r["book_id"], r["kind"]))
+    return unsure + [dict(r, sample="decided") for r in drawn]
+
+
+def export_review(con: duckdb.DuckDBPyConnection, release: str, out: Path, sample: int = 50, seed: int = 0) -> dict:
+    if sample < 0:
+        raise BadValue(f"--sample {sample}: a count of decided rows, 0 or more")
+    states = release_states(con, release)
+    if not states:
+        raise BadValue(f"release {release} has no book_entities rows to review")
+    rows = review_rows(states, sample, seed)
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=FIELDS, lineterminator="\r\n")
+    writer.writeheader()
+    for r in rows:
+        writer.writerow({**{k: r.get(k, "") for k in FIELDS}, "release": release, "label": ""})
+    write_bytes(out, buf.getvalue().encode("utf-8-sig"))
+    return {
+        "unsure": sum(r["sample"] == "unsure" for r in rows),
+        "decided": sum(r["sample"] == "decided" for r in rows),
+    }
+
+
+def parse_review(text: str, name: str = "FILE", kinds: tuple[str, ...] = ("human", "city")) -> list[dict]:
+    """The labelled rows of an exported (and filled) CSV; blank labels are skipped. A missing
+    column or a bad row -> BadValue naming the file and line."""
+    reader = csv.DictReader(io.StringIO(text.lstrip("\ufeff")))
+    missing = [c for c in ("title", "author", "kind", "label") if c not in (reader.fieldnames or [])]
+    if missing:
+        raise BadValue(f"{name}: no column {', '.join(missing)} (export one with `kitab review export`)")
+    out = []
+    for row in reader:
+        line = reader.line_num
+        label = (row.get("label") or "").strip().casefold()
+        if not label:
+            continue
+        if label not in LABELS:
+            raise BadValue(f"{name} line {line}: label {row['label']!r}: write yes or no (or leave it empty)")
+        if (row.get("kind") or "").strip() not in kinds:
+            raise BadValue(f"{name} line {line}: kind {row.get('kind')!r}: one of {', '.join(kinds)}")
+        if not review_key(row.get("title") or "", "")[0]:
+            raise BadValue(f"{name} line {line}: the title is empty")
+        out.append(
+            {
+                "version": VERSION,
+                "title": row["title"],
+                "author": row.get("author") or "",
+                "kind": row["kind"].strip(),
+                "label": LABELS[label],
+                "release": row.get("release") or "",
+                "book_id": row.get("book_id") or "",
+                "exported_state": row.get("state") or "",
+            }
+        )
+    return out
+
+
+def import_review(warehouse: Path, path: Path) -> dict:
+    """Store ``path``'s labels; a label for a (title, author, kind) already stored replaces it."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadValue(f"{path}: cannot read it as UTF-8 text ({exc})") from None
+    new = parse_review(text, str(path))
+    key = lambda r: (*review_key(r["title"], r["author"]), r["kind"])  # noqa: E731
+    fresh = {key(r) for r in new}
+    kept = [r for r in read_labels(warehouse) if key(r) not in fresh]
+    write_labels(warehouse, kept + new)
+    return {"imported": len(new), "stored": len(kept) + len(new)}
+
+
+def wilson(k: int, n: int, z: float = Z95) -> tuple[float, float]:
+    """The Wilson score interval of k successes in n (n = 0: the whole [0, 1])."""
+    if n == 0:
+        return 0.0, 1.0
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def review_quality(con: duckdb.DuckDBPyConnection, release: str, labels: list[dict]) -> dict[str, dict]:
+    """kind -> the release's labelled (book, kind) rows against their current states: ``n``
+    labelled, ``unsure``, and among the decided ``tp``/``fp``/``fn``, precision and recall of
+    "yes" with Wilson 95% intervals."""
+    lookup = {(*review_key(r["title"], r["author"]), r["kind"]): r["label"] for r in labels}
+    out: dict[str, dict] = {}
+    for r in release_states(con, release):
+        label = lookup.get((*review_key(r["title"], r["author"]), r["kind"]))
+        if label is None:
+            continue
+        q = out.setdefault(r["kind"], {"n": 0, "unsure": 0, "tp": 0, "fp": 0, "fn": 0, "tn": 0})
+        q["n"] += 1
+        if r["state"] == "unsure":
+            q["unsure"] += 1
+        else:
+            q[
+                {("yes", "yes"): "tp", ("yes", "no"): "fp", ("no", "yes"): "fn", ("no", "no"): "tn"}[r["state"], label]
+            ] += 1
+    for q in out.values():
+        q["precision"] = q["tp"] / (q["tp"] + q["fp"]) if q["tp"] + q["fp"] else None
+        q["precision_ci"] = wilson(q["tp"], q["tp"] + q["fp"])
+        q["recall"] = q["tp"] / (q["tp"] + q["fn"]) if q["tp"] + q["fn"] else None
+        q["recall_ci"] = wilson(q["tp"], q["tp"] + q["fn"])
+    return dict(sorted(out.items()))
+
+
+def review_section(con: duckdb.DuckDBPyConnection, release: str, warehouse: Path) -> str:
+    """``kitab report``'s "Reviewed sample" section ('' without labels for this release)."""
+    quality = review_quality(con, release, read_labels(warehouse))
+    if not quality:
+        return ""
+
+    def fmt(value, ci) -> str:
+        return "n/a" if value is None else f"{value:.3f} [{ci[0]:.3f}, {ci[1]:.3f}]"
+
+    lines = [
+        "## Reviewed sample",
+        "",
+        f"Books labelled by a reviewer (`kitab review import`, {VERSION}) against this release's states;",
+        'precision and recall of "yes" among the decided ones, 95% Wilson interval. A reviewed book is',
+        "decided by its label in every build after the import, so a rebuilt release's figures count it.",
+        "",
+        "| kind | labelled | unsure | precision | recall |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for kind, q in quality.items():
+        lines.append(
+            f"| {kind} | {q['n']} | {q['unsure']} | {fmt(q['precision'], q['precision_ci'])} | {fmt(q['recall'], q['recall_ci'])} |"
+        )
+    return "\n".join(lines) + "\n"

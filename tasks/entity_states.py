@@ -1,0 +1,242 @@
+"""Three-valued entity states per (book, kind): ``yes``, ``no`` or ``unsure``, with the evidence
+that decided them (issue 28; docs/tagging.md, "States and evidence").
+
+The title rules say *what* they found (``title_entities``) and *how* (an evidence class per
+title, ``title_class``); a class the labelled sets show to be low-risk decides alone, a risky one
+is ``unsure`` unless a second, independent source decides it (the book's own record, the model
+tagger, a reviewer's label: ``others``). Pure functions: the constrain step calls ``book_states``
+per batch of authors; ``decide`` is the one rule.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+YES, NO, UNSURE = "yes", "no", "unsure"
+STATES = (YES, NO, UNSURE)
+SOURCES = ("record", "model", "review")
+# Precedence when the sources disagree: a reviewer's label, then the book's own record (its
+# subjects matched against the title: ~97% right where present, issue 28); the model alone never
+# overrules the title rules, and neither decides against them without a second source.
+PRECEDENCE = ("review", "record")
+
+# The title rules' evidence classes, per kind: (verdict, class) -> risky? Measured on dev,
+# holdout and dev2 with human_v6 / city_v6 (docs/tagging.md, "States and evidence"): a class
+# whose error on those sets is several times the rest's is risky.
+HUMAN_CLASSES = {
+    # "yes": the name was found by ...
+    "rule": False,  # a naming pattern (honorific, possessive, epithet, group, "X of", life, "and"): 1/148 wrong
+    "name_list": False,  # a listed given name or surname the rules accept (NER may agree): 8/205
+    "proper_title": True,  # only an unknown main title that looks like a name ("Pnin", "Ubik"): 9/23
+    "ner_only": True,  # NER's PERSON on a token no list knows: 0/5, too few to trust
+    # "no": nothing found, and the title has ...
+    "plain": False,  # no capitalised token that is an unknown word or a listed name but a common word: 14/1,107
+    "listed_name": True,  # a listed name that is no common word, which the rules refused: 4/73
+    "unknown_word": True,  # a capitalised token no list knows (a coined or foreign word): 12/166
+}
+CITY_CLASSES = {
+    "context": False,  # a locative before or ", Region" after: 0/23
+    "alternate_name": False,  # an exonym of a big city ("Peking", "Bombay"): 0/8
+    "population": True,  # population alone (issue 28, item 8): 0/56 here, but the guess of the held-out false cities
+    "ner": True,  # NER alone, or NER and population: 1/11
+    "plain": False,  # no city found (no candidate, 1/1,181; or one the rules refused, 4/448)
+}
+TITLE_CLASSES = {"human": HUMAN_CLASSES, "city": CITY_CLASSES}
+
+_HUMAN_RULES = frozenset(
+    "honorific_rule possessive_rule epithet_rule group_rule of_rule biography_rule coordination_rule".split()
+)
+
+
+@dataclass(frozen=True)
+class TitleEvidence:
+    """What the title rules say of one book and kind: their verdict and the class per title
+    (canonical and variants) that led to it, e.g. ("yes", ("name_list",))."""
+
+    verdict: str  # "yes" | "no"
+    classes: tuple[str, ...]
+
+
+def span_class(kind: str, evidence: Iterable[str]) -> str:
+    """The class of a title with spans of ``kind``, from their evidence strings."""
+    detectors = {d for e in evidence for d in e.split("+")}
+    if kind == "city":
+        if detectors & {"locative_rule", "region_context_rule"}:
+            return "context"
+        if "alternate_name" in detectors:
+            return "alternate_name"
+        return "ner" if "ner" in detectors else "population"
+    if detectors & _HUMAN_RULES:
+        return "rule"
+    if detectors & {"first_name", "surname"}:
+        return "name_list"
+    return "proper_title" if "proper_title_rule" in detectors else "ner_only"
+
+
+def risky(kind: str, cls: str) -> bool:
+    """Whether the title rules' class ``cls`` may not decide alone (an unknown class is risky:
+    a new kind's tagger decides only with a second reader until its classes are measured)."""
+    return TITLE_CLASSES.get(kind, {}).get(cls, True)
+
+
+def decide(kind: str, title_evidence: TitleEvidence | None, others: Sequence[Mapping]) -> tuple[str, str]:
+    """(state, evidence text) of one book and kind.
+
+    1. A review label decides (reviews that disagree: unsure).
+    2. Every source that speaks (title rules, record, model) agrees: decided if they are two or
+       more, or the title rules' classes are all low-risk.
+    3. They disagree: the record decides (the book's own subjects), unless the title rules are
+       low-risk and the model sides with them (then two sources against one: theirs); else unsure.
+    4. The title rules alone, a risky class: unsure.
+    The evidence lists every source and what it said, "|"-joined: "title:rule",
+    "title:proper_title|model:yes", "title:unknown_word|record:yes|model:yes".
+    """
+    votes: list[tuple[str, str]] = []  # (source, verdict)
+    parts: list[str] = []
+    sure_title = False
+    if title_evidence is not None:
+        if title_evidence.verdict not in (YES, NO):
+            raise ValueError(f"title verdict must be yes or no, got {title_evidence.verdict!r}")
+        classes = sorted(set(title_evidence.classes))
+        sure_title = bool(classes) and not any(risky(kind, c) for c in classes)
+        votes.append(("title", title_evidence.verdict))
+        parts.append("title:" + "+".join(classes or ["none"]))
+    for other in sorted(others, key=lambda o: (SOURCES.index(o["source"]), o["verdict"], o.get("detail", ""))):
+        if other["source"] not in SOURCES or other["verdict"] not in (YES, NO):
+            raise ValueError(f"second reader evidence must be a source of {SOURCES} with a yes/no verdict: {other!r}")
+        votes.append((other["source"], other["verdict"]))
+        parts.append(f"{other['source']}:{other['verdict']}")
+    evidence = "|".join(parts)
+    reviews = {v for s, v in votes if s == "review"}
+    if reviews:
+        return (reviews.pop() if len(reviews) == 1 else UNSURE), evidence
+    verdicts = {v for _, v in votes}
+    if not votes:
+        return UNSURE, evidence or "none"
+    if len(verdicts) == 1:
+        return (votes[0][1] if len(votes) >= 2 or sure_title else UNSURE), evidence
+    by_source = dict(votes)
+    if sure_title and by_source.get("model") == by_source["title"] and "record" in by_source:
+        return by_source["title"], evidence
+    record = {v for s, v in votes if s == "record"}
+    if len(record) == 1:
+        return record.pop(), evidence
+    return UNSURE, evidence
+
+
+def title_evidence(kind: str, classes: Sequence[tuple[str, bool]]) -> TitleEvidence:
+    """A book's titles' (class, has a span) pairs -> the title rules' evidence for the book.
+    A book has a name if any title has one; the classes are those of its verdict's titles
+    (for "yes", the titles with a span; for "no", every title's)."""
+    if not classes:
+        return TitleEvidence(NO, ())
+    found = [c for c, has in classes if has]
+    if found:
+        # a low-risk "yes" on one title makes the book's "yes" low-risk
+        sure = [c for c in found if not risky(kind, c)]
+        return TitleEvidence(YES, tuple(sorted(set(sure or found))))
+    return TitleEvidence(NO, tuple(sorted({c for c, _ in classes})))
+
+
+def second_reader_evidence(
+    books: Sequence[Mapping],
+    title_variants: Sequence[Mapping],
+    authors: Sequence[Mapping],
+    records: Sequence[Mapping] = (),
+    labels: Mapping[tuple[str, str], Mapping[str, str]] | None = None,
+    model_spans: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
+    model_version: str = "",
+) -> dict[tuple[str, str], list[dict]]:
+    """(book_id, kind) -> the second readers' verdicts (``{"source", "verdict", "detail"}``) for
+    one batch, as the constrain step has it: its ``books`` and ``title_variants`` rows, its
+    ``authors`` (the name a reviewer saw), the ``book_records`` rows of its works, the review
+    labels (tasks/book_evidence.review_labels) and the model tagger's spans per book (None: no
+    model configured). The evidence itself is tasks/book_evidence.py's."""
+    from tasks.book_evidence import second_reader_evidence as evidence
+
+    if not records and not labels and model_spans is None:
+        return {}
+    names = {a["qid"]: a.get("name") or "" for a in authors}
+    variants: dict[str, list[str]] = {}
+    work_keys: dict[str, list[str]] = {}
+    for v in title_variants:
+        variants.setdefault(v["book_id"], []).append(v["title"])
+        work_keys.setdefault(v["book_id"], []).append(v["work_key"])
+    rows = [
+        {
+            "book_id": b["book_id"],
+            "title": b["canonical_title"],
+            "author": names.get(b["author_qid"], ""),
+            "variants": [t for t in variants.get(b["book_id"], []) if t != b["canonical_title"]],
+            "work_keys": sorted(set(work_keys.get(b["book_id"], []))),
+        }
+        for b in sorted(books, key=lambda b: b["book_id"])
+    ]
+    return evidence(rows, records, labels, model_spans, model_version)
+
+
+def decided_by(
+    states: Sequence[Mapping], baseline: Sequence[Mapping], others: Mapping[tuple[str, str], Sequence[Mapping]]
+) -> dict[str, dict[str, int]]:
+    """kind -> how its books' states came about, for the step's stats: ``title`` (the title rules
+    alone), ``title+record`` (the same state, a second reader agreeing), ``record`` / ``model`` /
+    ``review`` (a second reader decided what the title rules alone left unsure or said
+    otherwise), ``unsure`` (``unsure:disagree`` where the title rules alone would have decided).
+    ``baseline``: :func:`book_states` of the same books without second readers."""
+    before = {(r["book_id"], r["kind"]): r["state"] for r in baseline}
+    out: dict[str, Counter] = {}
+    for r in states:
+        key = (r["book_id"], r["kind"])
+        agreeing = sorted({o["source"] for o in others.get(key, ()) if o["verdict"] == r["state"]}, key=SOURCES.index)
+        if r["state"] == UNSURE:
+            label = UNSURE if before[key] == UNSURE else "unsure:disagree"
+        elif before[key] == r["state"]:
+            label = "+".join(["title", *agreeing])
+        else:
+            label = "+".join(agreeing) or "title"
+        out.setdefault(r["kind"], Counter())[label] += 1
+    return {k: dict(sorted(c.items())) for k, c in sorted(out.items())}
+
+
+def book_states(
+    books: Sequence[Mapping],
+    title_variants: Sequence[Mapping],
+    tag_rows: Iterable[Mapping],
+    kinds: Sequence[str],
+    others: Mapping[tuple[str, str], Sequence[Mapping]] | None = None,
+) -> list[dict]:
+    """Rows of ``book_entities`` (schemas/book_entities.json): one per book and kind, from the
+    title_tags rows of the books' titles (spans, and the tagger's doubt rows: ``start`` < 0,
+    ``evidence`` = the class of a title with no span) and the second readers' verdicts."""
+    others = others or {}
+    per_title: dict[tuple[str, str], tuple[str, bool]] = {}
+    spans: dict[tuple[str, str], list[str]] = {}
+    for row in tag_rows:
+        key = (row["title"], row["kind"])
+        if row["start"] < 0:
+            per_title[key] = (row["evidence"], False)
+        else:
+            spans.setdefault(key, []).append(row["evidence"])
+    for (title, kind), evidence in spans.items():
+        per_title[(title, kind)] = (span_class(kind, evidence), True)
+    titles_of: dict[str, list[str]] = {b["book_id"]: [b["canonical_title"]] for b in books}
+    for v in title_variants:
+        titles_of.setdefault(v["book_id"], []).append(v["title"])
+    rows = []
+    for book in sorted(books, key=lambda b: b["book_id"]):
+        for kind in kinds:
+            default = ("plain", False)  # a title with no span and no doubt row
+            classes = [per_title.get((t, kind), default) for t in dict.fromkeys(titles_of[book["book_id"]]) if t]
+            state, evidence = decide(kind, title_evidence(kind, classes), others.get((book["book_id"], kind), ()))
+            rows.append(
+                {
+                    "book_id": book["book_id"],
+                    "author_qid": book["author_qid"],
+                    "kind": kind,
+                    "state": state,
+                    "evidence": evidence,
+                }
+            )
+    return rows

@@ -1,0 +1,126 @@
+"""tasks/entity_states.py: the decision rule, on every path (issue 28)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tasks.entity_states import NO, UNSURE, YES, TitleEvidence, book_states, decide, span_class, title_evidence
+
+SURE_YES = TitleEvidence(YES, ("rule",))
+RISKY_YES = TitleEvidence(YES, ("proper_title",))
+RISKY_NO = TitleEvidence(NO, ("unknown_word",))
+
+
+def rec(verdict):
+    return {"source": "record", "verdict": verdict, "detail": "subject_people"}
+
+
+def model(verdict):
+    return {"source": "model", "verdict": verdict, "detail": "m1"}
+
+
+def review(verdict):
+    return {"source": "review", "verdict": verdict, "detail": "r"}
+
+
+def test_low_risk_class_decides_alone_and_risky_one_is_unsure():
+    assert decide("human", SURE_YES, []) == (YES, "title:rule")
+    assert decide("human", RISKY_YES, []) == (UNSURE, "title:proper_title")
+    assert decide("human", RISKY_NO, [])[0] == UNSURE
+    assert decide("city", TitleEvidence(YES, ("population",)), [])[0] == UNSURE  # item 8
+    assert decide("city", TitleEvidence(YES, ("context",)), [])[0] == YES
+
+
+def test_a_second_source_that_agrees_decides_a_risky_class():
+    assert decide("human", RISKY_YES, [model(YES)]) == (YES, "title:proper_title|model:yes")
+    assert decide("human", RISKY_NO, [rec(NO)]) == (NO, "title:unknown_word|record:no")
+
+
+def test_disagreement_record_wins_model_alone_does_not():
+    assert decide("human", RISKY_YES, [rec(NO)])[0] == NO
+    assert decide("human", RISKY_YES, [model(NO)])[0] == UNSURE
+    assert decide("human", SURE_YES, [model(NO)])[0] == UNSURE
+    # two against one: low-risk title rules and the model outvote the record
+    assert decide("human", SURE_YES, [rec(NO), model(YES)]) == (YES, "title:rule|record:no|model:yes")
+
+
+def test_review_decides_and_disagreeing_reviews_are_unsure():
+    assert decide("human", SURE_YES, [rec(YES), review(NO)])[0] == NO
+    assert decide("human", RISKY_NO, [review(YES), review(NO)])[0] == UNSURE
+
+
+def test_unknown_kind_is_risky_and_bad_evidence_is_an_error():
+    assert decide("organisation", TitleEvidence(YES, ("rule",)), [])[0] == UNSURE
+    with pytest.raises(ValueError):
+        decide("human", SURE_YES, [{"source": "guess", "verdict": YES}])
+
+
+def test_classes_from_evidence_and_book_level():
+    assert span_class("city", ["gazetteer:geonames_1000+population_rule"]) == "population"
+    assert span_class("city", ["gazetteer:geonames_1000+ner+locative_rule"]) == "context"
+    assert span_class("human", ["ner+first_name"]) == "name_list"
+    assert span_class("human", ["proper_title_rule"]) == "proper_title"
+    # a low-risk "yes" on one title (a variant) makes the book's "yes" low-risk
+    assert title_evidence("human", [("proper_title", True), ("rule", True)]) == TitleEvidence(YES, ("rule",))
+    assert title_evidence("human", [("plain", False), ("unknown_word", False)]).classes == ("plain", "unknown_word")
+
+
+def test_book_states_from_tag_rows_and_variants():
+    books = [
+        {"book_id": "b1", "author_qid": "Q1", "canonical_title": "Gilead"},
+        {"book_id": "b2", "author_qid": "Q1", "canonical_title": "Mrs Dalloway"},
+        {"book_id": "b3", "author_qid": "Q1", "canonical_title": "The Sea"},
+    ]
+    variants = [{"variant_id": "v1", "book_id": "b3", "author_qid": "Q1", "title": "Emma's Sea"}]
+    tags = [
+        {"title": "Gilead", "kind": "human", "start": -1, "evidence": "unknown_word"},
+        {"title": "Mrs Dalloway", "kind": "human", "start": 4, "evidence": "surname+honorific_rule"},
+        {"title": "Emma's Sea", "kind": "human", "start": 0, "evidence": "first_name+possessive_rule"},
+    ]
+    rows = book_states(books, variants, tags, ["human", "city"])
+    got = {(r["book_id"], r["kind"]): r["state"] for r in rows}
+    assert got == {
+        ("b1", "human"): UNSURE,
+        ("b1", "city"): NO,
+        ("b2", "human"): YES,
+        ("b2", "city"): NO,
+        ("b3", "human"): YES,
+        ("b3", "city"): NO,
+    }
+    others = {("b1", "human"): [rec(NO)]}
+    assert book_states(books, variants, tags, ["human"], others)[0]["state"] == NO
+
+
+def test_second_readers_wired_per_batch_decide_risky_books():
+    """The constrain step's inputs (books, variants, authors, book_records rows, review labels)
+    through second_reader_evidence into book_states: a record naming the title's person decides
+    a risky "Pnin"; a review label decides a book by its normalised title and author; a book
+    with neither stays unsure; the stats say which source decided."""
+    from tasks.book_evidence import review_labels
+    from tasks.entity_states import decided_by, second_reader_evidence
+
+    books = [
+        {"book_id": "Q1:W1", "author_qid": "Q1", "canonical_title": "Pnin"},
+        {"book_id": "Q1:W2", "author_qid": "Q1", "canonical_title": "Ada"},
+        {"book_id": "Q1:W3", "author_qid": "Q1", "canonical_title": "Gilead"},
+    ]
+    variants = [
+        {"book_id": "Q1:W1", "title": "Pnin", "work_key": "/works/W1"},
+        {"book_id": "Q1:W2", "title": "Ada", "work_key": "/works/W2"},
+        {"book_id": "Q1:W3", "title": "Gilead", "work_key": "/works/W3"},
+    ]
+    authors = [{"qid": "Q1", "name": "Vladimir Nabokov"}]
+    records = [{"work_key": "/works/W1", "field": "subject_people", "name": "Pnin, Timofey (Fictitious character)"}]
+    labels = review_labels([{"title": "ADA ", "author": "vladimir nabokov", "kind": "human", "label": "yes"}])
+    tags = [
+        {"title": t, "kind": "human", "start": 0, "evidence": "proper_title_rule"} for t in ("Pnin", "Ada", "Gilead")
+    ]
+    assert second_reader_evidence(books, variants, authors) == {}  # nothing to read: no evidence
+    others = second_reader_evidence(books, variants, authors, records, labels)
+    assert [o["source"] for o in others[("Q1:W1", "human")]] == ["record"]
+    assert [o["source"] for o in others[("Q1:W2", "human")]] == ["review"]
+    states = book_states(books, variants, tags, ["human"], others)
+    assert {r["book_id"]: r["state"] for r in states} == {"Q1:W1": YES, "Q1:W2": YES, "Q1:W3": UNSURE}
+    assert states[0]["evidence"] == "title:proper_title|record:yes"
+    baseline = book_states(books, variants, tags, ["human"])
+    assert decided_by(states, baseline, others) == {"human": {"record": 1, "review": 1, "unsure": 1}}

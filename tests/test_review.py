@@ -1,0 +1,85 @@
+"""The review loop (issue 28): kitab review export / import, the labels as review evidence in
+the next build, and the report's measured precision / recall (kitab/release/review.py)."""
+
+from __future__ import annotations
+
+import csv
+import shutil
+
+import pytest
+from typer.testing import CliRunner
+
+from kitab.app.cli import app
+from kitab.core.errors import BadValue
+from kitab.core.reviews import labels_path, read_labels
+from kitab.core.warehouse import Warehouse
+from kitab.release.review import parse_review, review_rows, wilson
+
+runner = CliRunner()
+HEADER = "release,book_id,title,author,kind,state,evidence,sample,label\n"
+
+
+def kitab(*args):
+    result = runner.invoke(app, [str(a) for a in args])
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_wilson_and_seeded_sample():
+    lo, hi = wilson(9, 10)
+    assert round(lo, 3) == 0.596 and round(hi, 3) == 0.982  # the textbook value
+    assert wilson(0, 0) == (0.0, 1.0)
+    states = [{"book_id": f"b{i}", "kind": "human", "state": "yes" if i % 3 else "unsure"} for i in range(30)]
+    rows = review_rows(states, 5, seed=1)
+    assert sum(r["sample"] == "unsure" for r in rows) == 10 and len(rows) == 15
+    assert rows == review_rows(states, 5, seed=1) and rows != review_rows(states, 5, seed=2)
+
+
+def test_bad_rows_are_one_line_errors_naming_the_line():
+    ok = HEADER + "demo,b1,Emma,Jane Austen,human,yes,title:rule,decided,YES\ndemo,b2,Dune,F H,city,no,,decided,\n"
+    assert [(r["title"], r["label"], r["version"]) for r in parse_review(ok, "f.csv")] == [("Emma", "yes", "review_v1")]
+    with pytest.raises(BadValue, match=r"^f.csv line 4: label 'maybe': write yes or no"):
+        parse_review(ok + "demo,b3,Ada,V N,human,unsure,,unsure,maybe\n", "f.csv")
+    with pytest.raises(BadValue, match=r"f.csv line 2: kind 'person'"):
+        parse_review(HEADER + "demo,b1,Emma,J,person,yes,,decided,yes\n", "f.csv")
+    with pytest.raises(BadValue, match="no column label"):
+        parse_review("title,author,kind\nEmma,J,human\n", "f.csv")
+
+
+def test_round_trip_export_label_import_rebuild(tmp_path):
+    """A label for an unsure book decides it in the next build; the report's P / R move with it.
+    `kitab demo` rebuilds its release in place; a `kitab refresh` of a committed release will
+    need --replace (issue 30): the rebuild here is a fresh warehouse holding the same labels."""
+    first, second = tmp_path / "wh1", tmp_path / "wh2"
+    kitab("demo", "--warehouse", first, "--authors", 10)
+    out = tmp_path / "review.csv"
+    kitab("review", "export", "--release", "demo", "--out", out, "--sample", 10, "--seed", 7, "--warehouse", first)
+    rows = list(csv.DictReader(out.open(encoding="utf-8-sig")))
+    assert all(r["label"] == "" for r in rows) and {r["sample"] for r in rows} == {"unsure", "decided"}
+    unsure = next(r for r in rows if r["state"] == "unsure")
+    wrong = next(r for r in rows if r["state"] == "yes" and r["kind"] == unsure["kind"])
+    unsure["label"], wrong["label"] = "yes", "no"  # the reviewer: the key missed one, wrongly said yes to one
+    with out.open("w", encoding="utf-8-sig", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    assert "2 labels imported" in kitab("review", "import", out, "--warehouse", first)
+    assert [r["label"] for r in read_labels(first)] == ["yes", "no"]
+    kind = unsure["kind"]
+    before = kitab("report", "--release", "demo", "--warehouse", first)
+    assert f"| {kind} | 2 | 1 | 0.000 [0.000, 0.793] | n/a |" in before  # the wrong yes; the unsure one uncounted
+
+    labels_path(second).parent.mkdir(parents=True)
+    shutil.copy(labels_path(first), labels_path(second))
+    kitab("demo", "--warehouse", second, "--authors", 10)
+    with Warehouse(second).connect(release="demo") as con:
+        got = dict(
+            con.execute(
+                "SELECT book_id, state || ' ' || evidence FROM book_entities WHERE kind = ? AND book_id IN (?, ?)",
+                [kind, unsure["book_id"], wrong["book_id"]],
+            ).fetchall()
+        )
+    assert got[unsure["book_id"]].startswith("yes ") and got[unsure["book_id"]].endswith("review:yes")
+    assert got[wrong["book_id"]].startswith("no ") and got[wrong["book_id"]].endswith("review:no")
+    after = kitab("report", "--release", "demo", "--warehouse", second)
+    assert f"| {kind} | 2 | 0 | 1.000 [0.207, 1.000] | 1.000 [0.207, 1.000] |" in after

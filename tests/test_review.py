@@ -4,14 +4,13 @@ the next build, and the report's measured precision / recall (kitab/release/revi
 from __future__ import annotations
 
 import csv
-import shutil
 
 import pytest
 from typer.testing import CliRunner
 
 from kitab.app.cli import app
 from kitab.core.errors import BadValue
-from kitab.core.reviews import labels_path, read_labels
+from kitab.core.reviews import read_labels
 from kitab.core.warehouse import Warehouse
 from kitab.release.review import parse_review, review_rows, wilson
 
@@ -48,16 +47,22 @@ def test_bad_rows_are_one_line_errors_naming_the_line():
 
 def test_round_trip_export_label_import_rebuild(tmp_path):
     """A label for an unsure book decides it in the next build; the report's P / R move with it.
-    `kitab demo` rebuilds its release in place; a `kitab refresh` of a committed release will
-    need --replace (issue 30): the rebuild here is a fresh warehouse holding the same labels."""
-    first, second = tmp_path / "wh1", tmp_path / "wh2"
+    The rebuild changes a committed release, so (issue 30) it is refused unless --replace."""
+    first = tmp_path / "wh1"
     kitab("demo", "--warehouse", first, "--authors", 10)
     out = tmp_path / "review.csv"
-    kitab("review", "export", "--release", "demo", "--out", out, "--sample", 10, "--seed", 7, "--warehouse", first)
+    kitab("review", "export", "--release", "demo", "--out", out, "--sample", 60, "--seed", 7, "--warehouse", first)
     rows = list(csv.DictReader(out.open(encoding="utf-8-sig")))
     assert all(r["label"] == "" for r in rows) and {r["sample"] for r in rows} == {"unsure", "decided"}
-    unsure = next(r for r in rows if r["state"] == "unsure")
-    wrong = next(r for r in rows if r["state"] == "yes" and r["kind"] == unsure["kind"])
+    # a kind with an unsure book and a decided "yes" in the sample
+    unsure, wrong = next(
+        (u, w)
+        for kind in ("city", "human")
+        for u in rows
+        if u["kind"] == kind and u["state"] == "unsure"
+        for w in rows
+        if w["kind"] == kind and w["state"] == "yes"
+    )
     unsure["label"], wrong["label"] = "yes", "no"  # the reviewer: the key missed one, wrongly said yes to one
     with out.open("w", encoding="utf-8-sig", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
@@ -69,10 +74,12 @@ def test_round_trip_export_label_import_rebuild(tmp_path):
     before = kitab("report", "--release", "demo", "--warehouse", first)
     assert f"| {kind} | 2 | 1 | 0.000 [0.000, 0.793] | n/a |" in before  # the wrong yes; the unsure one uncounted
 
-    labels_path(second).parent.mkdir(parents=True)
-    shutil.copy(labels_path(first), labels_path(second))
-    kitab("demo", "--warehouse", second, "--authors", 10)
-    with Warehouse(second).connect(release="demo") as con:
+    refused = runner.invoke(app, ["demo", "--warehouse", str(first), "--authors", "10"])
+    # the labels would change the committed release: refused, naming what differs, unless --replace
+    assert refused.exit_code != 0 and "book_entities" in str(refused.exception)
+    assert "--replace" in str(refused.exception)
+    kitab("demo", "--warehouse", first, "--authors", 10, "--replace")
+    with Warehouse(first).connect(release="demo") as con:
         got = dict(
             con.execute(
                 "SELECT book_id, state || ' ' || evidence FROM book_entities WHERE kind = ? AND book_id IN (?, ?)",
@@ -81,5 +88,5 @@ def test_round_trip_export_label_import_rebuild(tmp_path):
         )
     assert got[unsure["book_id"]].startswith("yes ") and got[unsure["book_id"]].endswith("review:yes")
     assert got[wrong["book_id"]].startswith("no ") and got[wrong["book_id"]].endswith("review:no")
-    after = kitab("report", "--release", "demo", "--warehouse", second)
+    after = kitab("report", "--release", "demo", "--warehouse", first)
     assert f"| {kind} | 2 | 0 | 1.000 [0.207, 1.000] | 1.000 [0.207, 1.000] |" in after

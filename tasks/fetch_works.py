@@ -3,13 +3,16 @@ fields the pipeline reads, with provenance on each row."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 from kitab.core.stages import FETCH_WORKS
 from kitab.sources.http import Fetched, SourceUnavailable
 from kitab.sources.openlibrary import OpenLibrary
+from kitab.sources.wikidata import Wikidata, records_of_works
 from tasks.base import StageResult, reject
 from tasks.match_openlibrary import match_author
+from tasks.text import fold
 
 STAGE = FETCH_WORKS  # rejects.stage of what this stage drops (kitab/core/stages.py)
 SOURCE_UNAVAILABLE = "source_unavailable"  # the reject reason, and the stat counting such authors
@@ -54,6 +57,81 @@ def record_rows(doc: dict, author: dict, fetched: Fetched, source: str) -> list[
         for n, name in enumerate(doc.get(doc_field) or [])
         if isinstance(name, str) and name.strip()
     ]
+
+
+_SPACES = re.compile(r"\s+")
+
+
+def label_key(title: str) -> str:
+    """A title as the authorship cross-check joins WikiData labels to it (tasks/clean_books.py):
+    case-, accent- and spacing-insensitive."""
+    return _SPACES.sub(" ", fold(title)).strip()
+
+
+def wikidata_items(works_clean: list[dict], wd_works: list[dict]) -> dict[str, list[str]]:
+    """work_key -> the WikiData work items that are that Open Library work: same title (as the
+    cross-check compares them) and our author among the item's P50 authors. ``wd_works``: the
+    cross-check's rows (``works_with_labels``: work_qid, title, author_qid)."""
+    items: dict[tuple[str, str], set[str]] = {}
+    for row in wd_works:
+        items.setdefault((label_key(row["title"]), row["author_qid"]), set()).add(row["work_qid"])
+    found = {}
+    for work in works_clean:
+        qids = items.get((label_key(work["title"]), work["author_qid"]))
+        if qids:
+            found[work["work_key"]] = sorted(qids, key=lambda q: int(q[1:]))
+    return found
+
+
+def wikidata_record_rows(
+    works_clean: list[dict], items: dict[str, list[str]], records: list[dict], source: str
+) -> tuple[list[dict], dict]:
+    """book_records rows (fields ``characters`` / ``narrative_locations``) of the Open Library works
+    that have a WikiData item, from ``records`` (``records_of_works`` rows), positions in the
+    query's order per (work, field); and stats. A target without an English or mul label cannot
+    be matched against a title: it is counted (``targets_unlabelled``), not stored."""
+    by_item: dict[str, list[dict]] = {}
+    for r in records:
+        by_item.setdefault(r["work_qid"], []).append(r)
+    rows, unlabelled, with_records = [], 0, 0
+    for work in sorted(works_clean, key=lambda w: (w["author_qid"], w["work_key"])):
+        positions: dict[str, int] = {}
+        found = [r for qid in items.get(work["work_key"], []) for r in by_item.get(qid, [])]
+        for r in found:
+            if not (r["name"] or "").strip():
+                unlabelled += 1
+                continue
+            n = positions.get(r["field"], 0)
+            positions[r["field"]] = n + 1
+            rows.append(
+                {
+                    "author_qid": work["author_qid"],
+                    "work_key": work["work_key"],
+                    "field": r["field"],
+                    "position": n,
+                    "name": r["name"],
+                    "source": source,
+                    "request_fingerprint": r["request_fingerprint"],
+                    "fetched_at": r["fetched_at"],
+                }
+            )
+        with_records += bool(positions)
+    stats = {
+        "works_with_item": len(items),
+        "works_with_records": with_records,
+        "records": len(rows),
+        "targets_unlabelled": unlabelled,
+    }
+    return rows, stats
+
+
+def wikidata_records(works_clean: list[dict], wd_works: list[dict], wikidata: Wikidata) -> StageResult:
+    """The WikiData half of the works' own records: P674 / P840 of the items the authorship
+    cross-check found for our works (one query per ``wikidata.works_per_query`` items)."""
+    items = wikidata_items(works_clean, wd_works)
+    records = records_of_works(wikidata, [q for qids in items.values() for q in qids]) if items else []
+    rows, stats = wikidata_record_rows(works_clean, items, records, wikidata.source)
+    return StageResult(tables={"book_records": rows}, rejects=[], stats=stats)
 
 
 def fetch_author_works(author: dict, ol: OpenLibrary) -> StageResult:

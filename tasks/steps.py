@@ -36,7 +36,7 @@ from tasks.book_evidence import review_labels
 from tasks.clean_books import clean_books
 from tasks.dedup_titles import dedup_titles
 from tasks.entity_states import book_states, decided_by, second_reader_evidence
-from tasks.fetch_works import SOURCE_UNAVAILABLE, collect_authors
+from tasks.fetch_works import SOURCE_UNAVAILABLE, collect_authors, wikidata_records
 from tasks.generate_constraints import generate_constraints, state_flags, tagged_kinds
 from tasks.sample_authors import fetch_candidates, sample_authors
 from tasks.sample_queries import (
@@ -226,13 +226,20 @@ def collect_step(ctx: RunContext, batch: Batch, sampled: TableRef) -> StepResult
         # authors already rejected (no match, no works, released before) are not rejected again
         rejected = {r["record_id"] for r in collected.rejects if r["record_kind"] == "author"}
         kept = [a for a in authors if a["qid"] not in rejected]
+        wd_works: list[dict] = []  # the cross-check's WikiData works: which of ours have an item
+
+        def wikidata_titles(titles: list[str]) -> list[dict]:
+            wd_works.extend(found := works_with_labels(sources.wikidata, titles))
+            return found
+
         cleaned = clean_books(
             works_raw,
             kept,
-            lambda titles: works_with_labels(sources.wikidata, titles),
+            wikidata_titles,
             today_year=ctx.today_year,
             batch_size=sources.wikidata.authors_per_query or max(1, len(kept)),
         )
+        wd_records = wikidata_records(cleaned.tables["works_clean"], wd_works, sources.wikidata)
         deduped = dedup_titles(cleaned.tables["works_clean"], kept)
         outputs = _write(
             ctx,
@@ -241,7 +248,7 @@ def collect_step(ctx: RunContext, batch: Batch, sampled: TableRef) -> StepResult
             {
                 "authors": authors,
                 "works_raw": works_raw,
-                "book_records": collected.tables.get("book_records", []),
+                "book_records": collected.tables.get("book_records", []) + wd_records.tables["book_records"],
                 "books": deduped.tables["books"],
                 "title_variants": deduped.tables["title_variants"],
                 "rejects.collect_authors": collected.rejects,
@@ -258,6 +265,7 @@ def collect_step(ctx: RunContext, batch: Batch, sampled: TableRef) -> StepResult
                     "match_method": dict(methods),
                     "works_raw": len(works_raw),
                     SOURCE_UNAVAILABLE: collected.stats[SOURCE_UNAVAILABLE],
+                    "wikidata_records": wd_records.stats,  # book_records from P674 / P840
                 },
                 "clean_books": cleaned.stats,
                 "dedup_titles": deduped.stats,

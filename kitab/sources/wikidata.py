@@ -51,12 +51,18 @@ class Wikidata(Protocol):
     counter: RequestCounter
     # works_by_titles takes the titles of at most this many authors per call (None: any number)
     authors_per_query: int | None
+    # work_records takes at most this many work items per call (None: any number)
+    works_per_query: int | None
 
     def candidate_authors(self, *, from_year: int, to_year: int, min_works: int, max_works: int) -> Fetched:
         """Candidate authors whose earliest birth year is in [from_year, to_year)."""
 
     def works_by_titles(self, titles: list[str]) -> Fetched:
         """Works whose English label is one of ``titles``, with their authors (P50)."""
+
+    def work_records(self, work_qids: list[str]) -> Fetched:
+        """Characters (P674) and narrative locations (P840) of these work items, with labels
+        (sql/sparql/work_records.rq); at most ``works_per_query`` QIDs per call."""
 
     def close(self) -> None: ...
 
@@ -66,6 +72,7 @@ class SparqlQueries:
 
     # 50 authors' titles (~1,500) per VALUES block: a POST WDQS answers well inside its 60 s
     authors_per_query: int | None = 50
+    works_per_query: int | None = 500  # 500 IRIs: a small POST, well inside WDQS's 60 s
 
     def select(self, query: str) -> Fetched:
         raise NotImplementedError
@@ -81,6 +88,25 @@ class SparqlQueries:
         from kitab.sources.queries import sparql, sparql_string
 
         return self.select(sparql("works_by_titles", titles=" ".join(sparql_string(t) for t in sorted(set(titles)))))
+
+    def work_records(self, work_qids: list[str]) -> Fetched:
+        from kitab.sources.queries import sparql
+
+        return self.select(sparql("work_records", works=work_values(work_qids)))
+
+
+ENTITY = "http://www.wikidata.org/entity/"
+# work_records.rq's ?property -> book_records.field (FIELD_KIND in tasks/book_evidence.py reads these)
+RECORD_PROPERTIES = {"P674": "characters", "P840": "narrative_locations"}
+
+
+def work_values(work_qids: list[str]) -> str:
+    """The VALUES block of work_records.rq: distinct, sorted ``wd:Q…`` terms (a bad QID is an error)."""
+    qids = sorted(set(work_qids))
+    for qid in qids:
+        if not (qid[:1] == "Q" and qid[1:].isdigit()):
+            raise ValueError(f"not a WikiData item id: {qid!r}")
+    return " ".join(f"wd:{q}" for q in qids)
 
 
 def bindings(fetched: Fetched) -> list[dict[str, str]]:
@@ -182,3 +208,28 @@ def works_with_labels(wikidata: Wikidata, titles: list[str]) -> list[dict]:
         }
         for r in bindings(wikidata.works_by_titles(titles))
     ]
+
+
+def records_of_works(wikidata: Wikidata, work_qids: list[str]) -> list[dict]:
+    """P674 / P840 of ``work_qids`` (sql/sparql/work_records.rq), one query per
+    ``works_per_query`` items (the dump: one for all). Rows: work_qid, field
+    (``characters`` | ``narrative_locations``), target (its IRI, or the literal), name (the
+    label: English, else mul; None when the target has neither), request_fingerprint, fetched_at."""
+    qids = sorted(set(work_qids))
+    step = wikidata.works_per_query or max(1, len(qids))
+    rows: list[dict] = []
+    for start in range(0, len(qids), step):
+        fetched = wikidata.work_records(qids[start : start + step])
+        for r in bindings(fetched):
+            prop = r["property"].rsplit("/", 1)[-1]
+            rows.append(
+                {
+                    "work_qid": r["work"].removeprefix(ENTITY),
+                    "field": RECORD_PROPERTIES[prop],
+                    "target": r["target"].removeprefix(ENTITY),
+                    "name": r.get("label"),
+                    "request_fingerprint": fetched.fingerprint,
+                    "fetched_at": fetched.fetched_at,
+                }
+            )
+    return rows

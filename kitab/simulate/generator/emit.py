@@ -17,7 +17,7 @@ from datetime import date, datetime, timedelta
 from pathlib import Path
 
 from kitab.simulate.generator import curated, words
-from kitab.simulate.generator.records import work_record
+from kitab.simulate.generator.records import label_language, wikidata_record, work_record
 from kitab.simulate.generator.spec import SYNTHETIC, AuthorSpec, BookSpec, Ids
 from kitab.sources.snapshot.format import (
     OL_AUTHOR,
@@ -55,6 +55,9 @@ class SnapshotWriter:
         self.counts: Counter[str] = Counter()
         # Generated title keys already given to any author: see _new_title.
         self.generated_titles: set[tuple[str, ...]] = set()
+        # (work item, property, field, name) of the works' P674 / P840: their target items get
+        # QIDs only after every author (emit_record_items), so no other id moves
+        self.record_links: list[tuple[str, str, str, str]] = []
         self._run_lines = run_lines
         self._pending: list[str] = []
         self._runs: list[Path] = []
@@ -171,7 +174,11 @@ def _emit_wikidata_works(
             items.append((title, None, spec.qid))
     items += [(book.title, book.key, book.wd_author) for book in books if book.in_wikidata and book.wd_author]
     for title, work_key, author in items:
-        item = wd(ids.qid())
+        qid = ids.qid()
+        item = wd(qid)
+        if work_key and author == spec.qid and title in own:
+            for field, names in wikidata_record(own[title]).items():
+                out.record_links += [(qid, RECORD_PROPERTY[field], field, name) for name in names]
         out.triple(item, iri(RDFS_LABEL), literal(title, lang="en"))
         # Mostly "literary work", some plain "written work": the count must not depend on P31.
         out.triple(item, wdt("P31"), wd(curated.LITERARY_WORK if rng.random() < 0.9 else curated.WRITTEN_WORK))
@@ -179,6 +186,24 @@ def _emit_wikidata_works(
         if work_key and rng.random() < 0.5:  # WikiData links about half its works to Open Library
             out.triple(item, wdt("P648"), literal(work_key.rsplit("/", 1)[-1]))
         out.counts["wd_works"] += 1
+
+
+RECORD_PROPERTY = {"characters": "P674", "narrative_locations": "P840"}
+
+
+def emit_record_items(out: SnapshotWriter, ids: Ids) -> None:
+    """The characters and places the works' P674 / P840 name: one item per (field, name), numbered
+    after every other generated id, labelled in English (some characters only "mul")."""
+    targets: dict[tuple[str, str], str] = {}
+    for work, prop, field, name in out.record_links:
+        if (field, name) not in targets:
+            targets[field, name] = ids.qid()
+            lang = label_language(name) if field == "characters" else "en"
+            out.triple(wd(targets[field, name]), iri(RDFS_LABEL), literal(name, lang=lang))
+            out.counts["wd_record_items"] += 1
+        out.triple(wd(work), wdt(prop), wd(targets[field, name]))
+        out.counts["wd_record_links"] += 1
+    out.record_links = []
 
 
 # --- Open Library -----------------------------------------------------------------------

@@ -22,7 +22,7 @@ from pathlib import Path
 from kitab.core.files import atomic_dir, sha256_file
 from kitab.simulate.generator import curated
 from kitab.simulate.generator.cases import KITAB_CASE_AUTHORS, build_cases
-from kitab.simulate.generator.emit import SnapshotWriter, emit_author, emit_ontology
+from kitab.simulate.generator.emit import SnapshotWriter, emit_author, emit_ontology, emit_record_items
 from kitab.simulate.generator.seed import load_kitab_authors, load_romance_authors
 from kitab.simulate.generator.spec import (
     CURATED,
@@ -103,6 +103,7 @@ def generate_snapshot(out_dir: str | Path, seed: int, n_authors: int) -> dict:
             emit_author(writer, ids, spec, rng_for(seed, spec.slot), CREATED_AT)
             if not spec.slot.startswith("filler-"):
                 emitted.append(spec)
+        emit_record_items(writer, ids)
         writer.close()
         manifest = _manifest(folder, seed, n_authors, ids, emitted, cases, writer.counts)
         (folder / MANIFEST_FILE).write_bytes(manifest_bytes(manifest))

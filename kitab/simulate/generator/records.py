@@ -54,5 +54,40 @@ def work_record(book: BookSpec) -> dict[str, list[str]]:
     return out
 
 
+# WikiData: (characters P674, narrative location P840), ordinary and well-known. Items for
+# ordinary works rarely carry either; famous novels often list several characters and a setting.
+WD_RATES = {False: (0.03, 0.06), True: (0.5, 0.45)}
+# A share of characters has only WikiData's language-neutral "mul" label (no "en" one)
+MUL_ONLY = 0.3
+
+
+def wikidata_record(book: BookSpec) -> dict[str, list[str]]:
+    """The characters / narrative_locations (P674 / P840 labels) of a work's WikiData item, from its
+    own stream (empty lists left out): a person or city the title names is listed, the rest are
+    characters and settings not in the title. Labels as WikiData has them ("Boston", not "Boston (Mass.)")."""
+    rng = random.Random(f"wikidata-records:{book.key}")
+    p_people, p_places = WD_RATES[well_known(book)]
+    out: dict[str, list[str]] = {}
+    if rng.random() < p_people:
+        named = [
+            _POSSESSIVE.sub("", w).strip(",.:;!?") for w in book.title.split() if set(tokens(w)) & (_FIRST | _LAST)
+        ]
+        people = [" ".join(named[:2])] if named else []
+        for _ in range(rng.choice((1, 2, 2, 3, 5))):
+            people.append(f"{rng.choice(words.FIRST_NAMES)} {rng.choice(words.LAST_NAMES)}")
+        out["characters"] = list(dict.fromkeys(people))
+    if rng.random() < p_places:
+        title_tokens = tokens(book.title)
+        places = [c for c in words.CITIES if _in(tokens(c), title_tokens)]
+        places.append(rng.choice(words.CITIES) if rng.random() < 0.6 else rng.choice(COUNTRIES))
+        out["narrative_locations"] = list(dict.fromkeys(places))
+    return out
+
+
+def label_language(name: str) -> str:
+    """``en``, or ``mul`` for some character names (one draw per name: an item has one label)."""
+    return "mul" if random.Random(f"wikidata-label:{name}").random() < MUL_ONLY else "en"
+
+
 def _in(name: list[str], title: list[str]) -> bool:
     return any(title[i : i + len(name)] == name for i in range(len(title) - len(name) + 1))

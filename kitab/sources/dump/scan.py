@@ -52,8 +52,10 @@ from kitab.sources.snapshot.olindex import tokens
 log = logging.getLogger(__name__)
 
 TABLES = ("wd_triples", "wd_labels", "wd_work_labels", "wd_births", "authors", "author_works", "author_tokens")
+TABLES += ("wd_work_records",)  # P674 / P840 of each work with its targets' en and mul labels
 # The tables a batch looks rows up in, by their key column: each is sorted by that key.
 KEYED = {"authors": "key", "author_works": "author_key", "author_tokens": "token", "wd_work_labels": "label"}
+KEYED["wd_work_records"] = "s"
 ROW_GROUP_ROWS = 10240  # small row groups: a filter on the sort key decodes little beyond its rows
 XSD_STRING = XSD + "string"
 
@@ -64,6 +66,8 @@ PREDICATES = {
     WDT + "P569": "P569",
     WDT + "P648": "P648",
     WDT + "P50": "P50",
+    WDT + "P674": "P674",  # characters (book_records)
+    WDT + "P840": "P840",  # narrative location (book_records)
     RDFS_LABEL: "label",
     WIKIBASE_SITELINKS: "sitelinks",
 }
@@ -172,6 +176,21 @@ def _scan_wikidata(con: duckdb.DuckDBPyConnection, path: Path, out: Path) -> Non
         "SELECT DISTINCT l.o AS label, l.s, t.o, t.o_kind FROM kept l JOIN kept t ON t.p = 'P50' AND t.s = l.s "
         "WHERE l.p = 'label' AND l.o_kind = 'literal' AND l.o_lang = 'en' ORDER BY label, l.s, t.o",
         out / "wd_work_labels.parquet",
+    )
+    # work_records.rq's join, once: each work's P674 / P840 targets with their en and mul labels
+    # (a target with two labels of one language gives a row per label, as SPARQL's join does)
+    _copy(
+        con,
+        """
+        SELECT t.s, t.p, t.o, t.o_kind, en.o AS label_en, mul.o AS label_mul
+        FROM kept t
+        LEFT JOIN kept en ON t.o_kind <> 'literal' AND en.p = 'label' AND en.s = t.o
+                         AND en.o_kind = 'literal' AND en.o_lang = 'en'
+        LEFT JOIN kept mul ON t.o_kind <> 'literal' AND mul.p = 'label' AND mul.s = t.o
+                          AND mul.o_kind = 'literal' AND mul.o_lang = 'mul'
+        WHERE t.p IN ('P674', 'P840')
+        ORDER BY t.s, t.p, t.o, label_en, label_mul""",
+        out / "wd_work_records.parquet",
     )
     # The common WikiData form (day precision or better, UTC midnight) in SQL; the rest in Python.
     fast = f"o_kind = 'literal' AND o_dt = {sql_string(XSD_DATETIME)} AND " + COMMON_DATETIME_SQL.format("o")

@@ -1,4 +1,4 @@
-"""WikiData for ``--source dump``: the two SPARQL queries of ``sql/sparql/`` answered by SQL
+"""WikiData for ``--source dump``: the SPARQL queries of ``sql/sparql/`` answered by SQL
 over the scanned triples, with the very answers of pyoxigraph over the N-Triples (the mirror's),
 the same fingerprints and the same ``fetched_at``.
 
@@ -18,7 +18,8 @@ from kitab.sources.dump.sql import sql_list, sql_string
 from kitab.sources.dump.store import open_store
 from kitab.sources.http import Fetched, RequestCounter, fingerprint
 from kitab.sources.queries import SQL_DIR, occupations, sparql, sparql_string
-from kitab.sources.snapshot.format import WD, XSD_INTEGER
+from kitab.sources.snapshot.format import WD, WDT, XSD_INTEGER
+from kitab.sources.wikidata import work_values
 
 Q5 = WD + "Q5"
 
@@ -47,10 +48,11 @@ def _term_order(column: str) -> str:
 
 
 class DumpWikidata:
-    """The two SPARQL queries of ``sql/sparql/`` answered by SQL over the scanned triples."""
+    """The SPARQL queries of ``sql/sparql/`` answered by SQL over the scanned triples."""
 
     source = "dump"
     authors_per_query = None  # a lookup costs its titles' rows, not the table: one per batch
+    works_per_query = None  # work_records: a lookup by key too
 
     def __init__(self, snapshot_dir: Path, settings: Settings):
         self.store = open_store(snapshot_dir, settings)
@@ -64,7 +66,8 @@ class DumpWikidata:
 
     def select(self, query: str) -> Fetched:
         raise NotImplementedError(
-            "the DuckDB dump source answers candidate_authors() and works_by_titles(), not arbitrary SPARQL"
+            "the DuckDB dump source answers candidate_authors(), works_by_titles() and work_records(), "
+            "not arbitrary SPARQL"
         )
 
     def candidate_authors(self, *, from_year: int, to_year: int, min_works: int, max_works: int) -> Fetched:
@@ -146,6 +149,35 @@ class DumpWikidata:
             for work, title, author, kind in rows
         ]
         return self._fetched(query, {"head": {"vars": ["work", "title", "author"]}, "results": {"bindings": bindings}})
+
+    def work_records(self, work_qids: list[str]) -> Fetched:
+        """``sql/sparql/work_records.rq``: the works' P674 / P840 targets, each with its label (en,
+        else mul; unbound without either), in the query's order (work, property, target, label)."""
+        query = sparql("work_records", works=work_values(work_qids))
+        works = [WD + q for q in sorted(set(work_qids))]
+        rows = []
+        if works:
+            rows = self.store.query(
+                f"""
+                SELECT s, p, o, o_kind, coalesce(label_en, label_mul) AS label,
+                       CASE WHEN label_en IS NOT NULL THEN 'en' WHEN label_mul IS NOT NULL THEN 'mul' END AS lang
+                FROM wd_work_records_rows
+                ORDER BY s, p, o_kind = 'literal', {_term_order("o")}, label IS NOT NULL, lang, label
+            """,
+                rows_of={"wd_work_records": works},
+            )
+        bindings = []
+        for work, prop, target, kind, label, lang in rows:
+            row = {
+                "work": _binding("uri", work),
+                "property": _binding("uri", WDT + prop),
+                "target": _binding(kind, target),
+            }
+            if label is not None:
+                row["label"] = _binding("literal", label, lang=lang)
+            bindings.append(row)
+        data = {"head": {"vars": ["work", "property", "target", "label"]}, "results": {"bindings": bindings}}
+        return self._fetched(query, data)
 
     def close(self) -> None:
         self.store.close()

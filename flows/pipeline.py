@@ -23,7 +23,7 @@ from pathlib import Path
 from kitab.core.config import Settings
 from kitab.core.errors import BadValue, KitabError
 from kitab.core.locking import refresh_lock
-from kitab.core.params import IDENTITY, RefreshParams, RunConfig
+from kitab.core.params import ModelEndpoint, RefreshParams, RunConfig, identity_of
 from kitab.core.progress import Progress, tracking
 from kitab.core.refs import TableRef, duck, read_rows, write_query, write_rows
 from kitab.core.reviews import label_tuples
@@ -120,6 +120,8 @@ def build_config(
     taggers: str | None = None,
     runner: str = "local",
     workers: int | None = None,
+    tagger_endpoint: ModelEndpoint | None = None,
+    second_reader: str | None = None,
 ) -> RunConfig:
     """The run's whole configuration from values already resolved (the app layer reads the
     environment and passes them: kitab.app.runs); what is not given takes the defaults, never
@@ -128,14 +130,21 @@ def build_config(
 
     from tasks.clean_books import LANG_DETECTOR
     from tasks.sample_queries import SamplingRates
+    from tasks.taggers.model import endpoint_in_use
     from tasks.taggers.registry import selected_versions
 
     if settings is None:
         settings = Settings.from_values({"warehouse": params.warehouse} if params.warehouse else {})
+    versions = selected_versions(params.taggers or taggers)
+    reader = (params.second_reader if params.second_reader is not None else second_reader or "").strip()
     return RunConfig(
         params=params,
         settings=settings,
-        taggers=selected_versions(params.taggers or taggers),
+        taggers=versions,
+        # checked here, before the run starts: a second reader that is not "model", or a model
+        # asked without an endpoint, is one line (ModelTaggerError)
+        tagger_endpoint=endpoint_in_use(versions, reader, tagger_endpoint),
+        second_reader=reader,
         sampling_rates=json.dumps(SamplingRates().as_dict(), sort_keys=True),
         language_rule=LANG_DETECTOR,
         runner=runner,
@@ -169,7 +178,7 @@ def check_rebuild(wh: Warehouse, config: RunConfig, snapshot_id: str | None) -> 
     row = wh.ledger_row(release)
     recorded = json.loads(row["config"]) if row.get("config") else None
     if recorded is not None:
-        before = {k: (row["snapshot_id"] if k == "snapshot_id" else recorded.get(k)) for k in IDENTITY}
+        before = identity_of(recorded, row["snapshot_id"])
     else:  # a release made before the config was recorded: what its columns say
         before = {
             "source": row["source"],
@@ -233,6 +242,8 @@ def _run_pipeline(config: RunConfig, runner, today: date, started: float, progre
             sources=spec,
             released_ol_keys=tuple(sorted(ledger.ol_keys)),
             taggers=config.taggers,
+            tagger_endpoint=config.tagger_endpoint,
+            second_reader=config.second_reader,
             review_labels=label_tuples(wh.root),  # kitab review import: review evidence for every build
         )
         progress.stage(SAMPLE_AUTHORS)

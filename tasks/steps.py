@@ -25,6 +25,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from kitab.core.params import ModelEndpoint
 from kitab.core.progress import step_progress
 from kitab.core.refs import TableRef, duck, read_rows, read_slice, write_query, write_rows
 from kitab.core.schemas import arrow_schema
@@ -71,6 +72,10 @@ class RunContext:
     # the run's tagger versions (kitab.core.params.RunConfig.taggers), carried to every worker:
     # a step never asks its own environment which taggers to use
     taggers: tuple[str, ...] = ()
+    # the run's model endpoint and second reader (RunConfig.tagger_endpoint, .second_reader),
+    # carried likewise: the model taggers and the model second reader ask this endpoint
+    tagger_endpoint: ModelEndpoint | None = None
+    second_reader: str = ""  # "" | "model"
     # the warehouse's review labels (kitab/release/review.py): (title, author, kind, label) rows
     review_labels: tuple[tuple[str, str, str, str], ...] = ()
 
@@ -295,7 +300,8 @@ def collect_step(ctx: RunContext, batch: Batch, sampled: TableRef) -> StepResult
 
 def tag_step(ctx: RunContext, chunk: Batch, titles: TableRef) -> StepResult:
     """Titles ``start:stop`` of the release's distinct titles -> their spans (title_tags)."""
-    taggers = make_taggers(ctx.taggers or None, model=DEFAULT_MODEL)  # the run's: they name the key and tag
+    # the run's taggers (and endpoint, for the model taggers): they name the key and tag
+    taggers = make_taggers(ctx.taggers or None, model=DEFAULT_MODEL, endpoint=ctx.tagger_endpoint)
 
     def compute() -> StepResult:
         with duck() as con:  # only this chunk's titles (the file is sorted), not the whole list
@@ -331,7 +337,7 @@ def constrain_step(
     """One batch's ``title_entities``, ``constraints`` and the queries its authors' own
     draws keep, with the unsatisfiable candidates the global top-ups choose from."""
     inputs = {k: collected.outputs[k] for k in ("authors", "books", "title_variants", "book_records")}
-    model = second_reader_session()  # None unless $KITAB_SECOND_READER=model
+    model = second_reader_session(ctx.second_reader, ctx.tagger_endpoint, ctx.taggers)  # None: no second reader
     model_version = second_reader_version(model) if model else ""
 
     def compute() -> StepResult:

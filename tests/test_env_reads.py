@@ -25,9 +25,6 @@ SETTINGS_BUILT = re.compile(r"(?<![\w.])Settings \( (\*\*|\)|\w+ =)")
 ALLOWED = {
     # a secret (the chat endpoint's API key) must never be recorded in a ledger nor carried in a config
     "kitab/sources/chat.py": "OPENAI_API_KEY",
-    # the model taggers' endpoint (KITAB_TAGGER_BASE_URL / _MODEL / _CACHE): left for the taggers'
-    # rework (issue 30, half A's report); the selection of taggers is carried (RunConfig.taggers)
-    "tasks/taggers/model.py": "KITAB_TAGGER_",
 }
 
 

@@ -221,19 +221,31 @@ def test_a_bad_base_url_is_a_clear_error():
         model_taggers("localhost:8000", "m1")
 
 
-def test_selected_by_configuration(chat, monkeypatch):
-    from tasks.tag_entities import default_taggers
+def test_selected_by_configuration(chat, monkeypatch, tmp_path):
+    """As a user selects them: KITAB_TAGGERS and the endpoint's variables, resolved once by the
+    app layer into the RunConfig; the registry builds the model taggers on its endpoint."""
+    from kitab.app.runs import run_config
+    from kitab.core.params import ModelEndpoint, RefreshParams
     from tasks.taggers import model as model_module
+    from tasks.taggers.registry import make_taggers
 
     monkeypatch.setattr(model_module, "_SESSIONS", {})
+    params = RefreshParams(release="r1", seed=1, warehouse=str(tmp_path / "wh"))
+    monkeypatch.delenv("KITAB_SECOND_READER", raising=False)
     monkeypatch.setenv("KITAB_TAGGERS", "human_model_v1,city_model_v1")
     monkeypatch.delenv("KITAB_TAGGER_BASE_URL", raising=False)
     monkeypatch.delenv("KITAB_TAGGER_MODEL", raising=False)
-    with pytest.raises(ModelTaggerError, match="KITAB_TAGGER_BASE_URL"):
-        default_taggers()
+    with pytest.raises(ModelTaggerError, match="KITAB_TAGGER_BASE_URL"):  # before the run starts
+        run_config(params, direct=True, task_runner=None, dask_address=None)
+    with pytest.raises(ModelTaggerError, match="KITAB_TAGGER_BASE_URL"):  # and in a step without one
+        make_taggers(("human_model_v1", "city_model_v1"))
     monkeypatch.setenv("KITAB_TAGGER_BASE_URL", chat.base_url)
     monkeypatch.setenv("KITAB_TAGGER_MODEL", "m9")
-    taggers = default_taggers()
+    config = run_config(params, direct=True, task_runner=None, dask_address=None)
+    assert config.tagger_endpoint == ModelEndpoint(chat.base_url, "m9", None)
+    for name in ("KITAB_TAGGERS", "KITAB_TAGGER_BASE_URL", "KITAB_TAGGER_MODEL"):
+        monkeypatch.delenv(name)  # a step reads the run's configuration, not its environment
+    taggers = make_taggers(config.taggers, model="unused", endpoint=config.tagger_endpoint)
     assert [(t.name, t.version, t.fingerprint()) for t in taggers] == [
         ("human", "human_model_v1", {"llm": "m9", "prompt": "v1"}),
         ("city", "city_model_v1", {"llm": "m9", "prompt": "v1"}),
@@ -242,3 +254,8 @@ def test_selected_by_configuration(chat, monkeypatch):
     rows = tag_entities(books, [], taggers=taggers).tables["title_entities"]
     assert [(r["text"], r["version"]) for r in rows] == [("Emma", "human_model_v1"), ("Paris", "city_model_v1")]
     assert len(chat.requests) == 1  # one session: one request answers both kinds
+    # the offline taggers take no endpoint: the registry passes it to the model taggers only
+    assert [t.version for t in make_taggers(("human_v3", "city_v3"), endpoint=config.tagger_endpoint)] == [
+        "human_v3",
+        "city_v3",
+    ]

@@ -109,6 +109,14 @@ ENV_TASK_RUNNER, ENV_DASK_ADDRESS, ENV_WORKERS, ENV_TAGGERS = (
     "KITAB_WORKERS",
     "KITAB_TAGGERS",
 )
+# the model endpoint (the model taggers, the model second reader; its key, a secret, stays in
+# OPENAI_API_KEY, read where the request is sent) and the second reader
+ENV_TAGGER_BASE_URL, ENV_TAGGER_MODEL, ENV_TAGGER_CACHE, ENV_SECOND_READER = (
+    "KITAB_TAGGER_BASE_URL",
+    "KITAB_TAGGER_MODEL",
+    "KITAB_TAGGER_CACHE",
+    "KITAB_SECOND_READER",
+)
 
 
 def _env_dask_address() -> str | None:
@@ -118,10 +126,12 @@ def _env_dask_address() -> str | None:
 def run_config(params, *, direct: bool, task_runner: str | None, dask_address: str | None):
     """The run's whole configuration (kitab.core.params.RunConfig), resolved once from the
     options, the environment (KITAB_*: the settings, $KITAB_TAGGERS, $KITAB_WORKERS,
-    $KITAB_TASK_RUNNER, $KITAB_DASK_ADDRESS) and the defaults; every step gets it as an
-    argument, on whatever machine it runs."""
+    $KITAB_TASK_RUNNER, $KITAB_DASK_ADDRESS, the model endpoint $KITAB_TAGGER_BASE_URL,
+    $KITAB_TAGGER_MODEL, $KITAB_TAGGER_CACHE, $KITAB_SECOND_READER) and the defaults; every
+    step gets it as an argument, on whatever machine it runs."""
     from flows.pipeline import build_config
     from kitab.core.config import Settings
+    from kitab.core.params import ModelEndpoint
 
     settings = Settings(**({"warehouse": params.warehouse} if params.warehouse else {}))
     if direct:
@@ -137,6 +147,12 @@ def run_config(params, *, direct: bool, task_runner: str | None, dask_address: s
         taggers=os.environ.get(ENV_TAGGERS) or None,
         runner=runner,
         workers=int(workers) if workers else None,
+        tagger_endpoint=ModelEndpoint(
+            base_url=os.environ.get(ENV_TAGGER_BASE_URL, "").strip(),
+            model=os.environ.get(ENV_TAGGER_MODEL, "").strip(),
+            cache=os.environ.get(ENV_TAGGER_CACHE) or None,
+        ),
+        second_reader=os.environ.get(ENV_SECOND_READER, "").strip(),
     )
 
 

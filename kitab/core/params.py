@@ -51,6 +51,10 @@ class RefreshParams:
     # The tagger versions (comma-separated, one per kind); None: the app layer's choice
     # ($KITAB_TAGGERS, else the registry's default), resolved once into the RunConfig.
     taggers: str | None = None
+    # The second reader of each book's title (docs/tagging.md, "States and evidence"): "model"
+    # (the model endpoint, RunConfig.tagger_endpoint) or "" (none); None: the app layer's choice
+    # ($KITAB_SECOND_READER, else none), resolved once into the RunConfig.
+    second_reader: str | None = None
     # A committed release is a fixed thing: a rebuild whose parameters or tables differ from it
     # is refused unless this is set (the replaced version stays in the ledger's history).
     replace: bool = False
@@ -100,6 +104,8 @@ IDENTITY = (
     "seed",
     "authors",
     "taggers",
+    "second_reader",
+    "tagger_llm",  # the model the endpoint names, when a model reads titles (else None)
     "redraw_rejected",
     "sampling_rates",
     "language_rule",
@@ -108,6 +114,29 @@ IDENTITY = (
     "min_works",
     "max_works",
 )
+# Keys added to IDENTITY after releases were first recorded, with the value such a release had.
+IDENTITY_ADDED = {"second_reader": "", "tagger_llm": None}
+
+
+def identity_of(values: dict, snapshot_id: str | None) -> dict:
+    """IDENTITY's values from a config as :meth:`RunConfig.to_dict` gives it (this run's, or a
+    ledger row's recorded one), ``snapshot_id`` the snapshot's id as the source read it."""
+    derived = {"snapshot_id": snapshot_id, "tagger_llm": (values.get("tagger_endpoint") or {}).get("model")}
+    return {k: derived[k] if k in derived else values.get(k, IDENTITY_ADDED.get(k)) for k in IDENTITY}
+
+
+@dataclass(frozen=True)
+class ModelEndpoint:
+    """The OpenAI-compatible chat endpoint the model taggers and the model second reader ask
+    (tasks/taggers/model.py). Not its API key: a secret, never recorded nor carried, read from
+    ``OPENAI_API_KEY`` where the request is sent (kitab/sources/chat.py)."""
+
+    base_url: str = ""  # e.g. http://127.0.0.1:8000/v1
+    model: str = ""
+    cache: str | None = None  # the response cache file (None: kitab/sources/chat.py's default)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
 
 
 @dataclass(frozen=True)
@@ -123,6 +152,10 @@ class RunConfig:
     language_rule: str  # clean_books' language detector and rule
     runner: str = "local"  # local | prefect-threads | prefect-dask[@address]
     workers: int = 1  # processes for CPU steps on this machine
+    # the model endpoint, recorded when a step asks a model (model taggers selected, or the
+    # model as second reader), else None
+    tagger_endpoint: ModelEndpoint | None = None
+    second_reader: str = ""  # "" (none) | "model"
 
     def __post_init__(self) -> None:
         if self.params.seed is None or self.params.release is None:
@@ -131,8 +164,7 @@ class RunConfig:
     def identity(self, snapshot_id: str | None) -> dict:
         """The values that decide the release's content (IDENTITY), ``snapshot_id`` the
         snapshot's id as the source read it."""
-        values = self.to_dict()
-        return {k: (snapshot_id if k == "snapshot_id" else values.get(k)) for k in IDENTITY}
+        return identity_of(self.to_dict(), snapshot_id)
 
     def to_dict(self) -> dict:
         """JSON-ready, flat: what the ledger row keeps and ``kitab releases --show`` prints."""
@@ -151,6 +183,8 @@ class RunConfig:
             "max_failed_share": p.max_failed_share,
             "redraw_rejected": p.redraw_rejected,
             "taggers": list(self.taggers),
+            "second_reader": self.second_reader,
+            "tagger_endpoint": self.tagger_endpoint.to_dict() if self.tagger_endpoint else None,
             "sampling_rates": json.loads(self.sampling_rates),
             "language_rule": self.language_rule,
             "runner": self.runner,
@@ -177,6 +211,8 @@ class RunConfig:
             language_rule=d["language_rule"],
             runner=d["runner"],
             workers=d["workers"],
+            tagger_endpoint=ModelEndpoint(**d["tagger_endpoint"]) if d.get("tagger_endpoint") else None,
+            second_reader=d.get("second_reader", ""),
         )
 
 

@@ -22,12 +22,12 @@ empty answer: an empty answer means "no names", which would be a wrong key for a
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
 
 from kitab.core.errors import KitabError
+from kitab.core.params import ModelEndpoint
 from kitab.sources.chat import ChatClient, EndpointError, Params, ResponseCache, Retry, cache_key, env_api_key
 from tasks.taggers.spans import Span
 
@@ -176,46 +176,48 @@ class ModelTagger:
         return {"llm": self.session.model, "prompt": PROMPT_VERSION}
 
 
-# Selecting the model taggers by configuration (KITAB_TAGGERS=human_model_v1,city_model_v1):
-# the endpoint comes from these variables, and both kinds share one session per endpoint, model
-# and cache, so one request answers for both.
-ENV_BASE_URL = "KITAB_TAGGER_BASE_URL"
-ENV_MODEL = "KITAB_TAGGER_MODEL"
-ENV_CACHE = "KITAB_TAGGER_CACHE"
-_SESSIONS: dict[tuple[str, str, str | None], ModelSession] = {}
+# Selecting the model taggers by configuration (--taggers human_model_v1,city_model_v1): the
+# endpoint is the run's (kitab.core.params.RunConfig.tagger_endpoint, resolved once by the app
+# layer from KITAB_TAGGER_BASE_URL / KITAB_TAGGER_MODEL / KITAB_TAGGER_CACHE) and comes in as an
+# argument; both kinds share one session per endpoint in a process, so one request answers for both.
+_SESSIONS: dict[ModelEndpoint, ModelSession] = {}
+NEEDS_ENDPOINT = (
+    "KITAB_TAGGER_BASE_URL (an OpenAI-compatible endpoint such as http://127.0.0.1:8000/v1) and "
+    "KITAB_TAGGER_MODEL; KITAB_TAGGER_CACHE names an optional cache file"
+)
 
 
-def configured_session() -> ModelSession:
-    base_url, model = os.environ.get(ENV_BASE_URL), os.environ.get(ENV_MODEL)
-    if not base_url or not model:
-        raise ModelTaggerError(
-            f"the model taggers need {ENV_BASE_URL} (an OpenAI-compatible endpoint such as "
-            f"http://127.0.0.1:8000/v1) and {ENV_MODEL}; {ENV_CACHE} names an optional cache file"
-        )
-    cache = os.environ.get(ENV_CACHE) or None
-    key = (base_url, model, cache)
-    if key not in _SESSIONS:
-        _SESSIONS[key] = ModelSession(_client(base_url, model, env_api_key()), ResponseCache(cache))
-    return _SESSIONS[key]
+def configured_session(endpoint: ModelEndpoint | None) -> ModelSession:
+    """The session on the run's endpoint (one per endpoint in this process)."""
+    if endpoint is None or not endpoint.base_url or not endpoint.model:
+        raise ModelTaggerError(f"the model taggers need a model endpoint: {NEEDS_ENDPOINT}")
+    if endpoint not in _SESSIONS:
+        client = _client(endpoint.base_url, endpoint.model, env_api_key())
+        _SESSIONS[endpoint] = ModelSession(client, ResponseCache(endpoint.cache or None))
+    return _SESSIONS[endpoint]
 
 
 class HumanModelTagger(ModelTagger):
-    """``human_model_v1`` from the registry; ``model`` (the spaCy model the registry passes to
-    every tagger) is not used."""
+    """``human_model_v1`` from the registry, on the run's ``endpoint`` (the registry passes it to
+    the model taggers); ``model`` (the spaCy model the registry passes to every tagger) is not used."""
 
     name = "human"
     version = f"human_model_{PROMPT_VERSION}"
 
-    def __init__(self, model: str | None = None, session: ModelSession | None = None) -> None:
-        super().__init__(session or configured_session(), "human")
+    def __init__(
+        self, model: str | None = None, session: ModelSession | None = None, endpoint: ModelEndpoint | None = None
+    ) -> None:
+        super().__init__(session or configured_session(endpoint), "human")
 
 
 class CityModelTagger(ModelTagger):
     name = "city"
     version = f"city_model_{PROMPT_VERSION}"
 
-    def __init__(self, model: str | None = None, session: ModelSession | None = None) -> None:
-        super().__init__(session or configured_session(), "city")
+    def __init__(
+        self, model: str | None = None, session: ModelSession | None = None, endpoint: ModelEndpoint | None = None
+    ) -> None:
+        super().__init__(session or configured_session(endpoint), "city")
 
 
 def _client(base_url: str, model: str, api_key: str | None, timeout: float = TIMEOUT) -> ChatClient:
@@ -243,29 +245,56 @@ def model_taggers(
 
 
 # -- the model as the second reader (issue 28) ----------------------------------------------
-# KITAB_SECOND_READER=model: the offline taggers stay the title rules, and the model's answer
-# per title is independent evidence for each book's state (tasks/entity_states.decide). It
-# asks the endpoint of KITAB_TAGGER_BASE_URL / KITAB_TAGGER_MODEL (cache: KITAB_TAGGER_CACHE),
-# the same session and cache as the model taggers. Not with the model taggers selected as the
-# title rules: a reader cannot second itself.
-ENV_SECOND_READER = "KITAB_SECOND_READER"
+# The run's second_reader "model" (RunConfig.second_reader: --second-reader model or
+# KITAB_SECOND_READER=model, resolved by the app layer): the offline taggers stay the title rules,
+# and the model's answer per title is independent evidence for each book's state
+# (tasks/entity_states.decide). It asks the run's endpoint, with the same session and cache as
+# the model taggers. Not with the model taggers selected as the title rules: a reader cannot
+# second itself.
+SECOND_READERS = ("", "model")
 
 
-def second_reader_session() -> ModelSession | None:
-    """The configured second reader's session, or None ($KITAB_SECOND_READER unset: none)."""
-    from tasks.taggers.registry import selected_versions  # the registry imports no tagger at load
+def asks_model(taggers: Sequence[str]) -> bool:
+    """Whether the tagger versions ``taggers`` include a model tagger."""
+    return any(v.startswith(f"{k}_model_") for v in taggers for k in KINDS)
 
-    value = os.environ.get(ENV_SECOND_READER, "").strip()
-    if not value:
-        return None
-    if value != "model":
-        raise ModelTaggerError(f"{ENV_SECOND_READER}={value!r}: the one second reader is 'model' (or unset)")
-    if any(v.startswith(f"{k}_model_") for v in selected_versions() for k in KINDS):
+
+def check_second_reader(second_reader: str, taggers: Sequence[str]) -> None:
+    """A ModelTaggerError (one line) unless ``second_reader`` is one of SECOND_READERS and is not
+    the model seconding the model taggers."""
+    if second_reader not in SECOND_READERS:
         raise ModelTaggerError(
-            f"{ENV_SECOND_READER}=model with the model taggers selected as the title rules (KITAB_TAGGERS): "
+            f"second reader {second_reader!r} (--second-reader, KITAB_SECOND_READER): the one second reader is "
+            "'model' (or none)"
+        )
+    if second_reader == "model" and asks_model(taggers):
+        raise ModelTaggerError(
+            "second reader 'model' with the model taggers selected as the title rules (--taggers, KITAB_TAGGERS): "
             "the model cannot second its own answer; select the offline taggers"
         )
-    return configured_session()
+
+
+def endpoint_in_use(taggers: Sequence[str], second_reader: str, endpoint: ModelEndpoint | None) -> ModelEndpoint | None:
+    """The endpoint a run with these taggers and this second reader asks: ``endpoint`` if a model
+    tagger is selected or the model is the second reader (it must then name a URL and a model),
+    else None (nothing asks it, so the run does not record it). Raises ModelTaggerError before
+    the run starts on a bad second reader or a missing endpoint."""
+    check_second_reader(second_reader, taggers)
+    if not asks_model(taggers) and second_reader != "model":
+        return None
+    if endpoint is None or not endpoint.base_url or not endpoint.model:
+        who = "the model taggers" if asks_model(taggers) else "the model as second reader"
+        raise ModelTaggerError(f"{who} need a model endpoint: {NEEDS_ENDPOINT}")
+    _client(endpoint.base_url, endpoint.model, None).close()  # a malformed URL is told now, not in a step
+    return endpoint
+
+
+def second_reader_session(
+    second_reader: str, endpoint: ModelEndpoint | None, taggers: Sequence[str] = ()
+) -> ModelSession | None:
+    """The run's second reader's session, or None (``second_reader`` "": none)."""
+    check_second_reader(second_reader, taggers)
+    return configured_session(endpoint) if second_reader == "model" else None
 
 
 def second_reader_version(session: ModelSession) -> str:

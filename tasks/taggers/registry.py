@@ -68,10 +68,16 @@ def selected_versions(configured: str | None = None) -> tuple[str, ...]:
     return versions
 
 
-def make_taggers(versions: Sequence[str] | None = None, **options: Any) -> list:
-    """The selected taggers, constructed (``options``, e.g. ``model``, go to each)."""
+def make_taggers(versions: Sequence[str] | None = None, *, endpoint: Any = None, **options: Any) -> list:
+    """The selected taggers, constructed (``options``, e.g. ``model``, go to each; ``endpoint``,
+    the run's model endpoint (kitab.core.params.ModelEndpoint), only to the model taggers)."""
     _load_builtins()
-    return [TAGGERS[v](**options) for v in (selected_versions() if versions is None else versions)]
+    from tasks.taggers.model import ModelTagger  # loaded with the built-ins just now
+
+    return [
+        TAGGERS[v](**options, endpoint=endpoint) if issubclass(TAGGERS[v], ModelTagger) else TAGGERS[v](**options)
+        for v in (selected_versions() if versions is None else versions)
+    ]
 
 
 def fingerprints(taggers: Sequence) -> list[dict]:

@@ -66,6 +66,11 @@ def refresh(
     taggers: str | None = typer.Option(
         None, help="tagger versions, comma-separated, one per kind (default: $KITAB_TAGGERS, else human_v6,city_v6)"
     ),
+    second_reader: str | None = typer.Option(
+        None,
+        help="model: the model endpoint ($KITAB_TAGGER_BASE_URL, $KITAB_TAGGER_MODEL) reads each book's titles as "
+        "a second reader beside the title rules (default: $KITAB_SECOND_READER, else none)",
+    ),
     quiet: bool = typer.Option(
         False,
         "--quiet",
@@ -118,6 +123,7 @@ def refresh(
             replace=replace,
             redraw_rejected=redraw_rejected,
             taggers=taggers,
+            second_reader=second_reader,
             progress=progress,
         )
     if as_json:

@@ -311,7 +311,7 @@ def build_claims(
             chosen += _round_robin(candidates[kind, t], quota[t or ""], rng)
     rows = []
     for pair in sorted(chosen, key=lambda p: (p["author_qid"], p["kind"], p["pair_key"])):
-        pair_id = f"{pair['author_qid']}:{pair['kind']}:{pair['pair_key']}"
+        pair_id = f"{pair['kind']}:{pair['pair_key']}"
         sides = pair["sides"] if rng.random() < 0.5 else pair["sides"][::-1]
         for position, side in enumerate(sides, 1):
             rows.append(

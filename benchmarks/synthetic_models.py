@@ -10,6 +10,10 @@ evaluate``.
 It also asks perfect's questions a second time and reports the requests sent (0: the cache).
 
     .venv/bin/python benchmarks/synthetic_models.py --warehouse warehouse --release demo [--json]
+
+``--task claims``: the claim pairs (docs/claims.md) instead, through ``kitab answer --task
+claims`` and ``kitab evaluate --task claims``: **perfect** (each claim's label), **always-true**,
+**random** (a seeded coin per claim) and **refusal** ("I cannot say.").
 """
 
 from __future__ import annotations
@@ -40,14 +44,63 @@ def template_answer(titles: list[str]) -> str:
     return f"Let me think step by step.\n\nOutput:\n{lines}"
 
 
+def claims_main(warehouse: Path, release: str, concurrency: int, as_json: bool, seed: int = 7) -> None:
+    import hashlib
+
+    from kitab.release.claims import claim_entries, evaluate_claims, format_claim_entries, render_claim_prompt
+
+    with Warehouse(warehouse).connect(release=release) as con:
+        labels = dict(con.execute("SELECT claim, label FROM claims").fetchall())
+    truth = {render_claim_prompt(claim): label for claim, label in labels.items()}
+
+    def coin(prompt: str) -> bool:
+        return hashlib.sha256(f"{seed}:{prompt}".encode()).digest()[0] % 2 == 0
+
+    models = {
+        "perfect": lambda p: f"{truth[p]}\nThe release's tables say so.",
+        "always-true": lambda p: "True",
+        "random": lambda p: str(coin(p)),
+        "refusal": lambda p: "I cannot say.",
+    }
+    results = {}
+    with tempfile.TemporaryDirectory(prefix="kitab-synthetic-claims-") as tmp:
+        for name, answer in models.items():
+            with ChatServer(answer) as server:
+                answer_release(
+                    warehouse,
+                    release,
+                    model=name,
+                    base_url=server.url,
+                    out=Path(tmp) / f"{name}.jsonl",
+                    template="claims",
+                    cache_path=Path(tmp) / "answers.sqlite",
+                    concurrency=concurrency,
+                )
+            results[name] = evaluate_claims(warehouse, release, Path(tmp) / f"{name}.jsonl", model=name)
+    keys = {(r["model"], r["answers_sha256"]) for r in results.values()}
+    with Warehouse(warehouse).connect(release=release) as con:
+        entries = [e for e in claim_entries(con) if (e["model"], e["answers_sha256"]) in keys]
+    for rank, e in enumerate(entries, 1):
+        e["rank"] = rank
+    if as_json:
+        print(json.dumps({"pair_accuracy": entries}, indent=2, default=str))
+        return
+    print(f"release {release}: {results['perfect']['claims']} claims\n")
+    print(format_claim_entries(entries))
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--warehouse", type=Path, default=Path("warehouse"))
     parser.add_argument("--release", required=True)
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--task", choices=("queries", "claims"), default="queries")
     args = parser.parse_args(argv)
     warehouse = args.warehouse.resolve()
+    if args.task == "claims":
+        claims_main(warehouse, args.release, args.concurrency, args.json)
+        return
     with Warehouse(warehouse).connect(release=args.release) as con:
         mapped = dict(con.execute("SELECT query_id, mapped_books FROM kitab_book_constraints").fetchall())
     prompts = release_prompt_list(warehouse, args.release, "no-context")

@@ -31,6 +31,7 @@ from kitab.core.stages import GENERATE_CONSTRAINTS, SAMPLE_AUTHORS, TAG_ENTITIES
 from kitab.core.warehouse import Warehouse
 from kitab.core.workdir import StepResult, WorkDir
 from kitab.sources import Origin, SourceSpec, close_sources, source_kind, sources_for
+from tasks.claims import claims_from_rows
 from tasks.publish import excluded_releases, other_releases, publish, rejected_authors, released_authors_rows
 from tasks.steps import (
     Batch,
@@ -360,6 +361,23 @@ def _run_pipeline(config: RunConfig, runner, today: date, started: float, progre
             released_authors_rows(release, authors, kept),
             ctx.work.path("publish", "all", "released_authors"),
         )
+        # the claim pairs (tasks/claims.py): a second task from the same tables, seeded
+        claim_rows, claim_stats = claims_from_rows(
+            {
+                "authors": authors,
+                **{
+                    name: read_rows(parts(step, name))
+                    for step, name in (
+                        (collected, "books"),
+                        (collected, "title_variants"),
+                        (constrained, "book_entities"),
+                        (constrained, "constraints"),
+                    )
+                },
+            },
+            seed,
+        )
+        claims = write_rows("claims", claim_rows, ctx.work.path("publish", "all", "claims"))
         tables = {
             "authors": parts(collected, "authors"),
             "works_raw": parts(collected, "works_raw"),
@@ -370,6 +388,7 @@ def _run_pipeline(config: RunConfig, runner, today: date, started: float, progre
             "book_entities": parts(constrained, "book_entities"),
             "constraints": parts(constrained, "constraints"),
             "queries": [queries],
+            "claims": [claims],
             # stage by stage, as the stages ran; the key order decides, this only breaks ties
             "rejects": [
                 sampled.outputs["rejects.sample_authors"],
@@ -428,6 +447,7 @@ def _run_pipeline(config: RunConfig, runner, today: date, started: float, progre
             "title_entities": counts["title_entities"],
             "constraints": counts["constraints"],
             "queries": counts["queries"],
+            "claims": counts["claims"],
         },
         "match_methods": {m: methods.get(m, 0) for m in ("p648", "name_birth_year", "unmatched")},
         "rejects": counts["rejects"],
@@ -439,6 +459,7 @@ def _run_pipeline(config: RunConfig, runner, today: date, started: float, progre
             "tag_entities": {**constrain_stats["tag_entities"], "titles_tagged": titles.rows},
             "generate_constraints": constrain_stats["generate_constraints"],
             "sample_queries": query_stats,
+            "claims": claim_stats,
         },
         "batches": {
             "authors_per_batch": params.batch_size,

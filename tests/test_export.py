@@ -64,6 +64,7 @@ EXPECTED = {
     ),
     "constraints": (None, "constraints"),
     "rejects": (None, "rejects"),
+    "claim-pairs": (None, "claims"),
 }
 
 

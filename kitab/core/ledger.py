@@ -37,7 +37,7 @@ STAMPS = ".stamps"
 # command (`kitab evaluate`), so its ledger row does not name them. The views read their file
 # in every committed release, and a rebuild of the release keeps it (each evaluation row
 # records the sha256 of the queries it scored).
-ANNEX_TABLES = ("evaluations",)
+ANNEX_TABLES = ("evaluations", "claim_evaluations")
 
 
 # A release id is a folder name, a hive partition value and a Hub tag: keep it plain.

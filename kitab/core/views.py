@@ -119,11 +119,17 @@ def catalog_version(path: Path) -> int | None:
         con.close()
 
 
+CHECK_PREFIX = "-- check:"  # a sql/tests file whose first line is "-- check: NAME.sql" runs sql/checks/NAME.sql
+
+
 def data_test_results(con: duckdb.DuckDBPyConnection, limit: int = 5) -> list[tuple[str, list[tuple]]]:
     """(test name, up to ``limit`` offending rows) for every sql/tests/*.sql, in name order."""
     results = []
     for path in sorted((SQL_DIR / "tests").glob("*.sql")):
-        query = path.read_text().strip().rstrip(";")
+        query = path.read_text().strip()
+        if query.startswith(CHECK_PREFIX):  # a data test that runs one of sql/checks (one copy of the SQL)
+            query = (SQL_DIR / "checks" / query.splitlines()[0][len(CHECK_PREFIX) :].strip()).read_text().strip()
+        query = query.rstrip(";")
         # fetch everything of a bounded query: a half-read result blocks the connection
         results.append(
             (path.stem, con.execute(f"SELECT * FROM ({query}\n) AS offending LIMIT {int(limit)}").fetchall())

@@ -57,7 +57,7 @@ from kitab.sources.chat import (
 )
 
 # The paper's maximum output lengths per template (App. D); temperature 0 (§4).
-MAX_TOKENS = {"no-context": 400, "with-context": 1000, "self-context": 3000, "cot": 400}
+MAX_TOKENS = {"no-context": 400, "with-context": 1000, "self-context": 3000, "cot": 400, "claims": 200}
 STOP_AFTER = 10  # the first queries to finish: all failing alike stops the run
 
 

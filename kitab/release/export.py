@@ -155,6 +155,12 @@ CONFIGS: tuple[Config, ...] = (
         "constraints", "every candidate constraint per author, before sampling (kitab's table)", table="constraints"
     ),
     Config("rejects", "every record a stage dropped, with reason and evidence (kitab's table)", table="rejects"),
+    Config(
+        "claim-pairs",
+        "NoCha-style minimal pairs: one true and one false claim per pair, one slot apart (kitab's table claims; "
+        "docs/claims.md)",
+        table="claims",
+    ),
 )
 CONFIG_NAMES = tuple(c.name for c in CONFIGS)
 

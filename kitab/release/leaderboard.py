@@ -169,6 +169,8 @@ def leaderboard(
     out.sort(key=lambda e: (-(e["overall"]["all_correct"] or 0.0), -(e["overall"]["completeness"] or 0.0), e["label"]))
     for rank, evaluation in enumerate(out, start=1):
         evaluation["rank"] = rank
+    from kitab.release.claims import claim_entries  # the claim-pairs task (docs/claims.md)
+
     return {
         "release": release,
         "seed": seed,
@@ -176,6 +178,7 @@ def leaderboard(
         "level": LEVEL,
         "evaluations": out,
         "stale_left_out": left_out,
+        "pair_accuracy": claim_entries(con, b=b, seed=seed) if model is None else [],
     }
 
 

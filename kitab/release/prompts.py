@@ -112,6 +112,11 @@ def release_prompts(
     the same order."""
     from kitab.core.warehouse import Warehouse
 
+    if template == "claims":  # the claim-pairs task (kitab/release/claims.py): one prompt per claim
+        from kitab.release.claims import claim_prompts
+
+        yield from claim_prompts(warehouse, release, limit=limit, seed=seed, sample=sample_across_authors)
+        return
     if template not in TEMPLATES:
         raise KitabError(f"unknown template {template!r} (known: {', '.join(TEMPLATES)})")
     wh = Warehouse(Path(warehouse))

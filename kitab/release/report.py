@@ -445,6 +445,12 @@ def render_report(
         text += "\n" + provenance_section(manifest)
     if evaluations:
         text = f"{text}\n{evaluations}"
+    from kitab.release.claims import claim_entries, format_claim_entries
+
+    with wh.connect(release=release) as con:
+        claims = format_claim_entries(claim_entries(con, **({"seed": seed} if seed is not None else {})))
+    if claims:
+        text = f"{text}\n{claims}"
     if out_dir is not None:
         write_bytes(Path(out_dir) / "report.md", f"# kitab release {release}: quality report\n\n{text}".encode())
     return text

@@ -13,6 +13,31 @@ import typer
 from kitab.app.commands.common import WarehouseOpt, check_report_output, existing_warehouse, user_errors
 
 app = typer.Typer()
+TASKS = ("queries", "claims")
+
+
+def check_task(task: str) -> None:
+    if task not in TASKS:
+        raise typer.BadParameter(f"--task {task!r}: use one of {', '.join(TASKS)}")
+
+
+def evaluate_claims_cli(root: Path, release: str, answers: Path, model: str | None) -> dict:
+    from kitab.release.claims import evaluate_claims
+
+    return evaluate_claims(root, release, answers, model=model)
+
+
+def print_claim_evaluation(result: dict, output: str) -> None:
+    if output == "json":
+        print(json.dumps(result, ensure_ascii=False, indent=2, default=str))
+        return
+    from kitab.release.claims import format_claim_entries
+
+    print(
+        f"{result['model']} on release {result['release']}: {result['answered']} of {result['claims']} claims "
+        f"answered (an unanswered claim is wrong), scores in table claim_evaluations\n"
+    )
+    print(format_claim_entries(result["pair_accuracy"]))
 
 
 def print_evaluation(result: dict, output: str) -> None:
@@ -48,13 +73,23 @@ def evaluate(
     output: str = typer.Option(
         "markdown", help="markdown | json (the leaderboard entry, coverage and every aggregate)"
     ),
+    task: str = typer.Option(
+        "queries", help="queries (KITAB's list queries) | claims (the claim pairs, docs/claims.md)"
+    ),
     warehouse: Path | None = WarehouseOpt,
 ) -> None:
     """Score a model's answers with KITAB's metrics (a query without an answer is scored wrong);
-    store them in the table `evaluations` and print this evaluation's leaderboard."""
+    store them in the table `evaluations` and print this evaluation's leaderboard. With
+    --task claims: the claim pairs' verdicts, scored as pair accuracy (table claim_evaluations)."""
     from kitab.release.evaluation.run import evaluate_release
 
     check_report_output(output)
+    check_task(task)
+    if task == "claims":
+        with user_errors():
+            result = evaluate_claims_cli(existing_warehouse(warehouse, release), release, answers, model)
+        print_claim_evaluation(result, output)
+        return
     with user_errors():
         result = evaluate_release(
             existing_warehouse(warehouse, release), release, answers, model=model, response_column=response_column
@@ -106,6 +141,9 @@ def answer(
     ),
     evaluate_after: bool = typer.Option(False, "--evaluate", help="score the answers file right after"),
     output: str = typer.Option("markdown", help="with --evaluate: markdown | json"),
+    task: str = typer.Option(
+        "queries", help="queries (KITAB's list queries) | claims (the claim pairs, docs/claims.md)"
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress display"),
     warehouse: Path | None = WarehouseOpt,
 ) -> None:
@@ -115,6 +153,9 @@ def answer(
     from kitab.release.answer import MAX_TOKENS, Params, Retry, answer_release
 
     check_report_output(output)
+    check_task(task)
+    if task == "claims":
+        template = "claims"  # the one claim template (kitab/release/claims.py)
     root = existing_warehouse(warehouse, release)
     if max_tokens is None and max_completion_tokens is None:
         max_tokens = MAX_TOKENS.get(template)
@@ -168,7 +209,12 @@ def answer(
         f"{summary['seconds']:.1f} s -> {out}",
         file=sys.stderr if output == "json" else sys.stdout,
     )
-    if evaluate_after:
+    if evaluate_after and task == "claims":
+        with user_errors():
+            result = evaluate_claims_cli(root, release, out, model)
+        result["answer_run"] = summary
+        print_claim_evaluation(result, output)
+    elif evaluate_after:
         from kitab.release.evaluation.run import evaluate_release
 
         with user_errors():
@@ -185,11 +231,18 @@ def prompts(
     ),
     limit: int | None = typer.Option(None, min=1, help="only N queries, a seeded sample across authors"),
     limit_seed: int = typer.Option(0, help="the seed of --limit's sample"),
+    task: str = typer.Option(
+        "queries", help="queries (KITAB's list queries) | claims (the claim pairs, docs/claims.md)"
+    ),
     warehouse: Path | None = WarehouseOpt,
 ) -> None:
-    """The paper's prompt for every query of a release, as JSON lines {query_id, template, prompt}."""
+    """The paper's prompt for every query of a release, as JSON lines {query_id, template, prompt};
+    with --task claims, the claim template for every claim (--limit: pairs)."""
     from kitab.release.prompts import release_prompts
 
+    check_task(task)
+    if task == "claims":
+        template = "claims"
     with user_errors():
         for line in release_prompts(
             existing_warehouse(warehouse, release), release, template, limit=limit, seed=limit_seed

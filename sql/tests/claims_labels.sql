@@ -1,0 +1,3 @@
+-- check: claims.sql
+-- Every claim's label re-derived from books, title_variants, book_entities and constraints,
+-- and every pair a minimal pair (one true, one false claim, one slot apart): sql/checks/claims.sql.

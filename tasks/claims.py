@@ -1,0 +1,357 @@
+"""Claim pairs (issue 32): NoCha's minimal pairs from a release's own tables.
+
+A pair is one true and one false claim about one author that differ in exactly one slot, so a
+model scores a pair only when it judges both right (docs/claims.md). Three kinds:
+
+- ``attribute``: "<author> wrote a book whose title starts with the letter b." from a
+  satisfiable constraint vs the same sentence from an unsatisfiable constraint of the same type
+  (slot: ``constraint_id``);
+- ``authorship``: "<author> wrote a book titled <title>." vs the same title with another author
+  of the release who has no book with that title or any title of the same match key (slot:
+  ``claim_author_qid``);
+- ``year``: "<title> by <author> was first published in <year>." with the book's first year vs
+  a year at least ``YEAR_GAP`` off every year of the book's variants (slot: ``year``).
+
+Truth is the release's: "wrote a book" means a book of the author in this release. A claim is
+kept only when it does not depend on a reading of the title rules a person could dispute: a
+letter or word-count claim must hold (true) or fail (false) both with KITAB's leading-article
+rule and without it, and every title of a book counts (the canonical title and every variant),
+not only those the list evaluator maps back. Entity claims read ``book_entities``: a true one
+needs a decided book with the state, a false one needs every book of the author decided
+(never an unsure book).
+
+Sampling is seeded and balanced: the same number of pairs per kind (``per_author`` × authors,
+at most what the scarcest kind offers), an attribute quota split evenly across constraint types
+(a type short of candidates passes its remainder on), each stratum drawn round-robin across
+authors in a seeded order. Which claim comes first is a seeded coin, recorded in ``position``.
+
+Pure: rows in, rows out; ``sql/checks/claims.sql`` re-derives every label without this code.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from collections import defaultdict
+from collections.abc import Iterable
+
+KINDS = ("attribute", "authorship", "year")
+YEAR_GAP = 5  # a false year is at least this far from every year of the book's variants
+YEAR_SPAN = 15  # and at most this far from its first year
+ARTICLES = ("the", "a", "an")
+_PUNCT = re.compile(r"[!-/:-@\[-`{-~]")  # ASCII punctuation, as docs/constraints.md deletes it
+_TITLE_TYPES = {"starts_with", "ends_with", "word_count"}
+
+
+def _words(title: str, drop_article: bool) -> list[str]:
+    words = [w for w in re.split(r"\s+", _PUNCT.sub("", title.lower().replace("&", "and"))) if w]
+    if drop_article and len(words) > 1 and words[0] in ARTICLES:
+        words = words[1:]
+    return words
+
+
+def title_values(title: str, ctype: str) -> set:
+    """The values ``title`` has for a title constraint type under both readings (with and
+    without dropping a leading article): one value when the readings agree."""
+    out = set()
+    for drop in (True, False):
+        words = _words(title, drop)
+        if ctype == "word_count":
+            out.add(len(words))
+        elif words:
+            ch = words[0][0] if ctype == "starts_with" else words[-1][-1]
+            out.add(ch if "a" <= ch <= "z" else None)
+        else:
+            out.add(None)
+    return out
+
+
+def _spec_value(spec: dict):
+    kind = spec["type"]
+    if kind in ("starts_with", "ends_with"):
+        return spec["letter"]
+    if kind == "word_count":
+        return int(spec["count"])
+    return None
+
+
+def _attribute_holds(spec: dict, entity_kind: str | None, books: list[dict], states: dict) -> bool | None:
+    """True: the claim "the author wrote a book <spec>" holds beyond dispute; False: it fails
+    beyond dispute; None: neither (a reading-dependent title, an unsure book, no year)."""
+    kind = spec["type"]
+    if kind in _TITLE_TYPES:
+        value = _spec_value(spec)
+        readings = [title_values(t, kind) for b in books for t in _titles(b)]
+        if any(r == {value} for r in readings):
+            return True
+        return False if all(value not in r for r in readings) else None
+    if kind == "year_range":
+        years = [b["first_year"] for b in books]
+        if any(y is not None and spec["from"] <= y <= spec["to"] for y in years):
+            return True
+        return False if all(y is not None for y in years) else None
+    wanted = "yes" if spec.get("present") else "no"
+    found = [states.get((b["book_id"], entity_kind), "unsure") for b in books]
+    if wanted in found:
+        return True
+    return False if "unsure" not in found else None
+
+
+def _titles(book: dict) -> list[str]:
+    return list(dict.fromkeys([book["canonical_title"], *(book.get("variant_titles") or [])]))
+
+
+def claim_text(kind: str, *, author: str, title: str | None = None, year: int | None = None, clause: str = "") -> str:
+    if kind == "attribute":
+        return f"{author} wrote a book {clause}."
+    if kind == "authorship":
+        return f"{author} wrote a book titled “{title}”."
+    return f"“{title}” by {author} was first published in {year}."
+
+
+def clause_of(spec: dict) -> str:
+    """The claim's wording of a constraint spec (the constraint types' own clauses, in the
+    singular: "a book that was first published between ...")."""
+    from tasks.constraints import spec_from_dict
+
+    return spec_from_dict(spec).clause().replace("that were first", "that was first")
+
+
+def candidate_pairs(
+    authors: list[dict],
+    books: list[dict],
+    variants: list[dict],
+    entities: list[dict],
+    constraints: list[dict],
+    seed: int,
+) -> dict[tuple[str, str | None], list[dict]]:
+    """Every possible pair per stratum ``(kind, constraint_type)`` (None for authorship and
+    year), in a deterministic order; the false side's random choices drawn from ``seed``."""
+    rng = random.Random(f"claims-candidates:{seed}")
+    names = {a["qid"]: a["name"] for a in authors}
+    by_author: dict[str, list[dict]] = defaultdict(list)
+    for b in sorted(books, key=lambda b: b["book_id"]):
+        by_author[b["author_qid"]].append(b)
+    states = {(e["book_id"], e["kind"]): e["state"] for e in entities}
+    out: dict[tuple[str, str | None], list[dict]] = defaultdict(list)
+    qids = sorted(q for q in by_author if q in names)
+
+    # attribute: per author and type, satisfiable x unsatisfiable constraints (one pair each true one)
+    per_type: dict[tuple[str, str], dict[bool, list[dict]]] = defaultdict(lambda: {True: [], False: []})
+    for c in sorted(constraints, key=lambda c: c["constraint_id"]):
+        if c["author_qid"] not in names:
+            continue
+        spec = json.loads(c["spec"])
+        holds = _attribute_holds(spec, c.get("entity_kind"), by_author[c["author_qid"]], states)
+        if holds is not None and holds == bool(c["satisfiable"]):
+            per_type[c["author_qid"], c["constraint_type"]][holds].append(c)
+    for (qid, ctype), sides in sorted(per_type.items()):
+        if not sides[True] or not sides[False]:
+            continue
+        for true in sides[True]:
+            false = rng.choice(sides[False])
+            base = {"author_qid": qid, "kind": "attribute", "constraint_type": ctype, "pair_key": true["constraint_id"]}
+            out["attribute", ctype].append(
+                {
+                    **base,
+                    "sides": [
+                        _attribute_claim(names[qid], true, True),
+                        _attribute_claim(names[qid], false, False),
+                    ],
+                }
+            )
+
+    # authorship: a title of the author's vs the same title with an author who has no such title
+    keys: dict[str, set[str]] = defaultdict(set)  # author -> every match key and lower-cased title
+    book_keys: dict[str, set[str]] = defaultdict(set)
+    for v in variants:
+        for key in (v["match_key"], v["title"].lower()):
+            keys[v["author_qid"]].add(key)
+            book_keys[v["book_id"]].add(key)
+    for qid in qids:
+        for b in by_author[qid]:
+            book_keys[b["book_id"]].add(b["canonical_title"].lower())
+            others = [
+                o for o in qids if o != qid and names[o] != names[qid] and not (keys[o] & book_keys[b["book_id"]])
+            ]
+            if not others:
+                continue
+            other = rng.choice(others)
+            title = b["canonical_title"]
+            common = {"book_id": b["book_id"], "title": title, "year": None, "constraint_id": None}
+            out["authorship", None].append(
+                {
+                    "author_qid": qid,
+                    "kind": "authorship",
+                    "constraint_type": None,
+                    "pair_key": b["book_id"],
+                    "sides": [
+                        {**common, "claim_author_qid": qid, "label": True,
+                         "claim": claim_text("authorship", author=names[qid], title=title)},
+                        {**common, "claim_author_qid": other, "label": False,
+                         "claim": claim_text("authorship", author=names[other], title=title)},
+                    ],
+                }
+            )  # fmt: skip
+
+    # year: the first year vs a year far from every year of the book's variants
+    variant_years: dict[str, set[int]] = defaultdict(set)
+    for v in variants:
+        for y in (v.get("year"), v.get("year_raw")):
+            if y is not None:
+                variant_years[v["book_id"]].add(int(y))
+    latest = max((b["first_year"] for b in books if b["first_year"] is not None), default=0)
+    for qid in qids:
+        for b in by_author[qid]:
+            year = b["first_year"]
+            if year is None:
+                continue
+            taken = variant_years[b["book_id"]] | {year}
+            options = [
+                y
+                for d in range(YEAR_GAP, YEAR_SPAN + 1)
+                for y in (year - d, year + d)
+                if 0 < y <= latest and all(abs(y - t) >= YEAR_GAP for t in taken)
+            ]
+            if not options:
+                continue
+            wrong = rng.choice(sorted(options))
+            title = b["canonical_title"]
+            common = {"book_id": b["book_id"], "title": title, "claim_author_qid": qid, "constraint_id": None}
+            out["year", None].append(
+                {
+                    "author_qid": qid,
+                    "kind": "year",
+                    "constraint_type": None,
+                    "pair_key": b["book_id"],
+                    "sides": [
+                        {**common, "year": year, "label": True,
+                         "claim": claim_text("year", author=names[qid], title=title, year=year)},
+                        {**common, "year": wrong, "label": False,
+                         "claim": claim_text("year", author=names[qid], title=title, year=wrong)},
+                    ],
+                }
+            )  # fmt: skip
+    return dict(out)
+
+
+def _attribute_claim(author: str, constraint: dict, label: bool) -> dict:
+    spec = json.loads(constraint["spec"])
+    return {
+        "book_id": None,
+        "title": None,
+        "year": None,
+        "claim_author_qid": constraint["author_qid"],
+        "constraint_id": constraint["constraint_id"],
+        "label": label,
+        "claim": claim_text("attribute", author=author, clause=clause_of(spec)),
+    }
+
+
+def _round_robin(pairs: list[dict], n: int, rng: random.Random) -> list[dict]:
+    """``n`` of ``pairs``, spread across authors: the authors in a seeded order, each author's
+    pairs shuffled, then one pair per author per round."""
+    by_author: dict[str, list[dict]] = defaultdict(list)
+    for p in pairs:
+        by_author[p["author_qid"]].append(p)
+    order = sorted(by_author)
+    rng.shuffle(order)
+    for qid in order:
+        rng.shuffle(by_author[qid])
+    chosen: list[dict] = []
+    depth = 0
+    while len(chosen) < n:
+        for qid in order:
+            if depth < len(by_author[qid]) and len(chosen) < n:
+                chosen.append(by_author[qid][depth])
+        depth += 1
+    return chosen
+
+
+def split_quota(
+    total: int,
+    available: dict,
+) -> dict:
+    """``total`` split as evenly as possible over the keys of ``available`` (how many each
+    offers); a key short of its share passes the remainder to the others (water filling)."""
+    quota = {k: 0 for k in available}
+    left = total
+    open_keys = sorted(k for k, n in available.items() if n > 0)
+    while left > 0 and open_keys:
+        share, extra = divmod(left, len(open_keys))
+        for i, k in enumerate(open_keys):
+            quota[k] += min(share + (1 if i < extra else 0), available[k] - quota[k])
+        left = total - sum(quota.values())
+        open_keys = [k for k in open_keys if quota[k] < available[k]]
+    return quota
+
+
+def build_claims(
+    authors: list[dict],
+    books: list[dict],
+    variants: list[dict],
+    entities: list[dict],
+    constraints: list[dict],
+    *,
+    seed: int,
+    per_author: int = 2,
+) -> tuple[list[dict], dict]:
+    """The release's claims table (two rows per pair) and the stage's stats."""
+    candidates = candidate_pairs(authors, books, variants, entities, constraints, seed)
+    available = {kind: sum(len(v) for (k, _), v in candidates.items() if k == kind) for kind in KINDS}
+    n_authors = len({b["author_qid"] for b in books})
+    per_kind = min(per_author * n_authors, *available.values())
+    rng = random.Random(f"claims:{seed}")
+    chosen: list[dict] = []
+    for kind in KINDS:
+        strata = {t: len(v) for (k, t), v in candidates.items() if k == kind}
+        quota = split_quota(per_kind, {t or "": n for t, n in strata.items()})
+        for t in sorted(strata, key=lambda t: t or ""):
+            chosen += _round_robin(candidates[kind, t], quota[t or ""], rng)
+    rows = []
+    for pair in sorted(chosen, key=lambda p: (p["author_qid"], p["kind"], p["pair_key"])):
+        pair_id = f"{pair['kind']}:{pair['pair_key']}"
+        sides = pair["sides"] if rng.random() < 0.5 else pair["sides"][::-1]
+        for position, side in enumerate(sides, 1):
+            rows.append(
+                {
+                    "query_id": f"{pair_id}#{position}",
+                    "pair_id": pair_id,
+                    "position": position,
+                    "author_qid": pair["author_qid"],
+                    "kind": pair["kind"],
+                    "constraint_type": pair["constraint_type"],
+                    **side,
+                }
+            )
+    stats = {
+        "pairs": len(chosen),
+        "claims": len(rows),
+        "per_kind": {k: sum(1 for p in chosen if p["kind"] == k) for k in KINDS},
+        "per_constraint_type": dict(
+            sorted(
+                {
+                    t: sum(1 for p in chosen if p["constraint_type"] == t)
+                    for t in {p["constraint_type"] for p in chosen if p["constraint_type"]}
+                }.items()
+            )
+        ),
+        "available": available,
+        "true_first": sum(1 for r in rows if r["position"] == 1 and r["label"]),
+    }
+    return rows, stats
+
+
+def claims_from_rows(tables: dict[str, Iterable[dict]], seed: int, per_author: int = 2) -> tuple[list[dict], dict]:
+    """:func:`build_claims` over a release's tables by name (authors, books, title_variants,
+    book_entities, constraints)."""
+    return build_claims(
+        list(tables["authors"]),
+        list(tables["books"]),
+        list(tables["title_variants"]),
+        list(tables["book_entities"]),
+        list(tables["constraints"]),
+        seed=seed,
+        per_author=per_author,
+    )

@@ -1,0 +1,215 @@
+"""Claim pairs (issue 32, docs/claims.md) on a real release: the claims table, its independent
+SQL check (and that the check catches damage), NoCha's scoring through kitab's commands, and the
+claim-pairs config of the export. One release for the module (the dump source, like
+tests/test_evaluate_release.py)."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from kitab.app.cli import app
+from kitab.core.env import BUNDLED_SNAPSHOT
+from kitab.core.warehouse import Warehouse
+from kitab.release.claims import evaluate_claims, read_verdict
+from tasks.claims import candidate_pairs, claims_from_rows
+
+RELEASE = "2026.11.23-s13"
+CHECK_SQL = Path(__file__).resolve().parents[1] / "sql" / "checks" / "claims.sql"
+INPUTS = ("authors", "books", "title_variants", "book_entities", "constraints")
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def warehouse(tmp_path_factory) -> Path:
+    from kitab.app.runs import run_refresh
+
+    root = tmp_path_factory.mktemp("claims") / "warehouse"
+    run_refresh(
+        source="dump", snapshot=BUNDLED_SNAPSHOT, authors=30, seed=13, release=RELEASE, warehouse=root, direct=True
+    )
+    return root
+
+
+@pytest.fixture(scope="module")
+def tables(warehouse) -> dict:
+    with Warehouse(warehouse).connect(release=RELEASE) as con:
+        return {t: con.sql(f"SELECT * FROM {t}").to_arrow_table() for t in (*INPUTS, "claims")}
+
+
+def _check(tables: dict, mutate: str | None = None) -> list[tuple]:
+    import duckdb
+
+    db = duckdb.connect()
+    for name, table in tables.items():
+        db.register(f"source_{name}", table)
+        db.execute(f"CREATE TABLE {name} AS SELECT * FROM source_{name}")
+    if mutate:
+        db.execute(mutate)
+    return db.execute(CHECK_SQL.read_text(encoding="utf-8")).fetchall()
+
+
+def test_the_release_holds_balanced_minimal_pairs(tables):
+    claims = tables["claims"].to_pylist()
+    pairs: dict[str, list[dict]] = {}
+    for c in claims:
+        pairs.setdefault(c["pair_id"], []).append(c)
+    assert len(pairs) >= 100
+    assert all(sorted(c["label"] for c in p) == [False, True] for p in pairs.values())
+    assert all(sorted(c["position"] for c in p) == [1, 2] for p in pairs.values())
+    kinds = Counter(p[0]["kind"] for p in pairs.values())
+    assert set(kinds) == {"attribute", "authorship", "year"} and len(set(kinds.values())) == 1, kinds
+    types = Counter(p[0]["constraint_type"] for p in pairs.values() if p[0]["kind"] == "attribute")
+    # even shares (within one) across types, except a type short of candidates, which gives all it has
+    available = Counter(
+        t for (k, t), v in candidate_pairs(*(tables[n].to_pylist() for n in INPUTS), seed=13).items() for _ in v
+        if k == "attribute"
+    )  # fmt: skip
+    top = max(types.values())
+    assert len(types) >= 5 and all(n >= top - 1 or n == available[t] for t, n in types.items()), (types, available)
+    first_true = sum(1 for p in pairs.values() for c in p if c["position"] == 1 and c["label"])
+    assert 0.3 < first_true / len(pairs) < 0.7  # the order is a coin, not always true first
+    # entity claims never rest on an unsure book: a false one needs every book of the author decided
+    unsure = {(r["author_qid"], r["kind"]) for r in tables["book_entities"].to_pylist() if r["state"] == "unsure"}
+    constraints = {r["constraint_id"]: r for r in tables["constraints"].to_pylist()}
+    false_entity = [c for c in claims if c["kind"] == "attribute" and constraints[c["constraint_id"]]["entity_kind"]]
+    for c in false_entity:
+        if not c["label"]:
+            assert (c["author_qid"], constraints[c["constraint_id"]]["entity_kind"]) not in unsure
+
+
+def test_every_label_agrees_with_the_independent_sql_check_which_catches_damage(tables):
+    assert _check(tables) == []
+    damaged = {
+        "a label flipped": "UPDATE claims SET label = NOT label WHERE query_id = (SELECT min(query_id) FROM claims)",
+        "a false year set to the true one": "UPDATE claims SET year = (SELECT first_year FROM books b "
+        "WHERE b.book_id = claims.book_id) WHERE kind = 'year' AND NOT label",
+        "false authorship named the true author": "UPDATE claims SET claim_author_qid = author_qid "
+        "WHERE kind = 'authorship' AND NOT label",
+        "years shifted": "UPDATE books SET first_year = first_year + 7",
+        "an unsatisfiable constraint swapped for a satisfiable one": "UPDATE claims SET constraint_id = "
+        "(SELECT c2.constraint_id FROM claims c2 WHERE c2.pair_id = claims.pair_id AND c2.label) "
+        "WHERE kind = 'attribute' AND NOT label",
+        "a pair's second claim dropped": "DELETE FROM claims WHERE position = 2 AND kind = 'year'",
+    }
+    for what, mutate in damaged.items():
+        assert _check(tables, mutate), what
+
+
+def test_generation_is_a_seeded_pure_function(tables):
+    rows = {t: tables[t].to_pylist() for t in INPUTS}
+    first, stats = claims_from_rows(rows, seed=13)
+    assert claims_from_rows(rows, seed=13)[0] == first
+    assert claims_from_rows(rows, seed=14)[0] != first
+    assert stats["pairs"] == len(first) // 2
+    released = sorted(tables["claims"].to_pylist(), key=lambda r: r["query_id"])
+    assert [r["query_id"] for r in released] == sorted(r["query_id"] for r in first)
+
+
+@pytest.mark.parametrize(
+    ("text", "verdict"),
+    [
+        ("True", True),
+        ("false\nNo such book.", False),
+        ("**Answer:** TRUE — she did.", True),
+        ("The claim is false.", False),
+        ("It could be true or false.", None),
+        ("I cannot say.", None),
+        ("", None),
+    ],
+)
+def test_a_response_reads_as_true_false_or_no_answer(text, verdict):
+    assert read_verdict(text) is verdict
+
+
+def _answers(path: Path, claims: list[dict], verdict_of) -> Path:
+    lines = []
+    for c in claims:
+        text = verdict_of(c)
+        if text is not None:
+            lines.append(json.dumps({"query_id": c["query_id"], "response": text}))
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_pair_accuracy_is_nochas_perfect_one_always_true_zero_random_a_quarter(warehouse, tables, tmp_path):
+    claims = tables["claims"].to_pylist()
+    rng = random.Random(5)
+    coins = {c["query_id"]: rng.random() < 0.5 for c in claims}
+    models = {
+        "perfect": lambda c: f"{c['label']}\nBecause.",
+        "always-true": lambda c: "True",
+        "random": lambda c: str(coins[c["query_id"]]),
+        "refusal": lambda c: "I cannot answer that.",
+        "half-silent": lambda c: str(c["label"]) if c["position"] == 1 else None,  # right, but half unanswered
+    }
+    got = {}
+    for name, verdict_of in models.items():
+        result = evaluate_claims(warehouse, RELEASE, _answers(tmp_path / f"{name}.jsonl", claims, verdict_of))
+        got[name] = result["pair_accuracy"][0]["overall"]
+    assert got["perfect"]["pair_accuracy"]["value"] == 1.0 and got["perfect"]["claim_accuracy"]["value"] == 1.0
+    assert got["always-true"]["pair_accuracy"]["value"] == 0.0
+    assert got["always-true"]["claim_accuracy"]["value"] == pytest.approx(0.5)
+    assert got["random"]["pair_accuracy"]["value"] == pytest.approx(0.25, abs=0.08)
+    low, high = got["random"]["pair_accuracy"]["low"], got["random"]["pair_accuracy"]["high"]
+    assert low < 0.25 < high
+    assert got["refusal"]["pair_accuracy"]["value"] == 0.0 and got["refusal"]["claim_accuracy"]["value"] == 0.0
+    assert got["half-silent"]["pair_accuracy"]["value"] == 0.0 and got["half-silent"]["answered"] == 0.5
+    assert got["half-silent"]["claim_accuracy"]["value"] == 0.5
+
+    # the leaderboard of kitab report --output json carries them, best first, with every dimension
+    result = runner.invoke(app, ["report", "--release", RELEASE, "--output", "json", "--warehouse", str(warehouse)])
+    assert result.exit_code == 0, result.output
+    entries = json.loads(result.stdout)["pair_accuracy"]
+    assert [e["model"] for e in entries][0] == "perfect"
+    by = entries[0]["by"]
+    assert {b["bin"] for b in by["kind"]} == {"attribute", "authorship", "year"}
+    assert {b["bin"] for b in by["constraint_type"]} >= {"starts_with", "year_range"}
+    assert all(b["pair_accuracy"]["value"] == 1.0 for d in by.values() for b in d)
+    markdown = runner.invoke(app, ["report", "--release", RELEASE, "--warehouse", str(warehouse)])
+    assert "## Claim pairs" in markdown.stdout
+
+
+def test_prompts_answers_and_evaluate_through_the_command_line(warehouse, tables, tmp_path):
+    result = runner.invoke(app, ["prompts", "--task", "claims", "--release", RELEASE, "--warehouse", str(warehouse)])
+    assert result.exit_code == 0, result.output
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    labels = {c["query_id"]: c["label"] for c in tables["claims"].to_pylist()}
+    assert {row["query_id"] for row in lines} == set(labels)
+    assert all("True or False" in row["prompt"] and row["template"] == "claims" for row in lines)
+    answers = tmp_path / "cli.jsonl"
+    answers.write_text(
+        "".join(json.dumps({**row, "response": str(labels[row["query_id"]])}) + "\n" for row in lines),
+        encoding="utf-8",
+    )
+    result = runner.invoke(
+        app,
+        ["evaluate", "--task", "claims", "--release", RELEASE, "--answers", str(answers), "--output", "json",
+         "--warehouse", str(warehouse)],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["pair_accuracy"][0]["overall"]["pair_accuracy"]["value"] == 1.0
+    limited = runner.invoke(
+        app, ["prompts", "--task", "claims", "--limit", "7", "--release", RELEASE, "--warehouse", str(warehouse)]
+    )
+    assert len(limited.stdout.splitlines()) == 14  # both claims of each of 7 pairs
+
+
+@pytest.mark.parametrize("layout", ["hf", "kitab"])
+def test_the_claim_pairs_config_loads_offline(warehouse, tables, tmp_path, layout, monkeypatch):
+    import datasets
+
+    from kitab.release.export import export_release
+
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    out = tmp_path / layout
+    export_release(warehouse, RELEASE, out, layout=layout)
+    loaded = datasets.load_dataset(str(out), "claim-pairs", split="test", cache_dir=str(tmp_path / "cache"))
+    assert loaded.num_rows == tables["claims"].num_rows
+    assert {"pair_id", "claim", "label", "kind", "position"} <= set(loaded.column_names)
+    assert "claim-pairs" in (out / "README.md").read_text(encoding="utf-8")

@@ -179,6 +179,8 @@ def test_query_configs_list_the_books_each_key_leaves_out_as_unsure(exported, wa
             assert not set(unsure) & set(ast.literal_eval(row["mapped_books"]))
             seen += len(unsure)
     assert seen > 0  # the release has unsure books in some entity query
+    card = (out / "README.md").read_text(encoding="utf-8")  # issue 28 item 7: the card states the key quality
+    assert "### Answer-key quality (entity constraints)" in card and "| human-name |" in card
 
 
 def test_synthetic_flags_mark_the_generated_authors_and_books(exported):

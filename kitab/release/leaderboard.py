@@ -103,7 +103,15 @@ def leaderboard(con, release: str, *, model: str | None = None, answers_sha256: 
     out.sort(key=lambda e: (-(e["overall"]["all_correct"] or 0.0), -(e["overall"]["completeness"] or 0.0), e["label"]))
     for rank, evaluation in enumerate(out, start=1):
         evaluation["rank"] = rank
-    return {"release": release, "evaluations": out}
+    from kitab.release.key_quality import release_key_quality
+
+    # issue 28: each entity type's key quality, beside its scores (an estimate: key_quality.NOTE)
+    quality = release_key_quality(con) if out else {}
+    for evaluation in out:
+        for b in evaluation["by"]["type"]:
+            if b["bin"] in quality:
+                b["key_quality"] = quality[b["bin"]]
+    return {"release": release, "evaluations": out, "key_quality": quality}
 
 
 # -- markdown ----------------------------------------------------------------------------------------
@@ -169,11 +177,20 @@ def format_leaderboard(board: dict) -> str:
         queries = {
             b: next(x["queries"] for e in evaluations for x in e["by"][dimension] if x["bin"] == b) for b in bins
         }
+        quality = board.get("key_quality", {}) if dimension == "type" else {}
+        # an entity type's heading carries its key's estimated share of wrong keys (issue 28)
+        titles = [
+            f"{b} ({queries[b]}; key wrong ≈{100 * quality[b]['wrong_key']:.0f}%)"
+            if quality.get(b, {}).get("wrong_key") is not None
+            else f"{b} ({queries[b]})"
+            for b in bins
+        ]
+        note = "; entity types: estimated share of keys with a wrong book, kitab report" if quality else ""
         parts += [
             "",
-            f"**All correct by {heading}** (queries per bin in the heading)",
+            f"**All correct by {heading}** (queries per bin in the heading{note})",
             "",
-            _table(["model", *(f"{b} ({queries[b]})" for b in bins)], cells, "l" + "r" * len(bins)),
+            _table(["model", *titles], cells, "l" + "r" * len(bins)),
         ]
     return "\n".join(parts) + "\n"
 

@@ -240,3 +240,112 @@ def book_states(
                 }
             )
     return rows
+
+
+# -- key quality (issue 28, item 7) ------------------------------------------------------------
+# Title-level errors per evidence class, (wrong, titles), on dev + holdout + dev2 with human_v6 /
+# city_v6: the counts of docs/tagging.md's class table, the sets the classes were chosen on.
+CLASS_ERRORS: dict[tuple[str, str], tuple[int, int]] = {
+    ("human", "rule"): (1, 148),
+    ("human", "name_list"): (8, 205),
+    ("human", "proper_title"): (9, 23),
+    ("human", "ner_only"): (0, 5),
+    ("human", "plain"): (14, 1107),
+    ("human", "listed_name"): (4, 73),
+    ("human", "unknown_word"): (12, 166),
+    ("city", "context"): (0, 23),
+    ("city", "alternate_name"): (0, 8),
+    ("city", "population"): (0, 56),
+    ("city", "ner"): (1, 11),
+    ("city", "plain"): (5, 1629),
+}
+# A second reader's error where measured: a review label is the truth; the book's record decided
+# 199 of 211 real works right (issue 28: 74/76 romance, 30/32 and 95/103 dump works). The model
+# tagger has no measurement here: it earns no credit of its own (None).
+SOURCE_ERRORS: dict[str, tuple[int, int] | None] = {"record": (12, 211), "model": None}
+
+
+def _rate(counts: tuple[int, int] | None) -> float:
+    """(wrong, n) -> the rule of succession's (wrong + 1) / (n + 2): a class with 0 wrong of 23
+    is not called perfect; unmeasured -> 1.0 (no credit)."""
+    if counts is None:
+        return 1.0
+    wrong, n = counts
+    return (wrong + 1) / (n + 2)
+
+
+def evidence_error(kind: str, state: str, evidence: str) -> float:
+    """Estimated probability that a decided book's ``state`` is wrong, from its ``evidence``
+    (``book_entities.evidence``): a review label, 0; else the best-measured second reader that
+    agrees with the state (readers' errors are correlated, so no product); else the title
+    rules' worst class among the book's. Unsure -> 0 (it is in no key)."""
+    if state == UNSURE:
+        return 0.0
+    parts = [p.split(":", 1) for p in evidence.split("|") if ":" in p]
+    if any(src == "review" and verdict == state for src, verdict in parts):
+        return 0.0
+    readers = [_rate(SOURCE_ERRORS.get(src)) for src, verdict in parts if src in SOURCES and verdict == state]
+    measured = [r for r in readers if r < 1.0]
+    if measured:
+        return min(measured)
+    classes = [c for src, value in parts if src == "title" for c in value.split("+")]
+    return max((_rate(CLASS_ERRORS.get((kind, c))) for c in classes), default=1.0)
+
+
+def key_quality(queries: Iterable[Mapping], constraints: Iterable[Mapping], states: Iterable[Mapping]) -> dict:
+    """Per entity constraint type (its label: human-name, no-human-name, city-name, ...), over a
+    release's queries: how many, the share of their deciding books left out as unsure, and the
+    estimated share of queries whose key holds a wrong decided book, one-, two-constraint and all.
+
+    A query's *deciding books* for an entity criterion are the author's books that satisfy its
+    other criterion (every book for a one-constraint query): their state alone puts them in the
+    key or not. P(key wrong) = 1 - prod(1 - evidence_error) over the decided deciding books of
+    every entity criterion of the query. An estimate from labelled-set error rates (title-level,
+    measured on the sets the classes were chosen on; held-out sets showed ~2x), not a measurement.
+    Rows: ``queries`` (query_id, author_qid, n_constraints, constraint_ids), ``constraints``
+    (constraint_id, spec, entity_kind, mapped_book_ids), ``states`` (book_entities rows)."""
+    from tasks.constraints.registry import spec_from_json
+
+    by_id = {c["constraint_id"]: c for c in constraints}
+    books: dict[tuple[str, str], list[tuple[str, str, float]]] = {}  # (author, kind) -> (book, state, error)
+    for s in states:
+        err = evidence_error(s["kind"], s["state"], s["evidence"])
+        books.setdefault((s["author_qid"], s["kind"]), []).append((s["book_id"], s["state"], err))
+    acc: dict[str, dict] = {}
+    for q in queries:
+        members = [by_id[c] for c in q["constraint_ids"]]
+        entity = [c for c in members if c.get("entity_kind")]
+        if not entity:
+            continue
+        ok, per_label = 1.0, []
+        for c in entity:
+            others = [set(o["mapped_book_ids"]) for o in members if o is not c]
+            deciding = [b for b in books.get((q["author_qid"], c["entity_kind"]), []) if all(b[0] in o for o in others)]
+            for _, state, err in deciding:
+                ok *= 1.0 - (0.0 if state == UNSURE else err)
+            unsure = sum(1 for b in deciding if b[1] == UNSURE)
+            per_label.append((spec_from_json(c["spec"]).label, c["entity_kind"], unsure, len(deciding)))
+        for label, kind, unsure, n in per_label:
+            a = acc.setdefault(label, {"kind": kind, "unsure": 0, "deciding": 0, "p": {1: [], 2: []}})
+            a["unsure"] += unsure
+            a["deciding"] += n
+            a["p"].setdefault(q["n_constraints"], []).append(1.0 - ok)
+    out = {}
+    for label in sorted(acc):
+        a = acc[label]
+        ps = [p for size in sorted(a["p"]) for p in a["p"][size]]
+
+        def mean(xs: list[float]) -> float | None:
+            return round(sum(xs) / len(xs), 4) if xs else None
+
+        out[label] = {
+            "kind": a["kind"],
+            "queries": len(ps),
+            "queries_one": len(a["p"].get(1, [])),
+            "queries_two": len(a["p"].get(2, [])),
+            "unsure_share": round(a["unsure"] / a["deciding"], 4) if a["deciding"] else None,
+            "wrong_key": mean(ps),
+            "wrong_key_one": mean(a["p"].get(1, [])),
+            "wrong_key_two": mean(a["p"].get(2, [])),
+        }
+    return out

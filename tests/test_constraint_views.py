@@ -34,6 +34,7 @@ ONE_BOOK = [
     "all_books",
     "raw_books",
     "query_id",
+    "unsure_books",
     "release",
 ]
 AUTHOR_METADATA = ["Author", "Birth Year", "# of sitelinks", "WikiData ID", "OpenLibrary ID", "synthetic", "release"]

@@ -124,3 +124,73 @@ def test_second_readers_wired_per_batch_decide_risky_books():
     assert states[0]["evidence"] == "title:proper_title|record:yes"
     baseline = book_states(books, variants, tags, ["human"])
     assert decided_by(states, baseline, others) == {"human": {"record": 1, "review": 1, "unsure": 1}}
+
+
+# -- key quality (item 7) -----------------------------------------------------------------------
+def test_evidence_error_reads_the_deciding_evidence():
+    from tasks.entity_states import CLASS_ERRORS, SOURCE_ERRORS, evidence_error
+
+    wrong, n = CLASS_ERRORS[("human", "name_list")]
+    assert evidence_error("human", YES, "title:name_list") == pytest.approx((wrong + 1) / (n + 2))
+    # several title classes: the worst; a class never measured: no credit
+    assert evidence_error("human", NO, "title:plain+listed_name") == pytest.approx(5 / 75)
+    assert evidence_error("city", YES, "title:brand_new_class") == 1.0
+    # a measured second reader that agrees beats the title class; an unmeasured model gives no credit
+    record = SOURCE_ERRORS["record"]
+    assert evidence_error("human", YES, "title:proper_title|record:yes") == pytest.approx(
+        (record[0] + 1) / (record[1] + 2)
+    )
+    assert evidence_error("human", YES, "title:proper_title|model:yes") == pytest.approx(10 / 25)
+    assert evidence_error("human", NO, "title:rule|record:no") == pytest.approx(13 / 213)  # the record overruled
+    assert evidence_error("human", YES, "title:unknown_word|review:yes") == 0.0
+    assert evidence_error("human", UNSURE, "title:unknown_word") == 0.0
+
+
+def _state(book, author, kind, state, evidence):
+    return {"book_id": book, "author_qid": author, "kind": kind, "state": state, "evidence": evidence}
+
+
+def test_key_quality_multiplies_the_deciding_books_and_leaves_unsure_ones_out():
+    from tasks.constraints import spec_type
+    from tasks.constraints.registry import spec_to_json
+    from tasks.entity_states import evidence_error, key_quality
+
+    human, starts = spec_type("human_name"), spec_type("starts_with")
+    states = [
+        _state("b1", "Q1", "human", YES, "title:rule"),
+        _state("b2", "Q1", "human", NO, "title:plain"),
+        _state("b3", "Q1", "human", UNSURE, "title:unknown_word"),
+        _state("b4", "Q1", "human", NO, "title:plain"),
+    ]
+    constraints = [
+        {"constraint_id": "h", "spec": spec_to_json(human(True)), "entity_kind": "human", "mapped_book_ids": ["b1"]},
+        {
+            "constraint_id": "n",
+            "spec": spec_to_json(human(False)),
+            "entity_kind": "human",
+            "mapped_book_ids": ["b2", "b4"],
+        },
+        {"constraint_id": "s", "spec": spec_to_json(starts("b")), "entity_kind": None, "mapped_book_ids": ["b1", "b2"]},
+    ]
+    queries = [
+        {"query_id": "q1", "author_qid": "Q1", "n_constraints": 1, "constraint_ids": ["h"]},
+        {"query_id": "q2", "author_qid": "Q1", "n_constraints": 2, "constraint_ids": ["n", "s"]},
+        {"query_id": "q3", "author_qid": "Q1", "n_constraints": 1, "constraint_ids": ["s"]},  # no entity: not counted
+    ]
+    out = key_quality(queries, constraints, states)
+    e = {s["book_id"]: evidence_error("human", s["state"], s["evidence"]) for s in states}
+    one = 1 - (1 - e["b1"]) * (1 - e["b2"]) * (1 - e["b4"])  # every book decides q1; b3 is unsure
+    two = 1 - (1 - e["b1"]) * (1 - e["b2"])  # only b1, b2 start with b
+    assert out["human-name"] == {
+        "kind": "human",
+        "queries": 1,
+        "queries_one": 1,
+        "queries_two": 0,
+        "unsure_share": 0.25,
+        "wrong_key": round(one, 4),
+        "wrong_key_one": round(one, 4),
+        "wrong_key_two": None,
+    }
+    assert out["no-human-name"]["wrong_key_two"] == round(two, 4) and out["no-human-name"]["unsure_share"] == 0.0
+    assert set(out) == {"human-name", "no-human-name"}
+    assert key_quality(queries[2:], constraints, states) == {}

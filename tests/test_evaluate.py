@@ -236,6 +236,59 @@ def test_raw_titles_are_forgiven_not_scored():
     assert rates(score) == (0.5, 0.0, 0.5, 1.0, False)
 
 
+UNSURE_BOOKS = [
+    Book("b1", ("Beloved",), 1987, entities=(("city", False), ("human", True))),
+    Book("b2", ("The Bluest Eye",), 1970, entities=(("city", False), ("human", False))),
+    Book("b3", ("Sula",), 1973, entities=(("city", False), ("human", None))),  # unsure
+    Book("b4", ("Bodwin",), 1990, entities=(("city", False), ("human", None))),  # unsure
+    Book("b5", ("Jazz",), 1992, entities=(("city", False), ("human", False))),
+]
+UNSURE_QUERIES = {  # criteria -> (mapped, unsure book ids): as generation and sampling set them
+    "Criterion 1: Book contains a human name in its title.": (["Beloved"], {"b3", "b4"}),
+    "Criterion 1: Book doesn't contain a human name in its title.": (["The Bluest Eye", "Jazz"], {"b3", "b4"}),
+    "Criterion 1: Book contains a human name in its title., Criterion 2: Book title starts with the letter b.": (
+        ["Beloved"],
+        {"b4"},  # Sula fails the letter: listing it is wrong, unsure or not
+    ),
+    "Criterion 1: Book doesn't contain a human name in its title., Criterion 2: Book title starts with the letter s.": (
+        [],  # unsatisfiable once Sula is left out
+        {"b3"},
+    ),
+}
+
+
+def test_an_unsure_book_is_neither_rewarded_nor_penalised():
+    """Issue 28: a title naming a book the key leaves out (unsure) changes no metric."""
+    criteria = "Criterion 1: Book contains a human name in its title."
+    mapped, unsure = UNSURE_QUERIES[criteria]
+    t = QueryTruth("q", tuple(parse_criteria(criteria)), tuple(UNSURE_BOOKS), tuple(mapped), unsure=frozenset(unsure))
+    with_it = score_answer(t, ["Beloved", "Sula", "Jazz"])
+    assert with_it.match_kinds == ["exact", "unsure", "exact"] and with_it.matched_titles[1] == "Sula"
+    assert rates(with_it) == rates(score_answer(t, ["Beloved", "Jazz"])) == (0.5, 0.5, 0.0, 1.0, False)
+    assert rates(score_answer(t, ["Beloved", "sula", "Bodwin"])) == (1.0, 0.0, 0.0, 1.0, True)
+    # the same book is scored (wrong) where the key does not leave it out
+    plain = QueryTruth("q", t.specs, t.books, t.mapped)
+    assert rates(score_answer(plain, ["Beloved", "Sula"])) == (0.5, 0.5, 0.0, 1.0, False)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sampled_from(sorted(UNSURE_QUERIES)),
+    st.lists(st.sampled_from(["Beloved", "The Bluest Eye", "Jazz", "Sula", "Bodwin", "Made Up", "sula"]), max_size=6),
+    st.data(),
+)
+def test_listing_an_unsure_book_changes_no_metric(criteria, titles, data):
+    mapped, unsure = UNSURE_QUERIES[criteria]
+    t = QueryTruth("q", tuple(parse_criteria(criteria)), tuple(UNSURE_BOOKS), tuple(mapped), unsure=frozenset(unsure))
+    names = [b.title for b in UNSURE_BOOKS if b.book_id in unsure]
+    extra = data.draw(st.sampled_from(names))
+    at = data.draw(st.integers(0, len(titles)))
+    base, more = score_answer(t, titles), score_answer(t, [*titles[:at], extra, *titles[at:]])
+    assert rates(more) == rates(base)
+    counts = ("n_clusters", "n_satisfied", "n_unsatisfied", "n_not_from_author", "n_raw_unmapped")
+    assert [getattr(more, c) for c in counts] == [getattr(base, c) for c in counts]
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     st.lists(raw_titles, max_size=8),

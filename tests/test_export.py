@@ -8,6 +8,7 @@ releases, so the card has an earlier release to list.
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import logging
@@ -41,8 +42,14 @@ KITAB_QUERY_COLUMNS = [
 KITAB_AUTHOR_COLUMNS = ["Author", "Birth Year", "# of sitelinks", "WikiData ID", "OpenLibrary ID"]
 # config -> (columns, exactly; None: any) and the warehouse view or table it must match
 EXPECTED = {
-    "one-book-constraints": (KITAB_QUERY_COLUMNS + ["query_id", "prompt"], "kitab_one_book_constraints"),
-    "two-book-constraints": (KITAB_QUERY_COLUMNS + ["query_id", "prompt"], "kitab_two_book_constraints"),
+    "one-book-constraints": (
+        KITAB_QUERY_COLUMNS + ["query_id", "unsure_books", "prompt"],
+        "kitab_one_book_constraints",
+    ),
+    "two-book-constraints": (
+        KITAB_QUERY_COLUMNS + ["query_id", "unsure_books", "prompt"],
+        "kitab_two_book_constraints",
+    ),
     "author-metadata": (KITAB_AUTHOR_COLUMNS + ["synthetic"], "kitab_author_metadata"),
     "book-metadata": (
         [
@@ -139,13 +146,42 @@ def test_every_config_loads_offline_with_kitab_columns_and_the_views_rows(export
                 ], config
         # the rows are the view's, in the view's order, KITAB's types included
         columns = ", ".join(f'"{c}"' for c in KITAB_QUERY_COLUMNS)
-        view = con.sql(f"SELECT {columns}, query_id FROM kitab_one_book_constraints").to_arrow_table().to_pylist()
+        view = (
+            con.sql(f"SELECT {columns}, query_id, unsure_books FROM kitab_one_book_constraints")
+            .to_arrow_table()
+            .to_pylist()
+        )
     one = datasets.load_dataset(str(out), "one-book-constraints", split="test", cache_dir=str(tmp_path / "hf-cache"))
     assert [{k: v for k, v in row.items() if k != "prompt"} for row in one.to_list()] == view
     # no config name: the card's default config, one-book-constraints
     default = datasets.load_dataset(str(out), split="test", cache_dir=str(tmp_path / "hf-cache"))
     assert default.num_rows == one.num_rows and default.column_names == one.column_names
     assert {one.features["Birth Year"].dtype, one.features["constraint_id"].dtype} == {"int64"}
+
+
+def test_query_configs_list_the_books_each_key_leaves_out_as_unsure(exported, warehouse):
+    """Issue 28: unsure_books holds, per query, the canonical titles of queries.unsure_book_ids
+    (sorted, as a Python list string like mapped_books); none of them is in mapped_books. The
+    kitab layout's JSON rows equal these (test_the_kitab_layout_...)."""
+    out, _ = exported
+    with Warehouse(warehouse).connect(release=RELEASE) as con:
+        expected = dict(
+            con.sql(
+                "SELECT q.query_id, list_sort(coalesce(list(b.canonical_title) FILTER (WHERE b.book_id IS NOT NULL), "
+                "[]::VARCHAR[])) FROM queries q LEFT JOIN books b ON list_contains(q.unsure_book_ids, b.book_id) "
+                "GROUP BY q.query_id"
+            ).fetchall()
+        )
+    seen = 0
+    for config in ("one-book-constraints", "two-book-constraints"):
+        for row in pq.read_table(out / f"data/{config}/test-00000-of-00001.parquet").to_pylist():
+            unsure = ast.literal_eval(row["unsure_books"])
+            assert unsure == expected[row["query_id"]], row["query_id"]
+            assert not set(unsure) & set(ast.literal_eval(row["mapped_books"]))
+            seen += len(unsure)
+    assert seen > 0  # the release has unsure books in some entity query
+    card = (out / "README.md").read_text(encoding="utf-8")  # issue 28 item 7: the card states the key quality
+    assert "### Answer-key quality (entity constraints)" in card and "| human-name |" in card
 
 
 def test_synthetic_flags_mark_the_generated_authors_and_books(exported):

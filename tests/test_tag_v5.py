@@ -187,7 +187,7 @@ _POOL = [
 ]
 
 
-@settings(max_examples=80, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.sampled_from(_POOL), min_size=1, max_size=7))
 def test_v5_spans_quote_the_title_and_do_not_overlap(v5, eager5, words):
     title = " ".join(words).replace(" 's", "'s").replace(" ,", ",").replace(" :", ":")

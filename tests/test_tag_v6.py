@@ -151,7 +151,7 @@ _POOL = [
 ]
 
 
-@settings(max_examples=80, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.sampled_from(_POOL), min_size=1, max_size=7))
 def test_v6_spans_quote_the_title_and_skipping_ner_changes_nothing(v6, eager6, words):
     title = " ".join(words).replace(" 's", "'s").replace(" ,", ",").replace(" :", ":")

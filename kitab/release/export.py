@@ -103,7 +103,7 @@ class Config:
 
 def _kitab_queries(view: str) -> str:
     return (
-        f"SELECT {', '.join(KITAB_QUERY_COLUMNS)}, query_id FROM {view} "
+        f"SELECT {', '.join(KITAB_QUERY_COLUMNS)}, query_id, unsure_books FROM {view} "
         'ORDER BY "# of sitelinks" DESC, "Author", constraint_id, query_id'
     )
 
@@ -111,14 +111,14 @@ def _kitab_queries(view: str) -> str:
 CONFIGS: tuple[Config, ...] = (
     Config(
         "one-book-constraints",
-        "queries with one book constraint besides the author (KITAB's columns + query_id, prompt)",
+        "queries with one book constraint besides the author (KITAB's columns + query_id, unsure_books, prompt)",
         sql=_kitab_queries("kitab_one_book_constraints"),
         kitab_file="data/KITAB-ONE-BOOK-CONSTRAINTS.json",
         prompts=True,
     ),
     Config(
         "two-book-constraints",
-        "queries with two book constraints besides the author (KITAB's columns + query_id, prompt)",
+        "queries with two book constraints besides the author (KITAB's columns + query_id, unsure_books, prompt)",
         sql=_kitab_queries("kitab_two_book_constraints"),
         kitab_file="data/KITAB-TWO-BOOK-CONSTRAINTS.json",
         prompts=True,

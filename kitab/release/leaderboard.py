@@ -170,6 +170,14 @@ def leaderboard(
     for rank, evaluation in enumerate(out, start=1):
         evaluation["rank"] = rank
     from kitab.release.claims import claim_entries  # the claim-pairs task (docs/claims.md)
+    from kitab.release.key_quality import release_key_quality
+
+    # issue 28: each entity type's key quality, beside its scores (an estimate: key_quality.NOTE)
+    quality = release_key_quality(con) if out else {}
+    for evaluation in out:
+        for entry in evaluation["by"]["type"]:
+            if entry["bin"] in quality:
+                entry["key_quality"] = quality[entry["bin"]]
 
     return {
         "release": release,
@@ -179,6 +187,7 @@ def leaderboard(
         "evaluations": out,
         "stale_left_out": left_out,
         "pair_accuracy": claim_entries(con, b=b, seed=seed) if model is None else [],
+        "key_quality": quality,
     }
 
 
@@ -303,9 +312,12 @@ def format_leaderboard(board: dict) -> str:
                 found = next((x for x in e["by"][dimension] if x["bin"] == label), None)
                 if found is None:
                     continue
+                wrong = (found.get("key_quality") or {}).get("wrong_key")
+                # an entity type carries its key's estimated share of wrong keys (issue 28)
+                shown = f"{label} ({found['queries']}; key wrong ≈{100 * wrong:.0f}%)" if wrong is not None else None
                 cells.append(
                     [
-                        f"{label} ({found['queries']})",
+                        shown or f"{label} ({found['queries']})",
                         e["label"],
                         _cell(found["coverage"]),
                         *(_cell(found.get(m)) for m, _ in RATES),

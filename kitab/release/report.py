@@ -21,6 +21,7 @@ import duckdb
 from kitab.core.files import write_bytes
 from kitab.release.bins import KAPPA_BINS, bin_index, kappa_labels, sitelink_bucket, sitelink_labels
 from kitab.release.figures import figure, save_png
+from kitab.release.key_quality import format_key_quality, release_key_quality
 from tasks.constraints.table2 import format_table2, table2
 
 PLOTS = ("kappa.png", "popularity.png")
@@ -55,6 +56,7 @@ class _Stats:
     query_sitelinks: list[tuple[int, int]]  # (sitelinks, n_constraints) per query
     rejects: list[tuple[str, str, str, int]]
     table2_text: str
+    key_quality_text: str = ""
 
 
 def _rows(con: duckdb.DuckDBPyConnection, sql: str) -> list[tuple]:
@@ -105,6 +107,7 @@ def _collect(con: duckdb.DuckDBPyConnection, release: str) -> _Stats:
             )
         ],
         table2_text=format_table2(t2),
+        key_quality_text=format_key_quality(release_key_quality(con)),
     )
 
 
@@ -278,6 +281,7 @@ Summary row counts it once. The paper's columns are KITAB's full release (611 au
 {stats.table2_text}
 ```
 
+{stats.key_quality_text}
 ### Constrainedness
 
 κ = 1 − S/N, where S is the number of the author's books that satisfy the query and N the

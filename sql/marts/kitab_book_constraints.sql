@@ -56,6 +56,11 @@ select
     kitab_py_list(ab.titles)          as all_books,
     kitab_py_list(rb.titles)          as raw_books,
     q.query_id                        as query_id,
+    -- issue 28: the books this query's key leaves out (an entity state unsure), by canonical
+    -- title as all_books lists them (no year), sorted: neither required nor forbidden
+    kitab_py_list((select list(b.canonical_title order by b.canonical_title, b.book_id) from books b
+                   where b.release = q.release and list_contains(q.unsure_book_ids, b.book_id)))
+                                      as unsure_books,
     q.release                         as release,
     q.n_constraints                   as n_constraints
 from queries q

@@ -19,9 +19,9 @@ from collections.abc import Sequence
 
 from tasks.taggers.city import CityTagger
 from tasks.taggers.human import HumanTagger
-from tasks.taggers.patterns import LIFE_NOUNS
+from tasks.taggers.patterns import LIFE_NOUNS, naming_pattern, unknown_proper
 from tasks.taggers.pipeline import BATCH_SIZE, PipelineTagger, recase
-from tasks.taggers.view import BARE_CITY_MIN_POPULATION, LOCATIVES, OF, TitleView, build_view
+from tasks.taggers.view import BARE_CITY_MIN_POPULATION, LOCATIVES, METROPOLIS_POPULATION, OF, TitleView, build_view
 from tasks.text import MAX_TITLE_CHARS
 
 HUMAN_VERSION = "human_v4"
@@ -49,6 +49,12 @@ def ner_matters(v: TitleView) -> bool:
     for i, t in enumerate(toks):
         if not t.cap or t.stop:
             continue
+        if _pattern_on_metropolis(v, i):
+            return True
+        if t.key in v.lex.cities and v.is_possessive(i):
+            # NER's place reading ("ner") comes before the locative / metropolis readings that
+            # refuse a city's possessive as a name ("from Harlem's"): either way NER decides
+            return True
         if t.first or t.surname:
             if t.word or t.calendar or v.lex.is_region(t.key):
                 if _name_in_run(v, i):
@@ -59,8 +65,8 @@ def ner_matters(v: TitleView) -> bool:
             if v.lex.generation >= 5 and _split_run(v, i):
                 return True  # v5: an entity PERSON over "Jill Mr Jill" holds the title between
             city = t.key in v.lex.cities
-            if city and (v.is_possessive(i) or not _reads_as_city_without_ner(v, i)):
-                return True
+            if city and (not _reads_as_city_without_ner(v, i) or _listed_name_beside(v, i)):
+                return True  # beside another listed name, NER may call the run a PERSON ("Ajax Paris")
             if not city and _genitive_open(v, i):
                 return True
             continue
@@ -78,6 +84,38 @@ def ner_matters(v: TitleView) -> bool:
             continue
         if not big and v.prev_text(m.i) not in LOCATIVES and not v.region_after(m.j):
             return True
+    return False
+
+
+def _pattern_on_metropolis(v: TitleView, i: int) -> bool:
+    """`patterns.pattern_anchor` refuses a metropolis only when it reads as one by population
+    (`city_reading` == "metropolis_rule"); NER calling it a place reads "ner" first, and then a
+    naming pattern around it anchors a name ("Brooklyn the Jack": human with NER, none without).
+    So NER matters for a metropolis that no list calls a word with a naming pattern around it.
+    (The lazy/full property tests found it: issue 28, item 9.)"""
+    t = v.toks[i]
+    entry = v.lex.cities.get(t.key)
+    if entry is None or entry.population < METROPOLIS_POPULATION or not unknown_proper(v, i, rare_ok=True):
+        return False
+    return v.city_reading(i, i) == "metropolis_rule" and naming_pattern(v, i) is not None
+
+
+def _listed_name_beside(v: TitleView, i: int) -> bool:
+    """Token i's run of capitalised tokens holds another listed name that is no word: an entity
+    PERSON over the run makes a name of a city that reads as a city without NER ("Salvador
+    Salvador", "of Ajax Salvador"; the lazy/full property tests found them, issue 28 item 9)."""
+    toks = v.toks
+
+    def in_run(k: int) -> bool:
+        return 0 <= k < len(toks) and toks[k].cap and any(c.isalpha() for c in toks[k].text)
+
+    for step in (-1, 1):
+        k = i + step
+        while in_run(k):
+            t = toks[k]
+            if (t.first or t.surname) and not t.word and not t.stop:
+                return True
+            k += step
     return False
 
 

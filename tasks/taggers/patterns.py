@@ -39,6 +39,12 @@ def pattern_anchor(v: TitleView, i: int) -> tuple[int, int, set[str]] | None:
         t.key in v.lex.cities and v.city_reading(i, i) == "metropolis_rule"
     ):
         return None
+    return naming_pattern(v, i)
+
+
+def naming_pattern(v: TitleView, i: int) -> tuple[int, int, set[str]] | None:
+    """The naming pattern around token i, if any (``pattern_anchor`` without its guards).
+    Its own function so that the lazy tagger can ask whether one is there (`lazy.ner_matters`)."""
     toks = v.toks
     before = toks[i - 1].key if i > 0 else ""
     k = i + 2 if i + 1 < len(toks) and toks[i + 1].text == "," else i + 1  # "Bartleby, the Scrivener"

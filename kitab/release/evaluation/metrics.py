@@ -3,7 +3,9 @@
 1. Each title the model gave is mapped to one of the author's books (``all_books``) by
    ``tasks.constraints.matching.match_title``; a title that names none is looked up in
    ``raw_books`` (the author's titles cleaning did not score: forgiven, left out of every
-   rate), and otherwise is **not from the author**.
+   rate), and otherwise is **not from the author**. A title naming a book the query's key
+   leaves out as unsure (``QueryTruth.unsure``, issue 28) is skipped: in no cluster, rate or
+   completeness, so listing it neither rewards nor penalises (match kind ``unsure``).
 2. Titles mapped to the same book form one cluster; each not-from-author title (after
    normalisation) is a cluster of its own.
 3. A book cluster **satisfies** the query when, for every criterion, one of the model's
@@ -40,6 +42,7 @@ from tasks.constraints.counting import normalise_title
 from tasks.constraints.matching import match_title
 
 RAW, NOT_FROM_AUTHOR = "raw", "none"  # match kinds besides matching.KINDS
+UNSURE = "unsure"  # a title naming a book the key leaves out (issue 28): neither rewarded nor penalised
 
 
 @dataclass(frozen=True)
@@ -53,6 +56,7 @@ class QueryTruth:
     books: tuple[Book, ...]
     mapped: tuple[str, ...]
     raw: tuple[str, ...] = ()
+    unsure: frozenset[str] = frozenset()  # book ids the key leaves out (queries.unsure_book_ids)
 
     @cached_property
     def book_keys(self) -> list[str]:
@@ -88,7 +92,7 @@ def map_titles(truth: QueryTruth, titles: Sequence[str]) -> list[tuple[int | Non
         key = normalise_title(title)
         found = match_title(key, truth.book_keys)
         if found is not None:
-            out.append(found)
+            out.append((found[0], UNSURE) if truth.books[found[0]].book_id in truth.unsure else found)
         elif match_title(key, truth.raw_keys) is not None:
             out.append((None, RAW))
         else:
@@ -105,6 +109,8 @@ def score_answer(truth: QueryTruth, titles: Sequence[str], *, no_books: bool = F
     irrelevant: set[str] = set()
     n_raw = 0
     for title, (index, kind) in zip(titles, mapped):
+        if kind == UNSURE:  # "don't care": in no cluster, no rate, no completeness
+            continue
         if index is not None:
             clusters.setdefault(index, []).append(title)
         elif kind == RAW:
@@ -121,14 +127,15 @@ def score_answer(truth: QueryTruth, titles: Sequence[str], *, no_books: bool = F
     def rate(n: int) -> float | None:
         return n / n_clusters if n_clusters else None
 
+    scored = [t for t, (_, kind) in zip(titles, mapped) if kind != UNSURE]
     sat, unsat, nfa = rate(len(satisfied)), rate(len(clusters) - len(satisfied)), rate(len(irrelevant))
     completeness = None
     if truth.mapped:
         wanted = [match_title(normalise_title(m), truth.book_keys) for m in truth.mapped]
         completeness = sum(1 for w in wanted if w is not None and w[0] in satisfied) / len(truth.mapped)
         all_correct = completeness == 1.0 and sat == 1.0 and nfa == 0.0
-    else:  # nothing to list: right only when the answer says so
-        all_correct = not titles and no_books
+    else:  # nothing to list: right only when the answer says so, or lists only "don't care" books
+        all_correct = not scored and (no_books or bool(titles))
         if all_correct:
             sat, unsat, nfa = 1.0, 0.0, 0.0
     return QueryScore(

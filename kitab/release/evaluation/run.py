@@ -29,7 +29,7 @@ from kitab.release.evaluation.metrics import QueryTruth, score_answer, unanswere
 from kitab.release.evaluation.parse import read_answer
 from kitab.release.leaderboard import leaderboard
 from tasks.constraints import Book, entity_kinds, parse_criteria
-from tasks.generate_constraints import entity_flags
+from tasks.generate_constraints import state_flags
 
 TABLE = "evaluations"
 
@@ -56,12 +56,13 @@ def load_truths(con) -> dict[str, QueryInfo]:
         "SELECT author_qid, book_id, canonical_title, first_year FROM books "
         "ORDER BY author_qid, canonical_title, book_id"
     ).fetchall()
-    # every entity kind a constraint type reads, from the release's own tags (as generation did)
-    flags = entity_flags(
+    # every entity kind a constraint type reads, from the release's own states (as generation
+    # did): yes / no, None for unsure (book_entities)
+    flags = state_flags(
         [{"book_id": r[1]} for r in rows],
         (
-            {"book_id": b, "kind": k}
-            for b, k in con.execute("SELECT DISTINCT book_id, kind FROM title_entities").fetchall()
+            {"book_id": b, "kind": k, "state": s}
+            for b, k, s in con.execute("SELECT book_id, kind, state FROM book_entities").fetchall()
         ),
         kinds=entity_kinds(),
     )
@@ -69,7 +70,7 @@ def load_truths(con) -> dict[str, QueryInfo]:
         books[qid].append(Book(book_id, (title,), year, entities=tuple(sorted(flags[book_id].items()))))
     rows = con.execute(
         'SELECT k.query_id, q.author_qid, k."Author", k.constraint_type, k.constraints, k.mapped_books, k.all_books, '
-        "k.raw_books, q.n_constraints, q.n_mapped, q.n_books, q.constrainedness, a.sitelinks "
+        "k.raw_books, q.unsure_book_ids, q.n_constraints, q.n_mapped, q.n_books, q.constrainedness, a.sitelinks "
         "FROM kitab_book_constraints k JOIN queries q ON q.query_id = k.query_id "
         "JOIN authors a ON a.qid = q.author_qid ORDER BY k.query_id"
     ).fetchall()
@@ -84,6 +85,7 @@ def load_truths(con) -> dict[str, QueryInfo]:
         mapped,
         all_books,
         raw,
+        unsure,
         n_constraints,
         n_mapped,
         n_books,
@@ -105,6 +107,7 @@ def load_truths(con) -> dict[str, QueryInfo]:
             author_books,
             tuple(ast.literal_eval(mapped)),
             tuple(ast.literal_eval(raw)),
+            frozenset(unsure or ()),
         )
         out[query_id] = QueryInfo(
             truth, qid, (author, ctype, constraints), n_constraints, ctype, n_mapped, n_books, kappa, sitelinks

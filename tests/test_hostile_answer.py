@@ -146,3 +146,23 @@ def test_a_signal_stops_a_retry_after_wait_within_seconds(released, tmp_path):
     err = child.stderr.read().decode()
     assert child.returncode != 0 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
     assert took <= 5, took
+
+
+# -- kitab evaluate (item 8): every malformed value is one line naming its line -------------------
+@pytest.mark.parametrize("kind", ["a lone surrogate", "a 100,000-digit integer"])
+def test_a_malformed_value_in_an_answers_file_is_one_line_naming_the_line(released, tmp_path, kind):
+    from kitab.core.warehouse import Warehouse
+
+    with Warehouse(released).connect() as con:
+        (query_id,) = con.execute("select query_id from queries order by query_id limit 1").fetchone()
+    good = json.dumps({"query_id": query_id, "response": "Output:\n1. Reason: r. Title: T\n"})
+    head = json.dumps({"query_id": query_id})[:-1]  # written by hand: json.dumps would not write these
+    bad = head + (
+        ', "response": "Title: \\ud800"}'
+        if kind == "a lone surrogate"
+        else ', "response": "x", "sample": ' + "9" * 100_000 + "}"
+    )
+    answers = tmp_path / "answers.jsonl"
+    answers.write_text(good + "\n" + bad + "\n", encoding="utf-8")
+    result = kitab("evaluate", "--release", RELEASE, "--answers", answers, "--warehouse", released, timeout=120)
+    assert_user_error(result, f"{answers.name}:2:")

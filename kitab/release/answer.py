@@ -45,6 +45,7 @@ from pathlib import Path
 
 from kitab.core.errors import KitabError
 from kitab.core.files import write_via_temp
+from kitab.release.evaluation.answers import MAX_FILE_BYTES, MAX_RESPONSE_CHARS
 from kitab.sources.chat import (
     ChatClient,
     EndpointError,
@@ -146,6 +147,11 @@ def _ask(
         on_retry=on_retry,
     )
     completion = answer.completion
+    if len(completion.text) > MAX_RESPONSE_CHARS:  # kitab evaluate's cap: it would refuse the file
+        raise EndpointError(
+            f"a response of {len(completion.text):,} characters (at most {MAX_RESPONSE_CHARS:,}, "
+            f"what kitab evaluate reads): not a model's book list"
+        )
     return {
         "response": completion.text,
         "finish_reason": completion.finish_reason,
@@ -243,7 +249,8 @@ def answer_prompts(
             if on_progress:
                 on_progress(stats)
     except BaseException:
-        stop.set()  # Ctrl-C: the workers stop at their next step; what arrived is cached
+        stop.set()  # Ctrl-C, SIGTERM: the workers stop at their next step; what arrived is cached
+        client.abort()  # and the requests in flight end now, not at their timeout
         raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
@@ -294,6 +301,13 @@ def _answer_line(p: Prompt, sample: int, record: dict, model: str) -> str:
 
 
 def write_answers(path: Path, lines: list[str]) -> None:
+    size = sum(len(line.encode("utf-8")) + 1 for line in lines)
+    if size > MAX_FILE_BYTES:  # kitab evaluate's cap: it would refuse the file
+        raise KitabError(
+            f"the answers would take {size:,} bytes, more than kitab evaluate reads ({MAX_FILE_BYTES:,}); "
+            f"they are cached: answer the release in parts with --limit"
+        )
+
     def write(tmp: str) -> None:
         with open(tmp, "w", encoding="utf-8") as fh:
             fh.write("".join(line + "\n" for line in lines))

@@ -6,6 +6,11 @@ answering each prompt with ``answer(prompt)`` (deterministic), and faults on dem
 - ``fail(n, status)``: the next ``n`` requests get ``status`` (500 by default) with an
   OpenAI-style error body;
 - ``slow``: seconds to sleep before every answer;
+- ``hostile(kind, n)``: the next ``n`` requests get a hostile answer (:data:`HOSTILE`):
+  ``hang`` (no headers, ever), ``endless`` (a 200 whose body trickles forever),
+  ``gzip_bomb`` (a 1 MB gzip body inflating to 1 GiB), ``deep_json`` (200,000-deep nesting),
+  ``huge_tokens`` (a token count of 10^26), ``surrogate`` (a lone surrogate in the text),
+  ``echo_key`` (a 400 whose message echoes the key across its 160th character);
 - ``key``: the key it expects (``Authorization: Bearer`` or Azure's ``api-key``); another one
   gets 401 with OpenAI's message, which names part of the key.
 
@@ -32,6 +37,9 @@ class Seen:
     body: dict
 
 
+HOSTILE = ("hang", "endless", "gzip_bomb", "deep_json", "huge_tokens", "surrogate", "echo_key")
+
+
 def echo(prompt: str) -> str:
     return f"Output:\n1. Reason: it fits. Title: {prompt[:20]}\n"
 
@@ -43,6 +51,8 @@ class ChatServer:
         self.in_flight = self.max_in_flight = 0
         self._faults: list[tuple[int, dict, bytes]] = []  # (status, headers, body), one per request, in order
         self._lock = threading.Lock()
+        self._closing = threading.Event()  # ends the endless answers at shutdown
+        self._bomb: bytes | None = None
         fixture = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -58,6 +68,7 @@ class ChatServer:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
+        self._server.handle_error = lambda request, address: None  # a client that hangs up is no news
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}/v1"
         self._thread: threading.Thread | None = None
 
@@ -77,6 +88,52 @@ class ChatServer:
             self._faults += [
                 (status, {}, _error("The server had an error while processing your request.", "server_error"))
             ] * n
+
+    def hostile(self, kind: str, n: int = 1) -> None:
+        if kind not in HOSTILE:
+            raise ValueError(f"hostile kind {kind!r}: expected one of {HOSTILE}")
+        with self._lock:
+            self._faults += [(0, {"kind": kind}, b"")] * n
+
+    def _hostile(self, handler: BaseHTTPRequestHandler, kind: str, given: str) -> None:
+        wfile = handler.wfile
+        try:
+            if kind == "hang":
+                self._closing.wait()
+                return
+            if kind == "endless":
+                handler.send_response(200)
+                handler.send_header("content-type", "application/json")
+                handler.end_headers()  # no length: the body ends when the connection does
+                wfile.write(b'{"choices": [{"message": {"content": "')
+                while not self._closing.wait(0.2):
+                    wfile.write(b"x")
+                    wfile.flush()
+                return
+            headers: dict = {}
+            status = 200
+            if kind == "gzip_bomb":
+                if self._bomb is None:  # 1 GiB of zeros, ~1 MB gzipped (made once per server)
+                    self._bomb = _bomb(2**30)
+                payload, headers = self._bomb, {"content-encoding": "gzip"}
+            elif kind == "deep_json":
+                payload = b"[" * 200_000 + b"]" * 200_000
+            elif kind == "huge_tokens":
+                payload = _completion_bytes(r"Output:\n1. Reason: r. Title: T\n", 10**26)
+            elif kind == "surrogate":
+                payload = _completion_bytes(r"Output:\n1. Reason: r. Title: \ud800\n", 3)
+            else:  # echo_key: the key from character 150 on, so the 160-character cut falls inside it
+                status = 400
+                payload = _error("x" * 150 + f" {given} was refused", "invalid_request")
+            handler.send_response(status)
+            handler.send_header("content-type", "application/json")
+            handler.send_header("content-length", str(len(payload)))
+            for name, value in headers.items():
+                handler.send_header(name, value)
+            handler.end_headers()
+            wfile.write(payload)
+        except OSError:  # the client went away (as it should, from an endless answer)
+            pass
 
     # -- what was sent -----------------------------------------------------------------------
     @property
@@ -101,6 +158,11 @@ class ChatServer:
         elif not key_ok:
             shown = f"{given[:3]}***{given[-4:]}" if given else "none"
             status, headers, payload = 401, {}, _error(f"Incorrect API key provided: {shown}.", "invalid_api_key")
+        elif fault is not None and fault[0] == 0:
+            with self._lock:
+                self.seen.append(Seen(arrived, handler.path, prompt, 0, key_ok, body))
+            self._hostile(handler, fault[1]["kind"], given)
+            return
         elif fault is not None:
             status, headers, payload = fault
         else:
@@ -152,9 +214,31 @@ class ChatServer:
         return self
 
     def __exit__(self, *exc) -> None:
+        self._closing.set()
         self._server.shutdown()
         self._server.server_close()
 
 
 def _error(message: str, code: str) -> bytes:
     return json.dumps({"error": {"message": message, "type": "error", "code": code}}).encode()
+
+
+def _completion_bytes(content_json: str, tokens: int) -> bytes:
+    """A chat completion whose content is ``content_json`` (already JSON-escaped, so it may
+    hold escapes Python's encoder would not write, such as a lone surrogate)."""
+    return (
+        '{"id": "chatcmpl-fixture", "object": "chat.completion", "choices": [{"index": 0, '
+        f'"message": {{"role": "assistant", "content": "{content_json}"}}, "finish_reason": "stop"}}], '
+        f'"usage": {{"prompt_tokens": {tokens}, "completion_tokens": {tokens}}}}}'
+    ).encode()
+
+
+def _bomb(size: int) -> bytes:
+    """A gzip member of ``size`` zero bytes, compressed a block at a time (a few MB)."""
+    import zlib
+
+    packer = zlib.compressobj(9, zlib.DEFLATED, 31)
+    block = bytes(2**24)
+    parts = [packer.compress(block) for _ in range(size // len(block))]
+    parts.append(packer.flush())
+    return b"".join(parts)

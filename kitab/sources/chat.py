@@ -30,6 +30,7 @@ import hashlib
 import json
 import os
 import random
+import socket
 import sqlite3
 import threading
 import time
@@ -45,6 +46,12 @@ from kitab.core.errors import KitabError
 ENV_API_KEY = "OPENAI_API_KEY"
 FATAL_STATUS = frozenset({401, 403, 404})  # the run's configuration is wrong: every request would fail
 RETRY_STATUS = frozenset({408, 409, 425, 429})  # besides every 5xx
+# The most a response body may be, compressed (as sent) and decompressed (as read): a chat
+# completion of kitab evaluate's largest response (200,000 characters, each at most a 6-byte
+# JSON escape) plus as much reasoning fits here; a 4 MB gzip body inflating to gigabytes is cut
+# at this many decompressed bytes, not after.
+MAX_BODY_BYTES = 8 * 2**20
+MAX_TOKEN_COUNT = 2**53  # a usage count above this is not a count (JSON numbers beyond it are not exact)
 
 
 def env_api_key() -> str | None:
@@ -184,18 +191,60 @@ class RateLimiter:
         with self._lock:
             self._hold_until = max(self._hold_until, self._clock() + seconds)
 
-    def acquire(self) -> None:
+    def acquire(self, stop: threading.Event | None = None) -> None:
+        """Wait for this request's start; with ``stop``, a stop ends the wait at once (a
+        Retry-After of minutes never holds a Ctrl-C)."""
         with self._lock:
             now = self._clock()
             slot = max(now, self._next, self._hold_until)
             self._next = slot + self.interval
         if slot > now:
-            self._sleep(slot - now)
+            if stop is None:
+                self._sleep(slot - now)
+            else:
+                stop.wait(slot - now)
 
 
 # -- the endpoint -------------------------------------------------------------------------------
+class _Watch:
+    """One request's sockets (from httpcore's trace, and the response's stream), so that its
+    deadline, or a stop, can shut them down: a read blocked on a silent server returns at once."""
+
+    def __init__(self) -> None:
+        self.sockets: list[socket.socket] = []
+        self.expired = False
+        self._lock = threading.Lock()
+
+    def trace(self, event: str, info: dict) -> None:
+        if event.endswith((".connect_tcp.complete", ".start_tls.complete")):
+            self.add(info.get("return_value"))
+
+    def add(self, stream) -> None:
+        try:
+            sock = stream.get_extra_info("socket") if stream is not None else None
+        except Exception:  # a transport without sockets: only the read timeout bounds it
+            sock = None
+        if isinstance(sock, socket.socket):
+            with self._lock:
+                self.sockets.append(sock)
+
+    def cut(self, *, expired: bool = False) -> None:
+        with self._lock:
+            self.expired = self.expired or expired
+            sockets = list(self.sockets)
+        for sock in sockets:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
 class ChatClient:
-    """``POST {base_url}/chat/completions`` over one pooled httpx client (thread-safe)."""
+    """``POST {base_url}/chat/completions`` over one pooled httpx client (thread-safe).
+
+    Every request is bounded: ``timeout`` seconds for all of it (connect, headers and body
+    together: a body that trickles forever is cut there), at most ``max_body_bytes`` as sent and
+    as decompressed, and :meth:`abort` (a stop, Ctrl-C) shuts down every request in flight."""
 
     def __init__(
         self,
@@ -206,12 +255,14 @@ class ChatClient:
         timeout: float = 600.0,
         max_connections: int = 8,
         user_agent: str = "kitab",
+        max_body_bytes: int = MAX_BODY_BYTES,
     ):
         url = httpx.URL(base_url)
         if url.scheme not in ("http", "https") or not url.host:
             raise KitabError(f"base URL {base_url!r}: expected an http(s) URL such as https://api.openai.com/v1")
         self.model = model
         self.url = url.copy_with(path=url.path.rstrip("/") + "/chat/completions")
+        self.timeout, self.max_body_bytes = timeout, max_body_bytes
         headers = {"Content-Type": "application/json", "User-Agent": user_agent}
         if api_key:
             if "api-version" in url.params:  # Azure-style gateway
@@ -219,6 +270,9 @@ class ChatClient:
             else:
                 headers["Authorization"] = f"Bearer {api_key}"
         self._secret = api_key or None
+        self._watches: set[_Watch] = set()
+        self._watches_lock = threading.Lock()
+        self._aborted = False
         self._http = httpx.Client(
             headers=headers,
             timeout=httpx.Timeout(timeout, connect=min(timeout, 15.0)),
@@ -235,50 +289,89 @@ class ChatClient:
     def __exit__(self, *exc) -> None:
         self.close()
 
+    def abort(self) -> None:
+        """Stop every request in flight now (their sockets shut down) and refuse new ones: each
+        raises :class:`Stopped`."""
+        self._aborted = True
+        with self._watches_lock:
+            watches = list(self._watches)
+        for watch in watches:
+            watch.cut()
+
     def _scrub(self, text: str) -> str:
         return text.replace(self._secret, "***") if self._secret else text
 
     def complete(self, prompt: str, params: Params, *, system: str | None = None) -> Completion:
-        """One request, no retry: the completion, or EndpointError saying whether to retry."""
+        """One request, no retry: the completion, or EndpointError saying whether to retry
+        (Stopped after :meth:`abort`)."""
         messages = ([{"role": "system", "content": system}] if system is not None else []) + [
             {"role": "user", "content": prompt}
         ]
         body = {"model": self.model, "messages": messages, **params.payload()}
+        if self._aborted:
+            raise Stopped()
+        watch = _Watch()
+        timer = threading.Timer(self.timeout, lambda: watch.cut(expired=True))
+        timer.daemon = True
+        with self._watches_lock:
+            self._watches.add(watch)
+        timer.start()
         try:
-            response = self._http.post(self.url, json=body)
-        except httpx.TimeoutException:
-            raise EndpointError("the endpoint did not answer in time", retryable=True) from None
-        except httpx.TransportError as exc:  # refused, reset, cut: the message names no header
-            raise EndpointError(f"no answer from the endpoint ({type(exc).__name__})", retryable=True) from None
-        status = response.status_code
+            status, headers, raw = self._exchange(body, watch)
+        finally:
+            timer.cancel()
+            with self._watches_lock:
+                self._watches.discard(watch)
         if status != 200:
             retryable = status in RETRY_STATUS or status >= 500
             # no server text for 401/403: OpenAI's names part of the key it refused
-            detail = "" if status in (401, 403) else self._scrub(_error_detail(response))
+            detail = "" if status in (401, 403) else _error_detail(raw, self._scrub)
             raise EndpointError(
                 f"HTTP {status}{detail}",
                 status=status,
                 retryable=retryable,
-                retry_after=parse_retry_after(response.headers) if retryable else None,
+                retry_after=parse_retry_after(headers) if retryable else None,
             )
+        return _completion(raw)
+
+    def _exchange(self, body: dict, watch: _Watch) -> tuple[int, httpx.Headers, bytes]:
+        """Send one request and read its answer under the deadline and the size caps."""
+        deadline = time.monotonic() + self.timeout
         try:
-            data = response.json()
-            choice = data["choices"][0]
-            message = choice.get("message") or {}
-            text = message.get("content")
-            reasoning = message.get("reasoning_content") or message.get("reasoning")
-            usage = data.get("usage") or {}
-        except (ValueError, KeyError, IndexError, TypeError, AttributeError):
-            raise EndpointError(
-                "HTTP 200 without an OpenAI-style chat completion in it", status=status, retryable=True
-            ) from None
-        return Completion(
-            text if isinstance(text, str) else "",
-            choice.get("finish_reason"),
-            _int_or_none(usage.get("prompt_tokens")),
-            _int_or_none(usage.get("completion_tokens")),
-            reasoning if isinstance(reasoning, str) else None,
-        )
+            request = self._http.build_request("POST", self.url, json=body, extensions={"trace": watch.trace})
+            response = self._http.send(request, stream=True)
+            try:
+                watch.add(response.extensions.get("network_stream"))
+                if self._aborted:
+                    raise Stopped()
+                declared = response.headers.get("content-length", "")
+                if declared.isdigit() and int(declared) > self.max_body_bytes:
+                    raise _too_big(self.max_body_bytes)
+                chunks, size = [], 0
+                for chunk in response.iter_bytes():
+                    size += len(chunk)
+                    if size > self.max_body_bytes or response.num_bytes_downloaded > self.max_body_bytes:
+                        raise _too_big(self.max_body_bytes)
+                    if time.monotonic() > deadline:
+                        watch.expired = True
+                        break
+                    chunks.append(chunk)
+                if watch.expired:
+                    raise httpx.ReadTimeout("the deadline passed")
+                return response.status_code, response.headers, b"".join(chunks)
+            finally:
+                response.close()
+        except (httpx.TimeoutException, httpx.TransportError, httpx.DecodingError, OSError) as exc:
+            if self._aborted:
+                raise Stopped() from None
+            if watch.expired or isinstance(exc, httpx.TimeoutException):
+                raise EndpointError(
+                    f"the endpoint did not answer in full within {self.timeout:g} s", retryable=True
+                ) from None
+            if isinstance(exc, httpx.DecodingError):
+                raise EndpointError("a response body that does not decompress", retryable=True) from None
+            # refused, reset, cut: the message names no header
+            raise EndpointError(f"no answer from the endpoint ({type(exc).__name__})", retryable=True) from None
 
     def ask(
         self,
@@ -300,10 +393,10 @@ class ChatClient:
         started = time.monotonic()
         attempt = 0
         while True:
-            if stop is not None and stop.is_set():
+            if (stop is not None and stop.is_set()) or self._aborted:
                 raise Stopped()
-            limiter.acquire()
-            if stop is not None and stop.is_set():
+            limiter.acquire(stop)
+            if (stop is not None and stop.is_set()) or self._aborted:
                 raise Stopped()
             attempt += 1
             if on_request:
@@ -333,17 +426,58 @@ class ChatClient:
             return Answer(completion, attempt, round(time.monotonic() - started, 3))
 
 
+def _too_big(limit: int) -> EndpointError:
+    return EndpointError(f"a response body over {limit:,} bytes (compressed or not): not a chat completion")
+
+
+def _completion(raw: bytes) -> Completion:
+    """The completion in a 200's body, or EndpointError (retryable) for any body that is not
+    one: not JSON, nested past the parser, a token count out of range, text that is not Unicode."""
+    try:
+        data = json.loads(raw)
+        choice = data["choices"][0]
+        message = choice.get("message") or {}
+        text = message.get("content")
+        reasoning = message.get("reasoning_content") or message.get("reasoning")
+        usage = data.get("usage") or {}
+        finish_reason = choice.get("finish_reason")
+        counts = [usage.get("prompt_tokens"), usage.get("completion_tokens")]
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError, RecursionError):
+        raise EndpointError("HTTP 200 without an OpenAI-style chat completion in it", retryable=True) from None
+    text = text if isinstance(text, str) else ""
+    reasoning = reasoning if isinstance(reasoning, str) else None
+    finish_reason = finish_reason if isinstance(finish_reason, str) else None
+    for value in (text, reasoning, finish_reason):
+        if value is not None and not _is_unicode(value):
+            raise EndpointError("HTTP 200 whose text is not valid Unicode (a lone surrogate)", retryable=True)
+    tokens = [_int_or_none(value) for value in counts]
+    if any(value is not None and not 0 <= value <= MAX_TOKEN_COUNT for value in tokens):
+        raise EndpointError("HTTP 200 with a token count out of range", retryable=True)
+    return Completion(text, finish_reason, tokens[0], tokens[1], reasoning)
+
+
+def _is_unicode(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _int_or_none(value) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _error_detail(response: httpx.Response) -> str:
-    """The server's own error message, short (an OpenAI-style error body), or nothing."""
+def _error_detail(raw: bytes, scrub: Callable[[str], str]) -> str:
+    """The server's own error message (an OpenAI-style error body), the key scrubbed out
+    before it is cut short (a key across the cut never shows its first characters), or nothing."""
     try:
-        message = response.json()["error"]["message"]
+        message = json.loads(raw)["error"]["message"]
     except Exception:
         return ""
-    message = " ".join(str(message).split())
+    message = scrub(" ".join(str(message).split()))
+    if not _is_unicode(message):
+        message = message.encode("utf-8", "replace").decode("utf-8")
     return f": {message[:160]}" if message else ""
 
 

@@ -108,6 +108,8 @@ def _read_json_lines(path: Path, text: str) -> list[Answer]:
             row = json.loads(line)
         except json.JSONDecodeError as exc:
             raise KitabError(f"{path}:{number}: not JSON ({exc.msg})") from None
+        except ValueError:  # an integer past Python's 4,300-digit conversion limit
+            raise KitabError(f"{path}:{number}: a number too long to be a value of an answer") from None
         except RecursionError:
             raise KitabError(f"{path}:{number}: JSON nested too deeply to be an answer") from None
         if not isinstance(row, dict):
@@ -128,6 +130,9 @@ def _read_json_lines(path: Path, text: str) -> list[Answer]:
         reasoning = row.get("reasoning")
         if not (reasoning is None or isinstance(reasoning, str)):
             raise KitabError(f"{path}:{number}: reasoning must be a string or null")
+        for key in ("query_id", "response", "finish_reason", "reasoning"):
+            if isinstance(row.get(key), str) and not _is_unicode(row[key]):
+                raise KitabError(f"{path}:{number}: {key} is not valid Unicode (a lone surrogate escape)")
         answers.append(
             Answer(
                 number,
@@ -139,6 +144,14 @@ def _read_json_lines(path: Path, text: str) -> list[Answer]:
             )
         )
     return answers
+
+
+def _is_unicode(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _read_csv(path: Path, text: str, response_column: str | None) -> list[Answer]:

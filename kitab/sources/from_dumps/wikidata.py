@@ -34,6 +34,13 @@ from kitab.sources.snapshot.format import WD, WDT, XSD_DATETIME, XSD_INTEGER, li
 
 ROW_FIELDS = ("s", "p", "o", "oq", "year", "v")
 Q5 = 5
+MAX_ITEM = (1 << 63) - 1  # item numbers are stored as int64; a larger one is counted (``range``)
+MIN_YEAR, MAX_YEAR = -(1 << 31), (1 << 31) - 1  # years are stored as int32
+# the reasons a record is skipped, as counted in the manifest's "skipped"
+SKIP_REASONS = (
+    "malformed", "decode", "depth", "range", "type", "oversized", "invalid_date", "unknown_value",
+    "born_before_min_year", "scholarly",
+)  # fmt: skip
 
 
 # --- the JSON dump --------------------------------------------------------------------------
@@ -154,7 +161,7 @@ def birth_lexical(time: str, precision: int, max_year: int) -> tuple[str, int] |
         month, day = 1, 1
     elif precision == 10:
         day = 1
-    if not (1 <= month <= 12 and 1 <= day <= days_in_month(year, month)) or year > max_year:
+    if not (1 <= month <= 12 and 1 <= day <= days_in_month(year, month)) or year > max_year or year < MIN_YEAR:
         return None
     digits = f"{abs(year):04d}"
     return f"{'-' if year < 0 else ''}{digits}-{month:02d}-{day:02d}T00:00:00Z", year
@@ -166,7 +173,9 @@ def _item(snak: _ItemSnak) -> int | None:
     item = snak.datavalue.value
     if item.numeric_id > 0:
         return item.numeric_id
-    return int(item.id[1:]) if item.id[:1] == "Q" and item.id[1:].isdigit() else None
+    if item.id[:1] == "Q" and item.id[1:].isdigit():
+        return int(item.id[1:]) if len(item.id) <= 20 else MAX_ITEM + 1
+    return None
 
 
 def _string(snak: _StringSnak) -> str | None:
@@ -222,11 +231,17 @@ def entity_rows(entity: _Work, ctx: dict, counts: Counter, out: Rows) -> None:
     """Add the rows one JSON entity contributes (none for most)."""
     if entity.id[:1] != "Q" or not entity.id[1:].isdigit() or isinstance(entity.claims, list):
         return
-    s = int(entity.id[1:])
+    s = int(entity.id[1:]) if len(entity.id) <= 20 else MAX_ITEM + 1  # int() refuses 4,300+ digits
+    if s > MAX_ITEM:
+        counts["range"] += 1
+        return
     claims = entity.claims
     label = entity.labels.en.value if isinstance(entity.labels, _Labels) and entity.labels.en else None
     p648 = [v for v in map(_string, truthy(claims.P648)) if v is not None]
     authors = [v for v in map(_item, truthy(claims.P50)) if v is not None]
+    if any(v > MAX_ITEM for v in authors):
+        counts["range"] += len([v for v in authors if v > MAX_ITEM])
+        authors = [v for v in authors if v <= MAX_ITEM]
     if authors:
         counts["works_with_p50"] += 1
         out.links(s, "P50", authors)
@@ -304,10 +319,20 @@ def json_chunk(data: bytes, ctx: dict, parts_dir: Path, index: int) -> dict:
             continue
         while end > line_start and data[end - 1] in b" \r\t,":  # the separator after each entity
             end -= 1
+        # a bad record is a counted skip by reason, never the end of a 130 GB run
         try:
             entity = _DECODE_ENTITY(view[line_start:end])
-        except (msgspec.DecodeError, msgspec.ValidationError):
+        except msgspec.ValidationError:
+            counts["type"] += 1  # a value of the wrong JSON type where a field is read
+            continue
+        except msgspec.DecodeError:
             counts["malformed"] += 1
+            continue
+        except UnicodeDecodeError:
+            counts["decode"] += 1  # invalid UTF-8
+            continue
+        except RecursionError:
+            counts["depth"] += 1  # nested deeper than the decoder goes
             continue
         entity_rows(entity, ctx, counts, rows)
     counts["lines"] += lines
@@ -341,7 +366,10 @@ def _nt_row(p: str, s: int, obj: str, ctx: dict, counts: Counter) -> tuple | Non
         match = _NT_ITEM.fullmatch(obj)
         if not match:
             return None  # an unknown value (blank node) or not an item: not a link
-        o = int(match[1])
+        o = int(match[1]) if len(match[1]) <= 19 else MAX_ITEM + 1
+        if o > MAX_ITEM:
+            counts["range"] += 1
+            return None
         if p == "P106" and o not in ctx["occupations"]:
             return None
         return (s, p, None, o, None, None)
@@ -412,11 +440,15 @@ def nt_chunk(data: bytes, ctx: dict, parts_dir: Path, index: int) -> dict:
             if not line_end.endswith(b" ."):
                 counts["malformed"] += 1
                 continue
-            s = int(subject[len(subject_prefix) :])
+            digits = subject[len(subject_prefix) :]
+            s = int(digits) if len(digits) <= 19 else MAX_ITEM + 1
+            if s > MAX_ITEM:
+                counts["range"] += 1
+                continue
             try:
                 text = line_end[:-2].decode("ascii")
             except UnicodeDecodeError:
-                counts["malformed"] += 1  # N-Triples dumps are pure ASCII
+                counts["decode"] += 1  # N-Triples dumps are pure ASCII (\\u escapes)
                 continue
             obj = text.split(" ", 1)[1] if " " in text else ""
             row = _nt_row(p, s, obj.strip(), ctx, counts)

@@ -24,10 +24,15 @@ def sparql(name: str, **values: object) -> str:
     return _template(name).substitute({k: str(v) for k, v in values.items()})
 
 
-def sparql_string(value: str) -> str:
+def sparql_titles(titles) -> str:
+    """The VALUES of works_by_titles.rq: each title as an ``@en`` and a ``@mul`` literal."""
+    return " ".join(f"{sparql_string(t)} {sparql_string(t, 'mul')}" for t in sorted(set(titles)))
+
+
+def sparql_string(value: str, lang: str = "en") -> str:
     """A SPARQL string literal with an English language tag, safely escaped."""
     escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\r", "\\r")
-    return f'"{escaped}"@en'
+    return f'"{escaped}"@{lang}'
 
 
 def occupations(query_text: str) -> list[str]:

@@ -110,7 +110,7 @@ def _unescape(term: str) -> str:
 
 
 def _scan_wikidata(con: duckdb.DuckDBPyConnection, path: Path, out: Path) -> None:
-    """wikidata.nt.gz -> wd_triples (p, s, o, kinds) sorted by p, s; wd_labels (@en) sorted by label;
+    """wikidata.nt.gz -> wd_triples (p, s, o, kinds) sorted by p, s; wd_labels (@en, else @mul) sorted by label;
     wd_births (YEAR and comparison bounds of each P569) sorted by s. Every line is checked."""
     predicates = " ".join(
         f"WHEN {sql_string('<' + iri + '>')} THEN {sql_string(name)}" for iri, name in PREDICATES.items()
@@ -159,18 +159,19 @@ def _scan_wikidata(con: duckdb.DuckDBPyConnection, path: Path, out: Path) -> Non
         "SELECT p, s, o, o_kind, o_lang, o_dt FROM kept WHERE p <> 'label' ORDER BY p, s, o",
         out / "wd_triples.parquet",
     )
-    _copy(
-        con,
-        "SELECT DISTINCT o AS label, s FROM kept WHERE p = 'label' AND o_kind = 'literal' AND o_lang = 'en' "
-        "ORDER BY label, s",
-        out / "wd_labels.parquet",
-    )
+    # the label of an item: English, else `mul` (what sql/sparql/*.rq select), with its language
+    con.execute("""
+        CREATE TABLE names AS
+        WITH l AS (SELECT DISTINCT o AS label, s, o_lang AS lang FROM kept
+                   WHERE p = 'label' AND o_kind = 'literal' AND o_lang IN ('en', 'mul'))
+        SELECT * FROM l WHERE lang = 'en' OR s NOT IN (SELECT s FROM l WHERE lang = 'en')""")
+    _copy(con, "SELECT label, s, lang FROM names ORDER BY label, s", out / "wd_labels.parquet")
     # works_by_titles' join, once: a lookup per batch then reads one table instead of joining
     # the labels with every P50 triple again (seconds per call at 100,000 writers)
     _copy(
         con,
-        "SELECT DISTINCT l.o AS label, l.s, t.o, t.o_kind FROM kept l JOIN kept t ON t.p = 'P50' AND t.s = l.s "
-        "WHERE l.p = 'label' AND l.o_kind = 'literal' AND l.o_lang = 'en' ORDER BY label, l.s, t.o",
+        "SELECT DISTINCT l.label, l.s, t.o, t.o_kind, l.lang FROM names l JOIN kept t ON t.p = 'P50' AND t.s = l.s "
+        "ORDER BY label, l.s, t.o",
         out / "wd_work_labels.parquet",
     )
     # The common WikiData form (day precision or better, UTC midnight) in SQL; the rest in Python.

@@ -8,10 +8,10 @@ written), the object's item number (items only), the birth year
 same entity, so the two formats give the same snapshot, byte for byte.
 
 What is kept (the rest never leaves the worker):
-* every truthy ``P50`` link (work -> item) with the work's English label and P648: which authors
+* every truthy ``P50`` link (work -> item) with the work's ``en`` and ``mul`` labels and P648: which authors
   matter is only known after the whole file (the DuckDB step joins them);
 * of a human (P31 Q5) with a listed occupation and a birth date: P31 Q5, the listed P106, P569,
-  P648, the English label and the sitelink count. (The JSON reader drops the others right away;
+  P648, the ``en`` and ``mul`` labels and the sitelink count (readers take en, else mul). (The JSON reader drops the others right away;
   the N-Triples reader cannot see a whole entity in a line and keeps those predicates for all.)
 
 "Truthy" as in the dumps' ``wdt:`` triples: per property the preferred statements if there are
@@ -120,6 +120,7 @@ class _Label(msgspec.Struct):
 
 class _Labels(msgspec.Struct):
     en: _Label | None = None
+    mul: _Label | None = None  # since 2024 a name the same in many languages is kept under `mul` only
 
 
 class _Work(msgspec.Struct):
@@ -188,8 +189,8 @@ def item_term(number: int) -> str:
     return f"<{WD}Q{number}>"
 
 
-def label_term(text: str) -> str:
-    return literal(text, lang="en")
+def label_term(text: str, lang: str = "en") -> str:
+    return literal(text, lang=lang)
 
 
 def string_term(text: str) -> str:
@@ -236,7 +237,12 @@ def entity_rows(entity: _Work, ctx: dict, counts: Counter, out: Rows) -> None:
         counts["range"] += 1
         return
     claims = entity.claims
-    label = entity.labels.en.value if isinstance(entity.labels, _Labels) and entity.labels.en else None
+    # both labels are kept, as the N-Triples reader sees them: the readers of the snapshot pick en, else mul
+    labels = []
+    if isinstance(entity.labels, _Labels):
+        labels = [
+            (lang, label.value) for lang, label in (("en", entity.labels.en), ("mul", entity.labels.mul)) if label
+        ]
     p648 = [v for v in map(_string, truthy(claims.P648)) if v is not None]
     authors = [v for v in map(_item, truthy(claims.P50)) if v is not None]
     if any(v > MAX_ITEM for v in authors):
@@ -274,8 +280,8 @@ def entity_rows(entity: _Work, ctx: dict, counts: Counter, out: Rows) -> None:
         links = len(entity.sitelinks)
         out.add(s, "sitelinks", sitelinks_term(links), None, None, str(links))
     if person or authors:
-        if label is not None:
-            out.add(s, "label", label_term(label), None, None, label)
+        for lang, label in labels:
+            out.add(s, "label", label_term(label, lang), None, None, label)
         for v in p648:
             out.add(s, "P648", string_term(v), None, None, v)
 
@@ -355,7 +361,7 @@ _PREDICATES = {
 }
 _NT_ITEM = re.compile(rf"<{re.escape(WD)}Q(\d+)>")
 _NT_STRING = re.compile(r'"((?:[^"\\]|\\.)*)"')
-_NT_LABEL_EN = re.compile(r'"((?:[^"\\]|\\.)*)"@en')
+_NT_LABEL = re.compile(r'"((?:[^"\\]|\\.)*)"@(en|mul)')
 _NT_DATE = re.compile(r'"([^"]*)"\^\^<http://www\.w3\.org/2001/XMLSchema#dateTime>')
 _NT_INT = re.compile(r'"(\d+)"\^\^<http://www\.w3\.org/2001/XMLSchema#integer>')
 _NT_LEXICAL = re.compile(r"(-?)(\d{4,})-(\d\d)-(\d\d)T00:00:00Z")
@@ -395,11 +401,11 @@ def _nt_row(p: str, s: int, obj: str, ctx: dict, counts: Counter) -> tuple | Non
         value = _unescaped(match[1], counts)
         return None if value is None else (s, p, string_term(value), None, None, value)
     if p == "label":
-        match = _NT_LABEL_EN.fullmatch(obj)
+        match = _NT_LABEL.fullmatch(obj)
         if not match:
             return None  # another language
         value = _unescaped(match[1], counts)
-        return None if value is None else (s, p, label_term(value), None, None, value)
+        return None if value is None else (s, p, label_term(value, match[2]), None, None, value)
     match = _NT_INT.fullmatch(obj)  # sitelinks
     if not match:
         counts["malformed"] += 1

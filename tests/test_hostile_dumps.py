@@ -137,6 +137,68 @@ def _sample_first_author(published: Path, tmp_path: Path) -> tuple[str, str]:
     return first.rsplit("/", 1)[1], rows[first]["name"]["value"]
 
 
+# --- 2. the works rule: WDQS's main graph, no scholarly articles ----------------------------------
+
+
+def _works(rows: dict[str, dict]) -> dict[str, int]:
+    return {author: int(row["works"]["value"]) for author, row in rows.items()}
+
+
+def test_scholarly_p50_links_are_not_works_in_the_dump_store_or_the_mirror(published, tmp_path):
+    """A snapshot holding scholarly articles (P31 Q13442814, or P13046) by a writer with n main-graph
+    works: n + the articles is 301, past the rule; every source still counts n and samples him."""
+    world = tmp_path / "world"
+    shutil.copytree(published.parent / "world", world)
+    before = _works(_mirror_sample(world))
+    writer = sorted(before)[0]
+    n = before[writer]
+    lines = []
+    for k in range(301 - n):
+        item = f"<http://www.wikidata.org/entity/Q1950000{k:03d}>"
+        wdt = "<http://www.wikidata.org/prop/direct/"
+        kind = f"{wdt}P31> <http://www.wikidata.org/entity/Q13442814>" if k % 2 else f"{wdt}P13046> <{writer}>"
+        lines += [f"{item} {kind} .", f"{item} {wdt}P50> <{writer}> .",
+                  f'{item} <http://www.w3.org/2000/01/rdf-schema#label> "A study {k}"@en .']  # fmt: skip
+    path = world / "wikidata.nt.gz"
+    path.write_bytes(gzip.compress(gzip.decompress(path.read_bytes()) + "".join(x + "\n" for x in lines).encode()))
+    for rows in (_sample(world, tmp_path), _mirror_sample(world)):
+        assert _works(rows) == before  # the writer is still eligible, with n works
+    source = DumpWikidata(world, KitabSettings(warehouse=tmp_path / "wh-titles"))
+    try:
+        assert source.works_by_titles(["A study 1", "A study 2"]).data["results"]["bindings"] == []
+    finally:
+        source.close()
+    query = sparql("works_by_titles", titles='"A study 1"@en "A study 2"@en')
+    assert json.loads(query_json(load_store(world), query))["results"]["bindings"] == []
+
+
+def test_from_dumps_counts_only_main_graph_works(published, tmp_path):
+    """The published dumps carry scholarly articles naming the world's writers (every writer with
+    fewer than 10 works gets enough to pass 10, one near 300 enough to pass it) and the real
+    scholarly article Q51605722 made to name a writer: the snapshot built from them samples exactly
+    the world's writers with the world's counts, through the dump source and the mirror."""
+    world = _works(_mirror_sample(published.parent / "world"))
+    writer = sorted(world)[0].rsplit("/", 1)[1]
+    real = json.loads((ENTITIES / "Q51605722.jsonl").read_text())
+    assert real["claims"]["P31"][0]["mainsnak"]["datavalue"]["value"]["id"] == "Q13442814"
+    value = {"entity-type": "item", "numeric-id": int(writer[1:]), "id": writer}
+    snak = {"snaktype": "value", "property": "P50", "datavalue": {"value": value, "type": "wikibase-entityid"}}
+    real["claims"]["P50"] = [{"mainsnak": snak, "type": "statement", "rank": "normal"}]
+    line = json.dumps(real, separators=(",", ":"), ensure_ascii=False).encode() + b","
+    dumps = tmp_path / "dumps"
+    shutil.copytree(published, dumps)
+    _rewrite(dumps / JSON_FILE, lambda lines: lines[:1] + [line] + lines[1:])
+    for name in (JSON_FILE, NT_FILE):
+        out = tmp_path / f"out-{name}"
+        result = from_dumps(dumps / name, dumps / "openlibrary", out)
+        assert result.returncode == 0, result.stderr
+        for rows in (_sample(out, tmp_path), _mirror_sample(out)):
+            assert _works(rows) == world
+        manifest = read_manifest(out)
+        assert manifest["filter"]["works_rule"].startswith("main graph")
+        assert manifest["kept"]["wikidata"]["scholarly_works_left_out"] > 0
+
+
 # --- 3. --out never destroys ------------------------------------------------------------------
 
 
@@ -226,3 +288,4 @@ def test_out_dot_is_refused_and_a_quote_in_out_works(published, tmp_path):
     result = from_dumps(published / JSON_FILE, published / "openlibrary", quoted)
     assert result.returncode == 0, result.stderr
     assert Counter(p.name for p in quoted.iterdir())["MANIFEST.json"] == 1
+

@@ -9,6 +9,12 @@ from functools import cache
 from string import Template
 
 from kitab.core.env import PROJECT_ROOT
+
+# The works rule (kitab.core.params.WORKS_RULE): the queries get its classes through ``$scholarly``,
+# the dump store and the from-dumps builder import these names from here. One list, not several.
+from kitab.core.params import SCHOLARLY_CLASSES as SCHOLARLY_CLASSES
+from kitab.core.params import SCHOLARLY_PROPERTY as SCHOLARLY_PROPERTY
+from kitab.core.params import WORKS_RULE as WORKS_RULE
 from kitab.sources.snapshot.format import WD
 
 SQL_DIR = PROJECT_ROOT / "sql"
@@ -20,8 +26,10 @@ def _template(name: str) -> Template:
 
 
 def sparql(name: str, **values: object) -> str:
-    """The query sql/sparql/<name>.rq with $placeholders filled; a missing value is an error."""
-    return _template(name).substitute({k: str(v) for k, v in values.items()})
+    """The query sql/sparql/<name>.rq with $placeholders filled; a missing value is an error.
+    ``$scholarly`` (the works rule's classes) is always filled."""
+    filled = {"scholarly": " ".join(f"wd:{q}" for q in SCHOLARLY_CLASSES)}
+    return _template(name).substitute(filled | {k: str(v) for k, v in values.items()})
 
 
 def sparql_titles(titles) -> str:

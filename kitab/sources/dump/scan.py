@@ -29,9 +29,11 @@ from kitab.sources.dump.sql import (
     digits_value,
     read_lines,
     read_ol,
+    sql_list,
     sql_string,
 )
 from kitab.sources.ntriples import NT_BLANK, NT_LINE, NT_LITERAL_PARTS, nt_unescape
+from kitab.sources.queries import SCHOLARLY_CLASSES, SCHOLARLY_PROPERTY
 from kitab.sources.snapshot.format import (
     OL_AUTHOR,
     OL_AUTHORS_FILE,
@@ -40,6 +42,7 @@ from kitab.sources.snapshot.format import (
     OL_WORK,
     OL_WORKS_FILE,
     RDFS_LABEL,
+    WD,
     WDT,
     WIKIBASE_SITELINKS,
     WIKIDATA_FILE,
@@ -64,6 +67,7 @@ PREDICATES = {
     WDT + "P569": "P569",
     WDT + "P648": "P648",
     WDT + "P50": "P50",
+    WDT + "P13046": "P13046",  # publication type of scholarly work: the works rule (queries.SCHOLARLY_CLASSES)
     RDFS_LABEL: "label",
     WIKIBASE_SITELINKS: "sitelinks",
 }
@@ -154,6 +158,14 @@ def _scan_wikidata(con: duckdb.DuckDBPyConnection, path: Path, out: Path) -> Non
                    o_lang, o_dt
             FROM terms_out
         """)
+    # The works rule (kitab.sources.queries.SCHOLARLY_CLASSES): the store holds the main graph, as
+    # WDQS serves it since the graph split; a scholarly article's P50 links are not kept, so it is
+    # counted and listed as a work nowhere.
+    scholarly = sql_list([WD + q for q in SCHOLARLY_CLASSES])
+    con.execute(f"""
+        CREATE TABLE scholarly AS SELECT DISTINCT s FROM kept
+        WHERE (p = 'P31' AND o_kind = 'uri' AND o IN {scholarly}) OR p = {sql_string(SCHOLARLY_PROPERTY)}""")
+    con.execute("DELETE FROM kept WHERE p = 'P50' AND s IN (SELECT s FROM scholarly)")
     _copy(
         con,
         "SELECT p, s, o, o_kind, o_lang, o_dt FROM kept WHERE p <> 'label' ORDER BY p, s, o",

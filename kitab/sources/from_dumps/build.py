@@ -34,6 +34,7 @@ from kitab.sources.from_dumps.guard import MARKER, as_of_date, check_out, memory
 from kitab.sources.from_dumps.inputs import OL_ALL, DumpInput
 from kitab.sources.from_dumps.scan import scan, worker_pool
 from kitab.sources.from_dumps.wikidata import SKIP_REASONS
+from kitab.sources.queries import WORKS_RULE
 from kitab.sources.snapshot.format import (
     DATA_FILES,
     MANIFEST_FILE,
@@ -186,7 +187,12 @@ def _from_dumps(wd_input, ol_inputs, out: Path, settings: Settings, progress, st
         SELECT s FROM t WHERE p = 'P31' AND oq = 5
         INTERSECT SELECT s FROM t WHERE p = 'P106' AND oq IN ({_sql_list(occupations)})
         INTERSECT SELECT s FROM t WHERE p = 'P569' GROUP BY s HAVING max(year) >= {settings.min_birth_year}""")
-    con.execute("CREATE TABLE links AS SELECT DISTINCT s, oq FROM t WHERE p = 'P50' AND oq IN (SELECT s FROM humans)")
+    # the works rule (kitab.sources.queries.WORKS_RULE): a scholarly article is no work, as on WDQS
+    con.execute("CREATE TABLE scholarly AS SELECT DISTINCT s FROM t WHERE p = 'scholarly'")
+    con.execute(
+        "CREATE TABLE links AS SELECT DISTINCT s, oq FROM t WHERE p = 'P50' AND oq IN (SELECT s FROM humans) "
+        "AND s NOT IN (SELECT s FROM scholarly)"
+    )
     con.execute("CREATE TABLE authors AS SELECT DISTINCT oq AS s FROM links")
     con.execute("CREATE TABLE works AS SELECT DISTINCT s FROM links")
     eligible = con.execute(f"""
@@ -208,6 +214,10 @@ def _from_dumps(wd_input, ol_inputs, out: Path, settings: Settings, progress, st
         )
     )
     wd_counts["eligible_authors"] = eligible
+    wd_counts["scholarly_works_left_out"] = con.execute(
+        "SELECT count(DISTINCT s) FROM t WHERE p = 'P50' AND oq IN (SELECT s FROM humans) "
+        "AND s IN (SELECT s FROM scholarly)"
+    ).fetchone()[0]
 
     predicate = "CASE p " + " ".join(f"WHEN '{k}' THEN '{v}'" for k, v in PREDICATE_IRIS.items()) + " END"
     with atomic_dir(out) as folder:
@@ -405,6 +415,7 @@ def _manifest(
             "min_birth_year": settings.min_birth_year,
             "occupations": [f"Q{q}" for q in occupations],
             "eligible_works": [settings.min_works, settings.max_works],
+            "works_rule": WORKS_RULE,
             "max_record_bytes": settings.max_record,
         },
         "kept": {"wikidata": wd_counts, "openlibrary": ol_counts},

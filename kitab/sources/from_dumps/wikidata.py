@@ -1,7 +1,7 @@
 """WikiData chunk readers: the JSON dump and the full N-Triples dump, to the same rows.
 
 Each reader turns one chunk into rows ``(s, p, o, oq, year, v)``: subject item number, short
-predicate (``P31 P106 P569 P648 P50 label sitelinks``), the object as an N-Triples term (what the
+predicate (``P31 P106 P569 P648 P50 label sitelinks``, and ``scholarly``: a mark, no object), the object as an N-Triples term (what the
 snapshot's ``wikidata.nt.gz`` will hold; null for an item, whose term is made from ``oq`` when
 written), the object's item number (items only), the birth year
 (P569 only) and the plain value (labels, P648). Both readers emit exactly the same rows for the
@@ -30,12 +30,17 @@ import msgspec
 
 from kitab.sources.dates import days_in_month
 from kitab.sources.ntriples import nt_unescape
+from kitab.sources.queries import SCHOLARLY_CLASSES, SCHOLARLY_PROPERTY
 from kitab.sources.snapshot.format import WD, WDT, XSD_DATETIME, XSD_INTEGER, literal
 
 ROW_FIELDS = ("s", "p", "o", "oq", "year", "v")
 Q5 = 5
 MAX_ITEM = (1 << 63) - 1  # item numbers are stored as int64; a larger one is counted (``range``)
 MIN_YEAR, MAX_YEAR = -(1 << 31), (1 << 31) - 1  # years are stored as int32
+# The works rule (kitab.sources.queries): an item of these classes, or with a P13046, is in WDQS's
+# scholarly graph since the split, so not a work. Both readers mark it with a ``scholarly`` row; the
+# join (build.py) then counts and writes only the main graph's works.
+SCHOLARLY = frozenset(int(q[1:]) for q in SCHOLARLY_CLASSES)
 # the reasons a record is skipped, as counted in the manifest's "skipped"
 SKIP_REASONS = (
     "malformed", "decode", "depth", "range", "type", "oversized", "invalid_date", "unknown_value",
@@ -106,10 +111,11 @@ class _TimeStatement(msgspec.Struct):
 class _WorkClaims(msgspec.Struct):
     P50: list[_ItemStatement] = []
     P648: list[_StringStatement] = []
+    P31: list[_ItemStatement] = []  # a work's: the works rule (scholarly articles are not works)
+    P13046: list[_ItemStatement] = []  # publication type of scholarly work: likewise
 
 
 class _Claims(_WorkClaims):
-    P31: list[_ItemStatement] = []
     P106: list[_ItemStatement] = []
     P569: list[_TimeStatement] = []
 
@@ -251,6 +257,8 @@ def entity_rows(entity: _Work, ctx: dict, counts: Counter, out: Rows) -> None:
     if authors:
         counts["works_with_p50"] += 1
         out.links(s, "P50", authors)
+        if truthy(claims.P13046) or any(v in SCHOLARLY for v in map(_item, truthy(claims.P31))):
+            out.add(s, "scholarly", None, None, None, None)
     person_claims = isinstance(claims, _Claims)
     occupations = [v for v in map(_item, truthy(claims.P106)) if v in ctx["occupations"]] if person_claims else []
     human = bool(occupations) and any(v == Q5 for v in map(_item, truthy(claims.P31)))  # works stop here
@@ -352,6 +360,8 @@ _ENTITY = f"<{WD}Q".encode()
 _DATA_NODE = b"<https://www.wikidata.org/wiki/Special:EntityData/Q"
 _PREDICATES = {
     "P31": f"> <{WDT}P31> <{WD}Q5> .".encode(),
+    "scholarly": f"> <{WDT}P31> <{WD}Q".encode(),  # P31 one of SCHOLARLY
+    SCHOLARLY_PROPERTY: f"> <{WDT}{SCHOLARLY_PROPERTY}> ".encode(),
     "P106": f"> <{WDT}P106> ".encode(),
     "P569": f"> <{WDT}P569> ".encode(),
     "P648": f"> <{WDT}P648> ".encode(),
@@ -368,6 +378,11 @@ _NT_LEXICAL = re.compile(r"(-?)(\d{4,})-(\d\d)-(\d\d)T00:00:00Z")
 
 
 def _nt_row(p: str, s: int, obj: str, ctx: dict, counts: Counter) -> tuple | None:
+    if p == SCHOLARLY_PROPERTY:
+        return (s, "scholarly", None, None, None, None)
+    if p == "scholarly":
+        match = _NT_ITEM.fullmatch(obj)
+        return (s, p, None, None, None, None) if match and len(match[1]) <= 19 and int(match[1]) in SCHOLARLY else None
     if p in ("P31", "P106", "P50"):
         match = _NT_ITEM.fullmatch(obj)
         if not match:
@@ -426,7 +441,7 @@ def _unescaped(text: str, counts: Counter) -> str | None:
 def nt_chunk(data: bytes, ctx: dict, parts_dir: Path, index: int) -> dict:
     """Worker: one chunk of ``latest-all.nt.gz`` -> a Parquet part.
 
-    Only the lines of seven predicates are looked at, found with ``bytes.find`` (C speed) rather
+    Only the lines of nine predicates are looked at, found with ``bytes.find`` (C speed) rather
     than by splitting every line; the subject must be an item (the sitelink count: its data node).
     """
     counts: Counter = Counter()

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import shutil
+import signal
 import subprocess
 import sys
 from collections import Counter
@@ -289,3 +291,75 @@ def test_out_dot_is_refused_and_a_quote_in_out_works(published, tmp_path):
     assert result.returncode == 0, result.stderr
     assert Counter(p.name for p in quoted.iterdir())["MANIFEST.json"] == 1
 
+
+# --- 6. the scan's buffers: room checked, one line, removed, stale ones swept --------------------
+
+
+def _statvfs_with(free: dict[Path, int]):
+    """os.statvfs, except that the folders in ``free`` report that many bytes free (a small tmpfs)."""
+    real = os.statvfs
+
+    def fake(path):
+        st = real(path)
+        for folder, n in free.items():
+            if Path(path) == folder:
+                return os.statvfs_result((4096, 4096, st.f_blocks, n // 4096, n // 4096, *tuple(st)[5:]))
+        return st
+
+    return fake
+
+
+def test_a_small_buffer_place_falls_back_and_no_room_anywhere_is_one_line(tmp_path, monkeypatch):
+    from kitab.sources.from_dumps import scan as scan_module
+
+    shm, parts = tmp_path / "shm", tmp_path / "parts"
+    shm.mkdir()
+    parts.mkdir()
+    monkeypatch.setattr(scan_module.os, "statvfs", _statvfs_with({shm: 1 << 20}))  # a 1 MB /dev/shm
+    slots = scan_module.Slots(3, 1 << 20, parts, shm=shm)
+    try:
+        assert slots.folder.parent == parts and len(list(slots.folder.iterdir())) == 3
+    finally:
+        slots.close()
+    assert not slots.folder.exists()
+    monkeypatch.setattr(scan_module.os, "statvfs", _statvfs_with({shm: 1 << 20, parts: 2 << 20}))
+    with pytest.raises(scan_module.BufferSpaceError) as refused:
+        scan_module.Slots(3, 1 << 20, parts, shm=shm)
+    message = str(refused.value)
+    assert "\n" not in message and str(shm) in message and str(parts) in message and "3 MB" in message
+    assert list(shm.iterdir()) == [] and list(parts.iterdir()) == []
+
+
+def test_stale_slot_folders_of_a_dead_pid_are_swept(tmp_path):
+    from kitab.sources.from_dumps.scan import SLOTS_PREFIX, Slots
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead_pid = int(dead.stdout)  # exited: its pid is free (reuse within the test is unlikely)
+    shm, parts = tmp_path / "shm", tmp_path / "parts"
+    shm.mkdir()
+    parts.mkdir()
+    stale = [shm / f"{SLOTS_PREFIX}{dead_pid}-abc", parts / f"{SLOTS_PREFIX}{dead_pid}-def"]
+    alive = shm / f"{SLOTS_PREFIX}{os.getppid()}-xyz"  # a live process's: kept
+    for folder in (*stale, alive):
+        folder.mkdir()
+        (folder / "slot-0").write_bytes(b"x" * 1000)
+    slots = Slots(2, 4096, parts, shm=shm)
+    slots.close()
+    assert not any(p.exists() for p in stale) and alive.exists()
+
+
+def test_a_terminated_scan_removes_its_buffers(tmp_path):
+    """SIGTERM while the slots exist (no other handler): the folder goes, the process still dies of it."""
+    shm = tmp_path / "shm"
+    shm.mkdir()
+    code = (
+        "import sys, time; from pathlib import Path; from kitab.sources.from_dumps.scan import Slots\n"
+        f"s = Slots(2, 1 << 20, Path({str(tmp_path)!r}), shm=Path({str(shm)!r}))\n"
+        "print(s.folder, flush=True); time.sleep(60)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    folder = Path(proc.stdout.readline().strip())
+    assert folder.is_dir() and len(list(folder.iterdir())) == 2
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=30) == -signal.SIGTERM
+    assert not folder.exists()

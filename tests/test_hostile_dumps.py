@@ -146,6 +146,12 @@ def _works(rows: dict[str, dict]) -> dict[str, int]:
     return {author: int(row["works"]["value"]) for author, row in rows.items()}
 
 
+def _named(rows: dict[str, dict]) -> dict[str, tuple]:
+    return {
+        author: (row["name"]["value"], row["name"]["xml:lang"], row["works"]["value"]) for author, row in rows.items()
+    }
+
+
 def test_scholarly_p50_links_are_not_works_in_the_dump_store_or_the_mirror(published, tmp_path):
     """A snapshot holding scholarly articles (P31 Q13442814, or P13046) by a writer with n main-graph
     works: n + the articles is 301, past the rule; every source still counts n and samples him."""
@@ -178,8 +184,10 @@ def test_from_dumps_counts_only_main_graph_works(published, tmp_path):
     """The published dumps carry scholarly articles naming the world's writers (every writer with
     fewer than 10 works gets enough to pass 10, one near 300 enough to pass it) and the real
     scholarly article Q51605722 made to name a writer: the snapshot built from them samples exactly
-    the world's writers with the world's counts, through the dump source and the mirror."""
-    world = _works(_mirror_sample(published.parent / "world"))
+    the world's writers with the world's counts and names (a `mul`-only one among them: the generator
+    labels a few % of people so), through the dump source and the mirror."""
+    world = _named(_mirror_sample(published.parent / "world"))
+    assert any(lang == "mul" for _, lang, _ in world.values())
     writer = sorted(world)[0].rsplit("/", 1)[1]
     real = json.loads((ENTITIES / "Q51605722.jsonl").read_text())
     assert real["claims"]["P31"][0]["mainsnak"]["datavalue"]["value"]["id"] == "Q13442814"
@@ -195,10 +203,19 @@ def test_from_dumps_counts_only_main_graph_works(published, tmp_path):
         result = from_dumps(dumps / name, dumps / "openlibrary", out)
         assert result.returncode == 0, result.stderr
         for rows in (_sample(out, tmp_path), _mirror_sample(out)):
-            assert _works(rows) == world
+            assert _named(rows) == world
         manifest = read_manifest(out)
         assert manifest["filter"]["works_rule"].startswith("main graph")
         assert manifest["kept"]["wikidata"]["scholarly_works_left_out"] > 0
+
+
+def test_the_bundled_world_has_mul_only_writers_at_a_few_percent():
+    """The generator (and so the mirror serving the bundled snapshot) labels a few % of people `mul` only."""
+    from kitab.core.env import BUNDLED_SNAPSHOT
+
+    rows = _mirror_sample(BUNDLED_SNAPSHOT)
+    mul = [row["name"]["value"] for row in rows.values() if row["name"]["xml:lang"] == "mul"]
+    assert 0.01 * len(rows) <= len(mul) <= 0.1 * len(rows), (len(mul), len(rows))
 
 
 # --- 3. --out never destroys ------------------------------------------------------------------

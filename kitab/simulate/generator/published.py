@@ -96,12 +96,13 @@ def world_entities(snapshot: Path) -> Iterator[dict]:
     """The snapshot's WikiData triples grouped into entities: {id, label, claims: {P: [values]}, sitelinks}."""
     with open_text(snapshot / WIKIDATA_FILE) as handle:
         for subject, lines in itertools.groupby(handle, key=lambda line: line.split(" ", 1)[0]):
-            entity = {"id": subject[len(WD) + 1 : -1], "label": None, "claims": {}, "sitelinks": 0}
+            entity = {"id": subject[len(WD) + 1 : -1], "label": None, "lang": "en", "claims": {}, "sitelinks": 0}
             for line in lines:
                 _, predicate, rest = line.rstrip("\n").split(" ", 2)
                 obj = rest[:-2]
                 if predicate == f"<{RDFS_LABEL}>":
                     entity["label"] = nt_unescape(obj[1 : obj.rindex('"@')])
+                    entity["lang"] = obj[obj.rindex('"@') + 2 :]  # en, or mul (spec.person_label_lang)
                 elif predicate == f"<{SITELINKS}>":
                     entity["sitelinks"] = int(obj[1 : obj.index('"', 1)])
                 elif predicate.startswith(f"<{WDT}"):
@@ -376,6 +377,8 @@ def json_entity(entity: dict, rng: random.Random, realistic: bool = True) -> dic
         claims[pid] = statements
     label = entity["label"]
     languages = LANGUAGES[: rng.randint(3, 20)] if realistic and label is not None else ["en"]
+    if entity.get("lang", "en") != "en":  # a `mul` name: no `en` label at all, as WikiData publishes it
+        languages = [entity["lang"] if lang == "en" else lang for lang in languages]
     labels = {lang: {"language": lang, "value": label} for lang in languages} if label is not None else []
     descriptions = (
         {lang: {"language": lang, "value": f"item {entity['id']} ({lang})"} for lang in languages[:8]}
@@ -448,7 +451,7 @@ def nt_lines(entity: dict, rng: random.Random, truthy: bool) -> list[str]:
             f"{item} <http://www.w3.org/1999/02/22-rdf-syntax-ns#type> <http://wikiba.se/ontology#Item> .",
         ]
     if entity["label"] is not None:
-        text = f'"{nt_escape(entity["label"])}"@en'
+        text = f'"{nt_escape(entity["label"])}"@{entity.get("lang", "en")}'
         lines.append(f"{item} <{RDFS_LABEL}> {text} .")
         if not truthy:
             lines += [f"{item} <{SKOS_PREF}> {text} .", f"{item} <{SCHEMA_NAME}> {text} ."]

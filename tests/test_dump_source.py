@@ -28,7 +28,7 @@ from kitab.sources.dump.wikidata import DumpWikidata
 from kitab.sources.http import Fetched, RequestCounter, ServiceError, fingerprint
 from kitab.sources.ntriples import nt_unescape
 from kitab.sources.openlibrary import MAX_REDIRECTS, OpenLibraryBase
-from kitab.sources.queries import sparql, sparql_string
+from kitab.sources.queries import sparql, sparql_titles
 from kitab.sources.snapshot.format import (
     DATA_FILES,
     MANIFEST_FILE,
@@ -118,7 +118,7 @@ def assert_same_authors(dump: DumpWikidata, store: pyoxigraph.Store, windows, mi
 
 def assert_same_titles(dump: DumpWikidata, store: pyoxigraph.Store, titles: list[str]):
     mine = dump.works_by_titles(titles)
-    query = sparql("works_by_titles", titles=" ".join(sparql_string(t) for t in sorted(set(titles))))
+    query = sparql("works_by_titles", titles=sparql_titles(titles))  # each title @en and @mul
     assert mine.data == reference_select(store, query)
     assert mine.fingerprint == fingerprint("POST", "/sparql", body=query)
 

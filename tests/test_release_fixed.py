@@ -13,6 +13,7 @@ import pytest
 from kitab.app.runs import run_refresh
 from kitab.core.env import BUNDLED_SNAPSHOT
 from kitab.core.errors import BadValue
+from kitab.core.params import WORKS_RULE
 from kitab.core.release_commit import PROVENANCE_TABLES
 from kitab.core.warehouse import Warehouse
 from kitab.release.evaluation.run import evaluate_release
@@ -77,6 +78,7 @@ def test_same_command_same_release_then_refused_then_replaced(tmp_path):
     history = json.loads(row["history"])
     assert len(history) == 1 and json.loads(history[0]["checksums"])["queries"] == a_sums["queries"]
     assert json.loads(row["config"])["authors"] == 10
+    assert json.loads(row["config"])["works_rule"] == WORKS_RULE  # issue 31: the works rule, in the release
     with Warehouse(wh).connect(release="A") as con:
         default = leaderboard(con, "A")
         everything = leaderboard(con, "A", include_stale=True)

@@ -224,3 +224,24 @@ def waiting_lock(path: Path) -> Iterator[None]:
         yield
     finally:
         os.close(fd)  # closing releases the flock
+
+
+class FolderBusy(KitabError):
+    """Another process holds a folder's lock (e.g. a from-dumps build writing the same --out)."""
+
+
+@contextlib.contextmanager
+def refusing_lock(path: Path, what: str) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``path`` (created if missing); if another process holds it,
+    raise :class:`FolderBusy` at once naming ``what``. Released by the kernel however the holder dies."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise FolderBusy(f"{what} is busy: another process holds {path}; wait for it to finish") from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()} {socket.gethostname()}\n".encode())
+        yield
+    finally:
+        os.close(fd)

@@ -95,6 +95,28 @@ class RefreshParams:
 
 DEFAULTS = RefreshParams()
 
+# The works rule, as WDQS applies it since the graph split (2025-05-09): query.wikidata.org serves
+# the main graph, without the scholarly articles, which moved to query-scholarly.wikidata.org. An
+# item is in the scholarly graph when its P31 is one of these classes (scholarly article and the
+# publication kinds listed with it) or it has a P13046 (publication type of scholarly work). Every
+# source (live and mirror SPARQL, dump store, from-dumps builder, generator) counts and lists only
+# the main graph's works (kitab.sources.queries); the rule is in every release's config.
+SCHOLARLY_CLASSES = (
+    "Q13442814",  # scholarly article
+    "Q18918145",  # academic journal article
+    "Q580922",  # preprint
+    "Q7318358",  # review article
+    "Q1348305",  # erratum
+    "Q45182324",  # retraction notice
+    "Q23927052",  # conference paper
+)
+SCHOLARLY_PROPERTY = "P13046"  # publication type of scholarly work
+WORKS_RULE = (
+    "main graph (WDQS since 2025-05-09): P50 works without P31 in "
+    + "/".join(SCHOLARLY_CLASSES)
+    + f" and without {SCHOLARLY_PROPERTY}"
+)
+
 # What decides a release's content: a rebuild that differs in one of these from the committed
 # release is refused (unless --replace). Not in it: where it runs (runner, workers, batch size,
 # mirror URL, warehouse) and what only decides whether it fails (allow_fewer, max_failed_share).
@@ -109,6 +131,7 @@ IDENTITY = (
     "redraw_rejected",
     "sampling_rates",
     "language_rule",
+    "works_rule",
     "birth_year_min",
     "birth_year_window",
     "min_works",
@@ -187,6 +210,7 @@ class RunConfig:
             "tagger_endpoint": self.tagger_endpoint.to_dict() if self.tagger_endpoint else None,
             "sampling_rates": json.loads(self.sampling_rates),
             "language_rule": self.language_rule,
+            "works_rule": WORKS_RULE,
             "runner": self.runner,
             "workers": self.workers,
             "birth_year_min": s.birth_year_min,

@@ -85,9 +85,9 @@ class SparqlQueries:
         )
 
     def works_by_titles(self, titles: list[str]) -> Fetched:
-        from kitab.sources.queries import sparql, sparql_string
+        from kitab.sources.queries import sparql, sparql_titles
 
-        return self.select(sparql("works_by_titles", titles=" ".join(sparql_string(t) for t in sorted(set(titles)))))
+        return self.select(sparql("works_by_titles", titles=sparql_titles(titles)))
 
     def work_records(self, work_qids: list[str]) -> Fetched:
         from kitab.sources.queries import sparql

@@ -105,6 +105,7 @@ def snapshot_from_dumps(
     max_record_mb: int = typer.Option(32, min=1, help="longer lines are skipped and counted"),
     as_of: str | None = typer.Option(None, help="the snapshot's date (default: the WikiData dump's date)"),
     keep_parts: bool = typer.Option(False, help="keep OUT.parts/ (the per-chunk results) after success"),
+    overwrite: bool = typer.Option(False, help="replace OUT if it holds an earlier snapshot of from-dumps (only then)"),
 ) -> None:
     """Build a snapshot from the public WikiData and Open Library dumps (docs/dumps.md).
 
@@ -120,7 +121,14 @@ def snapshot_from_dumps(
         as_of=as_of,
         keep_parts=keep_parts,
     )
-    manifest = from_dumps(wikidata, openlibrary, out, settings, progress=lambda text: console.print(text, markup=False))
+    manifest = from_dumps(
+        wikidata,
+        openlibrary,
+        out,
+        settings,
+        progress=lambda text: console.print(text, markup=False),
+        overwrite=overwrite,
+    )
     kept = manifest["kept"]
     console.print(
         f"snapshot {manifest['snapshot_id']} ({manifest['created_at']}) -> {out} in {manifest['_seconds']} s: "

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from kitab.simulate.generator import curated, words
 from kitab.simulate.generator.records import label_language, wikidata_record, work_record
-from kitab.simulate.generator.spec import SYNTHETIC, AuthorSpec, BookSpec, Ids
+from kitab.simulate.generator.spec import SYNTHETIC, AuthorSpec, BookSpec, Ids, person_label_lang
 from kitab.sources.snapshot.format import (
     OL_AUTHOR,
     OL_AUTHORS_FILE,
@@ -141,7 +141,7 @@ def emit_author(out: SnapshotWriter, ids: Ids, spec: AuthorSpec, rng: random.Ran
 
 def _emit_person(out: SnapshotWriter, spec: AuthorSpec) -> None:
     subject = wd(spec.qid)
-    out.triple(subject, iri(RDFS_LABEL), literal(spec.name, lang="en"))
+    out.triple(subject, iri(RDFS_LABEL), literal(spec.name, lang=person_label_lang(spec.qid)))
     for cls in spec.instance_of:
         out.triple(subject, wdt("P31"), wd(cls))
     for occupation in spec.occupations:

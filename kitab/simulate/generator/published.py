@@ -54,6 +54,7 @@ P, PS = "http://www.wikidata.org/prop/", "http://www.wikidata.org/prop/statement
 STATEMENT = "http://www.wikidata.org/entity/statement/"
 RANK = "http://wikiba.se/ontology#rank"
 NOISE_BASE = 1_900_000_000  # noise item numbers: far above the world's generated ids
+SCHOLARLY_BASE = NOISE_BASE - 100_000  # scholarly articles naming the world's writers; noise from here up
 SCHOLARLY_ARTICLE, RESEARCHER = 13442814, 1650915
 SITES = [
     f"{code}wiki"
@@ -95,12 +96,13 @@ def world_entities(snapshot: Path) -> Iterator[dict]:
     """The snapshot's WikiData triples grouped into entities: {id, label, claims: {P: [values]}, sitelinks}."""
     with open_text(snapshot / WIKIDATA_FILE) as handle:
         for subject, lines in itertools.groupby(handle, key=lambda line: line.split(" ", 1)[0]):
-            entity = {"id": subject[len(WD) + 1 : -1], "label": None, "claims": {}, "sitelinks": 0}
+            entity = {"id": subject[len(WD) + 1 : -1], "label": None, "lang": "en", "claims": {}, "sitelinks": 0}
             for line in lines:
                 _, predicate, rest = line.rstrip("\n").split(" ", 2)
                 obj = rest[:-2]
                 if predicate == f"<{RDFS_LABEL}>":
                     entity["label"] = nt_unescape(obj[1 : obj.rindex('"@')])
+                    entity["lang"] = obj[obj.rindex('"@') + 2 :]  # en, or mul (spec.person_label_lang)
                 elif predicate == f"<{SITELINKS}>":
                     entity["sitelinks"] = int(obj[1 : obj.index('"', 1)])
                 elif predicate.startswith(f"<{WDT}"):
@@ -116,6 +118,34 @@ def world_entities(snapshot: Path) -> Iterator[dict]:
 
 
 # --- noise ----------------------------------------------------------------------------------
+
+
+def _counting_works(entities: Iterator[dict], works_of: dict[str, int]) -> Iterator[dict]:
+    for entity in entities:
+        for kind, author in entity["claims"].get("P50", []):
+            if kind == "item":
+                works_of[author] = works_of.get(author, 0) + 1
+        yield entity
+
+
+def scholarly_entities(rng: random.Random, works_of: dict[str, int]) -> Iterator[dict]:
+    """Scholarly articles naming the world's writers in P50, as many writers' items have: in WDQS's
+    scholarly graph since the split, so no source counts them as works (the works rule,
+    kitab.core.params.WORKS_RULE). A writer with fewer than 10 works gets enough to reach 10-14,
+    one with 290 or more enough to pass 300, one in ten of the rest 1-5; every third is marked by
+    P13046 (publication type of scholarly work) instead of its P31."""
+    k = 0
+    for author in sorted(works_of, key=lambda q: int(q[1:])):
+        n = works_of[author]
+        extra = 10 - n + rng.randint(0, 4) if n < 10 else (rng.randint(1, 5) if rng.random() < 0.1 else 0)
+        extra = 301 - n + rng.randint(0, 4) if 290 <= n <= 300 else extra
+        for _ in range(extra):
+            claims = {"P31": [("item", f"Q{SCHOLARLY_ARTICLE}")], "P50": [("item", author)]}
+            if k % 3 == 2:
+                claims = {"P31": [("item", "Q47461344")], "P13046": [("item", f"Q{SCHOLARLY_ARTICLE}")]}
+                claims["P50"] = [("item", author)]
+            yield {"id": f"Q{SCHOLARLY_BASE + k}", "label": f"A study of case {k}", "sitelinks": 0, "claims": claims}
+            k += 1
 
 
 def noise_entities(rng: random.Random, n_articles: int, n_researchers: int) -> Iterator[dict]:
@@ -347,6 +377,8 @@ def json_entity(entity: dict, rng: random.Random, realistic: bool = True) -> dic
         claims[pid] = statements
     label = entity["label"]
     languages = LANGUAGES[: rng.randint(3, 20)] if realistic and label is not None else ["en"]
+    if entity.get("lang", "en") != "en":  # a `mul` name: no `en` label at all, as WikiData publishes it
+        languages = [entity["lang"] if lang == "en" else lang for lang in languages]
     labels = {lang: {"language": lang, "value": label} for lang in languages} if label is not None else []
     descriptions = (
         {lang: {"language": lang, "value": f"item {entity['id']} ({lang})"} for lang in languages[:8]}
@@ -419,7 +451,7 @@ def nt_lines(entity: dict, rng: random.Random, truthy: bool) -> list[str]:
             f"{item} <http://www.w3.org/1999/02/22-rdf-syntax-ns#type> <http://wikiba.se/ontology#Item> .",
         ]
     if entity["label"] is not None:
-        text = f'"{nt_escape(entity["label"])}"@en'
+        text = f'"{nt_escape(entity["label"])}"@{entity.get("lang", "en")}'
         lines.append(f"{item} <{RDFS_LABEL}> {text} .")
         if not truthy:
             lines += [f"{item} <{SKOS_PREF}> {text} .", f"{item} <{SCHEMA_NAME}> {text} ."]
@@ -469,15 +501,18 @@ def write_published(
                 handle.write(header.encode())
         json_out.write(b"[\n")
         n_world = manifest.get("counts", {}).get("wd_people", 100) + manifest.get("counts", {}).get("wd_works", 0)
-        stream = world_entities(snapshot)
+        works_of: dict[str, int] = {}  # main-graph works per P50 author, filled as the world streams by
+        stream = _counting_works(world_entities(snapshot), works_of)
         if noise:
+            # after the world: scholarly articles naming its writers, which the works rule must not count
+            stream = itertools.chain(stream, scholarly_entities(random.Random(seed + 3), works_of))
             n_articles = max(20, n_world)  # more non-author items than the world has items
             stream = itertools.chain(
                 stream, noise_entities(random.Random(seed + 1), n_articles, max(30, n_articles // 10))
             )
         first = True
         for entity in stream:
-            counts["noise_entities" if int(entity["id"][1:]) >= NOISE_BASE - 2 else "entities"] += 1
+            counts["noise_entities" if int(entity["id"][1:]) >= SCHOLARLY_BASE else "entities"] += 1
             line = json.dumps(json_entity(entity, rng), ensure_ascii=False, separators=(",", ":"))
             json_out.write((b"" if first else b",\n") + line.encode())
             first = False

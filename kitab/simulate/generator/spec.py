@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import random
 import unicodedata
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import date
@@ -102,6 +103,18 @@ class AuthorSpec:
     books: list[BookSpec] = field(default_factory=list)
     ol_works: int = 0  # Open Library works wanted in total; books are topped up with generated ones
     wd_works: int = 0  # WikiData works naming this author (P50), before any borrowed from others
+
+
+# Since 2024 WikiData keeps a name that is the same in many languages under `mul` only, with no
+# `en` label (Douglas Adams, Q42): a few % of the world's people are labelled so. A stable hash of
+# the id decides, so the snapshot (emit.py) and the published dumps made from it (published.py,
+# which reads the tag back) agree on who.
+MUL_PERCENT = 4
+
+
+def person_label_lang(qid: str) -> str:
+    """``mul`` for about MUL_PERCENT % of people (by their id), else ``en``."""
+    return "mul" if zlib.crc32(qid.encode()) % 100 < MUL_PERCENT else "en"
 
 
 def is_candidate(spec: AuthorSpec, wd_works: int) -> bool:

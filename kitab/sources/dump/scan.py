@@ -29,9 +29,11 @@ from kitab.sources.dump.sql import (
     digits_value,
     read_lines,
     read_ol,
+    sql_list,
     sql_string,
 )
 from kitab.sources.ntriples import NT_BLANK, NT_LINE, NT_LITERAL_PARTS, nt_unescape
+from kitab.sources.queries import SCHOLARLY_CLASSES, SCHOLARLY_PROPERTY
 from kitab.sources.snapshot.format import (
     OL_AUTHOR,
     OL_AUTHORS_FILE,
@@ -40,6 +42,7 @@ from kitab.sources.snapshot.format import (
     OL_WORK,
     OL_WORKS_FILE,
     RDFS_LABEL,
+    WD,
     WDT,
     WIKIBASE_SITELINKS,
     WIKIDATA_FILE,
@@ -68,6 +71,7 @@ PREDICATES = {
     WDT + "P50": "P50",
     WDT + "P674": "P674",  # characters (book_records)
     WDT + "P840": "P840",  # narrative location (book_records)
+    WDT + "P13046": "P13046",  # publication type of scholarly work: the works rule (queries.SCHOLARLY_CLASSES)
     RDFS_LABEL: "label",
     WIKIBASE_SITELINKS: "sitelinks",
 }
@@ -114,7 +118,7 @@ def _unescape(term: str) -> str:
 
 
 def _scan_wikidata(con: duckdb.DuckDBPyConnection, path: Path, out: Path) -> None:
-    """wikidata.nt.gz -> wd_triples (p, s, o, kinds) sorted by p, s; wd_labels (@en) sorted by label;
+    """wikidata.nt.gz -> wd_triples (p, s, o, kinds) sorted by p, s; wd_labels (@en, else @mul) sorted by label;
     wd_births (YEAR and comparison bounds of each P569) sorted by s. Every line is checked."""
     predicates = " ".join(
         f"WHEN {sql_string('<' + iri + '>')} THEN {sql_string(name)}" for iri, name in PREDICATES.items()
@@ -158,23 +162,32 @@ def _scan_wikidata(con: duckdb.DuckDBPyConnection, path: Path, out: Path) -> Non
                    o_lang, o_dt
             FROM terms_out
         """)
+    # The works rule (kitab.sources.queries.SCHOLARLY_CLASSES): the store holds the main graph, as
+    # WDQS serves it since the graph split; a scholarly article's P50 links are not kept, so it is
+    # counted and listed as a work nowhere.
+    scholarly = sql_list([WD + q for q in SCHOLARLY_CLASSES])
+    con.execute(f"""
+        CREATE TABLE scholarly AS SELECT DISTINCT s FROM kept
+        WHERE (p = 'P31' AND o_kind = 'uri' AND o IN {scholarly}) OR p = {sql_string(SCHOLARLY_PROPERTY)}""")
+    con.execute("DELETE FROM kept WHERE p = 'P50' AND s IN (SELECT s FROM scholarly)")
     _copy(
         con,
         "SELECT p, s, o, o_kind, o_lang, o_dt FROM kept WHERE p <> 'label' ORDER BY p, s, o",
         out / "wd_triples.parquet",
     )
-    _copy(
-        con,
-        "SELECT DISTINCT o AS label, s FROM kept WHERE p = 'label' AND o_kind = 'literal' AND o_lang = 'en' "
-        "ORDER BY label, s",
-        out / "wd_labels.parquet",
-    )
+    # the label of an item: English, else `mul` (what sql/sparql/*.rq select), with its language
+    con.execute("""
+        CREATE TABLE names AS
+        WITH l AS (SELECT DISTINCT o AS label, s, o_lang AS lang FROM kept
+                   WHERE p = 'label' AND o_kind = 'literal' AND o_lang IN ('en', 'mul'))
+        SELECT * FROM l WHERE lang = 'en' OR s NOT IN (SELECT s FROM l WHERE lang = 'en')""")
+    _copy(con, "SELECT label, s, lang FROM names ORDER BY label, s", out / "wd_labels.parquet")
     # works_by_titles' join, once: a lookup per batch then reads one table instead of joining
     # the labels with every P50 triple again (seconds per call at 100,000 writers)
     _copy(
         con,
-        "SELECT DISTINCT l.o AS label, l.s, t.o, t.o_kind FROM kept l JOIN kept t ON t.p = 'P50' AND t.s = l.s "
-        "WHERE l.p = 'label' AND l.o_kind = 'literal' AND l.o_lang = 'en' ORDER BY label, l.s, t.o",
+        "SELECT DISTINCT l.label, l.s, t.o, t.o_kind, l.lang FROM names l JOIN kept t ON t.p = 'P50' AND t.s = l.s "
+        "ORDER BY label, l.s, t.o",
         out / "wd_work_labels.parquet",
     )
     # work_records.rq's join, once: each work's P674 / P840 targets with their en and mul labels

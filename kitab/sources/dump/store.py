@@ -22,9 +22,11 @@ from kitab.sources.dump.scan import KEYED, TABLES, build_cache
 from kitab.sources.dump.sql import sql_string
 from kitab.sources.snapshot.format import DATA_FILES, SnapshotFormatError, read_manifest
 
-CACHE_VERSION = 5  # bump when a table changes: an older cache is then rebuilt, never misread
+CACHE_VERSION = 7  # bump when a table changes: an older cache is then rebuilt, never misread
 # 2: wd_work_labels, the labelled works with their P50 authors joined once at scan time
-# 5: wd_work_records, the works' P674 / P840 targets with their labels (work_records.rq)
+# 5: wd_labels and wd_work_labels take the `mul` label where there is no English one, with a lang column
+# 6: the works rule: no P50 link of a scholarly article (P31 in SCHOLARLY_CLASSES, or P13046)
+# 7: wd_work_records, the works' P674 / P840 targets with their labels (work_records.rq)
 # 3: the looked-up tables also as <table>.arrow + <table>.index.npy (lookups by key, see KeyedTable)
 READY_FILE = "READY.json"  # written last; a cache folder without it is not a cache
 

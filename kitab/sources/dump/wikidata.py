@@ -17,7 +17,7 @@ from kitab.core.config import Settings
 from kitab.sources.dump.sql import sql_list, sql_string
 from kitab.sources.dump.store import open_store
 from kitab.sources.http import Fetched, RequestCounter, fingerprint
-from kitab.sources.queries import SQL_DIR, occupations, sparql, sparql_string
+from kitab.sources.queries import SQL_DIR, occupations, sparql, sparql_titles
 from kitab.sources.snapshot.format import WD, WDT, XSD_INTEGER
 from kitab.sources.wikidata import work_values
 
@@ -99,22 +99,23 @@ class DumpWikidata:
                 SELECT o AS s, count(DISTINCT s) AS works FROM wd_triples
                 WHERE p = 'P50' AND o_kind <> 'literal' AND o IN (SELECT s FROM links) GROUP BY o
                 HAVING count(DISTINCT s) >= {min_works} AND count(DISTINCT s) <= {max_works}),
-            -- OPTIONAL rdfs:label (LANG = "en"), SAMPLE: the least
-            label AS (SELECT s, min(label) AS name FROM wd_labels WHERE s IN (SELECT s FROM works) GROUP BY s),
+            -- OPTIONAL rdfs:label (LANG = "en", else "mul": wd_labels holds only those), SAMPLE: the least
+            label AS (SELECT s, min(label) AS name, min(lang) AS name_lang FROM wd_labels
+                      WHERE s IN (SELECT s FROM works) GROUP BY s),
             -- OPTIONAL wdt:P648, GROUP_CONCAT(DISTINCT; " ")
             ol AS (
                 SELECT s, string_agg(DISTINCT o, ' ' ORDER BY o) AS ol_ids,
                        CASE WHEN count(o_lang) = count(*) AND count(DISTINCT o_lang) = 1 THEN min(o_lang) END AS lang
                 FROM wd_triples WHERE p = 'P648' AND o_kind = 'literal' AND s IN (SELECT s FROM works) GROUP BY s)
-            SELECT s, label.name, birth.birth_year, links.links, ol.ol_ids, ol.lang, works.works
+            SELECT s, label.name, label.name_lang, birth.birth_year, links.links, ol.ol_ids, ol.lang, works.works
             FROM works JOIN birth USING (s) JOIN links USING (s) LEFT JOIN label USING (s) LEFT JOIN ol USING (s)
             ORDER BY {_term_order("s")}
         """)
         bindings = []
-        for author, name, birth_year, links, ol_ids, ol_lang, works in rows:
+        for author, name, name_lang, birth_year, links, ol_ids, ol_lang, works in rows:
             row = {"author": _binding("bnode" if author.startswith("_:") else "uri", author)}
             if name is not None:
-                row["name"] = _binding("literal", name, lang="en")
+                row["name"] = _binding("literal", name, lang=name_lang)
             row["birth_year"] = _integer(birth_year)
             row["sitelinks"] = _binding(links["o_kind"], links["o"], links["o_lang"], links["o_dt"])
             if ol_ids is not None:
@@ -130,12 +131,12 @@ class DumpWikidata:
     def works_by_titles(self, titles: list[str]) -> Fetched:
         """``sql/sparql/works_by_titles.rq``: works whose @en label is one of ``titles``, with their P50."""
         wanted = sorted(set(titles))
-        query = sparql("works_by_titles", titles=" ".join(sparql_string(t) for t in wanted))
+        query = sparql("works_by_titles", titles=sparql_titles(wanted))
         rows = []
         if wanted:
             rows = self.store.query(
                 f"""
-                SELECT l.s, l.label, l.o, l.o_kind FROM wd_work_labels_rows l
+                SELECT l.s, l.label, l.o, l.o_kind, l.lang FROM wd_work_labels_rows l
                 ORDER BY l.label, {_term_order("l.s")}, l.o_kind = 'literal', {_term_order("l.o")}
             """,
                 rows_of={"wd_work_labels": wanted},
@@ -143,10 +144,10 @@ class DumpWikidata:
         bindings = [
             {
                 "work": _binding("bnode" if work.startswith("_:") else "uri", work),
-                "title": _binding("literal", title, lang="en"),
+                "title": _binding("literal", title, lang=lang),
                 "author": _binding(kind, author),
             }
-            for work, title, author, kind in rows
+            for work, title, author, kind, lang in rows
         ]
         return self._fetched(query, {"head": {"vars": ["work", "title", "author"]}, "results": {"bindings": bindings}})
 

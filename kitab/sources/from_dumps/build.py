@@ -28,9 +28,13 @@ import duckdb
 
 from kitab.core.errors import BadValue
 from kitab.core.files import atomic_dir, sha256_file
+from kitab.core.locking import refusing_lock
 from kitab.sources.from_dumps import inputs as dump_inputs
+from kitab.sources.from_dumps.guard import MARKER, as_of_date, check_out, memory_bytes
 from kitab.sources.from_dumps.inputs import OL_ALL, DumpInput
 from kitab.sources.from_dumps.scan import scan, worker_pool
+from kitab.sources.from_dumps.wikidata import SKIP_REASONS
+from kitab.sources.queries import WORKS_RULE
 from kitab.sources.snapshot.format import (
     DATA_FILES,
     MANIFEST_FILE,
@@ -96,26 +100,36 @@ def from_dumps(
     settings: Settings | None = None,
     progress: Callable[[str], None] | None = None,
     stop_after: int | None = None,
+    overwrite: bool = False,
 ) -> dict:
-    """Build the snapshot folder ``out``; returns its manifest. See the module docstring."""
+    """Build the snapshot folder ``out``; returns its manifest. See the module docstring.
+
+    ``out`` must be new, empty, or (with ``overwrite``) an earlier snapshot of this builder
+    (``guard.py``); one build per ``out`` at a time (a lock beside it)."""
     settings = settings or Settings()
-    pool = worker_pool(settings.workers)  # one set of parsing processes for every file
-    try:
-        return _from_dumps(wikidata, openlibrary, out, settings, progress, stop_after, pool)
-    finally:
-        if pool is not None:
-            pool.terminate()
-            pool.join()
+    # every option and every input is checked before the first byte of a dump is scanned
+    memory_bytes(settings.memory_limit)
+    settings.as_of = as_of_date(settings.as_of)
+    out = check_out(out, [wikidata, openlibrary], overwrite)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with refusing_lock(out.parent / f".{out.name}.lock", f"--out {out}"):
+        check_out(out, [wikidata, openlibrary], overwrite)  # again under the lock: another run may have written
+        wd_input = dump_inputs.wikidata_input(wikidata)
+        ol_inputs = dump_inputs.openlibrary_inputs(openlibrary)
+        pool = worker_pool(settings.workers)  # one set of parsing processes for every file
+        try:
+            return _from_dumps(wd_input, ol_inputs, out, settings, progress, stop_after, pool)
+        finally:
+            if pool is not None:
+                pool.terminate()
+                pool.join()
 
 
-def _from_dumps(wikidata, openlibrary, out, settings: Settings, progress, stop_after, pool) -> dict:
+def _from_dumps(wd_input, ol_inputs, out: Path, settings: Settings, progress, stop_after, pool) -> dict:
     started = time.monotonic()
-    out = Path(out)
     work = out.with_name(out.name + ".parts")
     work.mkdir(parents=True, exist_ok=True)
     say = progress or (lambda text: None)
-    wd_input = dump_inputs.wikidata_input(wikidata)
-    ol_inputs = dump_inputs.openlibrary_inputs(openlibrary)
     max_year = int((settings.as_of or wd_input.dump_date or "9999")[:4])
     occupations = sample_occupations()
     report: dict[str, dict] = {}
@@ -149,7 +163,7 @@ def _from_dumps(wikidata, openlibrary, out, settings: Settings, progress, stop_a
 
     con = duckdb.connect()
     con.execute(f"SET memory_limit = '{settings.memory_limit}'")
-    con.execute(f"SET temp_directory = '{work / 'duckdb.tmp'}'")
+    con.execute("SET temp_directory = " + _sql_text(str(work / "duckdb.tmp")))
     con.execute(f"SET threads = {max(1, settings.workers)}")
     con.execute("SET preserve_insertion_order = false")
     parts = sorted((work / "wikidata").glob("part-*.parquet"))
@@ -173,7 +187,12 @@ def _from_dumps(wikidata, openlibrary, out, settings: Settings, progress, stop_a
         SELECT s FROM t WHERE p = 'P31' AND oq = 5
         INTERSECT SELECT s FROM t WHERE p = 'P106' AND oq IN ({_sql_list(occupations)})
         INTERSECT SELECT s FROM t WHERE p = 'P569' GROUP BY s HAVING max(year) >= {settings.min_birth_year}""")
-    con.execute("CREATE TABLE links AS SELECT DISTINCT s, oq FROM t WHERE p = 'P50' AND oq IN (SELECT s FROM humans)")
+    # the works rule (kitab.sources.queries.WORKS_RULE): a scholarly article is no work, as on WDQS
+    con.execute("CREATE TABLE scholarly AS SELECT DISTINCT s FROM t WHERE p = 'scholarly'")
+    con.execute(
+        "CREATE TABLE links AS SELECT DISTINCT s, oq FROM t WHERE p = 'P50' AND oq IN (SELECT s FROM humans) "
+        "AND s NOT IN (SELECT s FROM scholarly)"
+    )
     con.execute("CREATE TABLE authors AS SELECT DISTINCT oq AS s FROM links")
     con.execute("CREATE TABLE works AS SELECT DISTINCT s FROM links")
     eligible = con.execute(f"""
@@ -195,6 +214,10 @@ def _from_dumps(wikidata, openlibrary, out, settings: Settings, progress, stop_a
         )
     )
     wd_counts["eligible_authors"] = eligible
+    wd_counts["scholarly_works_left_out"] = con.execute(
+        "SELECT count(DISTINCT s) FROM t WHERE p = 'P50' AND oq IN (SELECT s FROM humans) "
+        "AND s IN (SELECT s FROM scholarly)"
+    ).fetchone()[0]
 
     predicate = "CASE p " + " ".join(f"WHEN '{k}' THEN '{v}'" for k, v in PREDICATE_IRIS.items()) + " END"
     with atomic_dir(out) as folder:
@@ -282,6 +305,7 @@ def _from_dumps(wikidata, openlibrary, out, settings: Settings, progress, stop_a
         con.close()
         manifest = _manifest(folder, wd_input, ol_inputs, report, wd_counts, ol_counts, settings, occupations)
         (folder / MANIFEST_FILE).write_bytes(manifest_bytes(manifest))
+        (folder / MARKER).write_text(f"kitab snapshot from-dumps {manifest['snapshot_id']}\n", encoding="utf-8")
     if not settings.keep_parts:
         shutil.rmtree(work, ignore_errors=True)
     manifest["_seconds"] = round(time.monotonic() - started, 1)
@@ -290,6 +314,14 @@ def _from_dumps(wikidata, openlibrary, out, settings: Settings, progress, stop_a
 
 def _no_authors(item: DumpInput, why: str) -> None:
     raise NoAuthorsError(f"{item.path}: 0 eligible authors: {why}; is this the full WikiData dump?")
+
+
+def _sorted(value):
+    return {k: _sorted(value[k]) for k in sorted(value)} if isinstance(value, dict) else value
+
+
+def _sql_text(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
 
 
 def _paths(parts: list[Path]) -> str:
@@ -355,9 +387,9 @@ def _manifest(
     for counts in report.values():
         for key, value in counts.items():
             if isinstance(value, dict):
-                for reason in ("malformed", "oversized", "invalid_date", "unknown_value", "born_before_min_year"):
+                for reason in SKIP_REASONS:
                     skipped[f"{key}:{reason}"] += value.get(reason, 0)
-            elif key in ("malformed", "oversized", "invalid_date", "unknown_value", "born_before_min_year"):
+            elif key in SKIP_REASONS:
                 skipped[f"wikidata:{key}"] += value
     return {
         "snapshot_id": f"dump-{digest[:12]}",
@@ -383,11 +415,14 @@ def _manifest(
             "min_birth_year": settings.min_birth_year,
             "occupations": [f"Q{q}" for q in occupations],
             "eligible_works": [settings.min_works, settings.max_works],
+            "works_rule": WORKS_RULE,
             "max_record_bytes": settings.max_record,
         },
         "kept": {"wikidata": wd_counts, "openlibrary": ol_counts},
         "skipped": {k: v for k, v in sorted(skipped.items()) if v},
-        "scan": report,
+        # sorted: the counts of chunks resumed from a killed run come back in another key order,
+        # and the manifest must be the same bytes whether the run was killed or not
+        "scan": _sorted(report),
         "checksums": checksums,
         "counts": {
             **{name: (folder / name).stat().st_size for name in DATA_FILES},

@@ -172,6 +172,19 @@ def _provenance(item: DumpInput, header_date: str | None = None) -> DumpInput:
     return item
 
 
+def check_container(path: Path) -> None:
+    """Refuse, in one line naming the file, one that is empty or whose bytes are not the compression
+    its name says (an HTML error page saved as ``.gz``), before any scan reads it."""
+    size = path.stat().st_size
+    if size == 0:
+        raise DumpInputError(f"{path}: empty file (0 bytes); download it again")
+    with open(path, "rb") as handle:
+        magic = handle.read(3)
+    for suffix, expected, name in ((".gz", b"\x1f\x8b", "gzip"), (".bz2", b"BZh", "bzip2")):
+        if path.name.endswith(suffix) and not magic.startswith(expected):
+            raise DumpInputError(f"{path}: not {name} data (starts with {magic!r}); download it again")
+
+
 def head(path: Path, n: int = SNIFF_BYTES) -> bytes:
     """The first ``n`` decompressed bytes (fewer if the file is shorter)."""
     stream = Decompressed(path, threads=1)
@@ -196,7 +209,10 @@ def wikidata_input(path: str | os.PathLike) -> DumpInput:
     path = Path(path)
     if not path.is_file():
         raise DumpInputError(f"{path}: no such file (expected latest-all.json.gz, .json.bz2 or latest-all.nt.gz)")
+    check_container(path)
     text = head(path)
+    if not text.strip():
+        raise DumpInputError(f"{path}: no data after decompression; download it again")
     start = text.lstrip()[:1]
     if start == b"[":
         # Every entity of the JSON dump has a "sitelinks" map (maybe empty): its absence means a
@@ -247,4 +263,24 @@ def openlibrary_inputs(folder: str | os.PathLike) -> list[DumpInput]:
             f"{folder}: no ol_dump_{missing[0]}_<date>.txt.gz (and no all-types "
             "ol_dump_<date>.txt.gz); download the authors, works, editions and redirects dumps"
         )
+    for kind in kinds:
+        _check_openlibrary(newest[kind])
     return [_provenance(DumpInput(newest[kind], kind)) for kind in kinds]
+
+
+_OL_LINE = re.compile(rb"/type/[a-z_]+\t/[a-z]+/[^\t]*\t-?\d+\t[^\t]*\t\{")
+
+
+def _check_openlibrary(path: Path) -> None:
+    """An Open Library dump file is non-empty, of the compression its name says, and its first
+    MiB holds a dump line (``type<TAB>key<TAB>revision<TAB>last_modified<TAB>{json``)."""
+    check_container(path)
+    text = head(path, 1 << 20)
+    if not text.strip():
+        raise DumpInputError(f"{path}: no data after decompression; download it again")
+    # one bad line is a counted skip in the scan; a file with no dump line in its first MiB is the wrong file
+    if not any(_OL_LINE.match(line) for line in text.split(b"\n")):
+        raise DumpInputError(
+            f"{path}: not an Open Library dump (no line of type, key, revision, date, JSON separated by "
+            f"tabs in its first MiB; starts with {text[:40]!r})"
+        )

@@ -28,7 +28,20 @@ AUTHOR_KEY = re.compile(rb"/authors/OL\d+A")
 WORK_KEY = re.compile(rb"/works/OL\d+W")
 
 
+def _valid_utf8(line: bytes, counts: Counter) -> bool:
+    """A kept line is copied verbatim into the snapshot, which is UTF-8: one that is not is skipped
+    and counted here (``decode``), not found only when the parts are joined after every scan."""
+    try:
+        line.decode("utf-8")
+        return True
+    except UnicodeDecodeError:
+        counts["decode"] += 1
+        return False
+
+
 def _fields(line: bytes, counts: Counter) -> tuple[bytes, bytes, dict] | None:
+    if not _valid_utf8(line, counts):
+        return None
     fields = line.split(b"\t")
     if len(fields) != 5 or not fields[2].strip().lstrip(b"-").isdigit():
         counts["malformed"] += 1
@@ -182,14 +195,22 @@ def _checked(data: bytes, start: int, end: int, decode, counts: Counter, max_rec
         counts["oversized"] += 1
         return None
     line = data[start:end]
+    if not _valid_utf8(line, counts):
+        return None
     fields = line.split(b"\t", 4)
     if len(fields) != 5 or not fields[2].strip().lstrip(b"-").isdigit():
         counts["malformed"] += 1
         return None
     try:
         record = decode(fields[4])
-    except (msgspec.DecodeError, msgspec.ValidationError):
+    except msgspec.ValidationError:
+        counts["type"] += 1
+        return None
+    except msgspec.DecodeError:
         counts["malformed"] += 1
+        return None
+    except RecursionError:
+        counts["depth"] += 1
         return None
     if record.key is not None and record.key.encode() != fields[1]:
         counts["malformed"] += 1

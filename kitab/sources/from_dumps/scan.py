@@ -12,6 +12,7 @@ A line longer than ``max_record`` is skipped and counted (``oversized``), never 
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import mmap
@@ -19,14 +20,17 @@ import multiprocessing
 import os
 import pickle
 import shutil
+import signal
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter, deque
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from kitab.core.errors import KitabError
 from kitab.core.files import write_bytes, write_via_temp
 from kitab.sources.from_dumps.inputs import Decompressed, DumpInput
 
@@ -66,38 +70,125 @@ def _run_slot(fn_path: str, ctx_file: str, index: int, slot: tuple[str, int], pa
     return _run_chunk(fn_path, ctx_file, index, parts[0] if len(parts) == 1 else b"".join(parts), parts_dir)
 
 
+SHM = Path("/dev/shm")
+SLOTS_PREFIX = "kitab-scan-"  # + the owning process's pid + "-": a folder of a dead pid is stale
+
+
+class BufferSpaceError(KitabError):
+    """No room for the scan's buffers: said in one line before a byte is scanned (never SIGBUS)."""
+
+
+def free_bytes(folder: Path) -> int:
+    """Bytes an unprivileged writer may still use in ``folder``'s file system (0 if unreadable)."""
+    try:
+        st = os.statvfs(folder)
+    except OSError:
+        return 0
+    return st.f_bavail * st.f_frsize
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True  # another user's process (or no such number): not ours to sweep
+    return True
+
+
+def sweep_stale_slots(*folders: Path) -> list[Path]:
+    """Remove slot folders a killed scan left (kill -9 runs no cleanup): those whose pid is dead."""
+    swept = []
+    for folder in folders:
+        try:
+            found = list(folder.glob(SLOTS_PREFIX + "*"))
+        except OSError:
+            continue
+        for stale in found:
+            pid = stale.name[len(SLOTS_PREFIX) :].split("-", 1)[0]
+            if stale.is_dir() and pid.isdigit() and not _pid_alive(int(pid)):
+                shutil.rmtree(stale, ignore_errors=True)
+                swept.append(stale)
+    return swept
+
+
 class Slots:
     """``count`` shared buffers of ``size`` bytes (one file each, mapped by the cutter), filled by
     the cutter and read by the workers.
 
     In /dev/shm when it has room (memory, no disk writes), else under ``fallback`` (a container's
     /dev/shm may be 64 MB): the page cache then carries the chunks, at the cost of some writes.
+    The room is checked (``os.statvfs``) and the files' blocks reserved (``posix_fallocate``) before
+    use: a full or small tmpfs is one line (BufferSpaceError), never a SIGBUS on a mapped page. The
+    folder is removed on close, at exit and on SIGTERM (when no one else handles it); one a killed
+    run left (its pid dead) is swept when the next scan starts.
     """
 
-    def __init__(self, count: int, size: int, fallback: Path):
-        shm = Path("/dev/shm")
-        try:
-            roomy = shm.is_dir() and os.access(shm, os.W_OK) and shutil.disk_usage(shm).free > 2 * count * size
-        except OSError:
-            roomy = False
-        self.folder = Path(tempfile.mkdtemp(prefix="kitab-scan-", dir=shm if roomy else fallback))
+    def __init__(self, count: int, size: int, fallback: Path, shm: Path = SHM):
+        sweep_stale_slots(shm, fallback)
+        need = count * size
+        if shm.is_dir() and os.access(shm, os.W_OK) and free_bytes(shm) > 2 * need:
+            place = shm
+        elif free_bytes(fallback) > need + (64 << 20):  # beside the parts: keep some room for them
+            place = fallback
+        else:
+            raise BufferSpaceError(
+                f"no room for the scan's buffers ({need >> 20} MB): {shm} has {free_bytes(shm) >> 20} MB free, "
+                f"{fallback} {free_bytes(fallback) >> 20} MB; free some space or lower --chunk-mb/--workers"
+            )
+        self.folder = Path(tempfile.mkdtemp(prefix=f"{SLOTS_PREFIX}{os.getpid()}-", dir=place))
         self.size = size
         self.maps: list[mmap.mmap] = []
-        for slot in range(count):
-            with open(self.path(slot), "w+b") as handle:
-                handle.truncate(size)
-                self.maps.append(mmap.mmap(handle.fileno(), size))
+        self._closed = False
+        atexit.register(self.close)
+        self._previous = self._on_sigterm()
+        try:
+            for slot in range(count):
+                with open(self.path(slot), "w+b") as handle:
+                    handle.truncate(size)
+                    if hasattr(os, "posix_fallocate"):
+                        os.posix_fallocate(handle.fileno(), 0, size)  # ENOSPC here, not SIGBUS later
+                    self.maps.append(mmap.mmap(handle.fileno(), size))
+        except OSError as exc:
+            self.close()
+            raise BufferSpaceError(
+                f"no room for the scan's buffers ({need >> 20} MB) in {place}: {exc.strerror or exc}; "
+                "free some space or lower --chunk-mb/--workers"
+            ) from None
+
+    def _on_sigterm(self):
+        """Remove the slots on SIGTERM when nothing else handles it (the CLI turns it into
+        KeyboardInterrupt, and ``close`` then runs in ``scan``'s finally)."""
+        if threading.current_thread() is not threading.main_thread():
+            return None
+        if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+            return None
+
+        def handler(signum, frame):
+            self.close()
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)  # then die of it, as without the handler
+
+        signal.signal(signal.SIGTERM, handler)
+        return signal.SIG_DFL
 
     def path(self, slot: int) -> Path:
         return self.folder / f"slot-{slot}"
 
     def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
         for one in self.maps:
             try:
                 one.close()
             except BufferError:  # a view still held by the traceback of an error being raised:
                 pass  # the mapping goes with it; the files go now either way
         shutil.rmtree(self.folder, ignore_errors=True)
+        atexit.unregister(self.close)
+        if self._previous is not None and threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, self._previous)
 
 
 def worker_pool(workers: int):
@@ -290,10 +381,12 @@ def scan(
     pending: deque = deque()  # (result, slot) in submission order
     in_flight = 2 * max(1, getattr(pool, "_processes", workers))
     size = Cutter.capacity(chunk_bytes, max_record)
-    slots = Slots(in_flight + 1, size, parts_dir.parent) if pool is not None else None
+    slots = None
     free = deque(range(in_flight + 1))
     local = bytearray(size) if pool is None else None
     try:
+        if pool is not None:  # checked for room before the first byte is cut into them
+            slots = Slots(in_flight + 1, size, parts_dir.parent)
         index = 0
         while stop_after is None or index < stop_after:
             if not free:

@@ -1,17 +1,17 @@
 """WikiData chunk readers: the JSON dump and the full N-Triples dump, to the same rows.
 
 Each reader turns one chunk into rows ``(s, p, o, oq, year, v)``: subject item number, short
-predicate (``P31 P106 P569 P648 P50 label sitelinks``), the object as an N-Triples term (what the
+predicate (``P31 P106 P569 P648 P50 label sitelinks``, and ``scholarly``: a mark, no object), the object as an N-Triples term (what the
 snapshot's ``wikidata.nt.gz`` will hold; null for an item, whose term is made from ``oq`` when
 written), the object's item number (items only), the birth year
 (P569 only) and the plain value (labels, P648). Both readers emit exactly the same rows for the
 same entity, so the two formats give the same snapshot, byte for byte.
 
 What is kept (the rest never leaves the worker):
-* every truthy ``P50`` link (work -> item) with the work's English label and P648: which authors
+* every truthy ``P50`` link (work -> item) with the work's ``en`` and ``mul`` labels and P648: which authors
   matter is only known after the whole file (the DuckDB step joins them);
 * of a human (P31 Q5) with a listed occupation and a birth date: P31 Q5, the listed P106, P569,
-  P648, the English label and the sitelink count. (The JSON reader drops the others right away;
+  P648, the ``en`` and ``mul`` labels and the sitelink count (readers take en, else mul). (The JSON reader drops the others right away;
   the N-Triples reader cannot see a whole entity in a line and keeps those predicates for all.)
 
 "Truthy" as in the dumps' ``wdt:`` triples: per property the preferred statements if there are
@@ -30,10 +30,22 @@ import msgspec
 
 from kitab.sources.dates import days_in_month
 from kitab.sources.ntriples import nt_unescape
+from kitab.sources.queries import SCHOLARLY_CLASSES, SCHOLARLY_PROPERTY
 from kitab.sources.snapshot.format import WD, WDT, XSD_DATETIME, XSD_INTEGER, literal
 
 ROW_FIELDS = ("s", "p", "o", "oq", "year", "v")
 Q5 = 5
+MAX_ITEM = (1 << 63) - 1  # item numbers are stored as int64; a larger one is counted (``range``)
+MIN_YEAR, MAX_YEAR = -(1 << 31), (1 << 31) - 1  # years are stored as int32
+# The works rule (kitab.sources.queries): an item of these classes, or with a P13046, is in WDQS's
+# scholarly graph since the split, so not a work. Both readers mark it with a ``scholarly`` row; the
+# join (build.py) then counts and writes only the main graph's works.
+SCHOLARLY = frozenset(int(q[1:]) for q in SCHOLARLY_CLASSES)
+# the reasons a record is skipped, as counted in the manifest's "skipped"
+SKIP_REASONS = (
+    "malformed", "decode", "depth", "range", "type", "oversized", "invalid_date", "unknown_value",
+    "born_before_min_year", "scholarly",
+)  # fmt: skip
 
 
 # --- the JSON dump --------------------------------------------------------------------------
@@ -99,10 +111,11 @@ class _TimeStatement(msgspec.Struct):
 class _WorkClaims(msgspec.Struct):
     P50: list[_ItemStatement] = []
     P648: list[_StringStatement] = []
+    P31: list[_ItemStatement] = []  # a work's: the works rule (scholarly articles are not works)
+    P13046: list[_ItemStatement] = []  # publication type of scholarly work: likewise
 
 
 class _Claims(_WorkClaims):
-    P31: list[_ItemStatement] = []
     P106: list[_ItemStatement] = []
     P569: list[_TimeStatement] = []
 
@@ -113,6 +126,7 @@ class _Label(msgspec.Struct):
 
 class _Labels(msgspec.Struct):
     en: _Label | None = None
+    mul: _Label | None = None  # since 2024 a name the same in many languages is kept under `mul` only
 
 
 class _Work(msgspec.Struct):
@@ -154,7 +168,7 @@ def birth_lexical(time: str, precision: int, max_year: int) -> tuple[str, int] |
         month, day = 1, 1
     elif precision == 10:
         day = 1
-    if not (1 <= month <= 12 and 1 <= day <= days_in_month(year, month)) or year > max_year:
+    if not (1 <= month <= 12 and 1 <= day <= days_in_month(year, month)) or year > max_year or year < MIN_YEAR:
         return None
     digits = f"{abs(year):04d}"
     return f"{'-' if year < 0 else ''}{digits}-{month:02d}-{day:02d}T00:00:00Z", year
@@ -166,7 +180,9 @@ def _item(snak: _ItemSnak) -> int | None:
     item = snak.datavalue.value
     if item.numeric_id > 0:
         return item.numeric_id
-    return int(item.id[1:]) if item.id[:1] == "Q" and item.id[1:].isdigit() else None
+    if item.id[:1] == "Q" and item.id[1:].isdigit():
+        return int(item.id[1:]) if len(item.id) <= 20 else MAX_ITEM + 1
+    return None
 
 
 def _string(snak: _StringSnak) -> str | None:
@@ -179,8 +195,8 @@ def item_term(number: int) -> str:
     return f"<{WD}Q{number}>"
 
 
-def label_term(text: str) -> str:
-    return literal(text, lang="en")
+def label_term(text: str, lang: str = "en") -> str:
+    return literal(text, lang=lang)
 
 
 def string_term(text: str) -> str:
@@ -222,14 +238,27 @@ def entity_rows(entity: _Work, ctx: dict, counts: Counter, out: Rows) -> None:
     """Add the rows one JSON entity contributes (none for most)."""
     if entity.id[:1] != "Q" or not entity.id[1:].isdigit() or isinstance(entity.claims, list):
         return
-    s = int(entity.id[1:])
+    s = int(entity.id[1:]) if len(entity.id) <= 20 else MAX_ITEM + 1  # int() refuses 4,300+ digits
+    if s > MAX_ITEM:
+        counts["range"] += 1
+        return
     claims = entity.claims
-    label = entity.labels.en.value if isinstance(entity.labels, _Labels) and entity.labels.en else None
+    # both labels are kept, as the N-Triples reader sees them: the readers of the snapshot pick en, else mul
+    labels = []
+    if isinstance(entity.labels, _Labels):
+        labels = [
+            (lang, label.value) for lang, label in (("en", entity.labels.en), ("mul", entity.labels.mul)) if label
+        ]
     p648 = [v for v in map(_string, truthy(claims.P648)) if v is not None]
     authors = [v for v in map(_item, truthy(claims.P50)) if v is not None]
+    if any(v > MAX_ITEM for v in authors):
+        counts["range"] += len([v for v in authors if v > MAX_ITEM])
+        authors = [v for v in authors if v <= MAX_ITEM]
     if authors:
         counts["works_with_p50"] += 1
         out.links(s, "P50", authors)
+        if truthy(claims.P13046) or any(v in SCHOLARLY for v in map(_item, truthy(claims.P31))):
+            out.add(s, "scholarly", None, None, None, None)
     person_claims = isinstance(claims, _Claims)
     occupations = [v for v in map(_item, truthy(claims.P106)) if v in ctx["occupations"]] if person_claims else []
     human = bool(occupations) and any(v == Q5 for v in map(_item, truthy(claims.P31)))  # works stop here
@@ -259,8 +288,8 @@ def entity_rows(entity: _Work, ctx: dict, counts: Counter, out: Rows) -> None:
         links = len(entity.sitelinks)
         out.add(s, "sitelinks", sitelinks_term(links), None, None, str(links))
     if person or authors:
-        if label is not None:
-            out.add(s, "label", label_term(label), None, None, label)
+        for lang, label in labels:
+            out.add(s, "label", label_term(label, lang), None, None, label)
         for v in p648:
             out.add(s, "P648", string_term(v), None, None, v)
 
@@ -304,10 +333,20 @@ def json_chunk(data: bytes, ctx: dict, parts_dir: Path, index: int) -> dict:
             continue
         while end > line_start and data[end - 1] in b" \r\t,":  # the separator after each entity
             end -= 1
+        # a bad record is a counted skip by reason, never the end of a 130 GB run
         try:
             entity = _DECODE_ENTITY(view[line_start:end])
-        except (msgspec.DecodeError, msgspec.ValidationError):
+        except msgspec.ValidationError:
+            counts["type"] += 1  # a value of the wrong JSON type where a field is read
+            continue
+        except msgspec.DecodeError:
             counts["malformed"] += 1
+            continue
+        except UnicodeDecodeError:
+            counts["decode"] += 1  # invalid UTF-8
+            continue
+        except RecursionError:
+            counts["depth"] += 1  # nested deeper than the decoder goes
             continue
         entity_rows(entity, ctx, counts, rows)
     counts["lines"] += lines
@@ -321,6 +360,8 @@ _ENTITY = f"<{WD}Q".encode()
 _DATA_NODE = b"<https://www.wikidata.org/wiki/Special:EntityData/Q"
 _PREDICATES = {
     "P31": f"> <{WDT}P31> <{WD}Q5> .".encode(),
+    "scholarly": f"> <{WDT}P31> <{WD}Q".encode(),  # P31 one of SCHOLARLY
+    SCHOLARLY_PROPERTY: f"> <{WDT}{SCHOLARLY_PROPERTY}> ".encode(),
     "P106": f"> <{WDT}P106> ".encode(),
     "P569": f"> <{WDT}P569> ".encode(),
     "P648": f"> <{WDT}P648> ".encode(),
@@ -330,18 +371,26 @@ _PREDICATES = {
 }
 _NT_ITEM = re.compile(rf"<{re.escape(WD)}Q(\d+)>")
 _NT_STRING = re.compile(r'"((?:[^"\\]|\\.)*)"')
-_NT_LABEL_EN = re.compile(r'"((?:[^"\\]|\\.)*)"@en')
+_NT_LABEL = re.compile(r'"((?:[^"\\]|\\.)*)"@(en|mul)')
 _NT_DATE = re.compile(r'"([^"]*)"\^\^<http://www\.w3\.org/2001/XMLSchema#dateTime>')
 _NT_INT = re.compile(r'"(\d+)"\^\^<http://www\.w3\.org/2001/XMLSchema#integer>')
 _NT_LEXICAL = re.compile(r"(-?)(\d{4,})-(\d\d)-(\d\d)T00:00:00Z")
 
 
 def _nt_row(p: str, s: int, obj: str, ctx: dict, counts: Counter) -> tuple | None:
+    if p == SCHOLARLY_PROPERTY:
+        return (s, "scholarly", None, None, None, None)
+    if p == "scholarly":
+        match = _NT_ITEM.fullmatch(obj)
+        return (s, p, None, None, None, None) if match and len(match[1]) <= 19 and int(match[1]) in SCHOLARLY else None
     if p in ("P31", "P106", "P50"):
         match = _NT_ITEM.fullmatch(obj)
         if not match:
             return None  # an unknown value (blank node) or not an item: not a link
-        o = int(match[1])
+        o = int(match[1]) if len(match[1]) <= 19 else MAX_ITEM + 1
+        if o > MAX_ITEM:
+            counts["range"] += 1
+            return None
         if p == "P106" and o not in ctx["occupations"]:
             return None
         return (s, p, None, o, None, None)
@@ -367,11 +416,11 @@ def _nt_row(p: str, s: int, obj: str, ctx: dict, counts: Counter) -> tuple | Non
         value = _unescaped(match[1], counts)
         return None if value is None else (s, p, string_term(value), None, None, value)
     if p == "label":
-        match = _NT_LABEL_EN.fullmatch(obj)
+        match = _NT_LABEL.fullmatch(obj)
         if not match:
             return None  # another language
         value = _unescaped(match[1], counts)
-        return None if value is None else (s, p, label_term(value), None, None, value)
+        return None if value is None else (s, p, label_term(value, match[2]), None, None, value)
     match = _NT_INT.fullmatch(obj)  # sitelinks
     if not match:
         counts["malformed"] += 1
@@ -392,7 +441,7 @@ def _unescaped(text: str, counts: Counter) -> str | None:
 def nt_chunk(data: bytes, ctx: dict, parts_dir: Path, index: int) -> dict:
     """Worker: one chunk of ``latest-all.nt.gz`` -> a Parquet part.
 
-    Only the lines of seven predicates are looked at, found with ``bytes.find`` (C speed) rather
+    Only the lines of nine predicates are looked at, found with ``bytes.find`` (C speed) rather
     than by splitting every line; the subject must be an item (the sitelink count: its data node).
     """
     counts: Counter = Counter()
@@ -412,11 +461,15 @@ def nt_chunk(data: bytes, ctx: dict, parts_dir: Path, index: int) -> dict:
             if not line_end.endswith(b" ."):
                 counts["malformed"] += 1
                 continue
-            s = int(subject[len(subject_prefix) :])
+            digits = subject[len(subject_prefix) :]
+            s = int(digits) if len(digits) <= 19 else MAX_ITEM + 1
+            if s > MAX_ITEM:
+                counts["range"] += 1
+                continue
             try:
                 text = line_end[:-2].decode("ascii")
             except UnicodeDecodeError:
-                counts["malformed"] += 1  # N-Triples dumps are pure ASCII
+                counts["decode"] += 1  # N-Triples dumps are pure ASCII (\\u escapes)
                 continue
             obj = text.split(" ", 1)[1] if " " in text else ""
             row = _nt_row(p, s, obj.strip(), ctx, counts)

@@ -127,9 +127,19 @@ def wikidata_record_rows(
 
 def wikidata_records(works_clean: list[dict], wd_works: list[dict], wikidata: Wikidata) -> StageResult:
     """The WikiData half of the works' own records: P674 / P840 of the items the authorship
-    cross-check found for our works (one query per ``wikidata.works_per_query`` items)."""
+    cross-check found for our works, asked author by author (one query per
+    ``wikidata.works_per_query`` items of one author): what a release holds, its request
+    fingerprints included, does not depend on how its authors were cut into batches."""
     items = wikidata_items(works_clean, wd_works)
-    records = records_of_works(wikidata, [q for qids in items.values() for q in qids]) if items else []
+    by_author: dict[str, set[str]] = {}
+    for work in works_clean:
+        if work["work_key"] in items:
+            by_author.setdefault(work["author_qid"], set()).update(items[work["work_key"]])
+    seen: dict[tuple, dict] = {}  # an item two authors share is asked twice: its rows kept once
+    for author_qid in sorted(by_author):
+        for r in records_of_works(wikidata, sorted(by_author[author_qid], key=lambda q: int(q[1:]))):
+            seen.setdefault((r["work_qid"], r["field"], r["target"]), r)
+    records = list(seen.values())
     rows, stats = wikidata_record_rows(works_clean, items, records, wikidata.source)
     return StageResult(tables={"book_records": rows}, rejects=[], stats=stats)
 

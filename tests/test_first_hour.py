@@ -150,8 +150,13 @@ def test_every_kitab_sql_snippet_in_readme_and_docs_runs_on_the_demo(demo_wh, tm
 # -- 2. one meaning per table name ---------------------------------------------------------------
 def test_authors_are_the_released_authors_and_sampled_authors_every_sampled_one(demo_wh):
     released = sql_json(demo_wh, "select count(*) as n from released_authors")[0]["n"]
-    assert sql_json(demo_wh, "select count(*) as n from authors")[0]["n"] == released == 35
-    assert sql_json(demo_wh, "select count(*) as n from sampled_authors")[0]["n"] == 40
+    # --authors 40 means 40 released (issue 30): the sample draws on until 40 pass every stage
+    assert sql_json(demo_wh, "select count(*) as n from authors")[0]["n"] == released == 40
+    drawn = sql_json(demo_wh, "select count(*) as n from sampled_authors")[0]["n"]
+    rejected = sql_json(demo_wh, "select count(distinct record_id) as n from rejects where record_kind = 'author'")[0][
+        "n"
+    ]
+    assert drawn > released and drawn == released + rejected
     # the ledger's own count of the release's authors agrees
     counts = json.loads(sql_json(demo_wh, "select counts from releases")[0]["counts"])
     assert counts["released_authors"] == released
@@ -160,15 +165,23 @@ def test_authors_are_the_released_authors_and_sampled_authors_every_sampled_one(
 
 
 def test_released_sets_look_disjoint_the_obvious_way(demo_wh, tmp_path):
-    """A second release: writers sampled (and rejected) in both are in sampled_authors twice,
-    never in authors."""
+    """A second release that may draw again the writers the first rejected (--redraw-rejected;
+    by default they are not drawn again: tests/test_release_fixed.py): writers sampled in both
+    are in sampled_authors twice, never in authors."""
     from kitab.app.runs import run_refresh
     from kitab.core.env import BUNDLED_SNAPSHOT
 
     root = tmp_path / "wh"
     shutil.copytree(demo_wh, root)
     run_refresh(
-        source="dump", snapshot=BUNDLED_SNAPSHOT, authors=40, seed=7, release="second", warehouse=root, direct=True
+        source="dump",
+        snapshot=BUNDLED_SNAPSHOT,
+        authors=40,
+        seed=7,
+        release="second",
+        warehouse=root,
+        direct=True,
+        redraw_rejected=True,
     )
     twice = "select qid from {} group by qid having count(distinct release) > 1"
     assert sql_json(root, twice.format("sampled_authors")), "no writer sampled twice: the check below proves nothing"
@@ -195,8 +208,8 @@ def test_the_view_migration_rewrites_no_data(demo_wh, tmp_path):
     assert after == before
     con = duckdb.connect(str(root / "kitab.duckdb"), read_only=True)
     try:
-        assert con.execute("select count(*) from authors").fetchall() == [(35,)]
-        assert con.execute("select count(*) from sampled_authors").fetchall() == [(40,)]
+        assert con.execute("select count(*) from authors").fetchall() == [(40,)]
+        assert con.execute("select count(*) from sampled_authors").fetchall()[0][0] > 40
     finally:
         con.close()
 
@@ -373,7 +386,7 @@ def test_sql_file_makes_one_named_file_a_view_and_nothing_else(demo_wh, tmp_path
         "--file",
         f"exclude={exclude}",
     )
-    assert rows == [{"n": 35 - 4}]
+    assert rows == [{"n": 40 - 4}]
     answers = tmp_path / "answers.jsonl"
     answers.write_text('{"query_id": "q1", "response": "x"}\n')
     assert sql_json(demo_wh, "select count(*) as n from answers", "--file", f"answers={answers}") == [{"n": 1}]

@@ -5,6 +5,7 @@ were written from, whichever WikiData format was given."""
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import re
 import shutil
@@ -263,7 +264,21 @@ def test_refresh_runs_on_the_built_snapshot(world, built, tmp_path):
         "sampled": 12,
         "shortfall": 0,
     }
-    assert summaries[1]["checksums"] == summaries[0]["checksums"]
+    # the same release from the world and from its published dumps, up to the answer keys: the
+    # published format does not carry WikiData's P674 / P840 yet (issue 28's WikiData records
+    # reach a snapshot made by `kitab snapshot generate`, not one made by from-dumps), and those
+    # records decide some entity states, so the tables after them may differ (docs/dumps.md)
+    from_world, from_dumps = (json.loads(s["checksums"]) for s in summaries)
+    upstream = ("authors", "works_raw", "books", "title_variants", "title_entities", "released_authors")
+    assert {k: from_dumps[k] for k in upstream} == {k: from_world[k] for k in upstream}
+    assert {k for k in from_world if from_world[k] != from_dumps.get(k)} <= {
+        "book_records",
+        "book_entities",
+        "constraints",
+        "queries",
+        "claims",
+        "rejects",
+    }
     # kitab report --snapshot: the release's report with the snapshot's provenance
     from kitab.release.report import render_report
 

@@ -89,7 +89,7 @@ def test_a_damaged_table_fails_in_one_line_and_the_others_answer(wh, how):
     books = kitab("sql", "select count(*) from books", "--warehouse", wh.root)
     assert_user_error(books, "books of release demo is damaged", "kitab verify")
     assert out(books) == ""  # never a count of 0 for a missing file
-    authors = kitab("sql", "select count(*) as n from sampled_authors", "--output", "jsonl", "--warehouse", wh.root)
+    authors = kitab("sql", "select count(*) as n from released_authors", "--output", "jsonl", "--warehouse", wh.root)
     assert authors.returncode == 0 and json.loads(out(authors)) == {"n": 8}, authors.stderr
     assert b"kitab verify" in authors.stderr  # said once, after the answer
     releases = kitab("releases", "--warehouse", wh.root)
@@ -114,7 +114,7 @@ def test_verify_fails_when_the_ledger_is_deleted_and_files_remain(wh):
 
 def test_reads_need_only_the_ledger_and_verify_rebuilds_the_catalog(wh):
     wh.catalog_path.unlink()
-    result = kitab("sql", "select count(*) as n from sampled_authors", "--output", "jsonl", "--warehouse", wh.root)
+    result = kitab("sql", "select count(*) as n from released_authors", "--output", "jsonl", "--warehouse", wh.root)
     assert result.returncode == 0 and json.loads(out(result)) == {"n": 8}, result.stderr
     assert not wh.catalog_path.exists()  # a read writes nothing
     verify = kitab("verify", "--warehouse", wh.root)
@@ -122,7 +122,7 @@ def test_reads_need_only_the_ledger_and_verify_rebuilds_the_catalog(wh):
     import duckdb
 
     with duckdb.connect(str(wh.catalog_path), read_only=True) as con:
-        assert con.execute("select count(*) from sampled_authors").fetchone() == (8,)
+        assert con.execute("select count(*) from released_authors").fetchone() == (8,)  # --authors 8: 8 released
 
 
 # -- 3: a reader during a rebuild --------------------------------------------------------------

@@ -174,10 +174,19 @@ def test_crash_while_moving_a_release_into_place_leaves_it_uncommitted(tmp_path,
             snapshot_id="s",
             n_authors_requested=2,
             requests_made=0,
+            replace=True,  # a rebuild that changes a committed release (issue 30)
         )
     monkeypatch.undo()
     publish(
-        wh, "r", tables(["Q1", "Q2"]), seed=1, source="dump", snapshot_id="s", n_authors_requested=2, requests_made=0
+        wh,
+        "r",
+        tables(["Q1", "Q2"]),
+        seed=1,
+        source="dump",
+        snapshot_id="s",
+        n_authors_requested=2,
+        requests_made=0,
+        replace=True,
     )
     with wh.connect() as con:
         assert con.execute("select count(*) from authors").fetchall() == [(2,)]

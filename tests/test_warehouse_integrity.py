@@ -27,7 +27,9 @@ from tests.test_warehouse import tables
 runner = CliRunner()
 
 
-def put(wh: Warehouse, release: str, qids: list[str]) -> dict:
+def put(wh: Warehouse, release: str, qids: list[str], replace: bool = True) -> dict:
+    """Commit ``qids`` as ``release``; a rebuild that changes it replaces it (issue 30: these tests
+    are about the swap itself, which only an allowed replacement reaches)."""
     return publish(
         wh,
         release,
@@ -37,6 +39,7 @@ def put(wh: Warehouse, release: str, qids: list[str]) -> dict:
         snapshot_id="s",
         n_authors_requested=len(qids),
         requests_made=0,
+        replace=replace,
     )
 
 

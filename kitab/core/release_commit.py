@@ -107,6 +107,9 @@ def commit_release(
             changed = changed_tables(existing, written)
             if not changed:
                 shutil.rmtree(staged.root, ignore_errors=True)
+                # the committed version stands; an earlier publish that crashed after its commit
+                # may have left the old version's files: sweep them, as that publish would have
+                warehouse.sweep(release)
                 counts = json.loads(existing["counts"])
                 return {**existing, "unchanged": True, "data_tests": checked, "row_counts": counts}
             if not replace:
@@ -133,7 +136,7 @@ def commit_release(
 
 # Tables whose rows carry when they were fetched (``fetched_at``): a rebuild that differs only
 # in them is the same release (docs/releases.md).
-PROVENANCE_TABLES = ("authors", "works_raw")
+PROVENANCE_TABLES = ("authors", "works_raw", "book_records")
 
 
 def changed_tables(existing: dict, written: dict[str, WrittenTable]) -> list[str]:

@@ -134,8 +134,8 @@ def score_answer(truth: QueryTruth, titles: Sequence[str], *, no_books: bool = F
         wanted = [match_title(normalise_title(m), truth.book_keys) for m in truth.mapped]
         completeness = sum(1 for w in wanted if w is not None and w[0] in satisfied) / len(truth.mapped)
         all_correct = completeness == 1.0 and sat == 1.0 and nfa == 0.0
-    else:  # nothing to list: right only when the answer says so, or lists only "don't care" books
-        all_correct = not scored and (no_books or bool(titles))
+    else:  # nothing to list: right only when the answer says so ("don't care" books listed or not)
+        all_correct = not scored and no_books
         if all_correct:
             sat, unsat, nfa = 1.0, 0.0, 0.0
     return QueryScore(

@@ -34,13 +34,15 @@ DEFAULT_CRON = deployment_spec()["schedules"][0]["cron"]
 
 
 def refresh_deployment(
-    *, cron: str | None = None, work_pool_name: str | None = None, **parameters: object
+    *, cron: str | None = None, work_pool_name: str | None = None, flow=None, **parameters: object
 ) -> RunnerDeployment:
     """prefect.yaml's deployment as an object (``.apply()`` registers it, ``serve`` runs it);
     ``cron`` and any flow parameter given here (not None) replace prefect.yaml's."""
     spec = deployment_spec()
     merged = {**spec.get("parameters", {}), **{k: v for k, v in parameters.items() if v is not None}}
-    return refresh.to_deployment(
+    # ``flow``: what the worker runs (kitab serve passes prefect.yaml's entry point, which resolves
+    # the run's configuration from the worker's environment: kitab/app/scheduled.py)
+    return (flow or refresh).to_deployment(
         name=spec["name"],
         cron=cron or DEFAULT_CRON,
         parameters=merged,

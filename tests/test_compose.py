@@ -35,7 +35,8 @@ def test_compose_services_ports_volumes_and_worker():
 def test_prefect_yaml_deploys_the_refresh_on_a_schedule():
     deployment = load("prefect.yaml")["deployments"][0]
     # a module path, no pull step: the worker imports the installed package wherever it runs
-    assert deployment["entrypoint"] == "flows.refresh.refresh"
+    # the app's entry point: a scheduled run resolves its configuration from the worker's environment
+    assert deployment["entrypoint"] == "kitab.app.scheduled.scheduled_refresh"
     assert load("prefect.yaml")["pull"] == []
     assert deployment["concurrency_limit"] == 1
     assert deployment["work_pool"]["name"] == "kitab-pool"
@@ -54,11 +55,11 @@ def test_deploy_py_and_prefect_yaml_define_the_same_deployment():
     from prefect.flows import load_flow_from_entrypoint
 
     from flows.deploy import refresh_deployment
-    from flows.refresh import refresh
+    from kitab.app.scheduled import scheduled_refresh
 
     spec = load("prefect.yaml")["deployments"][0]
-    served = refresh_deployment(mirror_url=spec["parameters"]["mirror_url"])
-    assert load_flow_from_entrypoint(spec["entrypoint"]) is refresh
+    served = refresh_deployment(flow=scheduled_refresh, mirror_url=spec["parameters"]["mirror_url"])
+    assert load_flow_from_entrypoint(spec["entrypoint"]) is scheduled_refresh
     assert served.name == spec["name"]
     assert served.parameters == spec["parameters"]
     assert [s.schedule.cron for s in served.schedules] == [s["cron"] for s in spec["schedules"]]

@@ -200,6 +200,7 @@ def serve(
         from prefect import serve as prefect_serve
 
         from flows.deploy import refresh_deployment
+        from kitab.app.scheduled import scheduled_refresh
 
         own = served_url is not None and served_url not in (mirror_url, _yaml_mirror_url())
         if own:
@@ -208,6 +209,7 @@ def serve(
             )
         prefect_serve(
             refresh_deployment(
+                flow=scheduled_refresh,
                 cron=cron,
                 source=source,
                 authors=authors,

@@ -228,7 +228,9 @@ def _child_collect(args: dict) -> None:
         # the fresh warehouse's dump cache, built by the sample step: its READY.json has the build's steps
         ready = settings.cache_dir / "dumps" / origin.snapshot_id / "READY.json"
         scan = json.loads(ready.read_text())["scan_seconds"]
-        rows = sampled.outputs["sampled"].rows
+        # the pipeline's first draw: the first --authors authors of the seeded draw order
+        order = sampled.outputs["order"]
+        rows = min(params.authors, order.rows)
         batches = [
             Batch(n, start, min(start + params.batch_size, rows))
             for n, start in enumerate(range(0, rows, params.batch_size))
@@ -236,7 +238,7 @@ def _child_collect(args: dict) -> None:
         started, cpu_started = time.monotonic(), cpu()
         collected = runner.map(
             collect_step,
-            [(ctx, b, sampled.outputs["sampled"]) for b in batches],
+            [(ctx, b, order) for b in batches],
             cpu=kind.collect_is_cpu_work,
             names=[f"collect-{b.part}" for b in batches],
         )

@@ -76,6 +76,17 @@ def environment_error(exc: BaseException) -> str | None:
             return f"no space left on the device{where}; free some space and run the command again"
         if "database or disk is full" in str(cause) or "No space left on device" in str(cause):
             return "no space left on the device; free some space and run the command again"
+        # the process's memory bound (limit_memory) reached outside DuckDB: Python could not
+        # allocate, or start the thread a bounded query runs in
+        if isinstance(cause, MemoryError) or (
+            isinstance(cause, RuntimeError) and "can't start new thread" in str(cause)
+        ):
+            if _LIMITED:
+                return (
+                    f"out of memory under --memory-limit {_LIMITED[0]} (kitab itself needs about "
+                    f"{HEADROOM >> 20} MB on top of it); give it a larger limit, e.g. 1GB"
+                )
+            return "out of memory; free some memory or narrow the work, and run the command again"
     return None
 
 
@@ -102,9 +113,13 @@ def parse_size(text: str) -> int:
     return int(float(match.group(1)) * _UNITS[match.group(2).lower()])
 
 
+_LIMITED: list[str] = []  # the --memory-limit this process runs under (limit_memory), for the error line
+
+
 def limit_memory(duckdb_limit: str) -> None:
     """Bound this process's data memory to DuckDB's limit plus HEADROOM (never raised)."""
     wanted = parse_size(duckdb_limit) + HEADROOM
+    _LIMITED[:] = [duckdb_limit]
     soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
     if hard != resource.RLIM_INFINITY:
         wanted = min(wanted, hard)

@@ -120,8 +120,9 @@ def read_only_query(con: duckdb.DuckDBPyConnection, query: str) -> tuple[list[st
         cursor = con.execute(query)
         return [d[0] for d in cursor.description or []], cursor.fetchall()
     except duckdb.Error as exc:
-        # a damaged table's view fails with kitab's message (Warehouse.create_views): no DuckDB prefix
-        raise KitabError(first_line(exc).removeprefix("Invalid Input Error: ")) from exc
+        # damage that explains the failure is its one line (Warehouse.explain_read_error)
+        damage = con.explain(exc) if isinstance(con, ReadConnection) else None
+        raise damage or KitabError(first_line(exc)) from exc
 
 
 def bounded_query(con, query: str, timeout: float | None) -> tuple[list[str], list[tuple]]:

@@ -43,51 +43,65 @@ def _duck_type(type_name: str) -> str:
     return _DUCK_TYPES[type_name]
 
 
-def empty_view_sql(table: str, where: str = "false") -> str:
+def _empty_select(table: str) -> str:
     cols = ", ".join(
         f'CAST(NULL AS {_duck_type(c["type"])}) AS "{c["name"]}"'
         for c in table_spec(table)["columns"]
         if c["name"] != STORED_RELEASE
     )
-    return (
-        f'CREATE OR REPLACE VIEW "{view_name(table)}" AS SELECT {cols}, CAST(NULL AS VARCHAR) AS release WHERE {where}'
-    )
+    return f"SELECT {cols}, CAST(NULL AS VARCHAR) AS release WHERE false"
 
 
-def raw_view_sql(table: str, files: list[Path]) -> str:
+def _files_select(table: str, files: list[Path]) -> str:
     # One name for a release id in every view: ``release`` (the partition). The ledger
     # files also store it as ``release_id``, so that a file names its own release
     # (ledger_row checks it); readers never see that column.
     if not files:  # no data yet: an empty view with the schema's columns
-        return empty_view_sql(table)
+        return _empty_select(table)
     stored = [c["name"] for c in table_spec(table)["columns"]]
     listed = ", ".join(sql_literal(p.as_posix()) for p in files)
     exclude = f" EXCLUDE ({STORED_RELEASE})" if STORED_RELEASE in stored else ""
     return (
-        f'CREATE OR REPLACE VIEW "{view_name(table)}" AS SELECT *{exclude} FROM read_parquet([{listed}], '
+        f"SELECT *{exclude} FROM read_parquet([{listed}], "
         f"hive_partitioning = true, union_by_name = true, hive_types = {{'release': 'VARCHAR'}})"
     )
+
+
+def damaged_rows_sql(table: str, release: str, message: str) -> str:
+    """A SELECT of one row of ``table`` in ``release`` that fails with ``message`` as soon as a
+    query reads it: every column (and the row's existence, for ``count(*)``) is an ``error()``,
+    only ``release`` is a constant. So a filter on another release prunes it before it runs,
+    and every query that reads the damaged part fails, whatever its filters and shape."""
+    fail = f"error({sql_literal(message)})"
+    cols = ", ".join(
+        f'CAST({fail} AS {_duck_type(c["type"])}) AS "{c["name"]}"'
+        for c in table_spec(table)["columns"]
+        if c["name"] != STORED_RELEASE
+    )
+    return f"SELECT {cols}, {sql_literal(release)} AS release FROM range(1) WHERE {fail} IS NULL"
 
 
 def create_views(
     con: duckdb.DuckDBPyConnection,
     files: dict[str, list[Path]],
-    damaged: dict[str, str] | None = None,
+    damaged: dict[str, dict[str, str]] | None = None,
     ledger: str | None = None,
 ) -> None:
-    """All views, each table's over exactly ``files[table]`` (none: an empty view). A
-    table in ``damaged`` gets a view that fails with its message whenever a query reads
-    it (the other tables answer); ``ledger``: the name of a registered relation holding
-    the ledger rows the reader read, which the ``releases`` view then shows (not the
-    ledger files, which a commit may replace while the reader runs)."""
+    """All views, each table's over exactly ``files[table]`` (none: an empty view).
+    ``damaged``: table -> release -> message; that release's part of the table (its files
+    are left out of ``files``) is a row that fails with the message whenever a query reads it
+    (:func:`damaged_rows_sql`), so the table's other releases and the other tables answer,
+    and no filter turns a damaged table into an empty one. ``ledger``: the name of a
+    registered relation holding the ledger rows the reader read, which the ``releases`` view
+    then shows (not the ledger files, which a commit may replace while the reader runs)."""
     damaged = damaged or {}
     for table in known_tables():
-        if table in damaged:
-            con.execute(empty_view_sql(table, f"error({sql_literal(damaged[table])}) IS NULL"))
-        elif table == "releases" and ledger is not None:
-            con.execute(f'CREATE OR REPLACE VIEW "{view_name("releases")}" AS SELECT * FROM "{ledger}"')
+        if table == "releases" and ledger is not None:
+            select = f'SELECT * FROM "{ledger}"'
         else:
-            con.execute(raw_view_sql(table, files.get(table, [])))
+            select = _files_select(table, files.get(table, []))
+        parts = [select] + [damaged_rows_sql(table, r, m) for r, m in sorted(damaged.get(table, {}).items())]
+        con.execute(f'CREATE OR REPLACE VIEW "{view_name(table)}" AS ' + "\nUNION ALL BY NAME\n".join(parts))
     for layer in ("staging", "marts"):
         for path in sorted((SQL_DIR / layer).glob("*.sql")):
             try:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
 import sys
 import time
@@ -28,7 +29,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from kitab.core.errors import KitabError, UnknownRelease, first_line
-from kitab.core.files import atomic_file
+from kitab.core.files import atomic_file, sha256_file
 from kitab.core.ledger import (
     ANNEX_TABLES,
     LEDGER_FILE,
@@ -37,7 +38,7 @@ from kitab.core.ledger import (
     describe_problems,
     validate_release_id,
 )
-from kitab.core.schemas import STORED_RELEASE, arrow_schema
+from kitab.core.schemas import STORED_RELEASE, arrow_schema, known_tables
 from kitab.core.views import VIEWS_VERSION, catalog_version, create_views
 from kitab.core.views import sql_literal as _literal
 
@@ -50,6 +51,18 @@ READERS = ".readers"
 # at once released) before it takes READERS, so readers that keep coming cannot starve a sweep.
 TURNSTILE = ".readers.turnstile"
 SWEEP_WAIT = 10.0
+# DuckDB's errors of a query that is itself wrong or was stopped: no reason to suspect the files
+QUERY_ERRORS = (
+    duckdb.ParserException,
+    duckdb.BinderException,
+    duckdb.CatalogException,
+    duckdb.ConversionException,
+    duckdb.InterruptException,
+    duckdb.OutOfMemoryException,
+    duckdb.NotImplementedException,
+    duckdb.PermissionException,
+    duckdb.ConstraintException,
+)
 
 
 class Warehouse(WarehouseFiles):
@@ -177,6 +190,17 @@ class Warehouse(WarehouseFiles):
                 f"no committed release {release!r} in {self.root} (have: {', '.join(committed) or 'none'})"
             )
 
+    def require_intact(self, release: str, *, nothing: str, full: bool = True) -> None:
+        """Refuse (one line) a release with any damaged file: what is built from it for others
+        (an export, a prompts file) is never built from damage. ``nothing``: what was not
+        written, for the message; ``full``: hash every file (else only those whose stat changed)."""
+        bad = [c for c in self.check_files([release], full=full) if c.problem]
+        if bad:
+            raise KitabError(
+                f"release {release} fails verification ({bad[0].table}: {bad[0].path.relative_to(self.root)}: "
+                f"{bad[0].problem}); {nothing}; run `kitab verify`"
+            )
+
     def migrate_catalog(self) -> bool:
         """Rebuild kitab.duckdb when its views are older than VIEWS_VERSION (views only: no
         table file or ledger row is touched). True when it did."""
@@ -205,14 +229,60 @@ class Warehouse(WarehouseFiles):
                     FileCheck(release, "releases", self.partition("releases", release) / LEDGER_FILE, first_line(exc))
                 )
         bad += [c for c in self.check_files(list(rows), full=False, rows=rows) if c.problem]
-        damaged: dict[str, str] = {}
+        return self._snapshot(rows, bad)
+
+    def _snapshot(self, rows: dict[str, dict], bad: list[FileCheck]) -> ReadSnapshot:
+        damaged: dict[str, dict[str, str]] = {}
         for c in bad:
-            if c.table != "releases" and c.table not in damaged:
-                damaged[c.table] = (
-                    f"table {c.table} of release {c.release} is damaged "
-                    f"({c.path.relative_to(self.root)}: {c.problem}); run `kitab verify`"
+            if c.table == "releases":  # which files it commits is unknown: every table of it fails
+                for table in known_tables():  # (the problem names the release and its ledger file)
+                    damaged.setdefault(table, {})[c.release] = f"{c.problem}; run `kitab verify`"
+            else:
+                where = f"{c.path.relative_to(self.root)}: {c.problem}"
+                damaged.setdefault(c.table, {}).setdefault(
+                    c.release, f"table {c.table} of release {c.release} is damaged ({where}); run `kitab verify`"
                 )
-        return ReadSnapshot(rows, self.view_files(list(rows), rows), damaged, bad)
+        files = {
+            table: [p for p in paths if p.parent.name.removeprefix("release=") not in damaged.get(table, {})]
+            for table, paths in self.view_files(list(rows), rows).items()
+        }
+        return ReadSnapshot(rows, files, damaged, bad)
+
+    def damage_behind(self, snapshot: ReadSnapshot, exc: BaseException) -> list[FileCheck]:
+        """The files of ``snapshot`` that explain a read that failed with ``exc``: those whose
+        footer cannot be read, and those whose sha256 is not the ledger's (only the ones the
+        message names when ``exc`` is a query's own error, :data:`QUERY_ERRORS`). The
+        cheap check at connect hashes only files whose size, mtime or inode changed; a file
+        changed in place with all three kept is found here, when a read of it fails."""
+        found = []
+        # a query that is wrong (or stopped) says nothing of the files; anything else (DuckDB's
+        # reader fails with messages such as "Out of buffer" that name no file) hashes them all
+        suspect_all = not isinstance(exc, QUERY_ERRORS)
+        for table, paths in sorted(snapshot.files.items()):
+            for path in paths:
+                release = path.parent.name.removeprefix("release=")
+                problem = None
+                try:
+                    pq.read_metadata(path)
+                except (OSError, pa.ArrowException) as footer:
+                    problem = f"unreadable: {first_line(footer)}"
+                else:
+                    sha = json.loads(snapshot.rows.get(release, {}).get("checksums") or "{}").get(table)
+                    named = suspect_all or path.name in str(exc)
+                    if sha and named and (actual := sha256_file(path)) != sha:
+                        problem = f"sha256 {actual[:16]}…, ledger {sha[:16]}…"
+                if problem:
+                    found.append(FileCheck(release, table, path, problem))
+        return found
+
+    def explain_read_error(self, snapshot: ReadSnapshot, exc: BaseException) -> KitabError | None:
+        """The one line for a query of ``snapshot`` that failed with ``exc``, when damage
+        explains it (a damaged part's own message, or :meth:`damage_behind`), else None."""
+        message = first_line(exc)
+        if "run `kitab verify`" in message:  # the message of a damaged part's view, DuckDB's prefix off
+            return KitabError(message.removeprefix("Invalid Input Error: "))
+        found = self.damage_behind(snapshot, exc)
+        return KitabError(self._snapshot(snapshot.rows, found).damage_line()) if found else None
 
     def connect(
         self,
@@ -227,8 +297,8 @@ class Warehouse(WarehouseFiles):
         from the ledger (read once: the reader sees one committed version of each release
         until it closes, a rebuild's sweep waits for it), in a DuckDB that may read only
         those files, no other file, and whose settings are locked. A table with a damaged
-        file fails when read; the others answer. ``warn``: say so at once (one line on
-        stderr); else the caller finds them in ``.problems``. ``readable``, ``extend``: further
+        file fails when read; the others answer. ``warn``: say so (one line on stderr, when the
+        reader closes, unless a read failed on it); else the caller finds them in ``.problems``. ``readable``, ``extend``: further
         files to read and views over them (:func:`read_only_views`)."""
         self.migrate_catalog()
         committed = self.committed_releases()
@@ -242,13 +312,21 @@ class Warehouse(WarehouseFiles):
         hold.__enter__()
         try:
             snapshot = self.read_snapshot(committed if release is None else [release])
-            if warn and snapshot.problems:
-                print(f"kitab: warning: {describe_problems(snapshot.problems)}", file=sys.stderr)
-            con = read_only_views(self, snapshot, memory_limit=memory_limit, readable=readable, extend=extend)
+            try:
+                con = read_only_views(self, snapshot, memory_limit=memory_limit, readable=readable, extend=extend)
+            except (duckdb.Error, RuntimeError) as exc:  # a view over a file whose footer is damaged
+                found = self.damage_behind(snapshot, exc)
+                if not found:
+                    raise
+                snapshot = self._snapshot(snapshot.rows, snapshot.problems + found)
+                con = read_only_views(self, snapshot, memory_limit=memory_limit, readable=readable, extend=extend)
         except BaseException:
             hold.__exit__(None, None, None)
             raise
-        return ReadConnection(con, hold, snapshot.problems)
+        warning = f"kitab: warning: {describe_problems(snapshot.problems)}" if warn and snapshot.problems else None
+        return ReadConnection(
+            con, hold, snapshot.problems, lambda exc: self.explain_read_error(snapshot, exc), warning=warning
+        )
 
 
 def _view_schema(table: str) -> pa.Schema:
@@ -264,9 +342,13 @@ class ReadSnapshot:
     """What one reader reads: see :meth:`Warehouse.read_snapshot`."""
 
     rows: dict[str, dict]
-    files: dict[str, list[Path]]
-    damaged: dict[str, str]
+    files: dict[str, list[Path]]  # table -> the files its view reads (a damaged part's left out)
+    damaged: dict[str, dict[str, str]]  # table -> release -> the message a read of it fails with
     problems: list[FileCheck]
+
+    def damage_line(self) -> str:
+        """The first damaged part's message (what a read of it fails with)."""
+        return next(m for _, parts in sorted(self.damaged.items()) for _, m in sorted(parts.items()))
 
     def ledger(self) -> pa.Table:
         """The ledger rows as the ``releases`` view shows them (``release``, not the stored
@@ -280,8 +362,16 @@ class ReadConnection:
     """A reader's DuckDB connection (every attribute is the connection's) that also holds
     the warehouse's readers lock until it is closed."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, hold, problems: list[FileCheck]):
-        self._con, self._hold, self.problems = con, hold, problems
+    def __init__(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        hold,
+        problems: list[FileCheck],
+        explain: Callable[[BaseException], KitabError | None] = lambda exc: None,
+        warning: str | None = None,
+    ):
+        self._con, self._hold, self.problems, self.explain = con, hold, problems, explain
+        self._warning = warning
 
     def __getattr__(self, name: str):
         return getattr(self._con, name)
@@ -289,10 +379,24 @@ class ReadConnection:
     def __enter__(self) -> ReadConnection:
         return self
 
-    def __exit__(self, *exc) -> None:
-        self.close()
+    def __exit__(self, exc_type, exc, tb) -> None:
+        """Closes; a query that failed on damage leaves as that damage's one line
+        (:meth:`Warehouse.explain_read_error`), whatever the command around it."""
+        damage = self.explain(exc) if isinstance(exc, duckdb.Error) else None
+        if damage is not None or (isinstance(exc, KitabError) and "run `kitab verify`" in str(exc)):
+            self._warning = None  # the error line says it: one line, not a warning and then the error
+        try:
+            if damage is not None:
+                raise damage from None
+        finally:
+            self.close()
 
     def close(self) -> None:
+        """Closes, and then says once (one line on stderr) what damage the reader met, if any:
+        after the answer, and not at all when the command fails on that damage."""
+        if self._warning is not None:
+            print(self._warning, file=sys.stderr)
+            self._warning = None
         try:
             self._con.close()
         finally:
@@ -325,7 +429,7 @@ def read_only_views(
     except duckdb.Error as exc:
         raise KitabError(f"memory limit {memory_limit!r}: {first_line(exc)}") from None
     try:
-        files = {t: paths for t, paths in snapshot.files.items() if t != "releases" and t not in snapshot.damaged}
+        files = {t: paths for t, paths in snapshot.files.items() if t != "releases"}
         allowed = sorted(
             {p.as_posix() for paths in files.values() for p in paths} | {Path(p).as_posix() for p in readable}
         )

@@ -112,6 +112,11 @@ def release_prompts(
     the same order."""
     from kitab.core.warehouse import Warehouse
 
+    wh = Warehouse(Path(warehouse))
+    wh.require_release(release)
+    # a prompts file is what models answer: never one of a damaged release (the cheap check;
+    # a file changed with its stat kept fails the read below, in one line)
+    wh.require_intact(release, nothing="no prompts written", full=False)
     if template == "claims":  # the claim-pairs task (kitab/release/claims.py): one prompt per claim
         from kitab.release.claims import claim_prompts
 
@@ -119,8 +124,6 @@ def release_prompts(
         return
     if template not in TEMPLATES:
         raise KitabError(f"unknown template {template!r} (known: {', '.join(TEMPLATES)})")
-    wh = Warehouse(Path(warehouse))
-    wh.require_release(release)
     with wh.connect(release=release) as con:
         rows = con.execute(
             'SELECT query_id, "Author", "Birth Year", constraints, all_books FROM kitab_book_constraints '

@@ -1,0 +1,114 @@
+"""Issue 31 item 9, through the real ``kitab`` command: damage always speaks. A table whose
+file is missing or unreadable fails in one line under every query shape (filters on the
+release included, never 0 rows); a file changed in place with size, mtime and inode kept is
+found when a read of it fails (its footer, or its sha256); a damaged release or an unreadable
+ledger is one line in every command; a too-small ``--memory-limit`` is one line."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from kitab.core.warehouse import LEDGER_FILE, Warehouse
+from tests import test_hostile
+from tests.test_cli_errors import assert_user_error, kitab
+from tests.test_hostile import RELEASE, damage, out
+
+# the fixtures of tests/test_hostile.py: one small release, a private copy of it per test
+released, wh = test_hostile.released, test_hostile.wh
+
+SHAPES = [
+    "select count(*) from books",
+    f"select count(*) from books where release = '{RELEASE}'",
+    f"select count(*) from books where release in ('{RELEASE}', 'other')",
+    "select release, count(*) from books group by release",
+    "select * from books where first_year > 1900 limit 3",
+    f"select exists (select 1 from books where release = '{RELEASE}')",
+    "select count(*) from books_per_author",  # a mart over books
+]
+
+
+def flip_in_place(wh: Warehouse, table: str, back: int | None) -> Path:
+    """Flip one byte of ``table``'s file ``back`` bytes before its end (None: the middle),
+    keeping its size, mtime and inode, after the warehouse's stamps were taken of this very
+    copy: the cheap check at connect sees an unchanged file and hashes nothing."""
+    wh.stamp(RELEASE)
+    path = wh.committed_files(RELEASE)[table]
+    st = path.stat()
+    at = st.st_size // 2 if back is None else st.st_size - back
+    with open(path, "r+b") as fh:
+        fh.seek(at)
+        byte = fh.read(1)
+        fh.seek(at)
+        fh.write(bytes([byte[0] ^ 0xFF]))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    after = path.stat()
+    assert (after.st_size, after.st_mtime_ns, after.st_ino) == (st.st_size, st.st_mtime_ns, st.st_ino)
+    return path
+
+
+@pytest.mark.parametrize("how", ["deleted", "truncated"])
+def test_a_damaged_table_fails_under_every_query_shape(wh, how):
+    damage(wh, "books", how)
+    for query in SHAPES:
+        result = kitab("sql", query, "--warehouse", wh.root)
+        assert_user_error(result, "books of release demo is damaged", "kitab verify")
+        assert out(result) == "", (query, out(result))  # never 0 rows for a file that is not there
+    # a query that reads no damaged part answers, and other releases' filters prune it
+    fine = kitab(
+        "sql", "select count(*) as n from books where release = 'other'", "--output", "jsonl", "--warehouse", wh.root
+    )
+    assert fine.returncode == 0 and json.loads(out(fine)) == {"n": 0}, fine.stderr
+
+
+@pytest.mark.parametrize("where", ["footer", "data page"])
+def test_a_file_changed_in_place_with_its_stat_kept_is_one_line_when_read(wh, where):
+    path = flip_in_place(wh, "books", 20 if where == "footer" else None)
+    result = kitab("sql", "select * from books", "--warehouse", wh.root)
+    assert_user_error(result, "books of release demo is damaged", path.name, "kitab verify")
+    authors = kitab("sql", "select count(*) as n from released_authors", "--output", "jsonl", "--warehouse", wh.root)
+    assert authors.returncode == 0 and json.loads(out(authors)) == {"n": 8}, authors.stderr
+    if where == "footer":  # (a flipped data page fails only the reads that decode it)
+        prompts = kitab("prompts", "--release", RELEASE, "--warehouse", wh.root)
+        assert_user_error(prompts, "books of release demo is damaged")
+
+
+@pytest.mark.parametrize("how", ["deleted", "flipped byte", "truncated"])
+def test_a_damaged_release_is_one_line_in_every_command(wh, tmp_path, how):
+    damage(wh, "books", how)
+    for args in (
+        ["sql", f"select count(*) from books where release = '{RELEASE}'"],
+        ["prompts", "--release", RELEASE],
+        ["prompts", "--release", RELEASE, "--task", "claims"],
+        ["report", "--release", RELEASE],
+        ["export", "--release", RELEASE, "--out", tmp_path / "hf"],
+    ):
+        result = kitab(*args, "--warehouse", wh.root)
+        assert_user_error(result, "books", "demo")
+        assert len(result.stderr.decode().strip().splitlines()) == 1, (args, result.stderr.decode())
+
+
+def test_an_unreadable_ledger_is_one_line_for_every_read(wh):
+    (wh.partition("releases", RELEASE) / LEDGER_FILE).write_bytes(b"PAR1 not a parquet file")
+    for args in (
+        ["sql", "select count(*) from books"],
+        ["sql", f"select count(*) from authors where release = '{RELEASE}'"],
+        ["sql", "select count(*) from releases"],
+        ["sql", "select count(*) from books", "--release", RELEASE],
+        ["prompts", "--release", RELEASE],
+    ):
+        result = kitab(*args, "--warehouse", wh.root)
+        assert_user_error(result, "ledger", "demo")
+        assert out(result) == "", (args, out(result))  # never an answer of 0, never an empty prompts file
+
+
+@pytest.mark.parametrize("limit", ["250MB", "300MB", "350MB"])
+def test_a_too_small_memory_limit_is_one_line(wh, limit):
+    result = kitab("sql", "select count(*) from books", "--memory-limit", limit, "--warehouse", wh.root)
+    if result.returncode == 0:  # enough after all on this machine: the answer, and nothing else
+        assert out(result).strip() and not result.stderr.strip(), result.stderr
+    else:
+        assert "memory" in assert_user_error(result).lower()

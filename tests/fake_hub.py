@@ -5,6 +5,7 @@ Endpoints (JSON unless noted), every one requiring ``Authorization: Bearer <toke
 
     POST /api/repos/create                               create_repo
     GET  /api/{type}s/{ns}/{name}/refs                   list_repo_refs
+    GET  /api/{type}s/{ns}/{name}/commits/{rev}          list_repo_commits (a push finding its untagged commit)
     GET  /api/{type}s/{ns}/{name}/tree/{rev}[/{path}]    list_repo_files (upload_folder's delete_patterns)
     GET  /api/{type}s/{ns}/{name}/revision/{rev}         repo_info (upload_folder when nothing changed)
     POST /api/validate-yaml                              create_commit's README check (legacy path)
@@ -12,7 +13,9 @@ Endpoints (JSON unless noted), every one requiring ``Authorization: Bearer <toke
     POST /api/{type}s/{ns}/{name}/commit/{rev}           NDJSON: header, file (base64), deletedFile
     POST /api/{type}s/{ns}/{name}/tag/{rev}              create_tag
 
-``fail_next`` injects faults: ``{"tag": 1}`` answers the next tag creation with a 503.
+``fail_next`` injects faults on demand: ``{"tag": 1}`` answers the next tag creation with a 503
+(the commit before it has landed: a push interrupted between its commit and its tag); any
+other operation by its name the same way (``"commit"``, ``"preupload"``, ``"refs"``, ...).
 
 Bounded: it serves at most ``max_requests`` requests and stops by itself after
 ``max_seconds`` (or on ``stop()`` / leaving the ``with`` block). It binds 127.0.0.1 only.
@@ -187,6 +190,23 @@ class FakeHub:
                 },
                 {},
             )
+        if method == "GET" and op == "commits":
+            commit = repo.resolve(rest)
+            if commit is None:
+                return 404, {"error": "Revision not found"}, {"X-Error-Code": "RevisionNotFound"}
+            history = []  # newest first, along the parents (one page: no Link header)
+            while commit is not None:
+                history.append(
+                    {
+                        "id": commit.oid,
+                        "authors": [{"user": "kitab-test"}],
+                        "date": "2026-01-01T00:00:00.000Z",
+                        "title": commit.summary,
+                        "message": commit.description,
+                    }
+                )
+                commit = repo.resolve(commit.parent) if commit.parent else None
+            return 200, history, {}
         if method == "GET" and op == "tree":
             rev, _, sub = rest.partition("/")
             commit = repo.resolve(rev)

@@ -432,6 +432,84 @@ def test_a_push_interrupted_before_the_tag_is_completed_by_pushing_again(exporte
         assert repo.tags == {RELEASE: repo.head.oid} == {RELEASE: result["commit"]}
 
 
+def _kitab_export_push(warehouse: Path, out: Path, repo_id: str, env: dict):
+    """``kitab export --push`` through the real command (a subprocess) with exactly ``env`` for the Hub."""
+    import os
+    import subprocess
+
+    from tests.test_cli_errors import kitab_cmd
+
+    full = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "HUGGING_FACE"))}
+    full.pop("KITAB_DEBUG", None)
+    return subprocess.run(
+        [
+            *kitab_cmd(),
+            "export",
+            "--release",
+            RELEASE,
+            "--out",
+            str(out),
+            "--push",
+            repo_id,
+            "--warehouse",
+            str(warehouse),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**full, **env},
+    )
+
+
+def test_export_push_without_a_token_is_refused_before_the_export_is_written(warehouse, tmp_path):
+    """Issue 31: the missing token was found only after the export folder was written."""
+    from tests.fake_hub import FakeHub
+
+    with FakeHub("unused", max_seconds=60) as hub:
+        env = {"HF_HOME": str(tmp_path / "hf-home"), "HF_ENDPOINT": hub.url}  # no token, no saved login
+        result = _kitab_export_push(warehouse, tmp_path / "hf", "kitab-org/kitab", env)
+        assert hub.requests == []
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 1 and len(lines) == 1 and "no Hugging Face token" in lines[0], result.stderr
+    assert not (tmp_path / "hf").exists()  # nothing written to --out
+
+
+def test_a_tag_failure_says_committed_not_tagged_and_rerunning_tags_that_commit(warehouse, tmp_path, hub_env):
+    """Issue 31: a push whose tag failed after its commit left main untagged, silently. The error
+    says so in one line, and the same command run again tags that commit without a second upload,
+    even when main has moved on since; a third run is refused (the release is published)."""
+    from tests.fake_hub import Commit, FakeHub
+
+    out, repo_id = tmp_path / "hf", "kitab-org/kitab"
+    with FakeHub(hub_env, max_seconds=240) as hub:
+        env = {"HF_TOKEN": hub_env, "HF_ENDPOINT": hub.url, "HF_XET_CACHE": str(tmp_path / "xet")}
+        hub.fail_next["tag"] = 1  # the commit lands, then the tag request fails
+        failed = _kitab_export_push(warehouse, out, repo_id, env)
+        repo = hub.repos[repo_id]
+        released = repo.head
+        lines = failed.stderr.strip().splitlines()
+        assert failed.returncode == 1 and len(lines) == 1, failed.stderr
+        assert f"committed as {released.oid}, not tagged" in lines[0] and "rerun the same command" in lines[0]
+        assert repo.tags == {} and released.summary == f"kitab release {RELEASE}"
+
+        # someone commits to main in between: the release's commit is no longer the head
+        files = {**released.files, "NOTES.md": b"a note"}
+        repo.commits.append(Commit("f" * 40, released.oid, "add a note", "", files))
+        n_commits, uploads = len(repo.commits), sum("/commit/" in r.path for r in hub.requests)
+
+        rerun = _kitab_export_push(warehouse, out, repo_id, env)
+        assert rerun.returncode == 0, rerun.stderr
+        assert released.oid in rerun.stdout and "earlier push" in rerun.stdout
+        assert repo.tags == {RELEASE: released.oid}  # the release's own commit, not main's head
+        assert len(repo.commits) == n_commits and sum("/commit/" in r.path for r in hub.requests) == uploads
+
+        third = _kitab_export_push(warehouse, out, repo_id, env)
+        lines = third.stderr.strip().splitlines()
+        assert third.returncode == 1 and len(lines) == 1 and "already has tag" in lines[0], third.stderr
+        assert len(repo.commits) == n_commits
+    assert hub_env not in failed.stderr + rerun.stdout + rerun.stderr + third.stderr
+
+
 def test_kappa_bins_are_exact_at_boundaries():
     """κ = 0.6 (S=2, N=5) is in [0.6, 0.8), κ = 0.2 (S=4, N=5) in [0.2, 0.4): float division
     would put both in the bin below."""

@@ -5,7 +5,8 @@ memory bound.
 - :func:`environment_error`: an exception the environment caused (no space left, SIGTERM,
   Ctrl-C), as the one line to print, or None for anything else (a bug keeps its traceback).
 - :func:`terminate_as_interrupt`: SIGTERM raises :class:`Terminated` in the main thread, which
-  unwinds like Ctrl-C (temp files removed, locks released) instead of dying mid-write.
+  unwinds like Ctrl-C (temp files removed, locks released) instead of dying mid-write; both
+  signals are recorded too (:func:`stop_signal`), for code that must not miss one swallowed.
 - :func:`check_free_space`: refuse a refresh before Prefect starts when the warehouse's disk
   has less than ``KITAB_MIN_FREE_MB`` (default 200) free.
 - :func:`limit_memory`: RLIMIT_DATA for the whole process. DuckDB's ``memory_limit`` bounds
@@ -49,11 +50,27 @@ class Terminated(KeyboardInterrupt):
     after Ctrl-C cleans up after it too)."""
 
 
-def terminate_as_interrupt() -> None:
-    def handler(signum, frame):
-        raise Terminated()
+# the stop signals this process received (names, in order): an exception raised by a handler can
+# be swallowed (a library's broad except, DuckDB turning it into its own error); this list cannot
+_RECEIVED: list[str] = []
 
-    signal.signal(signal.SIGTERM, handler)
+
+def terminate_as_interrupt() -> None:
+    """SIGINT raises KeyboardInterrupt and SIGTERM :class:`Terminated`, and both are recorded
+    (:func:`stop_signal`). ``main`` installs this first, before the command's imports, so that a
+    signal at any moment from the process's start ends it in one line."""
+
+    def handler(signum, frame):
+        _RECEIVED.append(signal.Signals(signum).name)
+        raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, handler)
+
+
+def stop_signal() -> str | None:
+    """The first stop signal (``"SIGINT"``, ``"SIGTERM"``) this process received, else None."""
+    return _RECEIVED[0] if _RECEIVED else None
 
 
 def _causes(exc: BaseException):

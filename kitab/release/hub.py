@@ -121,6 +121,47 @@ def _check_folder(folder: Path, release: str) -> dict:
     return meta
 
 
+def check_token() -> None:
+    """Refuse (one line) when no Hugging Face token is configured: ``kitab export --push``
+    calls it before writing the export."""
+    from huggingface_hub import get_token
+
+    if get_token() is None:
+        raise _NoToken(
+            "no Hugging Face token: set HF_TOKEN or run `hf auth login` (kitab never takes the token as an argument)"
+        )
+
+
+def _fingerprint(folder: Path) -> str:
+    """What a release's commit says of its content: the sha256 of provenance.json (which holds
+    every data file's sha256, checked by _check_folder) and of the card."""
+    return f"provenance.json sha256 {sha256_file(folder / PROVENANCE)}, {CARD} sha256 {sha256_file(folder / CARD)}"
+
+
+def _committed_untagged(api, repo_id: str, release: str, fingerprint: str) -> str | None:
+    """The commit on main of an earlier push of this very content whose tag was never created
+    (a push that failed after its commit), else None."""
+    title = f"kitab release {release}"
+    for commit in api.list_repo_commits(repo_id, repo_type=REPO_TYPE):
+        if commit.title == title and fingerprint in f"{commit.title}\n{commit.message}":
+            return commit.commit_id
+    return None
+
+
+def _tag(api, repo_id: str, release: str, oid: str) -> None:
+    """Tag ``oid``; a failure says that the release is committed but not tagged, and how to finish."""
+    try:
+        api.create_tag(repo_id, repo_type=REPO_TYPE, tag=release, revision=oid, tag_message=f"kitab release {release}")
+    except Exception as exc:  # noqa: BLE001 - reported in one line, never its traceback
+        from huggingface_hub import get_token
+
+        reason = redact((str(exc).strip().splitlines() or [type(exc).__name__])[0], get_token())[:200]
+        raise PushFailed(
+            f"push failed: {repo_id}'s main has release {release} committed as {oid}, not tagged "
+            f"({type(exc).__name__}: {reason}); rerun the same command to tag it"
+        ) from None
+
+
 def push_release(
     folder: Path, repo_id: str, *, release: str, endpoint: str | None = None, private: bool = False
 ) -> dict:
@@ -133,7 +174,12 @@ def push_release(
     the folder lacks are deleted in the same commit, so each tagged commit holds exactly one
     release; other files of the repo (e.g. ``.gitattributes``) are kept.
 
-    Returns ``{"repo_id", "release", "tag", "commit", "commit_url", "repo_url", "endpoint"}``.
+    A push whose tag failed after its commit says so (committed as <sha>, not tagged); running it
+    again finds that commit on main (its message names the release and the sha256 of its
+    provenance.json and card: the same content) and tags it without uploading again.
+
+    Returns ``{"repo_id", "release", "tag", "commit", "commit_url", "repo_url", "endpoint",
+    "finished_earlier_commit"}``.
     """
     folder = Path(folder)
     if not valid_tag(release):
@@ -141,12 +187,10 @@ def push_release(
     _check_folder(folder, release)
     endpoint = endpoint or os.environ.get("HF_ENDPOINT") or None
 
-    from huggingface_hub import HfApi, get_token
+    from huggingface_hub import HfApi
 
-    if get_token() is None:
-        raise _NoToken(
-            "no Hugging Face token: set HF_TOKEN or run `hf auth login` (kitab never takes the token as an argument)"
-        )
+    check_token()
+    fingerprint = _fingerprint(folder)
     with hub_online(), _one_line_errors():
         api = HfApi(endpoint=endpoint)  # token=None: huggingface_hub resolves it (HF_TOKEN, then the login)
         repo_url = api.create_repo(repo_id, repo_type=REPO_TYPE, private=private, exist_ok=True)
@@ -156,23 +200,27 @@ def push_release(
                 f"{repo_id} already has tag {release} (commit {tags[release]}); a release "
                 "is immutable: publish a new release id instead"
             )
-        info = api.upload_folder(
-            repo_id=repo_id,
-            repo_type=REPO_TYPE,
-            folder_path=folder,
-            commit_message=f"kitab release {release}",
-            commit_description=f"Export of kitab release {release}; tagged {release}.",
-            delete_patterns=MANAGED,
-        )
-        api.create_tag(
-            repo_id, repo_type=REPO_TYPE, tag=release, revision=info.oid, tag_message=f"kitab release {release}"
-        )
+        oid = _committed_untagged(api, repo_id, release, fingerprint)
+        finished = oid is not None  # an earlier push committed this content; only its tag is missing
+        if not finished:
+            info = api.upload_folder(
+                repo_id=repo_id,
+                repo_type=REPO_TYPE,
+                folder_path=folder,
+                commit_message=f"kitab release {release}",
+                commit_description=f"Export of kitab release {release}; tagged {release}. {fingerprint}.",
+                delete_patterns=MANAGED,
+            )
+            oid = info.oid
+        _tag(api, repo_id, release, oid)
+    prefix = "" if REPO_TYPE == "model" else f"{REPO_TYPE}s/"
     return {
         "repo_id": repo_id,
         "release": release,
         "tag": release,
-        "commit": info.oid,
-        "commit_url": info.commit_url,
+        "commit": oid,
+        "commit_url": f"{api.endpoint}/{prefix}{repo_id}/commit/{oid}",
         "repo_url": str(repo_url),
         "endpoint": api.endpoint,
+        "finished_earlier_commit": finished,
     }

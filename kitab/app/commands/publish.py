@@ -43,6 +43,13 @@ def export(
     if layout not in LAYOUTS:
         raise typer.BadParameter(f"expected one of {', '.join(LAYOUTS)}", param_hint="--layout")
     root = existing_warehouse(warehouse, release)
+    if push:  # what would refuse the push refuses it before the export is written
+        from kitab.release.hub import check_token, valid_tag
+
+        if not valid_tag(release):
+            raise KitabError(f"release id {release!r} is not usable as a git tag; nothing exported")
+        with user_errors():
+            check_token()
     bad = [c for c in Warehouse(root).check_files([release]) if c.problem]
     if bad:  # damage is never exported, so never pushed
         raise KitabError(
@@ -59,7 +66,8 @@ def export(
 
         with user_errors():
             pushed = push_release(Path(summary["out"]), push, release=release, private=private)
-        console.print(f"pushed {pushed['repo_url']} at commit {pushed['commit']}, tag {pushed['tag']}")
+        how = "tagged the commit an earlier push left untagged" if pushed["finished_earlier_commit"] else "pushed"
+        console.print(f"{how}: {pushed['repo_url']} at commit {pushed['commit']}, tag {pushed['tag']}")
 
 
 @app.command()

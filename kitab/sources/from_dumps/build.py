@@ -316,10 +316,6 @@ def _no_authors(item: DumpInput, why: str) -> None:
     raise NoAuthorsError(f"{item.path}: 0 eligible authors: {why}; is this the full WikiData dump?")
 
 
-def _sorted(value):
-    return {k: _sorted(value[k]) for k in sorted(value)} if isinstance(value, dict) else value
-
-
 def _sql_text(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
@@ -420,9 +416,9 @@ def _manifest(
         },
         "kept": {"wikidata": wd_counts, "openlibrary": ol_counts},
         "skipped": {k: v for k, v in sorted(skipped.items()) if v},
-        # sorted: the counts of chunks resumed from a killed run come back in another key order,
-        # and the manifest must be the same bytes whether the run was killed or not
-        "scan": _sorted(report),
+        # the counts of chunks resumed from a killed run come back in another key order:
+        # manifest_bytes sorts every level, so the manifest is the same bytes either way
+        "scan": report,
         "checksums": checksums,
         "counts": {
             **{name: (folder / name).stat().st_size for name in DATA_FILES},

@@ -227,8 +227,10 @@ def check_snapshot(snapshot_dir: str | os.PathLike) -> dict[str, Any]:
 
 
 def manifest_bytes(manifest: dict[str, Any]) -> bytes:
-    """The canonical bytes of a manifest (stable key order as given, 2-space indent)."""
-    return (json.dumps(manifest, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    """The canonical bytes of a manifest: keys sorted at every level, 2-space indent, UTF-8, one
+    final newline, no NaN. The same content is the same bytes however the dicts were built (a
+    from-dumps run resumed after kill -9 gathers its per-chunk counts in another order)."""
+    return (json.dumps(manifest, indent=2, ensure_ascii=False, sort_keys=True, allow_nan=False) + "\n").encode("utf-8")
 
 
 def read_manifest(snapshot_dir: str | os.PathLike) -> dict[str, Any]:

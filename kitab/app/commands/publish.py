@@ -50,12 +50,7 @@ def export(
             raise KitabError(f"release id {release!r} is not usable as a git tag; nothing exported")
         with user_errors():
             check_token()
-    bad = [c for c in Warehouse(root).check_files([release]) if c.problem]
-    if bad:  # damage is never exported, so never pushed
-        raise KitabError(
-            f"release {release} fails verification ({bad[0].table}: "
-            f"{bad[0].path.relative_to(root)}: {bad[0].problem}); nothing exported; run `kitab verify`"
-        )
+    Warehouse(root).require_intact(release, nothing="nothing exported")  # damage is never exported, so never pushed
     try:
         summary = export_release(root, release, out, force=force, layout=layout)
     except ExportExists as exc:

@@ -15,7 +15,7 @@ import ast
 import json
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -208,7 +208,8 @@ def _score_row(head: dict, info: QueryInfo, query_id: str, sample: int, answer: 
         # the transcript, so a person can see why an answer scored as it did (kitab report --html)
         "response": answer.response if answer is not None else None,
         "reasoning": answer.reasoning if answer is not None else None,
-        **asdict(score),
+        # (a shallow copy: asdict would deep-copy every title list again)
+        **{f.name: getattr(score, f.name) for f in fields(score)},
     }
 
 

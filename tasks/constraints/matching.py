@@ -63,6 +63,22 @@ class TitleMatcher:
                 self._first.setdefault(candidate, i)
         padded = [(i, _padded(c)) for i, c in enumerate(self.candidates) if c]
         self._padded = [(i, c) for i, c in padded if c]
+        # every candidate once, so a title not inside any is told by one substring search
+        # (padded titles hold no double space: no match spans two of them)
+        self._joined = "".join(c for _, c in self._padded)
+        self._by_first: dict[str, list[tuple[int, str]]] = {}
+        for i, c in self._padded:
+            self._by_first.setdefault(c[1:-1].split(" ", 1)[0], []).append((i, c))
+
+    def _subsets(self, padded: str) -> list[int]:
+        """The candidates whose words are a run of the title's (only those starting with one
+        of its words can be), then those holding the title's words as a run."""
+        hits: set[int] = set()
+        for word in padded[1:-1].split(" "):
+            hits.update(i for i, c in self._by_first.get(word, ()) if c in padded)
+        if padded in self._joined:
+            hits.update(i for i, c in self._padded if padded in c)
+        return sorted(hits)
 
     def __call__(self, title: str) -> tuple[int, str] | None:
         if not title:
@@ -71,7 +87,7 @@ class TitleMatcher:
             return self._first[title], "exact"
         padded = _padded(title)
         if padded:
-            subsets = [i for i, c in self._padded if c in padded or padded in c]
+            subsets = self._subsets(padded)
             if subsets:
                 return _most_similar(title, self.candidates, subsets), "subset"
         # rapidfuzz's loop finds the candidates near the threshold; the same fuzz.ratio as

@@ -94,12 +94,16 @@ class QueryScore:
 
 
 def map_titles(truth: QueryTruth, titles: Sequence[str]) -> list[tuple[int | None, str]]:
-    """Per model title: (index of the book it names, or None; match kind). A title the answer
-    repeats is matched once (a long answer lists the same few titles many times)."""
+    """Per model title: (index of the book it names, or None; match kind)."""
+    return _map_keys(truth, [normalise_title(title) for title in titles])
+
+
+def _map_keys(truth: QueryTruth, keys: Sequence[str]) -> list[tuple[int | None, str]]:
+    """:func:`map_titles` of normalised titles; a title the answer repeats is matched once (a
+    long answer lists the same few titles many times)."""
     out: list[tuple[int | None, str]] = []
     seen: dict[str, tuple[int | None, str]] = {}
-    for title in titles:
-        key = normalise_title(title)
+    for key in keys:
         if key not in seen:
             found = truth.book_matcher(key)
             if found is not None:
@@ -115,12 +119,13 @@ def map_titles(truth: QueryTruth, titles: Sequence[str]) -> list[tuple[int | Non
 def score_answer(truth: QueryTruth, titles: Sequence[str], *, no_books: bool = False) -> QueryScore:
     """KITAB's metrics of the model ``titles`` (already parsed from its answer) for ``truth``;
     ``no_books``: the answer said explicitly that no book satisfies the query."""
-    titles = [t for t in titles if normalise_title(t)]
-    mapped = map_titles(truth, titles)
+    keyed = [(t, key) for t in titles if (key := normalise_title(t))]  # (normalised once)
+    titles = [t for t, _ in keyed]
+    mapped = _map_keys(truth, [key for _, key in keyed])
     clusters: dict[int, list[str]] = {}
     irrelevant: set[str] = set()
     n_raw = 0
-    for title, (index, kind) in zip(titles, mapped):
+    for (title, key), (index, kind) in zip(keyed, mapped):
         if kind == UNSURE:  # "don't care": in no cluster, no rate, no completeness
             continue
         if index is not None:
@@ -128,7 +133,7 @@ def score_answer(truth: QueryTruth, titles: Sequence[str], *, no_books: bool = F
         elif kind == RAW:
             n_raw += 1
         else:
-            irrelevant.add(normalise_title(title))
+            irrelevant.add(key)
     satisfied = {
         index
         for index, answers in clusters.items()

@@ -63,6 +63,10 @@ QUERY_ERRORS = (
     duckdb.PermissionException,
     duckdb.ConstraintException,
 )
+# An annex table's replaced file (kitab evaluate) is swept the same way, but waits only this
+# long: a reader that keeps it longer leaves it for the next evaluation to sweep (readers
+# read the newest file: ledger.annex_file), so no evaluation stalls on a long-lived reader.
+ANNEX_SWEEP_WAIT = 2.0
 
 
 class Warehouse(WarehouseFiles):
@@ -118,6 +122,21 @@ class Warehouse(WarehouseFiles):
                 )
                 return []
             return self._sweep(release)
+
+    def sweep_annex(self, table: str, release: str, keep: Path, wait: float = ANNEX_SWEEP_WAIT) -> list[Path]:
+        """Remove the files of the annex ``table`` (ledger.ANNEX_TABLES) in ``release`` other
+        than ``keep``, its file just written; call it with the lock held. As :meth:`sweep`:
+        only once no reader holds the warehouse (one that connected before reads the old file
+        to its end), else nothing now."""
+        with self._readers(fcntl.LOCK_EX, name=TURNSTILE), self._readers(fcntl.LOCK_EX, wait) as alone:
+            if not alone:
+                return []
+            removed = []
+            for path in sorted(self.partition(table, release).glob("part-*.parquet")):
+                if path != keep:
+                    path.unlink()
+                    removed.append(path)
+            return removed
 
     def _sweep(self, release: str) -> list[Path]:
         keep = set(self.committed_files(release).values()) if release in self.committed_releases() else set()

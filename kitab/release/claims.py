@@ -243,10 +243,8 @@ def write_claim_evaluation(wh: Warehouse, release: str, rows: list[dict]) -> Non
             if (r["model"], r["answers_sha256"]) not in key
         ]
         written = wh.write_table(TABLE, release, kept + rows)
-        for path in wh.partition(TABLE, release).glob("part-*.parquet"):
-            if path != written.path:
-                path.unlink()
         wh.build_catalog()
+        wh.sweep_annex(TABLE, release, written.path)  # under the readers lock, as evaluations
 
 
 def evaluate_claims(warehouse: Path, release: str, answers_path: Path, *, model: str | None = None) -> dict:

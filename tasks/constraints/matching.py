@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from rapidfuzz import fuzz
+from rapidfuzz import fuzz, process
 
 from tasks.constraints.book import Book
 from tasks.constraints.counting import normalise_title
@@ -36,15 +36,69 @@ FUZZY_MIN_RATIO = 80  # the paper's threshold (fuzzywuzzy's ratio, 0-100)
 KINDS = ("exact", "subset", "fuzzy")  # how a title was matched (the evaluations table records it)
 
 
-def _is_run(short: tuple[str, ...], long: tuple[str, ...]) -> bool:
-    n = len(short)
-    return 0 < n <= len(long) and any(long[i : i + n] == short for i in range(len(long) - n + 1))
+def _padded(title: str) -> str:
+    """A title's words between single spaces, with a space at each end ("" when it has none):
+    one title's words are a contiguous run of another's exactly when its padded form is a
+    substring of the other's (words hold no whitespace), a test Python runs in C."""
+    words = title.split()
+    return f" {' '.join(words)} " if words else ""
 
 
 def is_subset(a: str, b: str) -> bool:
     """Whether one normalised title's words are a contiguous run of the other's."""
-    wa, wb = tuple(a.split()), tuple(b.split())
-    return _is_run(wa, wb) or _is_run(wb, wa)
+    pa, pb = _padded(a), _padded(b)
+    return bool(pa and pb) and (pa in pb or pb in pa)
+
+
+class TitleMatcher:
+    """:func:`match_title` against one list of candidates, prepared once (an evaluation asks
+    it for every title of every answer to an author's queries: the exact test is a lookup,
+    the subset test a substring search, the fuzzy one rapidfuzz's loop in C)."""
+
+    def __init__(self, candidates: Sequence[str]):
+        self.candidates = list(candidates)
+        self._first: dict[str, int] = {}
+        for i, candidate in enumerate(self.candidates):
+            if candidate:
+                self._first.setdefault(candidate, i)
+        padded = [(i, _padded(c)) for i, c in enumerate(self.candidates) if c]
+        self._padded = [(i, c) for i, c in padded if c]
+        # every candidate once, so a title not inside any is told by one substring search
+        # (padded titles hold no double space: no match spans two of them)
+        self._joined = "".join(c for _, c in self._padded)
+        self._by_first: dict[str, list[tuple[int, str]]] = {}
+        for i, c in self._padded:
+            self._by_first.setdefault(c[1:-1].split(" ", 1)[0], []).append((i, c))
+
+    def _subsets(self, padded: str) -> list[int]:
+        """The candidates whose words are a run of the title's (only those starting with one
+        of its words can be), then those holding the title's words as a run."""
+        hits: set[int] = set()
+        for word in padded[1:-1].split(" "):
+            hits.update(i for i, c in self._by_first.get(word, ()) if c in padded)
+        if padded in self._joined:
+            hits.update(i for i, c in self._padded if padded in c)
+        return sorted(hits)
+
+    def __call__(self, title: str) -> tuple[int, str] | None:
+        if not title:
+            return None
+        if title in self._first:
+            return self._first[title], "exact"
+        padded = _padded(title)
+        if padded:
+            subsets = self._subsets(padded)
+            if subsets:
+                return _most_similar(title, self.candidates, subsets), "subset"
+        # rapidfuzz's loop finds the candidates near the threshold; the same fuzz.ratio as
+        # before decides which pass it, so the result is the one-by-one test's
+        near = process.extract(title, self.candidates, scorer=fuzz.ratio, score_cutoff=FUZZY_MIN_RATIO - 1, limit=None)
+        close = sorted(
+            i for _, _, i in near if self.candidates[i] and fuzz.ratio(title, self.candidates[i]) >= FUZZY_MIN_RATIO
+        )
+        if close:
+            return _most_similar(title, self.candidates, close), "fuzzy"
+        return None
 
 
 def _most_similar(title: str, candidates: Sequence[str], indices: list[int]) -> int:
@@ -56,22 +110,10 @@ def match_title(title: str, candidates: Sequence[str]) -> tuple[int, str] | None
     """(index into ``candidates``, kind) of the book ``title`` names, or None.
 
     ``title`` and ``candidates`` are normalised titles (``normalise_title``); an empty title
-    names nothing, and an empty candidate is never named.
+    names nothing, and an empty candidate is never named. (Many titles against the same
+    candidates: :class:`TitleMatcher`.)
     """
-    if not title:
-        return None
-    for i, candidate in enumerate(candidates):
-        if candidate and candidate == title:
-            return i, "exact"
-    subsets = [i for i, candidate in enumerate(candidates) if candidate and is_subset(title, candidate)]
-    if subsets:
-        return _most_similar(title, candidates, subsets), "subset"
-    close = [
-        i for i, candidate in enumerate(candidates) if candidate and fuzz.ratio(title, candidate) >= FUZZY_MIN_RATIO
-    ]
-    if close:
-        return _most_similar(title, candidates, close), "fuzzy"
-    return None
+    return TitleMatcher(candidates)(title)
 
 
 def answer_titles(books: Sequence[Sequence[str]]) -> list[tuple[str, ...]]:

@@ -39,7 +39,7 @@ from functools import cached_property
 
 from tasks.constraints import Book, Spec
 from tasks.constraints.counting import normalise_title
-from tasks.constraints.matching import match_title
+from tasks.constraints.matching import TitleMatcher
 
 RAW, NOT_FROM_AUTHOR = "raw", "none"  # match kinds besides matching.KINDS
 UNSURE = "unsure"  # a title naming a book the key leaves out (issue 28): neither rewarded nor penalised
@@ -66,6 +66,14 @@ class QueryTruth:
     def raw_keys(self) -> list[str]:
         return [normalise_title(title) for title in self.raw]
 
+    @cached_property
+    def book_matcher(self) -> TitleMatcher:
+        return TitleMatcher(self.book_keys)
+
+    @cached_property
+    def raw_matcher(self) -> TitleMatcher:
+        return TitleMatcher(self.raw_keys)
+
 
 @dataclass(frozen=True)
 class QueryScore:
@@ -87,28 +95,37 @@ class QueryScore:
 
 def map_titles(truth: QueryTruth, titles: Sequence[str]) -> list[tuple[int | None, str]]:
     """Per model title: (index of the book it names, or None; match kind)."""
+    return _map_keys(truth, [normalise_title(title) for title in titles])
+
+
+def _map_keys(truth: QueryTruth, keys: Sequence[str]) -> list[tuple[int | None, str]]:
+    """:func:`map_titles` of normalised titles; a title the answer repeats is matched once (a
+    long answer lists the same few titles many times)."""
     out: list[tuple[int | None, str]] = []
-    for title in titles:
-        key = normalise_title(title)
-        found = match_title(key, truth.book_keys)
-        if found is not None:
-            out.append((found[0], UNSURE) if truth.books[found[0]].book_id in truth.unsure else found)
-        elif match_title(key, truth.raw_keys) is not None:
-            out.append((None, RAW))
-        else:
-            out.append((None, NOT_FROM_AUTHOR))
+    seen: dict[str, tuple[int | None, str]] = {}
+    for key in keys:
+        if key not in seen:
+            found = truth.book_matcher(key)
+            if found is not None:
+                seen[key] = (found[0], UNSURE) if truth.books[found[0]].book_id in truth.unsure else found
+            elif truth.raw_matcher(key) is not None:
+                seen[key] = (None, RAW)
+            else:
+                seen[key] = (None, NOT_FROM_AUTHOR)
+        out.append(seen[key])
     return out
 
 
 def score_answer(truth: QueryTruth, titles: Sequence[str], *, no_books: bool = False) -> QueryScore:
     """KITAB's metrics of the model ``titles`` (already parsed from its answer) for ``truth``;
     ``no_books``: the answer said explicitly that no book satisfies the query."""
-    titles = [t for t in titles if normalise_title(t)]
-    mapped = map_titles(truth, titles)
+    keyed = [(t, key) for t in titles if (key := normalise_title(t))]  # (normalised once)
+    titles = [t for t, _ in keyed]
+    mapped = _map_keys(truth, [key for _, key in keyed])
     clusters: dict[int, list[str]] = {}
     irrelevant: set[str] = set()
     n_raw = 0
-    for title, (index, kind) in zip(titles, mapped):
+    for (title, key), (index, kind) in zip(keyed, mapped):
         if kind == UNSURE:  # "don't care": in no cluster, no rate, no completeness
             continue
         if index is not None:
@@ -116,11 +133,14 @@ def score_answer(truth: QueryTruth, titles: Sequence[str], *, no_books: bool = F
         elif kind == RAW:
             n_raw += 1
         else:
-            irrelevant.add(normalise_title(title))
+            irrelevant.add(key)
     satisfied = {
         index
         for index, answers in clusters.items()
-        if all(any(spec.accepts(answer, truth.books[index]) for answer in answers) for spec in truth.specs)
+        # (each distinct title once: whether a spec accepts it depends on the title and the book only)
+        if all(
+            any(spec.accepts(answer, truth.books[index]) for answer in dict.fromkeys(answers)) for spec in truth.specs
+        )
     }
     n_clusters = len(clusters) + len(irrelevant)
 
@@ -131,7 +151,7 @@ def score_answer(truth: QueryTruth, titles: Sequence[str], *, no_books: bool = F
     sat, unsat, nfa = rate(len(satisfied)), rate(len(clusters) - len(satisfied)), rate(len(irrelevant))
     completeness = None
     if truth.mapped:
-        wanted = [match_title(normalise_title(m), truth.book_keys) for m in truth.mapped]
+        wanted = [truth.book_matcher(normalise_title(m)) for m in truth.mapped]
         completeness = sum(1 for w in wanted if w is not None and w[0] in satisfied) / len(truth.mapped)
         all_correct = completeness == 1.0 and sat == 1.0 and nfa == 0.0
     else:  # nothing to list: right only when the answer says so ("don't care" books listed or not)

@@ -15,7 +15,7 @@ import ast
 import json
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -208,13 +208,16 @@ def _score_row(head: dict, info: QueryInfo, query_id: str, sample: int, answer: 
         # the transcript, so a person can see why an answer scored as it did (kitab report --html)
         "response": answer.response if answer is not None else None,
         "reasoning": answer.reasoning if answer is not None else None,
-        **asdict(score),
+        # (a shallow copy: asdict would deep-copy every title list again)
+        **{f.name: getattr(score, f.name) for f in fields(score)},
     }
 
 
 def write_evaluation(wh: Warehouse, release: str, rows: list[dict]) -> None:
     """Add ``rows`` (one evaluation) to the release's evaluations, replacing an earlier run of
-    the same (model, answers file); atomic, under the warehouse's author lock."""
+    the same (model, answers file); atomic, under the warehouse's author lock. The old file
+    is removed under the readers lock (Warehouse.sweep_annex): a reader connected before
+    reads the old rows to its end, never a missing file."""
     key = {(r["model"], r["answers_sha256"]) for r in rows}
     with wh.lock():
         current = wh.annex_file(TABLE, release)
@@ -232,11 +235,10 @@ def write_evaluation(wh: Warehouse, release: str, rows: list[dict]) -> None:
             for r in (pq.read_table(current).to_pylist() if current else [])
             if (r["model"], r["answers_sha256"]) not in key
         ]
-        written = wh.write_table(TABLE, release, kept + rows)
-        for path in wh.partition(TABLE, release).glob("part-*.parquet"):  # one evaluations file per release
-            if path != written.path:
-                path.unlink()
+        written = wh.write_table(TABLE, release, kept + rows)  # readers connecting now read it (the newest)
         wh.build_catalog()  # the raw view of a table with no file yet is an empty stand-in
+        # the replaced file goes once no reader that connected before still reads it
+        wh.sweep_annex(TABLE, release, written.path)
 
 
 def evaluate_release(

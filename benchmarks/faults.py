@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/faults.py                  # 40 authors, seed 7, 10 kill points
     .venv/bin/python benchmarks/faults.py --kills 3 --rates 0.1
+    .venv/bin/python benchmarks/faults.py --cases issue31 --authors 10   # issue 31's probes (~2 min)
 
 One in-process mirror of the bundled snapshot (the real clients talk to it over HTTP), a fresh
 warehouse per case (so a fresh HTTP cache: every request meets the mirror), production retry
@@ -28,6 +29,35 @@ of the clean release, with the stderr lines and exit code of every error counted
   one that fills it while it runs, and a rebuild of a committed release that fills it;
 - **deleted lock**: ``rm .refresh.lock`` during refresh A, then refresh B;
 - **Ctrl-C / SIGTERM** on a recursive query: measured time from the signal to the exit.
+
+Issue 31's probes (``--cases issue31``; not part of ``hostile``: ``--cases hostile,issue31``
+runs both), each through the real ``kitab`` command on the clean release or a copy of it:
+
+- **warehouse reads**: the books file deleted, then ``kitab sql`` with ``where release = …``,
+  with ``group by release`` and on a mart over books (``books_per_author``): each fails in
+  <= 2 lines, nothing on stdout; a byte flipped in the books footer after restamping the copy
+  (``Warehouse.stamp``), size, mtime and inode kept: one line naming the file, another table
+  still answers; the ledger overwritten with junk: ``sql`` and ``prompts`` one line, exit != 0;
+  ``sql --memory-limit 300MB``: the answer, or one line about memory;
+- **sql**: SIGINT and SIGTERM 0.1 s after spawning the installed ``kitab`` script on a
+  recursive query, 5 tries each: every try exits within 2 s in <= 2 lines;
+- **export/push** (against tests/fake_hub.py, the tests' loopback Hub): no token (HF_* unset,
+  HF_HOME an empty folder): one line, no request, nothing written to ``--out``; the tag
+  request failing after the commit: one line saying the commit is not tagged, and the same
+  command again tags that commit;
+- **answer** (kitab/simulate/chat.py's ``ChatServer.hostile``): ``--timeout 5`` against a body
+  that never ends gives up within 30 s; SIGINT / SIGTERM while a request hangs stop it within 5 s;
+- **evaluate**: two ``kitab evaluate`` of different answers files started together both exit 0
+  with both models in ``evaluations``; a process connected (``Warehouse.connect``) before an
+  evaluation reads ``evaluations`` after it without error (released after 30 s if the
+  evaluation waits for it);
+- **from-dumps** (small inputs in the published formats, kitab/simulate/generator/published.py):
+  ``--out`` a user's folder and ``--out`` the ``--openlibrary`` folder refused with nothing
+  deleted; an empty ``ol_dump_works`` file refused in <= 2 lines.
+
+Every hostile row names its surface (warehouse reads, sql, refresh, export/push, answer,
+evaluate, from-dumps) and the summary ends with "probes tried / held, by surface". With only
+``hostile`` / ``issue31`` the uninterrupted CLI refresh (the kill cases' reference) is skipped.
 
 Per case: authors lost (clean run's authors missing), tables identical to the clean run (every
 table of the release; ``authors`` and ``works_raw`` compared without ``fetched_at``, the

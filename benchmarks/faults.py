@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/faults.py                  # 40 authors, seed 7, 10 kill points
     .venv/bin/python benchmarks/faults.py --kills 3 --rates 0.1
+    .venv/bin/python benchmarks/faults.py --cases issue31 --authors 10   # issue 31's probes (~2 min)
 
 One in-process mirror of the bundled snapshot (the real clients talk to it over HTTP), a fresh
 warehouse per case (so a fresh HTTP cache: every request meets the mirror), production retry
@@ -28,6 +29,35 @@ of the clean release, with the stderr lines and exit code of every error counted
   one that fills it while it runs, and a rebuild of a committed release that fills it;
 - **deleted lock**: ``rm .refresh.lock`` during refresh A, then refresh B;
 - **Ctrl-C / SIGTERM** on a recursive query: measured time from the signal to the exit.
+
+Issue 31's probes (``--cases issue31``; not part of ``hostile``: ``--cases hostile,issue31``
+runs both), each through the real ``kitab`` command on the clean release or a copy of it:
+
+- **warehouse reads**: the books file deleted, then ``kitab sql`` with ``where release = …``,
+  with ``group by release`` and on a mart over books (``books_per_author``): each fails in
+  <= 2 lines, nothing on stdout; a byte flipped in the books footer after restamping the copy
+  (``Warehouse.stamp``), size, mtime and inode kept: one line naming the file, another table
+  still answers; the ledger overwritten with junk: ``sql`` and ``prompts`` one line, exit != 0;
+  ``sql --memory-limit 300MB``: the answer, or one line about memory;
+- **sql**: SIGINT and SIGTERM 0.1 s after spawning the installed ``kitab`` script on a
+  recursive query, 5 tries each: every try exits within 2 s in <= 2 lines;
+- **export/push** (against tests/fake_hub.py, the tests' loopback Hub): no token (HF_* unset,
+  HF_HOME an empty folder): one line, no request, nothing written to ``--out``; the tag
+  request failing after the commit: one line saying the commit is not tagged, and the same
+  command again tags that commit;
+- **answer** (kitab/simulate/chat.py's ``ChatServer.hostile``): ``--timeout 5`` against a body
+  that never ends gives up within 30 s; SIGINT / SIGTERM while a request hangs stop it within 5 s;
+- **evaluate**: two ``kitab evaluate`` of different answers files started together both exit 0
+  with both models in ``evaluations``; a process connected (``Warehouse.connect``) before an
+  evaluation reads ``evaluations`` after it without error (released after 30 s if the
+  evaluation waits for it);
+- **from-dumps** (small inputs in the published formats, kitab/simulate/generator/published.py):
+  ``--out`` a user's folder and ``--out`` the ``--openlibrary`` folder refused with nothing
+  deleted; an empty ``ol_dump_works`` file refused in <= 2 lines.
+
+Every hostile row names its surface (warehouse reads, sql, refresh, export/push, answer,
+evaluate, from-dumps) and the summary ends with "probes tried / held, by surface". With only
+``hostile`` / ``issue31`` the uninterrupted CLI refresh (the kill cases' reference) is skipped.
 
 Per case: authors lost (clean run's authors missing), tables identical to the clean run (every
 table of the release; ``authors`` and ``works_raw`` compared without ``fetched_at``, the
@@ -210,7 +240,16 @@ def run_cli(cmd: list[str], timeout: float | None = None) -> tuple[float, int]:
     return time.monotonic() - started, proc.returncode
 
 
-def kitab_cli(*args, env: dict | None = None, timeout: float = 600, cwd: Path = ROOT) -> dict:
+def cli_env(env: dict | None = None, unset: tuple[str, ...] = ()) -> dict:
+    """This process's environment with ``env`` set and every variable starting with one of
+    ``unset`` removed (KITAB_DEBUG always: a person's run prints no debug traceback)."""
+    kept = {k: v for k, v in os.environ.items() if not k.startswith((*unset, "KITAB_DEBUG"))}
+    return {**kept, **(env or {})}
+
+
+def kitab_cli(
+    *args, env: dict | None = None, unset: tuple[str, ...] = (), timeout: float = 600, cwd: Path = ROOT
+) -> dict:
     """``kitab ARGS`` as a person runs it: exit code, stderr lines, seconds, stdout."""
     started = time.monotonic()
     proc = subprocess.run(
@@ -219,7 +258,7 @@ def kitab_cli(*args, env: dict | None = None, timeout: float = 600, cwd: Path = 
         capture_output=True,
         text=True,
         timeout=timeout,
-        env={**os.environ, **(env or {})},
+        env=cli_env(env, unset),
     )
     lines = proc.stderr.strip().splitlines()
     return {
@@ -283,6 +322,7 @@ def damage_cases(clean: Path, out: Path) -> list[dict]:
         rows.append(
             {
                 "case": f"damage: books {how}",
+                "surface": "warehouse reads",
                 "held": held,
                 "lines": max(export["lines"], books["lines"]),
                 "exit": export["exit"],
@@ -338,6 +378,7 @@ def reader_during_rebuild(mirror, clean: Path, out: Path, authors: int, seed: in
     held = stats["inconsistent"] == 0 and stats["errors"] == 0 and len(stats["versions"]) >= 2
     return {
         "case": "reader in a loop during a rebuild of its release",
+        "surface": "refresh",
         "held": held,
         "lines": 0,
         "exit": 0,
@@ -363,6 +404,7 @@ def disk_full_cases(mirror, clean: Path, out: Path, authors: int, seed: int) -> 
         return [
             {
                 "case": "disk full (tmpfs)",
+                "surface": "refresh",
                 "held": None,
                 "lines": "-",
                 "exit": "-",
@@ -383,6 +425,7 @@ def disk_full_cases(mirror, clean: Path, out: Path, authors: int, seed: int) -> 
         rows.append(
             {
                 "case": "disk full: refresh on a disk with 50 MB free",
+                "surface": "refresh",
                 "exit": r["exit"],
                 "lines": r["lines"],
                 "held": r["exit"] != 0 and r["lines"] <= 2 and not r["traceback"] and not (mount / "wh1").exists(),
@@ -399,6 +442,7 @@ def disk_full_cases(mirror, clean: Path, out: Path, authors: int, seed: int) -> 
         rows.append(
             {
                 "case": "disk full: fills during a refresh (6 MB free, check off)",
+                "surface": "refresh",
                 "exit": r["exit"],
                 "lines": r["lines"],
                 "held": r["exit"] != 0 and r["lines"] <= 2 and not r["traceback"],
@@ -421,6 +465,7 @@ def disk_full_cases(mirror, clean: Path, out: Path, authors: int, seed: int) -> 
         rows.append(
             {
                 "case": "disk full: fills during a rebuild of a committed release",
+                "surface": "refresh",
                 "exit": r["exit"],
                 "lines": r["lines"],
                 "held": r["exit"] != 0 and r["lines"] <= 2 and not r["traceback"] and verify["exit"] == 0 and same,
@@ -455,6 +500,7 @@ def deleted_lock_case(mirror, out: Path, authors: int, seed: int) -> dict:
     )
     return {
         "case": "lock file deleted during refresh A, then refresh B",
+        "surface": "refresh",
         "held": held,
         "exit": second["exit"],
         "lines": second["lines"],
@@ -489,6 +535,7 @@ def signal_cases(clean: Path, out: Path) -> list[dict]:
         rows.append(
             {
                 "case": f"{sig.name} during a recursive query",
+                "surface": "sql",
                 "exit": proc.returncode,
                 "lines": len(lines),
                 "held": proc.returncode != 0 and len(lines) <= 2 and said <= 1.0,
@@ -498,6 +545,468 @@ def signal_cases(clean: Path, out: Path) -> list[dict]:
             }
         )
     return rows
+
+
+# -- issue 31's probes (``--cases issue31``), each through the real ``kitab`` command -------------
+SQL_SIGNAL_AFTER = 0.1  # seconds after spawning: while Python still imports (issue 31: lost there)
+SQL_SIGNAL_TRIES = 5
+
+
+def probe(case: str, surface: str, held: bool | None, measured: str, *results: dict) -> dict:
+    """One row: the worst of ``results`` (most stderr lines; the first non-zero exit)."""
+    worst = max(results, key=lambda r: r["lines"]) if results else {"lines": "-", "first": ""}
+    failed = [r["exit"] for r in results if r["exit"] != 0]
+    return {
+        "case": case,
+        "surface": surface,
+        "held": held,
+        "measured": measured,
+        "lines": worst["lines"],
+        "exit": (failed[0] if failed else 0) if results else "-",
+        "first": worst["first"],
+    }
+
+
+def spoke(result: dict, most: int = 1) -> bool:
+    """Failed in at most ``most`` stderr lines, without a traceback, with nothing on stdout."""
+    return result["exit"] != 0 and 1 <= result["lines"] <= most and not result["traceback"] and not result["stdout"]
+
+
+def flip_in_place(wh, table: str, back: int) -> tuple[Path, bool]:
+    """Flip the byte ``back`` bytes before the end of ``table``'s file after restamping the
+    release on this copy, keeping size, mtime and inode (the cheap check at connect sees
+    nothing). Returns the file and whether its stat was kept."""
+    wh.stamp(RELEASE)
+    path = wh.committed_files(RELEASE)[table]
+    st = path.stat()
+    with open(path, "r+b") as fh:
+        fh.seek(st.st_size - back)
+        byte = fh.read(1)
+        fh.seek(st.st_size - back)
+        fh.write(bytes([byte[0] ^ 0xFF]))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    after = path.stat()
+    return path, (after.st_size, after.st_mtime_ns, after.st_ino) == (st.st_size, st.st_mtime_ns, st.st_ino)
+
+
+def reads_probes(clean: Path, out: Path) -> list[dict]:
+    from kitab.core.ledger import LEDGER_FILE
+    from kitab.core.warehouse import Warehouse
+
+    rows = []
+    wh = Warehouse(copy_release(clean, out / "i31-deleted"))
+    wh.committed_files(RELEASE)["books"].unlink()
+    shapes = {
+        "where release": f"select count(*) from books where release = '{RELEASE}'",
+        "group by release": "select release, count(*) from books group by release",
+        "a mart over books": "select count(*) from books_per_author",
+    }
+    for name, query in shapes.items():
+        r = kitab_cli("sql", query, "--warehouse", wh.root)
+        rows.append(
+            probe(
+                f"books file deleted: sql with {name}",
+                "warehouse reads",
+                spoke(r, 2),
+                f"exit {r['exit']}, stdout {r['stdout'].strip()[:40]!r}, {r['seconds']} s",
+                r,
+            )
+        )
+
+    wh = Warehouse(copy_release(clean, out / "i31-footer"))
+    path, kept = flip_in_place(wh, "books", 20)
+    r = kitab_cli("sql", "select * from books", "--warehouse", wh.root)
+    other = kitab_cli("sql", "select count(*) from released_authors", "--output", "csv", "--warehouse", wh.root)
+    rows.append(
+        probe(
+            "a byte flipped in the books footer, size/mtime/inode kept: sql",
+            "warehouse reads",
+            kept and spoke(r) and path.name in r["first"] and other["exit"] == 0,
+            f"stat kept: {kept}; exit {r['exit']}, names the file: {path.name in r['first']}; "
+            f"another table answers: {other['exit'] == 0}",
+            r,
+        )
+    )
+
+    wh = Warehouse(copy_release(clean, out / "i31-ledger"))
+    (wh.partition("releases", RELEASE) / LEDGER_FILE).write_bytes(b"PAR1 not a parquet file")
+    for args in (["sql", "select count(*) from books"], ["prompts", "--release", RELEASE]):
+        r = kitab_cli(*args, "--warehouse", wh.root)
+        rows.append(
+            probe(
+                f"ledger overwritten with junk: {' '.join(args[:2]) if args[0] == 'sql' else 'prompts'}",
+                "warehouse reads",
+                spoke(r),
+                f"exit {r['exit']}, stdout {r['stdout'].strip()[:40]!r}",
+                r,
+            )
+        )
+
+    r = kitab_cli("sql", "select count(*) from books", "--memory-limit", "300MB", "--warehouse", clean)
+    answered = r["exit"] == 0 and r["stdout"].strip() != "" and r["lines"] == 0
+    rows.append(
+        probe(
+            "sql --memory-limit 300MB",
+            "warehouse reads",
+            answered or (spoke(r) and "memory" in r["first"].lower()),
+            "answered" if answered else f"exit {r['exit']} in {r['seconds']} s",
+            r,
+        )
+    )
+    return rows
+
+
+def kitab_script() -> list[str]:
+    """The installed ``kitab`` script, as a person runs it (else ``python -m kitab.app.cli``)."""
+    script = Path(sys.executable).with_name("kitab")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "kitab.app.cli"]
+
+
+def early_signal_probes(clean: Path, tries: int = SQL_SIGNAL_TRIES) -> list[dict]:
+    """SIGINT / SIGTERM 0.1 s after spawning ``kitab sql`` on a query that never ends, ``tries``
+    times each (where 0.1 s lands, in Python's own start-up or in kitab's imports, depends on
+    the machine's load): held when every try exits within 2 s in at most 2 lines."""
+    query = "with recursive r(n) as (select 1 union all select n + 1 from r) select count(*) from r"
+    rows = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        tried = []
+        for _ in range(tries):
+            proc = subprocess.Popen(
+                [*kitab_script(), "sql", query, "--warehouse", str(clean)],
+                cwd=ROOT,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env=cli_env(),
+            )
+            time.sleep(SQL_SIGNAL_AFTER)
+            proc.send_signal(sig)
+            sent = time.monotonic()
+            try:
+                stdout, err = proc.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                stdout, err = proc.communicate()
+            took = time.monotonic() - sent
+            lines = err.strip().splitlines()
+            ok = proc.returncode != 0 and took <= 2 and len(lines) <= 2 and "Traceback" not in err
+            where = "Python's start-up (site import)" if "init_import_site" in err else "after start-up"
+            tried.append({"ok": ok, "took": took, "exit": proc.returncode, "lines": len(lines),
+                          "first": lines[0][:160] if lines else "", "where": where, "stdout": stdout})  # fmt: skip
+        bad = [t for t in tried if not t["ok"]]
+        worst = bad[0] if bad else max(tried, key=lambda t: t["took"])
+        rows.append(
+            probe(
+                f"{sig.name} {SQL_SIGNAL_AFTER} s after spawning kitab sql (recursive query), {tries} tries",
+                "sql",
+                not bad,
+                f"{len(tried) - len(bad)} of {len(tried)} held; slowest exit {max(t['took'] for t in tried):.2f} s "
+                f"after the signal; exits {sorted({t['exit'] for t in tried})}"
+                + (f"; a failure's signal landed in {bad[0]['where']}" if bad else ""),
+                worst,
+            )
+        )
+    return rows
+
+
+def push_probes(clean: Path, out: Path) -> list[dict]:
+    import secrets
+
+    from tests.fake_hub import FakeHub  # the loopback Hub of the tests; a plain class, no pytest
+
+    rows = []
+    hf_home = out / "i31-hf-home"  # empty: no saved login is found
+    hf_home.mkdir(exist_ok=True)
+    target = out / "i31-push-notoken"
+    with FakeHub("unused", max_seconds=120) as hub:
+        r = kitab_cli(
+            "export", "--release", RELEASE, "--out", target, "--push", "org/x", "--warehouse", clean,
+            env={"HF_HOME": str(hf_home), "HF_ENDPOINT": hub.url}, unset=("HF_", "HUGGING_FACE"),
+        )  # fmt: skip
+        requests = len(hub.requests)
+    rows.append(
+        probe(
+            "export --push with no token (HF_HOME empty)",
+            "export/push",
+            spoke(r) and not target.exists() and requests == 0,
+            f"exit {r['exit']}, --out written: {target.exists()}, requests to the Hub: {requests}",
+            r,
+        )
+    )
+
+    token = "hf_kitabbench" + secrets.token_hex(16)
+    target = out / "i31-push-tag"
+    with FakeHub(token, max_seconds=600) as hub:
+        env = {"HF_TOKEN": token, "HF_ENDPOINT": hub.url, "HF_HOME": str(hf_home), "HF_XET_CACHE": str(out / "xet")}
+        hub.fail_next["tag"] = 1  # the commit lands, then the tag request fails
+        push = ("export", "--release", RELEASE, "--out", target, "--push", "org/x", "--warehouse", clean)
+        failed = kitab_cli(*push, env=env, unset=("HF_", "HUGGING_FACE"))
+        repo = hub.repos.get("org/x")
+        head = repo.head.oid if repo and repo.commits else None
+        says = bool(head) and f"committed as {head}, not tagged" in failed["first"]
+        rerun = kitab_cli(*push, env=env, unset=("HF_", "HUGGING_FACE"))
+        tags = dict(repo.tags) if repo else {}
+        commits = len(repo.commits) if repo else 0
+    leaked = token in failed["stderr"] + rerun["stderr"] + rerun["stdout"]
+    rows.append(
+        probe(
+            "export --push: tag fails after the commit, then the same command again",
+            "export/push",
+            failed["exit"] != 0
+            and failed["lines"] == 1
+            and not failed["traceback"]
+            and says
+            and rerun["exit"] == 0
+            and tags == {RELEASE: head}
+            and not leaked,
+            f"first exit {failed['exit']}, says committed-not-tagged: {says}; rerun exit {rerun['exit']}, "
+            f"tagged the release's commit: {tags == {RELEASE: head}}, commits {commits}; token leaked: {leaked}",
+            failed,
+        )
+    )
+    return rows
+
+
+def answer_args(url: str, clean: Path, folder: Path, *extra) -> list:
+    return [
+        "answer", "--release", RELEASE, "--model", "hostile", "--base-url", url, "--out", folder / "answers.jsonl",
+        "--cache", folder / "cache.sqlite", "--warehouse", clean, "--quiet", *extra,
+    ]  # fmt: skip
+
+
+def answer_probes(clean: Path, out: Path) -> list[dict]:
+    from kitab.simulate.chat import ChatServer
+
+    rows = []
+    folder = out / "i31-answer-endless"
+    folder.mkdir(exist_ok=True)
+    with ChatServer() as server:
+        server.hostile("endless", 5)
+        r = kitab_cli(
+            *answer_args(server.url, clean, folder, "--limit", "1", "--timeout", "5", "--max-attempts", "1"),
+            timeout=300,
+        )
+    rows.append(
+        probe(
+            "answer --timeout 5 against a body that never ends",
+            "answer",
+            r["exit"] != 0 and r["seconds"] <= 30 and r["lines"] <= 2 and not r["traceback"],
+            f"gave up after {r['seconds']} s (limit 30 s)",
+            r,
+        )
+    )
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        folder = out / f"i31-answer-{sig.name}"
+        folder.mkdir(exist_ok=True)
+        with ChatServer() as server:
+            server.hostile("hang", 5)
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "kitab.app.cli", *map(str, answer_args(server.url, clean, folder, "--limit", "2",
+                 "--timeout", "600"))],
+                cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli_env(),
+            )  # fmt: skip
+            deadline = time.monotonic() + 120
+            while not server.chat_requests and time.monotonic() < deadline and proc.poll() is None:
+                time.sleep(0.05)
+            arrived = bool(server.chat_requests)
+            time.sleep(0.5)  # inside the hanging request
+            proc.send_signal(sig)
+            sent = time.monotonic()
+            try:
+                stdout, err = proc.communicate(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                stdout, err = proc.communicate()
+            took = time.monotonic() - sent
+        lines = err.strip().splitlines()
+        r = {"exit": proc.returncode, "lines": len(lines), "first": lines[0][:160] if lines else ""}
+        rows.append(
+            probe(
+                f"{sig.name} while an answer request hangs",
+                "answer",
+                arrived and proc.returncode != 0 and took <= 5 and len(lines) <= 2 and "Traceback" not in err,
+                f"request arrived: {arrived}; stopped {took:.2f} s after the signal (limit 5 s)",
+                r,
+            )
+        )
+    return rows
+
+
+def write_answers(clean: Path, path: Path, titles: int) -> int:
+    """An answers file for every query of the release: ``titles`` made-up titles per answer."""
+    from kitab.core.warehouse import Warehouse
+
+    with Warehouse(clean).connect(warn=False) as con:
+        ids = [q for (q,) in con.execute("select query_id from queries order by query_id").fetchall()]
+    body = "Output:\n" + "".join(f"{n}. Reason: r. Title: Title {n}\n" for n in range(1, titles + 1))
+    path.write_text("".join(json.dumps({"query_id": q, "response": body}) + "\n" for q in ids), encoding="utf-8")
+    return len(ids)
+
+
+EVAL_READER = r"""
+import sys, time
+from pathlib import Path
+from kitab.core.warehouse import Warehouse
+root, stop = Path(sys.argv[1]), Path(sys.argv[2])
+with Warehouse(root).connect(warn=False) as con:
+    print("connected", flush=True)
+    deadline = time.monotonic() + 120
+    while not stop.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    try:
+        print("models", con.execute("select count(distinct model) from evaluations").fetchone()[0], flush=True)
+    except Exception as exc:
+        print("error", str(exc).splitlines()[0][:150], flush=True)
+"""
+
+
+def evaluate_probes(clean: Path, out: Path) -> list[dict]:
+    from kitab.core.warehouse import Warehouse
+
+    rows = []
+    wh = copy_release(clean, out / "i31-evaluate")
+    files = {}
+    for model, titles in (("model-a", 1), ("model-b", 3)):
+        files[model] = out / f"i31-{model}.jsonl"
+        write_answers(clean, files[model], titles)
+
+    def evaluate(model: str) -> subprocess.Popen:
+        return subprocess.Popen(
+            [sys.executable, "-m", "kitab.app.cli", "evaluate", "--release", RELEASE, "--answers", str(files[model]),
+             "--model", model, "--warehouse", str(wh)],
+            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli_env(),
+        )  # fmt: skip
+
+    started = time.monotonic()
+    procs = [evaluate(m) for m in files]
+    outputs = [p.communicate(timeout=600) for p in procs]
+    done = [(p.returncode, err) for p, (_, err) in zip(procs, outputs)]
+    took = time.monotonic() - started
+    with Warehouse(wh).connect(warn=False) as con:
+        models = sorted(m for (m,) in con.execute("select distinct model from evaluations").fetchall())
+    worst = max(done, key=lambda d: len(d[1].strip().splitlines()))
+    rows.append(
+        {
+            "case": "two evaluations of different answers files started together",
+            "surface": "evaluate",
+            "held": all(code == 0 for code, _ in done) and models == sorted(files),
+            "measured": f"exits {[code for code, _ in done]} in {took:.0f} s; models in evaluations: {models}",
+            "lines": len(worst[1].strip().splitlines()),
+            "exit": next((code for code, _ in done if code), 0),
+            "first": (worst[1].strip().splitlines() or [""])[0][:160],
+        }
+    )
+
+    # a reader connected while evaluations holds model-a's file; model-b's evaluation then rewrites it
+    wh = copy_release(clean, out / "i31-evaluate-reader")
+    first = evaluate("model-a")
+    first.communicate(timeout=600)
+    stop = out / "i31-evaluate-reader.stop"
+    stop.unlink(missing_ok=True)
+    reader = subprocess.Popen(
+        [sys.executable, "-c", EVAL_READER, str(wh), str(stop)], cwd=ROOT, stdout=subprocess.PIPE, text=True
+    )
+    ready = reader.stdout.readline().strip() == "connected"
+    second = evaluate("model-b")
+    try:  # an evaluation that waits for the readers (a sweep) waits for this one: let it go after 30 s
+        second.wait(timeout=30)
+        waited = False
+    except subprocess.TimeoutExpired:
+        waited = True
+    stop.touch()
+    said = reader.communicate(timeout=120)[0].strip()
+    _, err = second.communicate(timeout=600)
+    lines = err.strip().splitlines()
+    rows.append(
+        {
+            "case": "a reader connected before an evaluation reads evaluations after it",
+            "surface": "evaluate",
+            "held": ready and said.startswith("models") and second.returncode == 0,
+            "measured": f"reader: {said or 'nothing'}; evaluation exit {second.returncode}"
+            + (" after waiting for the reader" if waited else " while the reader was connected"),
+            "lines": len(lines),
+            "exit": second.returncode,
+            "first": lines[0][:160] if lines else "",
+        }
+    )
+    return rows
+
+
+def from_dumps_probes(out: Path) -> list[dict]:
+    import shutil
+
+    from kitab.simulate.generator.generate import generate_snapshot
+    from kitab.simulate.generator.published import JSON_FILE, write_published
+
+    base = out / "i31-dumps"
+    generate_snapshot(base / "world", 5, 40)  # small inputs in the published formats (as the tests make)
+    write_published(base / "world", base / "dumps", seed=5)
+    dumps = base / "dumps"
+
+    def from_dumps(openlibrary: Path, target: Path) -> dict:
+        return kitab_cli(
+            "snapshot", "from-dumps", "--wikidata", dumps / JSON_FILE, "--openlibrary", openlibrary,
+            "--out", target, "--workers", "0",
+        )  # fmt: skip
+
+    rows = []
+    thesis = base / "thesis"
+    thesis.mkdir()
+    (thesis / "chapter1.tex").write_text("years of work")
+    r = from_dumps(dumps / "openlibrary", thesis)
+    kept = (thesis / "chapter1.tex").exists() and sorted(p.name for p in thesis.iterdir()) == ["chapter1.tex"]
+    rows.append(
+        probe(
+            "from-dumps --out a user's folder",
+            "from-dumps",
+            r["exit"] != 0 and r["lines"] <= 2 and not r["traceback"] and kept,
+            f"exit {r['exit']}; the user's file still there, nothing added: {kept}",
+            r,
+        )
+    )
+    before = sorted((p.name, p.stat().st_size) for p in (dumps / "openlibrary").iterdir())
+    r = from_dumps(dumps / "openlibrary", dumps / "openlibrary")
+    after = sorted((p.name, p.stat().st_size) for p in (dumps / "openlibrary").iterdir())
+    rows.append(
+        probe(
+            "from-dumps --out equal to the --openlibrary folder",
+            "from-dumps",
+            r["exit"] != 0 and r["lines"] <= 2 and not r["traceback"] and before == after,
+            f"exit {r['exit']}; the dumps untouched: {before == after} ({len(after)} files)",
+            r,
+        )
+    )
+    broken = base / "broken"
+    shutil.copytree(dumps, broken)
+    works = next((broken / "openlibrary").glob("ol_dump_works_*"))
+    works.write_bytes(b"")
+    target = base / "out-empty"
+    r = kitab_cli(
+        "snapshot", "from-dumps", "--wikidata", broken / JSON_FILE, "--openlibrary", broken / "openlibrary",
+        "--out", target, "--workers", "0",
+    )  # fmt: skip
+    rows.append(
+        probe(
+            "from-dumps with an empty ol_dump_works file",
+            "from-dumps",
+            r["exit"] != 0 and r["lines"] <= 2 and not r["traceback"] and not target.exists(),
+            f"exit {r['exit']} in {r['seconds']} s; names the file: {works.name in r['first']}; "
+            f"--out created: {target.exists()}",
+            r,
+        )
+    )
+    return rows
+
+
+def issue31_cases(clean: Path, out: Path) -> list[dict]:
+    return [
+        *reads_probes(clean, out),
+        *early_signal_probes(clean),
+        *push_probes(clean, out),
+        *answer_probes(clean, out),
+        *evaluate_probes(clean, out),
+        *from_dumps_probes(out),
+    ]
 
 
 def hostile_cases(mirror, clean: Path, out: Path, authors: int, seed: int) -> list[dict]:
@@ -510,6 +1019,25 @@ def hostile_cases(mirror, clean: Path, out: Path, authors: int, seed: int) -> li
     ]
 
 
+SURFACES = ("warehouse reads", "sql", "refresh", "export/push", "answer", "evaluate", "from-dumps")
+
+
+def print_by_surface(hostile: list[dict]) -> None:
+    """Probes tried / held, by surface (a skipped probe is not tried)."""
+    print("| surface | probes tried | held | not held | skipped |")
+    print("|---|---|---|---|---|")
+    totals = Counter()
+    for surface in [*SURFACES, *sorted({c["surface"] for c in hostile} - set(SURFACES))]:
+        mine = [c for c in hostile if c["surface"] == surface]
+        if not mine:
+            continue
+        count = Counter("skipped" if c["held"] is None else "held" if c["held"] else "not held" for c in mine)
+        tried = count["held"] + count["not held"]
+        totals.update(count, tried=tried)
+        print(f"| {surface} | {tried} | {count['held']} | {count['not held']} | {count['skipped']} |")
+    print(f"| **all** | {totals['tried']} | {totals['held']} | {totals['not held']} | {totals['skipped']} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--authors", type=int, default=40)
@@ -519,9 +1047,13 @@ def main() -> None:
     parser.add_argument("--kills", type=int, default=10, help="kill -9 points")
     parser.add_argument("--kill-seed", type=int, default=10)
     parser.add_argument("--rerun", choices=("direct", "cli"), default="direct")
-    parser.add_argument("--cases", default="faults,kills,hostile", help="which groups of cases to run")
+    parser.add_argument(
+        "--cases", default="faults,kills,hostile", help="which groups of cases to run (faults, kills, hostile, issue31)"
+    )
     args = parser.parse_args()
     groups = set(args.cases.split(","))
+    if groups - {"faults", "kills", "hostile", "issue31"}:
+        parser.error(f"--cases: unknown {', '.join(sorted(groups - {'faults', 'kills', 'hostile', 'issue31'}))}")
 
     from kitab.core.env import BUNDLED_SNAPSHOT
     from kitab.simulate.mirror.faults import RandomFaults
@@ -568,9 +1100,14 @@ def main() -> None:
         if "hostile" in groups:
             for case in hostile_cases(mirror, clean, out, args.authors, args.seed):
                 report(case)
+        if "issue31" in groups:
+            for case in issue31_cases(clean, out):
+                report(case)
         mark = len(mirror.log())
         if "kills" not in groups:
             args.kills = 0
+        if not groups & {"faults", "kills"}:  # only probes: no uninterrupted CLI refresh to compare with
+            return finish(args, out, cases)
         full, code = run_cli(cli_command(mirror, out / "cli", args.authors, args.seed))
         report(
             {
@@ -626,6 +1163,11 @@ def main() -> None:
                 }
             )
 
+    finish(args, out, cases)
+
+
+def finish(args, out: Path, cases: list[dict]) -> None:
+    """results.json, then the tables: hostile probes, tried / held by surface, the refreshes."""
     (out / "results.json").write_text(json.dumps(cases, indent=2))
     print()
     print(
@@ -643,6 +1185,8 @@ def main() -> None:
                 f"| {c['case']} | {held} | {c['measured']} | {c['lines']} | {c['exit']} | "
                 f"{c['first'].replace('|', '/')} |"
             )
+        print()
+        print_by_surface(hostile)
         print()
     print("| case | authors lost | tables identical to the clean run | faults injected | wall (s) | notes |")
     print("|---|---|---|---|---|---|")

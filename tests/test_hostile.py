@@ -197,9 +197,15 @@ def test_ctrl_c_or_sigterm_stops_kitab_sql_at_any_moment_in_one_line(wh, sig, af
             proc.kill()
             proc.wait()
     lines = err.decode().strip().splitlines()
+    assert took < 5, took  # stopped, at any moment: never lost, never run on to --timeout
+    if after < 0.3 and not (lines and lines[0].startswith("kitab: error:")):
+        # it landed before kitab's handlers were in place (Python's own start and the first
+        # imports, ~40 ms idle, longer on a loaded machine): Python's default handling, which
+        # stops it at once (SIGTERM's default action, or a KeyboardInterrupt), is all there is
+        assert proc.returncode != 0 and (not lines or "KeyboardInterrupt" in err.decode()), (proc.returncode, err)
+        return
     assert proc.returncode > 0 and len(lines) == 1 and lines[0].startswith("kitab: error:"), err
     assert ("SIGTERM" if sig == signal.SIGTERM else "interrupt") in lines[0], lines
-    assert took < 5, took
 
 
 # -- 5, 6, 7: failures before the refresh starts -------------------------------------------------

@@ -23,8 +23,10 @@ $(STAMP): requirements.lock pyproject.toml
 demo: $(STAMP)
 	$(VENV)/bin/kitab demo
 
+# two test processes (pytest-xdist), each test file whole in one of them (its module fixtures
+# built once); a single test or file: .venv/bin/python -m pytest tests/FILE.py
 test: $(STAMP)
-	$(VENV)/bin/python -m pytest -q
+	$(VENV)/bin/python -m pytest -q -n 2 --dist loadfile
 
 # The HTML report's tests open it in a real headless browser: Debian's chromium (and its
 # driver). Installs them when missing (needs root, as in CI); tests/test_report_html.py fails

@@ -349,7 +349,15 @@ def make_old(wh: Warehouse, release: str) -> None:
 
 
 def releases_output(root: Path) -> str:
-    result = CliRunner().invoke(app, ["releases", "--warehouse", str(root)], env={"COLUMNS": "100"})
+    from kitab.app.console import console
+
+    # a 100-column terminal: the app's console read COLUMNS once, when it was made (whatever this
+    # process had then, e.g. 80 under pytest-xdist), so CliRunner's env alone cannot set it
+    saved, console.width = console.width, 100
+    try:
+        result = CliRunner().invoke(app, ["releases", "--warehouse", str(root)], env={"COLUMNS": "100"})
+    finally:
+        console.width = saved
     assert result.exit_code == 0, result.output
     # rich always fits the width: readable means nothing cut short or wrapped on the way
     assert max(len(line) for line in result.output.splitlines()) <= 100, result.output

@@ -93,7 +93,9 @@ RELEASE = "bench"
 PROVENANCE = {"authors": ("fetched_at",), "works_raw": ("fetched_at",)}
 
 
-def refresh_direct(mirror, warehouse: Path, authors: int, seed: int) -> dict:
+def refresh_direct(mirror, warehouse: Path, authors: int, seed: int, replace: bool = False) -> dict:
+    """``replace``: rebuild a committed release with other parameters (a release is fixed
+    otherwise: the same command is refused, issue 30)."""
     from kitab.app.runs import run_refresh
     from kitab.core.env import BUNDLED_SNAPSHOT
 
@@ -106,6 +108,7 @@ def refresh_direct(mirror, warehouse: Path, authors: int, seed: int) -> dict:
         warehouse=warehouse,
         mirror_url=mirror.url,
         direct=True,
+        replace=replace,
     )
 
 
@@ -371,7 +374,7 @@ def reader_during_rebuild(mirror, clean: Path, out: Path, authors: int, seed: in
     )
     time.sleep(2)
     started = time.monotonic()
-    refresh_direct(mirror, wh, authors, seed + 1)  # the same release id, other writers: every table changes
+    refresh_direct(mirror, wh, authors, seed + 1, replace=True)  # the same release, other writers: all change
     time.sleep(4)  # let a slow reader that connected before the commit finish
     stop.touch()
     stats = json.loads(reader.communicate(timeout=120)[0])
@@ -458,7 +461,9 @@ def disk_full_cases(mirror, clean: Path, out: Path, authors: int, seed: int) -> 
         wh = copy_release(clean, mount / "wh3")
         before = Warehouse(wh).ledger_row(RELEASE)["checksums"]
         fill(4)
-        r = kitab_cli("refresh", *cli_refresh_args(mirror, wh, authors, seed + 1), env={"KITAB_MIN_FREE_MB": "1"})
+        r = kitab_cli(
+            "refresh", *cli_refresh_args(mirror, wh, authors, seed + 1), "--replace", env={"KITAB_MIN_FREE_MB": "1"}
+        )
         (mount / "filler").unlink()
         verify = kitab_cli("verify", "--warehouse", wh)
         same = Warehouse(wh).ledger_row(RELEASE)["checksums"] == before

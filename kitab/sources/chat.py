@@ -42,6 +42,7 @@ from pathlib import Path
 import httpx
 
 from kitab.core.errors import KitabError
+from kitab.core.text import is_unicode
 
 ENV_API_KEY = "OPENAI_API_KEY"
 FATAL_STATUS = frozenset({401, 403, 404})  # the run's configuration is wrong: every request would fail
@@ -448,20 +449,12 @@ def _completion(raw: bytes) -> Completion:
     reasoning = reasoning if isinstance(reasoning, str) else None
     finish_reason = finish_reason if isinstance(finish_reason, str) else None
     for value in (text, reasoning, finish_reason):
-        if value is not None and not _is_unicode(value):
+        if value is not None and not is_unicode(value):
             raise EndpointError("HTTP 200 whose text is not valid Unicode (a lone surrogate)", retryable=True)
     tokens = [_int_or_none(value) for value in counts]
     if any(value is not None and not 0 <= value <= MAX_TOKEN_COUNT for value in tokens):
         raise EndpointError("HTTP 200 with a token count out of range", retryable=True)
     return Completion(text, finish_reason, tokens[0], tokens[1], reasoning)
-
-
-def _is_unicode(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _int_or_none(value) -> int | None:
@@ -476,7 +469,7 @@ def _error_detail(raw: bytes, scrub: Callable[[str], str]) -> str:
     except Exception:
         return ""
     message = scrub(" ".join(str(message).split()))
-    if not _is_unicode(message):
+    if not is_unicode(message):
         message = message.encode("utf-8", "replace").decode("utf-8")
     return f": {message[:160]}" if message else ""
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kitab.core.errors import KitabError
+from kitab.core.text import is_unicode
 
 # KITAB's columns of a query row, plus ours (exported configs and the warehouse views)
 KITAB_COLUMNS = (
@@ -131,7 +132,7 @@ def _read_json_lines(path: Path, text: str) -> list[Answer]:
         if not (reasoning is None or isinstance(reasoning, str)):
             raise KitabError(f"{path}:{number}: reasoning must be a string or null")
         for key in ("query_id", "response", "finish_reason", "reasoning"):
-            if isinstance(row.get(key), str) and not _is_unicode(row[key]):
+            if isinstance(row.get(key), str) and not is_unicode(row[key]):
                 raise KitabError(f"{path}:{number}: {key} is not valid Unicode (a lone surrogate escape)")
         answers.append(
             Answer(
@@ -144,14 +145,6 @@ def _read_json_lines(path: Path, text: str) -> list[Answer]:
             )
         )
     return answers
-
-
-def _is_unicode(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _read_csv(path: Path, text: str, response_column: str | None) -> list[Answer]:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import duckdb
 
+from kitab.core.text import is_unicode
 from kitab.sources.dump.sql import sql_string
 
 KEYED_BATCH_ROWS = 65536  # rows per record batch of a <table>.arrow file
@@ -116,7 +117,7 @@ class KeyedTable:
         import pyarrow.compute as pc
 
         # a key that is not valid UTF-8 (a lone surrogate from a JSON escape) is in no table
-        wanted = sorted(k for k in set(keys) if _utf8(k))
+        wanted = sorted(k for k in set(keys) if is_unicode(k))
         hashes = np.fromiter((key_hash(k) for k in wanted), dtype=np.uint64, count=len(wanted))
         hashes.sort()
         parts = []
@@ -139,14 +140,6 @@ class KeyedTable:
         found = pa.Table.from_batches(parts, schema=self.schema)
         # a hash shared by two keys brings the other's rows too: the exact test drops them
         return found.filter(pc.is_in(found.column(self.key), value_set=pa.array(wanted, pa.string())))
-
-
-def _utf8(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _ranges(starts, lengths):

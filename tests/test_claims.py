@@ -14,10 +14,10 @@ import pytest
 from typer.testing import CliRunner
 
 from kitab.app.cli import app
-from kitab.core.env import BUNDLED_SNAPSHOT
 from kitab.core.warehouse import Warehouse
 from kitab.release.claims import evaluate_claims, read_verdict
 from tasks.claims import candidate_pairs, claims_from_rows
+from tests.releases import dump_release
 
 RELEASE = "2026.11.23-s13"
 CHECK_SQL = Path(__file__).resolve().parents[1] / "sql" / "checks" / "claims.sql"
@@ -27,13 +27,7 @@ runner = CliRunner()
 
 @pytest.fixture(scope="module")
 def warehouse(tmp_path_factory) -> Path:
-    from kitab.app.runs import run_refresh
-
-    root = tmp_path_factory.mktemp("claims") / "warehouse"
-    run_refresh(
-        source="dump", snapshot=BUNDLED_SNAPSHOT, authors=30, seed=13, release=RELEASE, warehouse=root, direct=True
-    )
-    return root
+    return dump_release(tmp_path_factory.mktemp("claims") / "warehouse", authors=30, seed=13, release=RELEASE)
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,6 @@ import pytest
 from typer.testing import CliRunner
 
 from kitab.app.cli import app
-from kitab.core.env import BUNDLED_SNAPSHOT
 from kitab.core.errors import KitabError
 from kitab.core.warehouse import Warehouse
 from kitab.release.evaluation.run import evaluate_release
@@ -30,6 +29,7 @@ from kitab.release.export import export_release
 from kitab.release.leaderboard import PLOTS
 from kitab.release.report import render_report
 from tasks.constraints import parse_criteria
+from tests.releases import dump_release
 
 RELEASE = "2026.11.22-s11"
 INVENTED = "Zqxv Wjkp Yfgh"  # no author in the snapshot has a title with any of these words
@@ -38,13 +38,7 @@ runner = CliRunner()
 
 @pytest.fixture(scope="module")
 def warehouse(tmp_path_factory) -> Path:
-    from kitab.app.runs import run_refresh
-
-    root = tmp_path_factory.mktemp("evaluate") / "warehouse"
-    run_refresh(
-        source="dump", snapshot=BUNDLED_SNAPSHOT, authors=30, seed=11, release=RELEASE, warehouse=root, direct=True
-    )
-    return root
+    return dump_release(tmp_path_factory.mktemp("evaluate") / "warehouse", authors=30, seed=11, release=RELEASE)
 
 
 @pytest.fixture(scope="module")

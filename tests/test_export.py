@@ -22,10 +22,10 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from kitab.core.env import BUNDLED_SNAPSHOT
 from kitab.core.warehouse import Warehouse
 from kitab.release.export import CONFIG_NAMES, ExportExists, card_configs, export_release
 from kitab.release.report import render_report
+from tests.releases import dump_release
 
 EARLIER, RELEASE = "2026.01.02-s3", "2026.03.04-s7"
 KITAB_QUERY_COLUMNS = [
@@ -75,21 +75,11 @@ EXPECTED = {
 }
 
 
-def _publish(root: Path, release: str, *, n: int, seed: int) -> None:
-    """One release through the pipeline the flow runs, called directly (dump source: the
-    snapshot files, no HTTP, no Prefect)."""
-    from kitab.app.runs import run_refresh
-
-    run_refresh(
-        source="dump", snapshot=BUNDLED_SNAPSHOT, authors=n, seed=seed, release=release, warehouse=root, direct=True
-    )
-
-
 @pytest.fixture(scope="module")
 def warehouse(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("export") / "warehouse"
-    _publish(root, EARLIER, n=5, seed=3)
-    _publish(root, RELEASE, n=12, seed=7)
+    dump_release(root, authors=5, seed=3, release=EARLIER)
+    dump_release(root, authors=12, seed=7, release=RELEASE)
     assert Warehouse(root).committed_releases() == [EARLIER, RELEASE]
     return root
 

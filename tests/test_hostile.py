@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from kitab.core.env import BUNDLED_SNAPSHOT
 from kitab.core.warehouse import LEDGER_FILE, Warehouse
+from tests.releases import dump_release
 from tests.test_cli_errors import assert_user_error, broken_snapshot, kitab, kitab_cmd
 from tests.test_locking import hold_in_child
 from tests.test_warehouse_integrity import put
@@ -30,13 +30,7 @@ RELEASE = "demo"
 @pytest.fixture(scope="module")
 def released(tmp_path_factory) -> Path:
     """One release of 8 authors from the bundled dump (the pipeline without Prefect)."""
-    from kitab.app.runs import run_refresh
-
-    root = tmp_path_factory.mktemp("hostile") / "pristine"
-    run_refresh(
-        source="dump", snapshot=BUNDLED_SNAPSHOT, authors=8, seed=42, release=RELEASE, warehouse=root, direct=True
-    )
-    return root
+    return dump_release(tmp_path_factory.mktemp("hostile") / "pristine", authors=8, seed=42, release=RELEASE)
 
 
 @pytest.fixture

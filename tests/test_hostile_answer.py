@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from kitab.simulate.chat import ChatServer
+from tests.releases import dump_release
 from tests.test_cli_errors import assert_user_error, kitab, kitab_cmd
 from tests.test_hostile import RELEASE
 
@@ -23,14 +24,7 @@ from tests.test_hostile import RELEASE
 @pytest.fixture(scope="module")
 def released(tmp_path_factory) -> Path:
     """One release of 8 authors from the bundled dump (tests/test_hostile.py's)."""
-    from kitab.app.runs import run_refresh
-    from kitab.core.env import BUNDLED_SNAPSHOT
-
-    root = tmp_path_factory.mktemp("hostile_answer") / "wh"
-    run_refresh(
-        source="dump", snapshot=BUNDLED_SNAPSHOT, authors=8, seed=42, release=RELEASE, warehouse=root, direct=True
-    )
-    return root
+    return dump_release(tmp_path_factory.mktemp("hostile_answer") / "wh", authors=8, seed=42, release=RELEASE)
 
 
 KEY = "sk-hostile-4b7e19c2d8a05f63"

@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kitab.core.warehouse import Warehouse
+from tests.releases import dump_release
 from tests.test_cli_errors import kitab, kitab_cmd
 from tests.test_hostile import RELEASE
 
@@ -26,21 +27,10 @@ def released(tmp_path_factory) -> Path:
     """The demo's release (its authors, from the bundled dump: ~20 s, as 8 authors take): an
     evaluation of it reads its evaluations for long enough that a concurrent one's write lands
     in the middle (with 8 authors the old code failed 1 pair in 8, on the demo 5 in 6)."""
-    from kitab.app.runs import run_refresh
-    from kitab.core.env import BUNDLED_SNAPSHOT
     from kitab.core.params import DEFAULTS
 
     root = tmp_path_factory.mktemp("hostile_eval") / "wh"
-    run_refresh(
-        source="dump",
-        snapshot=BUNDLED_SNAPSHOT,
-        authors=DEFAULTS.authors,
-        seed=42,
-        release=RELEASE,
-        warehouse=root,
-        direct=True,
-    )
-    return root
+    return dump_release(root, authors=DEFAULTS.authors, seed=42, release=RELEASE)
 
 
 @pytest.fixture(scope="module")

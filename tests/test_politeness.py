@@ -118,18 +118,14 @@ def test_a_429_retry_after_holds_every_thread_of_the_client(limited, live_client
 def test_an_author_released_under_another_qid_or_by_its_open_library_key_is_not_released_again(tmp_path):
     """WikiData has duplicate items for one person: an author released under another QID (same
     normalised name) must not be sampled again, nor one whose Open Library author was released."""
-    from kitab.app.runs import run_refresh
-    from kitab.core.env import BUNDLED_SNAPSHOT
     from kitab.core.warehouse import Warehouse
     from tasks.match_openlibrary import name_key
     from tasks.publish import publish
+    from tests.releases import dump_release
     from tests.test_warehouse import tables
 
     def refresh(root, release):
-        run_refresh(
-            source="dump", snapshot=BUNDLED_SNAPSHOT, authors=8, seed=42, release=release, warehouse=root, direct=True
-        )
-        wh = Warehouse(root)
+        wh = Warehouse(dump_release(root, authors=8, seed=42, release=release))
         # the released ones (--authors 8 means 8 released: the draw goes on past rejected ones)
         kept = {(r["release"], r["qid"]) for r in wh.read_table("released_authors").to_pylist()}
         return [a for a in wh.read_table("authors").to_pylist() if (a["release"], a["qid"]) in kept]

@@ -25,11 +25,11 @@ import pytest
 from typer.testing import CliRunner
 
 from kitab.app.cli import app
-from kitab.core.env import BUNDLED_SNAPSHOT
 from kitab.core.warehouse import Warehouse
 from kitab.release.evaluation.run import evaluate_release
 from kitab.release.intervals import differs
 from kitab.release.leaderboard import comparison, leaderboard
+from tests.releases import dump_release
 
 RELEASE = "2026.11.23-s12"
 INVENTED = "Zqxv Wjkp Yfgh"
@@ -43,13 +43,7 @@ def answer_text(titles: list[str]) -> str:
 
 @pytest.fixture(scope="module")
 def warehouse(tmp_path_factory) -> Path:
-    from kitab.app.runs import run_refresh
-
-    root = tmp_path_factory.mktemp("report-html") / "warehouse"
-    run_refresh(
-        source="dump", snapshot=BUNDLED_SNAPSHOT, authors=30, seed=12, release=RELEASE, warehouse=root, direct=True
-    )
-    return root
+    return dump_release(tmp_path_factory.mktemp("report-html") / "warehouse", authors=30, seed=12, release=RELEASE)
 
 
 @pytest.fixture(scope="module")

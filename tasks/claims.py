@@ -118,6 +118,11 @@ def clause_of(spec: dict) -> str:
     return spec_from_dict(spec).clause().replace("that were first", "that was first")
 
 
+def _pair(qid: str, kind: str, pair_key: str, sides: list[dict], constraint_type: str | None = None) -> dict:
+    """A minimal pair of claims about author ``qid``: ``sides`` is [the true claim, the false one]."""
+    return {"author_qid": qid, "kind": kind, "constraint_type": constraint_type, "pair_key": pair_key, "sides": sides}
+
+
 def candidate_pairs(
     authors: list[dict],
     books: list[dict],
@@ -151,15 +156,14 @@ def candidate_pairs(
             continue
         for true in sides[True]:
             false = rng.choice(sides[False])
-            base = {"author_qid": qid, "kind": "attribute", "constraint_type": ctype, "pair_key": true["constraint_id"]}
             out["attribute", ctype].append(
-                {
-                    **base,
-                    "sides": [
-                        _attribute_claim(names[qid], true, True),
-                        _attribute_claim(names[qid], false, False),
-                    ],
-                }
+                _pair(
+                    qid,
+                    "attribute",
+                    true["constraint_id"],
+                    [_attribute_claim(names[qid], true, True), _attribute_claim(names[qid], false, False)],
+                    ctype,
+                )
             )
 
     # authorship: a title of the author's vs the same title with an author who has no such title
@@ -181,18 +185,12 @@ def candidate_pairs(
             title = b["canonical_title"]
             common = {"book_id": b["book_id"], "title": title, "year": None, "constraint_id": None}
             out["authorship", None].append(
-                {
-                    "author_qid": qid,
-                    "kind": "authorship",
-                    "constraint_type": None,
-                    "pair_key": b["book_id"],
-                    "sides": [
-                        {**common, "claim_author_qid": qid, "label": True,
-                         "claim": claim_text("authorship", author=names[qid], title=title)},
-                        {**common, "claim_author_qid": other, "label": False,
-                         "claim": claim_text("authorship", author=names[other], title=title)},
-                    ],
-                }
+                _pair(qid, "authorship", b["book_id"], [
+                    {**common, "claim_author_qid": qid, "label": True,
+                     "claim": claim_text("authorship", author=names[qid], title=title)},
+                    {**common, "claim_author_qid": other, "label": False,
+                     "claim": claim_text("authorship", author=names[other], title=title)},
+                ])
             )  # fmt: skip
 
     # year: the first year vs a year far from every year of the book's variants
@@ -220,18 +218,12 @@ def candidate_pairs(
             title = b["canonical_title"]
             common = {"book_id": b["book_id"], "title": title, "claim_author_qid": qid, "constraint_id": None}
             out["year", None].append(
-                {
-                    "author_qid": qid,
-                    "kind": "year",
-                    "constraint_type": None,
-                    "pair_key": b["book_id"],
-                    "sides": [
-                        {**common, "year": year, "label": True,
-                         "claim": claim_text("year", author=names[qid], title=title, year=year)},
-                        {**common, "year": wrong, "label": False,
-                         "claim": claim_text("year", author=names[qid], title=title, year=wrong)},
-                    ],
-                }
+                _pair(qid, "year", b["book_id"], [
+                    {**common, "year": year, "label": True,
+                     "claim": claim_text("year", author=names[qid], title=title, year=year)},
+                    {**common, "year": wrong, "label": False,
+                     "claim": claim_text("year", author=names[qid], title=title, year=wrong)},
+                ])
             )  # fmt: skip
     return dict(out)
 

@@ -125,13 +125,7 @@ class ChatServer:
             else:  # echo_key: the key from character 150 on, so the 160-character cut falls inside it
                 status = 400
                 payload = _error("x" * 150 + f" {given} was refused", "invalid_request")
-            handler.send_response(status)
-            handler.send_header("content-type", "application/json")
-            handler.send_header("content-length", str(len(payload)))
-            for name, value in headers.items():
-                handler.send_header(name, value)
-            handler.end_headers()
-            wfile.write(payload)
+            _send(handler, status, headers, payload)
         except OSError:  # the client went away (as it should, from an endless answer)
             pass
 
@@ -199,13 +193,7 @@ class ChatServer:
             ).encode()
         with self._lock:
             self.seen.append(Seen(arrived, handler.path, prompt, status, key_ok, body))
-        handler.send_response(status)
-        handler.send_header("content-type", "application/json")
-        handler.send_header("content-length", str(len(payload)))
-        for name, value in headers.items():
-            handler.send_header(name, value)
-        handler.end_headers()
-        handler.wfile.write(payload)
+        _send(handler, status, headers, payload)
 
     # -- lifetime ----------------------------------------------------------------------------
     def __enter__(self) -> ChatServer:
@@ -221,6 +209,17 @@ class ChatServer:
 
 def _error(message: str, code: str) -> bytes:
     return json.dumps({"error": {"message": message, "type": "error", "code": code}}).encode()
+
+
+def _send(handler: BaseHTTPRequestHandler, status: int, headers: dict, payload: bytes) -> None:
+    """One JSON response with its length and ``headers``."""
+    handler.send_response(status)
+    handler.send_header("content-type", "application/json")
+    handler.send_header("content-length", str(len(payload)))
+    for name, value in headers.items():
+        handler.send_header(name, value)
+    handler.end_headers()
+    handler.wfile.write(payload)
 
 
 def _completion_bytes(content_json: str, tokens: int) -> bytes:

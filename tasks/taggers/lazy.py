@@ -104,25 +104,19 @@ def _listed_name_beside(v: TitleView, i: int) -> bool:
     """Token i's run of capitalised tokens holds another listed name that is no word: an entity
     PERSON over the run makes a name of a city that reads as a city without NER ("Salvador
     Salvador", "of Ajax Salvador"; the lazy/full property tests found them, issue 28 item 9)."""
-    toks = v.toks
-
-    def in_run(k: int) -> bool:
-        return 0 <= k < len(toks) and toks[k].cap and any(c.isalpha() for c in toks[k].text)
-
-    for step in (-1, 1):
-        k = i + step
-        while in_run(k):
-            t = toks[k]
-            if (t.first or t.surname) and not t.word and not t.stop:
-                return True
-            k += step
-    return False
+    return _run_has(v, i, lambda k, t: (t.first or t.surname) and not t.word and not t.stop)
 
 
 def _name_in_run(v: TitleView, i: int) -> bool:
     """Another token in token i's run of capitalised tokens (the most an entity PERSON piece can
     hold: `human._ner_anchors`) is name-like and no word, rare word or region: what a
     multi-token NER core needs (`human._ner_core`)."""
+    return _run_has(v, i, lambda k, t: v.name_like(k) and not (t.word or t.rare or v.lex.is_region(t.key)))
+
+
+def _run_has(v: TitleView, i: int, wanted) -> bool:
+    """Whether another token of token i's run of capitalised tokens (both ways, up to the first
+    token that is not capitalised or holds no letter) satisfies ``wanted(k, token)``."""
     toks = v.toks
 
     def in_run(k: int) -> bool:
@@ -131,8 +125,7 @@ def _name_in_run(v: TitleView, i: int) -> bool:
     for step in (-1, 1):
         k = i + step
         while in_run(k):
-            t = toks[k]
-            if v.name_like(k) and not (t.word or t.rare or v.lex.is_region(t.key)):
+            if wanted(k, toks[k]):
                 return True
             k += step
     return False

@@ -35,14 +35,9 @@ def work_record(book: BookSpec) -> dict[str, list[str]]:
     """The subject_people / subject_places of one work (empty lists are left out)."""
     rng = random.Random(f"records:{book.key}")
     p_people, p_places = RATES[well_known(book)]
-    title_words = book.title.split()
     out: dict[str, list[str]] = {}
     if rng.random() < p_people:
-        named = [_POSSESSIVE.sub("", w).strip(",.:;!?") for w in title_words if set(tokens(w)) & (_FIRST | _LAST)]
-        people = [" ".join(named[:2])] if named else []
-        for _ in range(rng.choice((1, 1, 2, 3, 4))):
-            people.append(f"{rng.choice(words.FIRST_NAMES)} {rng.choice(words.LAST_NAMES)}")
-        out["subject_people"] = list(dict.fromkeys(people))
+        out["subject_people"] = _people(book, rng, (1, 1, 2, 3, 4))
     if rng.random() < p_places:
         title_tokens = tokens(book.title)
         places = [_QUALIFIED.get(c, c) for c in words.CITIES if _in(tokens(c), title_tokens)]
@@ -52,6 +47,16 @@ def work_record(book: BookSpec) -> dict[str, list[str]]:
         places.append(rng.choice(COUNTRIES))
         out["subject_places"] = list(dict.fromkeys(places))
     return out
+
+
+def _people(book: BookSpec, rng: random.Random, how_many: tuple[int, ...]) -> list[str]:
+    """The person the title names (its first two name words), if any, then ``rng.choice(how_many)``
+    invented people, each once."""
+    named = [_POSSESSIVE.sub("", w).strip(",.:;!?") for w in book.title.split() if set(tokens(w)) & (_FIRST | _LAST)]
+    people = [" ".join(named[:2])] if named else []
+    for _ in range(rng.choice(how_many)):
+        people.append(f"{rng.choice(words.FIRST_NAMES)} {rng.choice(words.LAST_NAMES)}")
+    return list(dict.fromkeys(people))
 
 
 # WikiData: (characters P674, narrative location P840), ordinary and well-known. Items for
@@ -69,13 +74,7 @@ def wikidata_record(book: BookSpec) -> dict[str, list[str]]:
     p_people, p_places = WD_RATES[well_known(book)]
     out: dict[str, list[str]] = {}
     if rng.random() < p_people:
-        named = [
-            _POSSESSIVE.sub("", w).strip(",.:;!?") for w in book.title.split() if set(tokens(w)) & (_FIRST | _LAST)
-        ]
-        people = [" ".join(named[:2])] if named else []
-        for _ in range(rng.choice((1, 2, 2, 3, 5))):
-            people.append(f"{rng.choice(words.FIRST_NAMES)} {rng.choice(words.LAST_NAMES)}")
-        out["characters"] = list(dict.fromkeys(people))
+        out["characters"] = _people(book, rng, (1, 2, 2, 3, 5))
     if rng.random() < p_places:
         title_tokens = tokens(book.title)
         places = [c for c in words.CITIES if _in(tokens(c), title_tokens)]

@@ -1,5 +1,6 @@
-"""A release built from the bundled dump the way most test modules start: the pipeline the flow
-runs, called directly (dump source: the snapshot's files, no HTTP, no Prefect)."""
+"""Test releases: one built from the bundled dump the way most test modules start (the pipeline
+the flow runs, called directly: dump source, the snapshot's files, no HTTP, no Prefect), and an
+independent check of sql/checks run over a release's tables."""
 
 from __future__ import annotations
 
@@ -22,3 +23,17 @@ def dump_release(root: Path, *, authors: int, seed: int, release: str) -> Path:
         direct=True,
     )
     return root
+
+
+def run_sql_check(check: Path, tables: dict, mutate: str | None = None) -> list[tuple]:
+    """The rows (problems) the SQL file ``check`` returns over ``tables`` (name -> Arrow table),
+    copied into a fresh DuckDB, after the statement ``mutate`` (a deliberate damage) if given."""
+    import duckdb
+
+    db = duckdb.connect()
+    for name, table in tables.items():
+        db.register(f"source_{name}", table)
+        db.execute(f"CREATE TABLE {name} AS SELECT * FROM source_{name}")
+    if mutate:
+        db.execute(mutate)
+    return db.execute(check.read_text(encoding="utf-8")).fetchall()

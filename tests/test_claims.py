@@ -17,7 +17,7 @@ from kitab.app.cli import app
 from kitab.core.warehouse import Warehouse
 from kitab.release.claims import evaluate_claims, read_verdict
 from tasks.claims import candidate_pairs, claims_from_rows
-from tests.releases import dump_release
+from tests.releases import dump_release, run_sql_check
 
 RELEASE = "2026.11.23-s13"
 CHECK_SQL = Path(__file__).resolve().parents[1] / "sql" / "checks" / "claims.sql"
@@ -34,18 +34,6 @@ def warehouse(tmp_path_factory) -> Path:
 def tables(warehouse) -> dict:
     with Warehouse(warehouse).connect(release=RELEASE) as con:
         return {t: con.sql(f"SELECT * FROM {t}").to_arrow_table() for t in (*INPUTS, "claims")}
-
-
-def _check(tables: dict, mutate: str | None = None) -> list[tuple]:
-    import duckdb
-
-    db = duckdb.connect()
-    for name, table in tables.items():
-        db.register(f"source_{name}", table)
-        db.execute(f"CREATE TABLE {name} AS SELECT * FROM source_{name}")
-    if mutate:
-        db.execute(mutate)
-    return db.execute(CHECK_SQL.read_text(encoding="utf-8")).fetchall()
 
 
 def test_the_release_holds_balanced_minimal_pairs(tables):
@@ -78,7 +66,7 @@ def test_the_release_holds_balanced_minimal_pairs(tables):
 
 
 def test_every_label_agrees_with_the_independent_sql_check_which_catches_damage(tables):
-    assert _check(tables) == []
+    assert run_sql_check(CHECK_SQL, tables) == []
     damaged = {
         "a label flipped": "UPDATE claims SET label = NOT label WHERE query_id = (SELECT min(query_id) FROM claims)",
         "a false year set to the true one": "UPDATE claims SET year = (SELECT first_year FROM books b "
@@ -92,7 +80,7 @@ def test_every_label_agrees_with_the_independent_sql_check_which_catches_damage(
         "a pair's second claim dropped": "DELETE FROM claims WHERE position = 2 AND kind = 'year'",
     }
     for what, mutate in damaged.items():
-        assert _check(tables, mutate), what
+        assert run_sql_check(CHECK_SQL, tables, mutate), what
 
 
 def test_generation_is_a_seeded_pure_function(tables):

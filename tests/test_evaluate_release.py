@@ -29,7 +29,7 @@ from kitab.release.export import export_release
 from kitab.release.leaderboard import PLOTS
 from kitab.release.report import render_report
 from tasks.constraints import parse_criteria
-from tests.releases import dump_release
+from tests.releases import dump_release, run_sql_check
 
 RELEASE = "2026.11.22-s11"
 INVENTED = "Zqxv Wjkp Yfgh"  # no author in the snapshot has a title with any of these words
@@ -371,18 +371,6 @@ def test_report_has_one_leaderboard_and_its_plots(warehouse, evaluated, tmp_path
 GROUND_TRUTH_SQL = Path(__file__).resolve().parents[1] / "sql" / "checks" / "ground_truth.sql"
 
 
-def _ground_truth_check(tables: dict, mutate: str | None = None) -> list[tuple]:
-    import duckdb
-
-    db = duckdb.connect()
-    for name, table in tables.items():
-        db.register(f"source_{name}", table)
-        db.execute(f"CREATE TABLE {name} AS SELECT * FROM source_{name}")
-    if mutate:
-        db.execute(mutate)
-    return db.execute(GROUND_TRUTH_SQL.read_text(encoding="utf-8")).fetchall()
-
-
 def test_every_querys_ground_truth_agrees_with_an_independent_sql_check(warehouse):
     """sql/checks/ground_truth.sql restates the rules in SQL over books / book_entities: no
     query of the release disagrees, every constraint type is covered, and each kind of damage
@@ -394,7 +382,7 @@ def test_every_querys_ground_truth_agrees_with_an_independent_sql_check(warehous
         }
         types = {r[0] for r in con.execute("SELECT DISTINCT unnest(constraint_types) FROM queries").fetchall()}
     assert types == {"starts_with", "ends_with", "word_count", "year_range", "human_name", "city_name"}
-    assert _ground_truth_check(tables) == []
+    assert run_sql_check(GROUND_TRUTH_SQL, tables) == []
     damaged = {
         "a mapped book dropped": "UPDATE queries SET mapped_book_ids = mapped_book_ids[2:], "
         "mapped_titles = mapped_titles[2:] WHERE n_mapped > 0",
@@ -405,7 +393,7 @@ def test_every_querys_ground_truth_agrees_with_an_independent_sql_check(warehous
         "variant_titles = list_transform(variant_titles, lambda v: v || ' Tales')",
     }
     for what, mutate in damaged.items():
-        assert _ground_truth_check(tables, mutate), what
+        assert run_sql_check(GROUND_TRUTH_SQL, tables, mutate), what
 
 
 # -- scores that cannot flatter --------------------------------------------------------------

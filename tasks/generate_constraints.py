@@ -162,8 +162,7 @@ def generate_constraints(
                         "constraint",
                         constraint_id(qid, candidate.spec),
                         author_qid=qid,
-                        unsure=len(candidate.unsure),
-                        books=candidate.n_books,
+                        evidence={"unsure": len(candidate.unsure), "books": candidate.n_books},
                     )
                 )
                 continue

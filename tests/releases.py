@@ -9,13 +9,14 @@ from pathlib import Path
 from kitab.core.env import BUNDLED_SNAPSHOT
 
 
-def dump_release(root: Path, *, authors: int, seed: int, release: str) -> Path:
-    """Publish ``release`` of ``authors`` authors drawn with ``seed`` into the warehouse ``root``."""
+def dump_release(root: Path, *, authors: int, seed: int, release: str, snapshot: Path = BUNDLED_SNAPSHOT) -> Path:
+    """Publish ``release`` of ``authors`` authors drawn with ``seed`` from ``snapshot`` (default:
+    the bundled one) into the warehouse ``root``."""
     from kitab.app.runs import run_refresh
 
     run_refresh(
         source="dump",
-        snapshot=BUNDLED_SNAPSHOT,
+        snapshot=snapshot,
         authors=authors,
         seed=seed,
         release=release,

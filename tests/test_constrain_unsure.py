@@ -8,7 +8,6 @@ is the risky ``unknown_word`` / ``proper_title`` class, tasks/entity_states.py).
 
 from __future__ import annotations
 
-import gzip
 import json
 import shutil
 from pathlib import Path

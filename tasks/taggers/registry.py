@@ -37,6 +37,7 @@ BUILTIN = {
     "city_v6": "tasks.taggers.v6:CityTaggerV6",
     "human_model_v1": "tasks.taggers.model:HumanModelTagger",
     "city_model_v1": "tasks.taggers.model:CityModelTagger",
+    "country_v1": "tasks.taggers.country:CountryTagger",
 }
 TAGGERS: dict[str, type] = {}  # version id -> class: the built-ins once loaded, and any registered
 # issue 20: v4's lazy NER over grown lists; v6 (v5 grown from WordNet) beats v5 on the labelled

@@ -22,6 +22,10 @@ EVIDENCE_ORDER = (
     "locative_rule",
     "population_rule",
     "region_context_rule",
+    # country_v1 (tasks/taggers/country.py)
+    "country_name",
+    "demonym",
+    "ambiguous",
 )
 
 
@@ -31,7 +35,7 @@ class Span:
 
     start: int
     end: int
-    kind: str  # "human" | "city"
+    kind: str  # "human" | "city" | "country"
     text: str
     evidence: str
 

@@ -1,4 +1,5 @@
-"""``kitab answer`` and its client (kitab/sources/chat.py) against a real loopback OpenAI-compatible server
+"""``kitab answer`` and its chat session (kitab/sources/chat_session.py, over kitab/sources/chat.py's
+client) against a real loopback OpenAI-compatible server
 (kitab/simulate/chat.py): one request per query, 429 + Retry-After honoured, 500s retried,
 the cache (a rerun sends 0 requests, a killed run resumes), bounded concurrency and rate, and
 the key in no file, message or log. The release-level loop (answer -> evaluate) is in

@@ -1,5 +1,5 @@
 """The optional model tagger (tasks/taggers/model.py) against a small OpenAI-compatible chat
-server on 127.0.0.1, through the shared client (kitab/sources/chat.py): batching, parsing into
+server on 127.0.0.1, through the shared chat session (kitab/sources/chat_session.py): batching, parsing into
 spans, the (model, prompt, title) cache, retries,
 fatal statuses, and that the key never reaches the cache."""
 

@@ -30,6 +30,7 @@ import json  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 
+from kitab.core.policy import ChatPolicy  # noqa: E402
 from kitab.core.warehouse import Warehouse  # noqa: E402
 from kitab.release.answer import answer_release, release_prompt_list  # noqa: E402
 from kitab.release.evaluation.run import evaluate_release  # noqa: E402
@@ -74,7 +75,7 @@ def claims_main(warehouse: Path, release: str, concurrency: int, as_json: bool, 
                     out=Path(tmp) / f"{name}.jsonl",
                     template="claims",
                     cache_path=Path(tmp) / "answers.sqlite",
-                    concurrency=concurrency,
+                    policy=ChatPolicy(concurrency=concurrency),
                 )
             results[name] = evaluate_claims(warehouse, release, Path(tmp) / f"{name}.jsonl", model=name)
     keys = {(r["model"], r["answers_sha256"]) for r in results.values()}
@@ -118,7 +119,7 @@ def main(argv: list[str] | None = None) -> None:
                 base_url=server.url,
                 out=tmp / "perfect.jsonl",
                 cache_path=cache,
-                concurrency=args.concurrency,
+                policy=ChatPolicy(concurrency=args.concurrency),
             )
             runs["perfect"]["wall"] = time.monotonic() - started
             runs["perfect (rerun)"] = answer_release(
@@ -141,7 +142,7 @@ def main(argv: list[str] | None = None) -> None:
                 base_url=server.url,
                 out=tmp / "fixed-wrong.jsonl",
                 cache_path=cache,
-                concurrency=args.concurrency,
+                policy=ChatPolicy(concurrency=args.concurrency),
             )
         results = {
             model: evaluate_release(warehouse, args.release, tmp / f"{model}.jsonl", model=model)

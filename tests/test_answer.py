@@ -1,4 +1,5 @@
-"""``kitab answer`` and its client (kitab/sources/chat.py) against a real loopback OpenAI-compatible server
+"""``kitab answer`` and its chat session (kitab/sources/chat_session.py, over kitab/sources/chat.py's
+client) against a real loopback OpenAI-compatible server
 (kitab/simulate/chat.py): one request per query, 429 + Retry-After honoured, 500s retried,
 the cache (a rerun sends 0 requests, a killed run resumes), bounded concurrency and rate, and
 the key in no file, message or log. The release-level loop (answer -> evaluate) is in
@@ -20,12 +21,15 @@ import httpx
 import pytest
 
 from kitab.core.errors import KitabError
+from kitab.core.params import ModelEndpoint
+from kitab.core.policy import ChatPolicy, RetryPolicy, parse_retry_after
 from kitab.release.answer import Prompt, answer_prompts, answers_lines, write_answers
 from kitab.simulate.chat import ChatServer
-from kitab.sources.chat import ChatClient, Params, RateLimiter, ResponseCache, Retry, cache_key, parse_retry_after
+from kitab.sources.chat import Params, ResponseCache, cache_key
+from kitab.sources.chat_session import RateLimiter, open_chat_session
 
 KEY = "sk-kitab-test-7f3c9a1e5b2d"
-FAST = Retry(max_attempts=5, backoff_initial=0.01, backoff_max=0.05, max_retry_after=5.0)
+FAST = RetryPolicy(max_attempts=5, backoff_initial=0.01, backoff_max=0.05, max_retry_after=5.0)
 
 
 def prompts(n: int = 12) -> list[Prompt]:
@@ -36,20 +40,21 @@ def answer_of(prompt: str) -> str:
     return f"Output:\n1. Reason: because. Title: Book for {prompt.split('author ')[1][:6]}\n"
 
 
+def session(url: str, cache, *, key: str | None = KEY, model: str = "fixture-model", **policy):
+    """The chat session kitab answer opens, with ``key`` as OPENAI_API_KEY where it is opened."""
+    with pytest.MonkeyPatch.context() as env:
+        if key is None:
+            env.delenv("OPENAI_API_KEY", raising=False)
+        else:
+            env.setenv("OPENAI_API_KEY", key)
+        return open_chat_session(ModelEndpoint(url, model, str(cache)), ChatPolicy(**policy))
+
+
 def run(server: ChatServer, tmp_path: Path, items: list[Prompt], *, key: str | None = KEY, **kwargs):
-    cache = ResponseCache(tmp_path / "cache" / "answers.sqlite")
-    try:
-        with ChatClient(server.url, "fixture-model", api_key=key, timeout=10.0) as client:
-            return answer_prompts(
-                items,
-                client=client,
-                cache=cache,
-                params=Params(max_tokens=400),
-                retry=kwargs.pop("retry", FAST),
-                **kwargs,
-            )
-    finally:
-        cache.close()
+    policy = {name: kwargs.pop(name) for name in ("concurrency", "rate") if name in kwargs}
+    cache = tmp_path / "cache" / "answers.sqlite"
+    with session(server.url, cache, key=key, timeout=10.0, retry=kwargs.pop("retry", FAST), **policy) as chat:
+        return answer_prompts(items, session=chat, params=Params(max_tokens=400), **kwargs)
 
 
 def test_one_request_per_query_with_tokens_and_the_answers_in_query_order(tmp_path):
@@ -117,7 +122,7 @@ def test_retries_end_and_the_query_is_reported_failed(tmp_path):
     with ChatServer(answer_of, key=KEY) as server:
         server.fail(10, 503)
         results, stats = run(
-            server, tmp_path, items, retry=Retry(max_attempts=3, backoff_initial=0.01, backoff_max=0.02)
+            server, tmp_path, items, retry=RetryPolicy(max_attempts=3, backoff_initial=0.01, backoff_max=0.02)
         )
     assert results == {} and "after 3 attempts" in stats.failed["q000"] and len(server.chat_requests) == 3
 
@@ -230,13 +235,16 @@ def test_azure_style_gateways_get_the_key_in_api_key(tmp_path):
 RESUMABLE = textwrap.dedent("""
     import json, sys
     from pathlib import Path
+    from kitab.core.params import ModelEndpoint
+    from kitab.core.policy import ChatPolicy
     from kitab.release.answer import Prompt, answer_prompts
-    from kitab.sources.chat import ChatClient, Params, ResponseCache
+    from kitab.sources.chat import Params
+    from kitab.sources.chat_session import open_chat_session
     url, cache_path, items_path = sys.argv[1:4]
     items = [Prompt(**row) for row in json.loads(Path(items_path).read_text())]
-    cache = ResponseCache(Path(cache_path))
-    with ChatClient(url, "fixture-model", api_key=None) as client:
-        answer_prompts(items, client=client, cache=cache, params=Params(max_tokens=400), concurrency=2)
+    endpoint = ModelEndpoint(url, "fixture-model", cache_path)
+    with open_chat_session(endpoint, ChatPolicy(concurrency=2)) as chat:
+        answer_prompts(items, session=chat, params=Params(max_tokens=400))
     print("finished", flush=True)
 """)
 
@@ -250,7 +258,7 @@ def test_a_killed_run_resumes_from_the_cache(tmp_path):
             [sys.executable, "-c", RESUMABLE, server.url, str(cache_path), str(tmp_path / "items.json")],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            env={**os.environ},
+            env={k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"},  # as the run's key=None
             start_new_session=True,
         )
         deadline = time.monotonic() + 60
@@ -275,11 +283,11 @@ def test_parameters_are_sent_only_when_given_and_samples_and_reasoning_are_kept(
 
     items = prompts(3)
     params = Params(temperature=None, max_tokens=None, max_completion_tokens=900, top_p=0.5, seed=7)
-    cache = ResponseCache(tmp_path / "cache.sqlite")
-    with ChatServer(reply, key=KEY) as server, ChatClient(server.url, "m", api_key=KEY) as client:
-        results, stats = answer_prompts(
-            items, client=client, cache=cache, params=params, retry=FAST, system="Be brief.", samples=2
-        )
+    with (
+        ChatServer(reply, key=KEY) as server,
+        session(server.url, tmp_path / "cache.sqlite", model="m", retry=FAST) as chat,
+    ):
+        results, stats = answer_prompts(items, session=chat, params=params, system="Be brief.", samples=2)
     sent = server.chat_requests
     assert len(sent) == 6 and stats.requests == 6
     for s in sent:

@@ -4,7 +4,8 @@ from email.utils import format_datetime
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kitab.sources.http import fingerprint, parse_retry_after
+from kitab.core.policy import parse_retry_after
+from kitab.sources.http import fingerprint
 
 
 def test_fingerprint_ignores_host_and_param_order():
@@ -25,8 +26,11 @@ def test_fingerprint_depends_on_body():
 
 
 def test_retry_after_seconds_and_http_date():
-    assert parse_retry_after("7") == 7.0
+    """The one parser (kitab/core/policy.py), as the sources' clients call it: with the
+    response's headers, whatever their case."""
+    assert parse_retry_after({"Retry-After": "7"}) == 7.0
     soon = datetime.now(UTC) + timedelta(seconds=30)
-    assert 25 <= parse_retry_after(format_datetime(soon, usegmt=True)) <= 31
-    assert parse_retry_after(None) is None
-    assert parse_retry_after("soon") is None
+    assert 25 <= parse_retry_after({"retry-after": format_datetime(soon, usegmt=True)}) <= 31
+    assert parse_retry_after({}) is None
+    assert parse_retry_after({"Retry-After": "soon"}) is None
+    assert parse_retry_after({"Retry-After": "inf"}) is None and parse_retry_after({"Retry-After": "-3"}) == 0.0

@@ -1,5 +1,5 @@
 """The optional model tagger (tasks/taggers/model.py) against a small OpenAI-compatible chat
-server on 127.0.0.1, through the shared client (kitab/sources/chat.py): batching, parsing into
+server on 127.0.0.1, through the shared chat session (kitab/sources/chat_session.py): batching, parsing into
 spans, the (model, prompt, title) cache, retries,
 fatal statuses, and that the key never reaches the cache."""
 
@@ -12,7 +12,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from kitab.sources.chat import Retry, cache_key
+from kitab.core.policy import ChatPolicy, RetryPolicy
+from kitab.sources.chat import cache_key
 from tasks.tag_entities import tag_entities
 from tasks.taggers.model import (
     PARAMS,
@@ -25,7 +26,7 @@ from tasks.taggers.model import (
     title_key,
 )
 
-FAST = Retry(backoff_initial=0)
+FAST = ChatPolicy(retry=RetryPolicy(backoff_initial=0))
 PEOPLE = {"Emma", "Dalloway", "Gatsby", "Will Grayson"}
 CITIES = {"Venice", "Paris"}
 
@@ -111,7 +112,7 @@ TITLES = [
 
 
 def test_titles_go_in_batches_and_come_back_as_spans(chat, tmp_path):
-    human, city = model_taggers(chat.base_url, "m1", tmp_path / "cache.sqlite", batch=3, retry=FAST)
+    human, city = model_taggers(chat.base_url, "m1", tmp_path / "cache.sqlite", batch=3, policy=FAST)
     spans = human.tag_many(TITLES)
     assert len(chat.requests) == 3  # 8 titles, 3 per request
     assert chat.requests[0]["model"] == "m1" and chat.requests[0]["temperature"] == 0
@@ -138,12 +139,12 @@ def test_titles_go_in_batches_and_come_back_as_spans(chat, tmp_path):
 
 def test_the_cache_answers_a_rerun_whatever_the_batches(chat, tmp_path):
     path = tmp_path / "cache.sqlite"
-    model_taggers(chat.base_url, "m1", path, batch=3, retry=FAST)[0].tag_many(TITLES)
+    model_taggers(chat.base_url, "m1", path, batch=3, policy=FAST)[0].tag_many(TITLES)
     sent = len(chat.requests)
-    again = model_taggers(chat.base_url, "m1", path, batch=5, retry=FAST)[0].tag_many(list(reversed(TITLES)))
+    again = model_taggers(chat.base_url, "m1", path, batch=5, policy=FAST)[0].tag_many(list(reversed(TITLES)))
     assert len(chat.requests) == sent  # 0 requests: every title is cached
     assert [s.text for s in again[-2]] == ["Dalloway"]
-    model_taggers(chat.base_url, "m2", path, batch=20, retry=FAST)[0].tag_many(TITLES)
+    model_taggers(chat.base_url, "m2", path, batch=20, policy=FAST)[0].tag_many(TITLES)
     assert len(chat.requests) == sent + 1  # another model is another question
     assert title_key("m1", "Emma") != title_key("m2", "Emma") != cache_key("m1", "Emma", PARAMS, system=PROMPT + " ")
 
@@ -151,41 +152,41 @@ def test_the_cache_answers_a_rerun_whatever_the_batches(chat, tmp_path):
 def test_the_key_goes_in_the_header_only(chat, tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
     path = tmp_path / "cache.sqlite"
-    model_taggers(chat.base_url, "m1", path, retry=FAST)[0].tag_many(["Emma"])
+    model_taggers(chat.base_url, "m1", path, policy=FAST)[0].tag_many(["Emma"])
     assert chat.headers[0]["Authorization"] == "Bearer sk-test-not-a-real-key"
     assert b"sk-test" not in path.read_bytes()
     monkeypatch.delenv("OPENAI_API_KEY")
-    model_taggers(chat.base_url, "m3", None, retry=FAST)[0].tag_many(["Emma"])
+    model_taggers(chat.base_url, "m3", None, policy=FAST)[0].tag_many(["Emma"])
     assert "Authorization" not in chat.headers[1]
 
 
 def test_server_errors_are_retried_and_a_wrong_url_stops_at_once(chat, tmp_path):
     chat.script = [500, 429]
-    human, _ = model_taggers(chat.base_url, "m1", None, retry=FAST)
+    human, _ = model_taggers(chat.base_url, "m1", None, policy=FAST)
     assert [s.text for s in human.tag_many(["Emma"])[0]] == ["Emma"]
     assert len(chat.requests) == 3
     chat.script = [401]
     with pytest.raises(ModelTaggerError, match="HTTP 401"):
-        model_taggers(chat.base_url, "m1", None, retry=FAST)[0].tag_many(["Mrs Dalloway"])
+        model_taggers(chat.base_url, "m1", None, policy=FAST)[0].tag_many(["Mrs Dalloway"])
     with pytest.raises(ModelTaggerError, match="HTTP 404"):
-        model_taggers(chat.base_url.replace("/v1", "/nope"), "m1", None, retry=FAST)[0].tag_many(["Emma"])
+        model_taggers(chat.base_url.replace("/v1", "/nope"), "m1", None, policy=FAST)[0].tag_many(["Emma"])
     chat.script = [503] * 3
     with pytest.raises(ModelTaggerError, match=r"HTTP 503 \(after 3 attempts\)"):
-        model_taggers(chat.base_url, "m1", None, retry=Retry(max_attempts=3, backoff_initial=0))[0].tag_many(
-            ["Paris Spleen"]
-        )
+        model_taggers(
+            chat.base_url, "m1", None, policy=ChatPolicy(retry=RetryPolicy(max_attempts=3, backoff_initial=0))
+        )[0].tag_many(["Paris Spleen"])
 
 
 def test_a_title_left_out_is_asked_again_alone_then_an_error(chat, tmp_path):
     chat.fence = True  # prose and a code fence around the JSON are fine
     chat.skip = {"Dune"}
     with pytest.raises(ModelTaggerError, match="no readable answer for 1 title"):
-        model_taggers(chat.base_url, "m1", tmp_path / "c.sqlite", batch=4, retry=FAST)[0].tag_many(TITLES)
+        model_taggers(chat.base_url, "m1", tmp_path / "c.sqlite", batch=4, policy=FAST)[0].tag_many(TITLES)
     assert len(chat.requests) == 3  # 2 batches, then "Dune" alone
     assert chat.requests[-1]["messages"][1]["content"] == "1. Dune"
     chat.skip = set()
     # what was answered is cached: only "Dune" is asked now
-    assert model_taggers(chat.base_url, "m1", tmp_path / "c.sqlite", batch=4, retry=FAST)[0].tag_many(TITLES)[5] == []
+    assert model_taggers(chat.base_url, "m1", tmp_path / "c.sqlite", batch=4, policy=FAST)[0].tag_many(TITLES)[5] == []
     assert len(chat.requests) == 4
 
 
@@ -194,7 +195,7 @@ def test_the_stage_stores_model_spans_as_their_own_version(chat):
         {"book_id": "b1", "author_qid": "Q1", "canonical_title": "Death in Venice"},
         {"book_id": "b2", "author_qid": "Q1", "canonical_title": "Emma"},
     ]
-    rows = tag_entities(books, [], taggers=model_taggers(chat.base_url, "m1", None, retry=FAST)).tables[
+    rows = tag_entities(books, [], taggers=model_taggers(chat.base_url, "m1", None, policy=FAST)).tables[
         "title_entities"
     ]
     assert [(r["book_id"], r["kind"], r["text"], r["version"], r["evidence"]) for r in rows] == [

@@ -17,6 +17,7 @@ from pathlib import Path
 import psutil
 
 from kitab.core.env import PROJECT_ROOT
+from kitab.core.policy import parse_retry_after
 
 
 class StackError(RuntimeError):
@@ -61,8 +62,8 @@ def api(
                 raise StackError(
                     f"{method or ('POST' if body is not None else 'GET')} {path}: HTTP {exc.code}: {detail}"
                 ) from None
-            retry_after = exc.headers.get("Retry-After", "")
-            time.sleep(float(retry_after) if retry_after.isdigit() else 2**attempt)
+            retry_after = parse_retry_after(exc.headers)
+            time.sleep(2**attempt if retry_after is None else retry_after)
     raise AssertionError("unreachable")
 
 

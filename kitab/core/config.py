@@ -17,7 +17,10 @@ from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from kitab.core.env import PROJECT_ROOT
+from kitab.core.policy import RetryPolicy
 from kitab.core.version import __version__
+
+RETRY = RetryPolicy()  # the retry numbers' one home (kitab/core/policy.py); KITAB_* may override them
 
 LIVE_WIKIDATA = "https://query.wikidata.org/sparql"
 LIVE_OPENLIBRARY = "https://openlibrary.org"
@@ -40,10 +43,10 @@ class Settings(BaseSettings):
     wdqs_min_interval: float = Field(1.0, ge=0)
     timeout_connect: float = Field(10.0, gt=0)
     timeout_read: float = Field(65.0, gt=0)  # WDQS may run a query for 60 s
-    max_attempts: int = Field(6, ge=1, le=20)
-    max_retry_after: float = Field(300.0, gt=0)  # a Retry-After longer than this is an error
-    backoff_initial: float = Field(1.0, ge=0)
-    backoff_max: float = Field(60.0, gt=0)
+    max_attempts: int = Field(RETRY.max_attempts, ge=1, le=20)
+    max_retry_after: float = Field(RETRY.max_retry_after, gt=0)  # a Retry-After longer than this is an error
+    backoff_initial: float = Field(RETRY.backoff_initial, ge=0)
+    backoff_max: float = Field(RETRY.backoff_max, gt=0)
     # Open Library search page size; the API caps it (the original read one page of 500).
     ol_page_size: int = Field(100, ge=1, le=1000)
     # WikiData sampling runs one query per birth-year window to stay inside WDQS's 60 s.

@@ -1,16 +1,17 @@
 """``kitab answer``: send every query's prompt to an OpenAI-compatible chat endpoint and write
 the answers file ``kitab evaluate`` reads.
 
-The client, its retry policy, its response cache and the key's handling are
-kitab/sources/chat.py's (shared with the model tagger); the key comes from ``OPENAI_API_KEY``
-and goes only into the request header: never into a log line, an error message, the cache or
-the answers file.
+The client, its retry policy, its response cache, its limiter and the key's handling are one
+chat session's (kitab/sources/chat_session.py, opened as the model tagger opens its own; the
+numbers are kitab/core/policy.py's ChatPolicy); the key comes from ``OPENAI_API_KEY`` and goes
+only into the request header: never into a log line, an error message, the cache or the
+answers file.
 
 How it behaves (docs/evaluate.md):
 
 - **Bounded**: at most ``concurrency`` requests in flight, at most ``rate`` requests started per
   second (one limiter shared by every worker).
-- **Retries**: the client's policy (429, 5xx, timeouts, dropped connections; a ``Retry-After``
+- **Retries**: the session's policy (429, 5xx, timeouts, dropped connections; a ``Retry-After``
   pauses *every* worker until then; one longer than ``max_retry_after`` fails the query). 401,
   403 and 404 stop the whole run at once (a wrong key, URL or model fails every query alike);
   another 4xx fails that query only.
@@ -23,9 +24,9 @@ How it behaves (docs/evaluate.md):
   "attempts"}`` (``reasoning``: a reasoning model's reasoning_content, never read for titles), written
   atomically at the end, in the release's query order. A rerun from the cache writes the very
   same bytes (the same answers file sha256, so the same evaluation).
-- **Stops early**: when the first ``STOP_AFTER`` (10) queries to finish all failed with the same
-  error (a gateway answering 400 to every request, a 500 that outlasts every retry), the run
-  stops there with that error in one line instead of asking every query.
+- **Stops early**: when the first ``stop_after`` (10, the session's policy) queries to finish
+  all failed with the same error (a gateway answering 400 to every request, a 500 that outlasts
+  every retry), the run stops there with that error in one line instead of asking every query.
 - **Samples**: with ``samples`` N > 1 each query is asked N times (sample k's cache key holds
   k), and every line carries its ``sample`` (0 .. N-1); ``kitab evaluate`` scores each.
 - A query that got no answer (its retries used up, a 400) is listed in the error, and no
@@ -45,21 +46,14 @@ from pathlib import Path
 
 from kitab.core.errors import KitabError
 from kitab.core.files import write_via_temp
+from kitab.core.params import ModelEndpoint
+from kitab.core.policy import ChatPolicy
 from kitab.release.evaluation.answers import MAX_FILE_BYTES, MAX_RESPONSE_CHARS
-from kitab.sources.chat import (
-    ChatClient,
-    EndpointError,
-    Params,
-    RateLimiter,
-    ResponseCache,
-    Retry,
-    Stopped,
-    cache_key,
-)
+from kitab.sources.chat import EndpointError, Params, Stopped
+from kitab.sources.chat_session import ChatSession, open_chat_session
 
 # The paper's maximum output lengths per template (App. D); temperature 0 (§4).
 MAX_TOKENS = {"no-context": 400, "with-context": 1000, "self-context": 3000, "cot": 400, "claims": 200}
-STOP_AFTER = 10  # the first queries to finish: all failing alike stops the run
 
 
 @dataclass(frozen=True)
@@ -121,30 +115,14 @@ def _clock(seconds: float) -> str:
     )
 
 
-def _ask(
-    client: ChatClient,
-    prompt: Prompt,
-    params: Params,
-    limiter: RateLimiter,
-    retry: Retry,
-    stats: RunStats,
-    stop: threading.Event,
-    system: str | None = None,
-) -> dict:
-    """One query under the client's retry policy: its cache record (raises EndpointError, Stopped)."""
+def _ask(session: ChatSession, prompt: Prompt, params: Params, stats: RunStats, system: str | None = None) -> dict:
+    """One query under the session's retry policy: its cache record (raises EndpointError, Stopped)."""
 
     def on_retry(waited: float) -> None:
         stats.add(retries=1, waited_retry_after=waited)
 
-    answer = client.ask(
-        prompt.text,
-        params,
-        system=system,
-        retry=retry,
-        limiter=limiter,
-        stop=stop,
-        on_request=lambda: stats.add(requests=1),
-        on_retry=on_retry,
+    answer = session.ask(
+        prompt.text, params, system=system, on_request=lambda: stats.add(requests=1), on_retry=on_retry
     )
     completion = answer.completion
     if len(completion.text) > MAX_RESPONSE_CHARS:  # kitab evaluate's cap: it would refuse the file
@@ -166,41 +144,29 @@ def _ask(
 def answer_prompts(
     prompts: Sequence[Prompt],
     *,
-    client: ChatClient,
-    cache: ResponseCache,
+    session: ChatSession,
     params: Params,
-    concurrency: int = 4,
-    rate: float | None = None,
-    retry: Retry = Retry(),
     on_progress: Callable[[RunStats], None] | None = None,
     system: str | None = None,
     samples: int = 1,
-    stop_after: int = STOP_AFTER,
 ) -> tuple[dict[tuple[str, int], dict], RunStats]:
-    """Ask every (prompt, sample) not in the cache; returns ``{(query_id, sample): record}`` for
-    every answer (cached or new) and the run's counts. Each new answer is in the cache before
-    this returns or raises; a fatal answer (401/403/404), or the first ``stop_after`` queries
-    all failing with one error, raises KitabError after the requests in flight end."""
-    if concurrency < 1:
-        raise KitabError(f"--concurrency {concurrency}: expected 1 or more")
-    if rate is not None and rate <= 0:
-        raise KitabError(f"--rate {rate}: expected a positive number of requests per second")
+    """Ask every (prompt, sample) not in the session's cache, ``policy.concurrency`` at a time;
+    returns ``{(query_id, sample): record}`` for every answer (cached or new) and the run's
+    counts. Each new answer is in the cache before this returns or raises; a fatal answer
+    (401/403/404), or the first ``policy.stop_after`` queries all failing with one error, raises
+    KitabError after the requests in flight end."""
+    concurrency, stop_after = session.policy.concurrency, session.policy.stop_after
     if samples < 1:
         raise KitabError(f"--samples {samples}: expected 1 or more")
     stats = RunStats(total=len(prompts) * samples)
     keys = {
-        (p.query_id, k): cache_key(client.model, p.text, params, system=system, sample=k)
-        for p in prompts
-        for k in range(samples)
+        (p.query_id, k): session.key(p.text, params, system=system, sample=k) for p in prompts for k in range(samples)
     }
-    cached = cache.get_many(set(keys.values()))
+    cached = session.cache.get_many(set(keys.values()))
     results = {unit: cached[key] for unit, key in keys.items() if key in cached}
     stats.from_cache = len(results)
     by_id = {p.query_id: p for p in prompts}
     todo = [unit for unit in keys if unit not in results]
-    limiter, stop = RateLimiter(rate), threading.Event()
-    fatal: EndpointError | None = None
-    first_errors: list[str] = []  # per query finished first: its error, "" for an answer
     if on_progress:
         on_progress(stats)
     pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="kitab-answer")
@@ -209,12 +175,12 @@ def answer_prompts(
     try:
 
         def refill() -> None:  # keep at most 2×concurrency submitted: a stop leaves little to cancel
-            while len(pending) < 2 * concurrency and not stop.is_set():
+            while len(pending) < 2 * concurrency and not session.stop.is_set():
                 unit = next(queue, None)
                 if unit is None:
                     return
                 prompt = by_id[unit[0]]
-                pending[pool.submit(_ask, client, prompt, params, limiter, retry, stats, stop, system)] = unit
+                pending[pool.submit(_ask, session, prompt, params, stats, system)] = unit
 
         refill()
         while pending:
@@ -227,18 +193,11 @@ def answer_prompts(
                 except Stopped:
                     continue
                 except EndpointError as exc:
-                    if exc.fatal and fatal is None:
-                        fatal = exc
-                        stop.set()
                     stats.failed[label] = str(exc)
-                    if len(first_errors) < stop_after:
-                        first_errors.append(str(exc))
-                        if len(first_errors) == stop_after and len(set(first_errors)) == 1 and fatal is None:
-                            fatal = exc
-                            stop.set()
+                    session.outcome(exc)  # a fatal status, or the first queries failing alike, stop the run
                     continue
-                first_errors.append("")  # one answer: the endpoint can answer
-                cache.put(client.model, keys[unit], record)
+                session.outcome(None)  # one answer: the endpoint can answer
+                session.cache.put(session.model, keys[unit], record)
                 results[unit] = record
                 stats.add(
                     answered=1,
@@ -249,11 +208,11 @@ def answer_prompts(
             if on_progress:
                 on_progress(stats)
     except BaseException:
-        stop.set()  # Ctrl-C, SIGTERM: the workers stop at their next step; what arrived is cached
-        client.abort()  # and the requests in flight end now, not at their timeout
+        session.abort()  # Ctrl-C, SIGTERM: the requests in flight end now, not at their timeout; what arrived is cached
         raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+    fatal = session.stopped_by
     if fatal is not None and not fatal.fatal:
         raise KitabError(
             f"stopped: the first {stop_after} queries all failed with {fatal} ({stats.requests} requests); "
@@ -336,13 +295,9 @@ def answer_release(
     base_url: str,
     out: Path,
     template: str = "no-context",
-    api_key: str | None = None,
-    concurrency: int = 4,
-    rate: float | None = None,
+    policy: ChatPolicy | None = None,
     params: Params | None = None,
-    retry: Retry = Retry(),
     cache_path: Path | None = None,
-    timeout: float = 600.0,
     allow_missing: bool = False,
     limit: int | None = None,
     limit_seed: int = 0,
@@ -351,28 +306,17 @@ def answer_release(
     samples: int = 1,
 ) -> dict:
     """``kitab answer``: every query of ``release`` (a seeded sample of ``limit`` across authors, if given) asked of
-    ``model`` at ``base_url``; the answers file written to ``out``. Returns a summary."""
+    ``model`` at ``base_url`` under ``policy`` (None: the defaults) through one chat session (the key
+    from ``OPENAI_API_KEY``); the answers file written to ``out``. Returns a summary."""
     warehouse = Path(warehouse)
     prompts = release_prompt_list(warehouse, release, template, limit=limit, seed=limit_seed)
     params = params or Params(max_tokens=MAX_TOKENS.get(template))
-    cache = ResponseCache(cache_path or warehouse / ".cache" / "answers.sqlite")
+    endpoint = ModelEndpoint(base_url, model, str(cache_path or warehouse / ".cache" / "answers.sqlite"))
     started = time.monotonic()
-    try:
-        with ChatClient(base_url, model, api_key=api_key, timeout=timeout, max_connections=concurrency) as client:
-            results, stats = answer_prompts(
-                prompts,
-                client=client,
-                cache=cache,
-                params=params,
-                concurrency=concurrency,
-                rate=rate,
-                retry=retry,
-                on_progress=on_progress,
-                system=system,
-                samples=samples,
-            )
-    finally:
-        cache.close()
+    with open_chat_session(endpoint, policy) as session:
+        results, stats = answer_prompts(
+            prompts, session=session, params=params, on_progress=on_progress, system=system, samples=samples
+        )
     summary = {
         "release": release,
         "model": model,

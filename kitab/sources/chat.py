@@ -1,6 +1,7 @@
 """The one client for OpenAI-compatible chat endpoints: what ``kitab answer``
-(kitab/release/answer.py) and the model tagger (tasks/taggers/model.py) send, how they retry,
-and where the answers are kept.
+(kitab/release/answer.py) and the model tagger (tasks/taggers/model.py) send, one request at a
+time, and where the answers are kept. Both ask through a session
+(kitab/sources/chat_session.py: this client, the cache, the limiter and the retry policy).
 
 The endpoint is anything that serves ``POST {base_url}/chat/completions`` the way OpenAI does
 (OpenAI, vLLM, llama.cpp's server, Ollama's ``/v1``, gateways). This module is the only one
@@ -10,14 +11,11 @@ that sends them (kitab/simulate/chat.py is the loopback server tests and benchma
   never into a log line, an error message or the cache. A base URL carrying an ``api-version``
   query parameter is an Azure-style gateway: the key goes in the ``api-key`` header there
   instead of ``Authorization: Bearer``.
-- **The retry policy** (:class:`Retry`, the same four numbers as the sources' HTTP policy in
-  ``kitab.core.config.Settings``): HTTP 408/409/425/429, 5xx, timeouts, dropped connections and
-  unreadable 200s are retried with exponential backoff and full jitter, at most
-  ``max_attempts`` tries; a ``Retry-After`` (or OpenAI's ``retry-after-ms``) is honoured and
-  pauses every request of the :class:`RateLimiter` until then, since the server said so for
-  the client, not for one request; one longer than ``max_retry_after`` fails the request
-  instead of waiting hours. 401, 403 and 404 are fatal (a wrong key, URL or model fails every
-  request alike); another 4xx fails that request only.
+- **What is retried** (the session's policy, kitab/sources/chat_session.py, decides when):
+  HTTP 408/409/425/429, 5xx, timeouts, dropped connections and unreadable 200s are retryable,
+  with the server's ``Retry-After`` (or OpenAI's ``retry-after-ms``) when it sends one. 401,
+  403 and 404 are fatal (a wrong key, URL or model fails every request alike); another 4xx
+  fails that request only.
 - **The response cache** (:class:`ResponseCache`): one SQLite table of JSON records keyed by
   :func:`cache_key`, sha256 of (model, prompt, parameters). The endpoint's URL is not part of
   the key: the same model behind another gateway gives the same answer.
@@ -25,11 +23,9 @@ that sends them (kitab/simulate/chat.py is the loopback server tests and benchma
 
 from __future__ import annotations
 
-import email.utils
 import hashlib
 import json
 import os
-import random
 import socket
 import sqlite3
 import threading
@@ -42,6 +38,7 @@ from pathlib import Path
 import httpx
 
 from kitab.core.errors import KitabError
+from kitab.core.policy import parse_retry_after
 from kitab.core.text import is_unicode
 
 ENV_API_KEY = "OPENAI_API_KEY"
@@ -125,85 +122,16 @@ class EndpointError(Exception):
         return self.status in FATAL_STATUS
 
 
+def checked_base_url(base_url: str) -> httpx.URL:
+    """``base_url`` as a URL, or KitabError in one line (told before a run starts, too)."""
+    url = httpx.URL(base_url)
+    if url.scheme not in ("http", "https") or not url.host:
+        raise KitabError(f"base URL {base_url!r}: expected an http(s) URL such as https://api.openai.com/v1")
+    return url
+
+
 class Stopped(Exception):
     """The caller's stop event was set (a fatal answer elsewhere, or Ctrl-C) before an answer."""
-
-
-def parse_retry_after(headers: httpx.Headers, now: float | None = None) -> float | None:
-    """Seconds to wait from ``retry-after-ms`` (OpenAI) or ``Retry-After`` (seconds or an
-    HTTP date); None when absent or unreadable."""
-    ms = headers.get("retry-after-ms")
-    if ms is not None:
-        try:
-            return max(0.0, float(ms) / 1000.0)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    now = time.time() if now is None else now
-    return max(0.0, when.timestamp() - now)
-
-
-# -- the retry policy and pacing ----------------------------------------------------------------
-@dataclass(frozen=True)
-class Retry:
-    """The retry policy; its defaults are ``kitab.core.config.Settings``' (the sources' HTTP policy)."""
-
-    max_attempts: int = 6
-    backoff_initial: float = 1.0
-    backoff_max: float = 60.0
-    max_retry_after: float = 300.0
-
-    def backoff(self, attempt: int) -> float:
-        """Exponential with full jitter (attempt 1 is the first retry)."""
-        ceiling = min(self.backoff_max, self.backoff_initial * 2 ** (attempt - 1))
-        return random.uniform(ceiling / 2, ceiling)
-
-
-class RateLimiter:
-    """At most ``rate`` request starts per second over all threads (evenly spaced), and none
-    before a pause the server asked for (:meth:`hold`)."""
-
-    def __init__(
-        self,
-        rate: float | None = None,
-        clock: Callable[[], float] = time.monotonic,
-        sleep: Callable[[float], None] = time.sleep,
-    ):
-        self.interval = 1.0 / rate if rate else 0.0
-        self._clock, self._sleep = clock, sleep
-        self._lock = threading.Lock()
-        self._next = 0.0
-        self._hold_until = 0.0
-
-    def hold(self, seconds: float) -> None:
-        with self._lock:
-            self._hold_until = max(self._hold_until, self._clock() + seconds)
-
-    def acquire(self, stop: threading.Event | None = None) -> None:
-        """Wait for this request's start; with ``stop``, a stop ends the wait at once (a
-        Retry-After of minutes never holds a Ctrl-C)."""
-        with self._lock:
-            now = self._clock()
-            slot = max(now, self._next, self._hold_until)
-            self._next = slot + self.interval
-        if slot > now:
-            if stop is None:
-                self._sleep(slot - now)
-            else:
-                stop.wait(slot - now)
 
 
 # -- the endpoint -------------------------------------------------------------------------------
@@ -258,9 +186,7 @@ class ChatClient:
         user_agent: str = "kitab",
         max_body_bytes: int = MAX_BODY_BYTES,
     ):
-        url = httpx.URL(base_url)
-        if url.scheme not in ("http", "https") or not url.host:
-            raise KitabError(f"base URL {base_url!r}: expected an http(s) URL such as https://api.openai.com/v1")
+        url = checked_base_url(base_url)
         self.model = model
         self.url = url.copy_with(path=url.path.rstrip("/") + "/chat/completions")
         self.timeout, self.max_body_bytes = timeout, max_body_bytes
@@ -373,58 +299,6 @@ class ChatClient:
                 raise EndpointError("a response body that does not decompress", retryable=True) from None
             # refused, reset, cut: the message names no header
             raise EndpointError(f"no answer from the endpoint ({type(exc).__name__})", retryable=True) from None
-
-    def ask(
-        self,
-        prompt: str,
-        params: Params,
-        *,
-        system: str | None = None,
-        retry: Retry = Retry(),
-        limiter: RateLimiter | None = None,
-        stop: threading.Event | None = None,
-        on_request: Callable[[], None] | None = None,
-        on_retry: Callable[[float], None] | None = None,
-    ) -> Answer:
-        """One question under the retry policy: an Answer, or EndpointError when it failed for
-        good (fatal, not retryable, retries used up, or a Retry-After above the policy's
-        limit), or Stopped. ``on_request`` hears of every request sent, ``on_retry`` of every
-        retry (with the seconds the server asked to wait, 0 if it did not say)."""
-        limiter = limiter or RateLimiter()
-        started = time.monotonic()
-        attempt = 0
-        while True:
-            if (stop is not None and stop.is_set()) or self._aborted:
-                raise Stopped()
-            limiter.acquire(stop)
-            if (stop is not None and stop.is_set()) or self._aborted:
-                raise Stopped()
-            attempt += 1
-            if on_request:
-                on_request()
-            try:
-                completion = self.complete(prompt, params, system=system)
-            except EndpointError as exc:
-                if not exc.retryable or attempt >= retry.max_attempts:
-                    if exc.retryable:
-                        exc.args = (f"{exc.args[0]} (after {attempt} attempts)",)
-                    raise
-                if exc.retry_after is not None:
-                    if exc.retry_after > retry.max_retry_after:
-                        raise EndpointError(
-                            f"{exc.args[0]} asking to retry after {exc.retry_after:.0f} s "
-                            f"(more than {retry.max_retry_after:.0f} s)",
-                            status=exc.status,
-                        ) from None
-                    limiter.hold(exc.retry_after)  # every request waits: the server throttles the client
-                elif stop is not None:
-                    stop.wait(retry.backoff(attempt))
-                else:
-                    time.sleep(retry.backoff(attempt))
-                if on_retry:
-                    on_retry(exc.retry_after or 0.0)
-                continue
-            return Answer(completion, attempt, round(time.monotonic() - started, 3))
 
 
 def _too_big(limit: int) -> EndpointError:

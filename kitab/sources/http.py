@@ -1,7 +1,8 @@
 """HTTP plumbing shared by both services' live and mirror clients.
 
 - retries: tenacity, on 429 / 5xx / connection errors / cut bodies, waiting exactly the
-  server's Retry-After when it sends one (clients that ignore 429 get banned from WDQS);
+  server's Retry-After when it sends one (clients that ignore 429 get banned from WDQS); the
+  numbers are Settings' (defaults: kitab/core/policy.py, the chat endpoint's too);
 - rate limits: requests-ratelimiter (pyrate-limiter buckets, one per host);
 - persistent cache: requests-cache (SQLite), keyed by a host-independent fingerprint so a
   rerun against a mirror on another port, or a rerun of the same live refresh, is served
@@ -28,6 +29,7 @@ from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_at
 
 from kitab.core.config import Settings
 from kitab.core.errors import KitabError
+from kitab.core.policy import parse_retry_after
 
 
 class RetryableError(Exception):
@@ -93,20 +95,6 @@ def fingerprint(method: str, url: str, params: dict | None = None, body: str | N
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-def parse_retry_after(value: str | None) -> float | None:
-    """Retry-After is either delta-seconds or an HTTP date (RFC 9110 §10.2.3)."""
-    if not value:
-        return None
-    value = value.strip()
-    if value.isdigit():
-        return float(value)
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, (when - datetime.now(UTC)).total_seconds())
-
-
 def parse_http_date(value: str | None) -> datetime | None:
     if not value:
         return None
@@ -119,9 +107,7 @@ def parse_http_date(value: str | None) -> datetime | None:
 def classify_status(status: int, headers: Any, url: str) -> None:
     """Raise RetryableError for 429/5xx (with Retry-After), ServiceError for other errors."""
     if status == 429 or status >= 500:
-        raise RetryableError(
-            f"HTTP {status} from {url}", parse_retry_after(headers.get("Retry-After")), url=url, status=status
-        )
+        raise RetryableError(f"HTTP {status} from {url}", parse_retry_after(headers), url=url, status=status)
     if status >= 400:
         raise ServiceError(f"HTTP {status} from {url}")
 

@@ -21,6 +21,7 @@ from SPARQLWrapper import JSON, POST, SELECT, URLENCODED, SPARQLWrapper
 from SPARQLWrapper.SPARQLExceptions import EndPointInternalError, SPARQLWrapperException
 
 from kitab.core.config import Settings
+from kitab.core.policy import parse_retry_after
 from kitab.sources.http import (
     Fetched,
     Gate,
@@ -29,7 +30,6 @@ from kitab.sources.http import (
     ServiceError,
     fingerprint,
     parse_http_date,
-    parse_retry_after,
     retrying,
 )
 
@@ -155,7 +155,7 @@ class HttpWikidata(SparqlQueries):
                 if exc.code == 429 or exc.code >= 500:
                     raise RetryableError(
                         f"HTTP {exc.code} from {self.endpoint}",
-                        parse_retry_after(exc.headers.get("Retry-After")),
+                        parse_retry_after(exc.headers),
                         url=self.endpoint,
                         status=exc.code,
                     ) from exc

@@ -10,11 +10,12 @@ asked alone, so a rerun sends nothing for the titles it has, whatever batch they
 taggers stay the default. Their quality is the user's to measure:
 ``benchmarks/entity_quality.py --tagger model --base-url ... --llm-model ...``.
 
-The client, its retry policy and the key's handling are kitab/sources/chat.py's, shared with
-``kitab answer``: the key comes from ``OPENAI_API_KEY`` and goes only into the request header,
-never into the cache, an error or a span; 429 (Retry-After honoured), 5xx and dropped
-connections are retried with backoff; 401, 403 and 404 stop at once (a wrong key, URL or model
-fails every title alike). A title the model
+The client, the cache, the limiter, the retry policy and the key's handling are one chat
+session's (kitab/sources/chat_session.py), opened as ``kitab answer`` opens its own and under
+the same policy (kitab/core/policy.py's ChatPolicy): the key comes from ``OPENAI_API_KEY`` and
+goes only into the request header, never into the cache, an error or a span; 429 (Retry-After
+honoured), 5xx and dropped connections are retried with backoff; 401, 403 and 404 stop at once
+(a wrong key, URL or model fails every title alike). A title the model
 never answered for (after one retry on its own) is an error naming how many, not a silent
 empty answer: an empty answer means "no names", which would be a wrong key for a constraint.
 """
@@ -28,7 +29,9 @@ from pathlib import Path
 
 from kitab.core.errors import KitabError
 from kitab.core.params import ModelEndpoint
-from kitab.sources.chat import ChatClient, EndpointError, Params, ResponseCache, Retry, cache_key, env_api_key
+from kitab.core.policy import ChatPolicy
+from kitab.sources.chat import EndpointError, Params, cache_key, checked_base_url
+from kitab.sources.chat_session import ChatSession, open_chat_session
 from tasks.taggers.spans import Span
 
 PROMPT_VERSION = "v1"
@@ -44,7 +47,6 @@ PROMPT = (
     "with one entry per title, in order."
 )
 BATCH = 20  # titles per request: long enough to amortise the prompt, short enough to answer reliably
-TIMEOUT = 120.0  # seconds for one batch's answer
 PARAMS = Params(temperature=0.0, max_tokens=None)
 KINDS = ("human", "city")
 
@@ -119,17 +121,17 @@ def place(title: str, names: Sequence[str], kind: str, evidence: str) -> list[Sp
 
 
 class ModelSession:
-    """What the human and city model taggers share: the client, the cache and the answers
-    of the titles asked in this process (one request serves both kinds)."""
+    """What the human and city model taggers share: one chat session (client, cache, limiter,
+    retry policy) and the batches they ask in (one request serves both kinds)."""
 
-    def __init__(self, client: ChatClient, cache: ResponseCache, batch: int = BATCH, retry: Retry = Retry()) -> None:
-        self.client, self.cache, self.batch, self.retry = client, cache, batch, retry
-        self.model = client.model
+    def __init__(self, chat: ChatSession, batch: int = BATCH) -> None:
+        self.chat, self.batch = chat, batch
+        self.model = chat.model
 
     def names(self, titles: Sequence[str]) -> list[dict[str, list[str]]]:
         """Per title, {"human": [...], "city": [...]} as the model gave them (cached)."""
         keys = [title_key(self.model, t) for t in titles]
-        known = self.cache.get_many(dict.fromkeys(keys))
+        known = self.chat.cache.get_many(dict.fromkeys(keys))
         todo = list(dict.fromkeys(t for t, k in zip(titles, keys) if k not in known))
         missing: list[str] = []
         for start in range(0, len(todo), self.batch):
@@ -143,13 +145,13 @@ class ModelSession:
 
     def _ask(self, titles: list[str], known: dict) -> list[str]:
         try:
-            text = self.client.ask(batch_message(titles), PARAMS, system=PROMPT, retry=self.retry).completion.text
+            text = self.chat.ask(batch_message(titles), PARAMS, system=PROMPT).completion.text
         except EndpointError as exc:
             hint = f" (check the base URL, the model {self.model!r} and OPENAI_API_KEY)" if exc.fatal else ""
-            raise ModelTaggerError(f"{self.client.url}: {exc}{hint}") from None
+            raise ModelTaggerError(f"{self.chat.client.url}: {exc}{hint}") from None
         answer = parse_answer(text, len(titles))
         got = {title_key(self.model, t): answer[n] for n, t in enumerate(titles, 1) if n in answer}
-        self.cache.put_many(self.model, got)
+        self.chat.cache.put_many(self.model, got)
         known.update(got)
         return [t for n, t in enumerate(titles, 1) if n not in answer]
 
@@ -192,8 +194,7 @@ def configured_session(endpoint: ModelEndpoint | None) -> ModelSession:
     if endpoint is None or not endpoint.base_url or not endpoint.model:
         raise ModelTaggerError(f"the model taggers need a model endpoint: {NEEDS_ENDPOINT}")
     if endpoint not in _SESSIONS:
-        client = _client(endpoint.base_url, endpoint.model, env_api_key())
-        _SESSIONS[endpoint] = ModelSession(client, ResponseCache(endpoint.cache or None))
+        _SESSIONS[endpoint] = ModelSession(_open(endpoint))
     return _SESSIONS[endpoint]
 
 
@@ -220,9 +221,10 @@ class CityModelTagger(ModelTagger):
         super().__init__(session or configured_session(endpoint), "city")
 
 
-def _client(base_url: str, model: str, api_key: str | None, timeout: float = TIMEOUT) -> ChatClient:
+def _open(endpoint: ModelEndpoint, policy: ChatPolicy | None = None) -> ChatSession:
+    """The chat session on ``endpoint`` (a malformed base URL: ModelTaggerError)."""
     try:
-        return ChatClient(base_url, model, api_key=api_key, timeout=timeout, user_agent="kitab-tagger")
+        return open_chat_session(endpoint, policy, user_agent="kitab-tagger")
     except KitabError as exc:
         raise ModelTaggerError(str(exc)) from None
 
@@ -232,15 +234,13 @@ def model_taggers(
     model: str,
     cache_path: Path | str | None = None,
     *,
-    api_key: str | None = None,
     batch: int = BATCH,
-    retry: Retry = Retry(),
-    timeout: float = TIMEOUT,
+    policy: ChatPolicy | None = None,
 ) -> list[ModelTagger]:
-    """The human and city model taggers on one client and cache. The key defaults to
-    ``OPENAI_API_KEY`` (absent: no Authorization header, as local servers expect)."""
-    key = api_key if api_key is not None else env_api_key()
-    session = ModelSession(_client(base_url, model, key, timeout), ResponseCache(cache_path), batch, retry)
+    """The human and city model taggers on one chat session (``policy`` None: the defaults;
+    the key from ``OPENAI_API_KEY``, absent: no Authorization header, as local servers expect)."""
+    endpoint = ModelEndpoint(base_url, model, None if cache_path is None else str(cache_path))
+    session = ModelSession(_open(endpoint, policy), batch)
     return [ModelTagger(session, "human"), ModelTagger(session, "city")]
 
 
@@ -285,7 +285,10 @@ def endpoint_in_use(taggers: Sequence[str], second_reader: str, endpoint: ModelE
     if endpoint is None or not endpoint.base_url or not endpoint.model:
         who = "the model taggers" if asks_model(taggers) else "the model as second reader"
         raise ModelTaggerError(f"{who} need a model endpoint: {NEEDS_ENDPOINT}")
-    _client(endpoint.base_url, endpoint.model, None).close()  # a malformed URL is told now, not in a step
+    try:  # a malformed URL is told now, not in a step
+        checked_base_url(endpoint.base_url)
+    except KitabError as exc:
+        raise ModelTaggerError(str(exc)) from None
     return endpoint
 
 

@@ -4,13 +4,15 @@ through an OpenAI-compatible endpoint), ``kitab prompts`` (the paper's prompts).
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
 import typer
 
 from kitab.app.commands.common import WarehouseOpt, check_report_output, existing_warehouse, user_errors
+from kitab.core.policy import ChatPolicy, RetryPolicy
+
+CHAT = ChatPolicy()  # kitab answer's defaults: the chat policy's (the model taggers use the same)
 
 app = typer.Typer()
 TASKS = ("queries", "claims")
@@ -109,7 +111,7 @@ def answer(
     ),
     out: Path = typer.Option(..., help="the answers file to write (JSON lines, what kitab evaluate reads)"),
     template: str = typer.Option("no-context", help="no-context | with-context | self-context | cot"),
-    concurrency: int = typer.Option(4, min=1, max=256, help="requests in flight at most"),
+    concurrency: int = typer.Option(CHAT.concurrency, min=1, max=256, help="requests in flight at most"),
     rate: float | None = typer.Option(None, help="requests started per second at most (default: no cap)"),
     max_tokens: int | None = typer.Option(
         None, min=0, help="default: the paper's for the template (400 / 1000 / 3000); 0: not sent"
@@ -124,10 +126,12 @@ def answer(
     seed: int | None = typer.Option(None, help="sent as the request's seed, where the server takes one"),
     system: str | None = typer.Option(None, "--system", help="a system prompt sent before every query"),
     samples: int = typer.Option(1, min=1, max=100, help="ask each query N times; each sample is scored"),
-    timeout: float = typer.Option(600.0, min=1.0, help="seconds to wait for one answer"),
-    max_attempts: int = typer.Option(6, min=1, max=20, help="tries per query (429, 5xx, timeouts)"),
+    timeout: float = typer.Option(CHAT.timeout, min=1.0, help="seconds to wait for one answer"),
+    max_attempts: int = typer.Option(
+        CHAT.retry.max_attempts, min=1, max=20, help="tries per query (429, 5xx, timeouts)"
+    ),
     max_retry_after: float = typer.Option(
-        300.0, min=0.0, help="a Retry-After longer than this fails the query instead of waiting"
+        CHAT.retry.max_retry_after, min=0.0, help="a Retry-After longer than this fails the query instead of waiting"
     ),
     cache: Path | None = typer.Option(None, help="the response cache (default: <warehouse>/.cache/answers.sqlite)"),
     limit: int | None = typer.Option(
@@ -150,7 +154,7 @@ def answer(
     """Ask a model every query of a release through an OpenAI-compatible chat endpoint (key from
     OPENAI_API_KEY, never logged or written) and write the answers file; cached, resumable."""
     from kitab.app.progress_display import AnswerProgress
-    from kitab.release.answer import MAX_TOKENS, Params, Retry, answer_release
+    from kitab.release.answer import MAX_TOKENS, Params, answer_release
 
     check_report_output(output)
     check_task(task)
@@ -166,7 +170,6 @@ def answer(
         max_completion_tokens=max_completion_tokens,
         top_p=top_p,
     )
-    retry = Retry(max_attempts=max_attempts, max_retry_after=max_retry_after)
     progress = AnswerProgress(quiet)
     seen: list = [None]
 
@@ -183,13 +186,14 @@ def answer(
                 base_url=base_url,
                 out=out,
                 template=template,
-                api_key=os.environ.get("OPENAI_API_KEY") or None,
-                concurrency=concurrency,
-                rate=rate,
+                policy=ChatPolicy(
+                    retry=RetryPolicy(max_attempts=max_attempts, max_retry_after=max_retry_after),
+                    timeout=timeout,
+                    concurrency=concurrency,
+                    rate=rate,
+                ),
                 params=params,
-                retry=retry,
                 cache_path=cache,
-                timeout=timeout,
                 allow_missing=allow_missing,
                 limit=limit,
                 limit_seed=limit_seed,

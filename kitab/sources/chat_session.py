@@ -1,0 +1,194 @@
+"""One chat endpoint as every caller asks it: ``kitab answer`` (kitab/release/answer.py) and the
+model taggers and second reader (tasks/taggers/model.py) each open a :class:`ChatSession` with
+:func:`open_chat_session`, from the same inputs (the endpoint: base URL, model, cache file; and
+a :class:`~kitab.core.policy.ChatPolicy`), and neither composes its parts.
+
+A session owns:
+
+- **the client** (kitab/sources/chat.py's :class:`ChatClient`, one pooled httpx client, with the
+  key read from ``OPENAI_API_KEY`` here, where the requests are sent);
+- **the response cache** (:class:`ResponseCache`, keyed by :func:`cache_key`: the key does not
+  depend on the session, so an existing cache still answers);
+- **the limiter** (:class:`RateLimiter`): ``policy.rate`` starts per second over all threads,
+  and after a ``Retry-After`` no request of the session starts before it has passed, since the
+  server throttles the client, not one request;
+- **the retry policy** (``policy.retry``, the numbers the sources use too): retryable failures
+  (chat.py says which) are retried with exponential backoff and full jitter, at most
+  ``max_attempts`` tries; a ``Retry-After`` longer than ``max_retry_after`` fails the request
+  instead of waiting for hours;
+- **the stop**: :meth:`ChatSession.abort` (Ctrl-C, SIGTERM) ends every request in flight and
+  every wait at once; a run that reports its outcomes (:meth:`ChatSession.outcome`) stops at
+  a fatal status (401/403/404) or when its first ``policy.stop_after`` requests all fail with
+  one error (:attr:`ChatSession.stopped_by` says which).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+from kitab.core.params import ModelEndpoint
+from kitab.core.policy import ChatPolicy
+from kitab.sources.chat import (
+    Answer,
+    ChatClient,
+    EndpointError,
+    Params,
+    ResponseCache,
+    Stopped,
+    cache_key,
+    env_api_key,
+)
+
+
+class RateLimiter:
+    """At most ``rate`` request starts per second over all threads (evenly spaced), and none
+    before a pause the server asked for (:meth:`hold`)."""
+
+    def __init__(
+        self,
+        rate: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ):
+        self.interval = 1.0 / rate if rate else 0.0
+        self._clock, self._sleep = clock, sleep
+        self._lock = threading.Lock()
+        self._next = 0.0
+        self._hold_until = 0.0
+
+    def hold(self, seconds: float) -> None:
+        with self._lock:
+            self._hold_until = max(self._hold_until, self._clock() + seconds)
+
+    def acquire(self, stop: threading.Event | None = None) -> None:
+        """Wait for this request's start; with ``stop``, a stop ends the wait at once (a
+        Retry-After of minutes never holds a Ctrl-C)."""
+        with self._lock:
+            now = self._clock()
+            slot = max(now, self._next, self._hold_until)
+            self._next = slot + self.interval
+        if slot > now:
+            if stop is None:
+                self._sleep(slot - now)
+            else:
+                stop.wait(slot - now)
+
+
+class ChatSession:
+    """One endpoint's client, response cache, limiter and retry policy (thread-safe). Opened by
+    :func:`open_chat_session` only; closes its client and cache on exit."""
+
+    def __init__(self, client: ChatClient, cache: ResponseCache, policy: ChatPolicy) -> None:
+        self.client, self.cache, self.policy = client, cache, policy
+        self.model = client.model
+        self.limiter = RateLimiter(policy.rate)
+        self.stop = threading.Event()
+        self.stopped_by: EndpointError | None = None  # what stopped the run (outcome), if anything
+        self._first: list[str] = []  # the first outcomes: an error's text, "" for an answer
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> ChatSession:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.client.close()
+        self.cache.close()
+
+    def key(self, prompt: str, params: Params, *, system: str | None = None, sample: int = 0) -> str:
+        """The cache key of this question to this session's model."""
+        return cache_key(self.model, prompt, params, system=system, sample=sample)
+
+    def abort(self) -> None:
+        """Stop now: every request in flight ends (its sockets shut down), every wait too."""
+        self.stop.set()
+        self.client.abort()
+
+    def ask(
+        self,
+        prompt: str,
+        params: Params,
+        *,
+        system: str | None = None,
+        on_request: Callable[[], None] | None = None,
+        on_retry: Callable[[float], None] | None = None,
+    ) -> Answer:
+        """One question under the retry policy: an Answer, or EndpointError when it failed for
+        good (fatal, not retryable, retries used up, or a Retry-After above the policy's
+        limit), or Stopped. ``on_request`` hears of every request sent, ``on_retry`` of every
+        retry (with the seconds the server asked to wait, 0 if it did not say)."""
+        retry = self.policy.retry
+        started = time.monotonic()
+        attempt = 0
+        while True:
+            if self.stop.is_set():
+                raise Stopped()
+            self.limiter.acquire(self.stop)
+            if self.stop.is_set():
+                raise Stopped()
+            attempt += 1
+            if on_request:
+                on_request()
+            try:
+                completion = self.client.complete(prompt, params, system=system)
+            except EndpointError as exc:
+                if not exc.retryable or attempt >= retry.max_attempts:
+                    if exc.retryable:
+                        exc.args = (f"{exc.args[0]} (after {attempt} attempts)",)
+                    raise
+                if exc.retry_after is not None:
+                    if exc.retry_after > retry.max_retry_after:
+                        raise EndpointError(
+                            f"{exc.args[0]} asking to retry after {exc.retry_after:.0f} s "
+                            f"(more than {retry.max_retry_after:.0f} s)",
+                            status=exc.status,
+                        ) from None
+                    self.limiter.hold(exc.retry_after)  # every request waits: the server throttles the client
+                else:
+                    self.stop.wait(retry.backoff(attempt))
+                if on_retry:
+                    on_retry(exc.retry_after or 0.0)
+                continue
+            return Answer(completion, attempt, round(time.monotonic() - started, 3))
+
+    def outcome(self, error: EndpointError | None) -> None:
+        """A run's question finished (``error`` None: answered). A fatal status stops the run at
+        once; the first ``policy.stop_after`` to finish all failing with one error stop it too."""
+        with self._lock:
+            if error is not None and error.fatal and self.stopped_by is None:
+                self.stopped_by = error
+                self.stop.set()
+            if len(self._first) >= self.policy.stop_after:
+                return
+            self._first.append("" if error is None else str(error))
+            alike = len(self._first) == self.policy.stop_after and len(set(self._first)) == 1
+            if error is not None and alike and self.stopped_by is None:
+                self.stopped_by = error
+                self.stop.set()
+
+
+def open_chat_session(
+    endpoint: ModelEndpoint, policy: ChatPolicy | None = None, *, user_agent: str = "kitab"
+) -> ChatSession:
+    """The session on ``endpoint`` (its base URL, model and cache file: None keeps the answers in
+    memory) under ``policy`` (None: the defaults); the key comes from ``OPENAI_API_KEY`` now.
+    A malformed base URL is a KitabError before anything is opened."""
+    policy = policy or ChatPolicy()
+    client = ChatClient(
+        endpoint.base_url,
+        endpoint.model,
+        api_key=env_api_key(),
+        timeout=policy.timeout,
+        max_connections=policy.concurrency,
+        user_agent=user_agent,
+    )
+    try:
+        cache = ResponseCache(endpoint.cache or None)
+    except BaseException:
+        client.close()
+        raise
+    return ChatSession(client, cache, policy)

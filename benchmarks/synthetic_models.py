@@ -73,7 +73,7 @@ def claims_main(warehouse: Path, release: str, concurrency: int, as_json: bool, 
                     model=name,
                     base_url=server.url,
                     out=Path(tmp) / f"{name}.jsonl",
-                    template="claims",
+                    task="claims",
                     cache_path=Path(tmp) / "answers.sqlite",
                     policy=ChatPolicy(concurrency=concurrency),
                 )

@@ -12,13 +12,14 @@ model scores a pair only when it judges both right (docs/claims.md). Three kinds
 - ``year``: "<title> by <author> was first published in <year>." with the book's first year vs
   a year at least ``YEAR_GAP`` off every year of the book's variants (slot: ``year``).
 
-Truth is the release's: "wrote a book" means a book of the author in this release. A claim is
-kept only when it does not depend on a reading of the title rules a person could dispute: a
-letter or word-count claim must hold (true) or fail (false) both with KITAB's leading-article
-rule and without it, and every title of a book counts (the canonical title and every variant),
-not only those the list evaluator maps back. Entity claims read ``book_entities``: a true one
-needs a decided book with the state, a false one needs every book of the author decided
-(never an unsure book).
+Truth is the release's: "wrote a book" means a book of the author in this release, and every
+title of a book counts (the canonical title and every variant), not only those the list
+evaluator maps back. An attribute claim's truth and wording are its constraint type's
+(``Spec.claim_holds`` and ``Spec.claim_clause``, tasks/constraints/kinds/): a claim is kept
+only when the spec says it holds or fails beyond dispute (a letter or word-count claim under
+both readings of the leading-article rule; a year range with every book's year known; an
+entity claim with no unsure book when false), so a new constraint type makes claims by
+being registered.
 
 Sampling is seeded and balanced: the same number of pairs per kind (``per_author`` × authors,
 at most what the scarcest kind offers), an attribute quota split evenly across constraint types
@@ -32,70 +33,30 @@ from __future__ import annotations
 
 import json
 import random
-import re
 from collections import defaultdict
 from collections.abc import Iterable
+
+from tasks.constraints import Book, spec_from_dict, spec_from_json
 
 KINDS = ("attribute", "authorship", "year")
 YEAR_GAP = 5  # a false year is at least this far from every year of the book's variants
 YEAR_SPAN = 15  # and at most this far from its first year
-ARTICLES = ("the", "a", "an")
-_PUNCT = re.compile(r"[!-/:-@\[-`{-~]")  # ASCII punctuation, as docs/constraints.md deletes it
-_TITLE_TYPES = {"starts_with", "ends_with", "word_count"}
 
 
-def _words(title: str, drop_article: bool) -> list[str]:
-    words = [w for w in re.split(r"\s+", _PUNCT.sub("", title.lower().replace("&", "and"))) if w]
-    if drop_article and len(words) > 1 and words[0] in ARTICLES:
-        words = words[1:]
-    return words
+def claim_books(books: list[dict], states: dict[str, tuple[tuple[str, bool | None], ...]]) -> list[Book]:
+    """An author's release books as the constraint specs read them for a claim: every title
+    (the canonical one and every variant, not only those the list evaluator maps back), the
+    first year and each tagged kind's state (``states``: :func:`entity_states_by_book`)."""
+    return [Book(b["book_id"], tuple(_titles(b)), b["first_year"], states.get(b["book_id"], ())) for b in books]
 
 
-def title_values(title: str, ctype: str) -> set:
-    """The values ``title`` has for a title constraint type under both readings (with and
-    without dropping a leading article): one value when the readings agree."""
-    out = set()
-    for drop in (True, False):
-        words = _words(title, drop)
-        if ctype == "word_count":
-            out.add(len(words))
-        elif words:
-            ch = words[0][0] if ctype == "starts_with" else words[-1][-1]
-            out.add(ch if "a" <= ch <= "z" else None)
-        else:
-            out.add(None)
-    return out
-
-
-def _spec_value(spec: dict):
-    kind = spec["type"]
-    if kind in ("starts_with", "ends_with"):
-        return spec["letter"]
-    if kind == "word_count":
-        return int(spec["count"])
-    return None
-
-
-def _attribute_holds(spec: dict, entity_kind: str | None, books: list[dict], states: dict) -> bool | None:
-    """True: the claim "the author wrote a book <spec>" holds beyond dispute; False: it fails
-    beyond dispute; None: neither (a reading-dependent title, an unsure book, no year)."""
-    kind = spec["type"]
-    if kind in _TITLE_TYPES:
-        value = _spec_value(spec)
-        readings = [title_values(t, kind) for b in books for t in _titles(b)]
-        if any(r == {value} for r in readings):
-            return True
-        return False if all(value not in r for r in readings) else None
-    if kind == "year_range":
-        years = [b["first_year"] for b in books]
-        if any(y is not None and spec["from"] <= y <= spec["to"] for y in years):
-            return True
-        return False if all(y is not None for y in years) else None
-    wanted = "yes" if spec.get("present") else "no"
-    found = [states.get((b["book_id"], entity_kind), "unsure") for b in books]
-    if wanted in found:
-        return True
-    return False if "unsure" not in found else None
+def entity_states_by_book(entities: Iterable[dict]) -> dict[str, tuple[tuple[str, bool | None], ...]]:
+    """``book_entities`` rows -> per book, (kind, yes: True / no: False / unsure: None)."""
+    decided = {"yes": True, "no": False}
+    out: dict[str, list[tuple[str, bool | None]]] = defaultdict(list)
+    for e in entities:
+        out[e["book_id"]].append((e["kind"], decided.get(e["state"])))
+    return {book_id: tuple(kinds) for book_id, kinds in out.items()}
 
 
 def _titles(book: dict) -> list[str]:
@@ -111,11 +72,8 @@ def claim_text(kind: str, *, author: str, title: str | None = None, year: int | 
 
 
 def clause_of(spec: dict) -> str:
-    """The claim's wording of a constraint spec (the constraint types' own clauses, in the
-    singular: "a book that was first published between ...")."""
-    from tasks.constraints import spec_from_dict
-
-    return spec_from_dict(spec).clause().replace("that were first", "that was first")
+    """The claim's wording of a constraint spec: the constraint type's own (``claim_clause``)."""
+    return spec_from_dict(spec).claim_clause()
 
 
 def _pair(qid: str, kind: str, pair_key: str, sides: list[dict], constraint_type: str | None = None) -> dict:
@@ -138,17 +96,20 @@ def candidate_pairs(
     by_author: dict[str, list[dict]] = defaultdict(list)
     for b in sorted(books, key=lambda b: b["book_id"]):
         by_author[b["author_qid"]].append(b)
-    states = {(e["book_id"], e["kind"]): e["state"] for e in entities}
+    states = entity_states_by_book(entities)
     out: dict[tuple[str, str | None], list[dict]] = defaultdict(list)
     qids = sorted(q for q in by_author if q in names)
 
-    # attribute: per author and type, satisfiable x unsatisfiable constraints (one pair each true one)
+    # attribute: per author and type, satisfiable x unsatisfiable constraints (one pair each
+    # true one); the constraint's own spec says whether its claim holds (Spec.claim_holds)
     per_type: dict[tuple[str, str], dict[bool, list[dict]]] = defaultdict(lambda: {True: [], False: []})
+    readable: dict[str, list[Book]] = {}
     for c in sorted(constraints, key=lambda c: c["constraint_id"]):
         if c["author_qid"] not in names:
             continue
-        spec = json.loads(c["spec"])
-        holds = _attribute_holds(spec, c.get("entity_kind"), by_author[c["author_qid"]], states)
+        if c["author_qid"] not in readable:
+            readable[c["author_qid"]] = claim_books(by_author[c["author_qid"]], states)
+        holds = spec_from_json(c["spec"]).claim_holds(readable[c["author_qid"]])
         if holds is not None and holds == bool(c["satisfiable"]):
             per_type[c["author_qid"], c["constraint_type"]][holds].append(c)
     for (qid, ctype), sides in sorted(per_type.items()):

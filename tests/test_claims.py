@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import random
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from kitab.app.cli import app
 from kitab.core.warehouse import Warehouse
 from kitab.release.claims import evaluate_claims, read_verdict
 from tasks.claims import candidate_pairs, claims_from_rows
+from tasks.constraints import Spec, registry, spec_to_json
 from tests.releases import dump_release, run_sql_check
 
 RELEASE = "2026.11.23-s13"
@@ -195,3 +197,81 @@ def test_the_claim_pairs_config_loads_offline(warehouse, tables, tmp_path, layou
     assert loaded.num_rows == tables["claims"].num_rows
     assert {"pair_id", "claim", "label", "kind", "position"} <= set(loaded.column_names)
     assert "claim-pairs" in (out / "README.md").read_text(encoding="utf-8")
+
+
+@dataclass(frozen=True)
+class _ContainsWord(Spec):
+    """A constraint type that exists only in this test: "Book title contains the word farm."."""
+
+    TYPE = "contains_word_test"
+    KITAB_TYPE = "contains-word-test"
+    ORDER = 9_001
+
+    word: str
+
+    @property
+    def value(self) -> str:
+        return self.word
+
+    def satisfied_by(self, book, title: str) -> bool:
+        return self.word in title.lower().split()
+
+    def accepts(self, answer: str, book) -> bool:
+        return self.satisfied_by(book, answer)
+
+    def render(self) -> str:
+        return f"Book title contains the word {self.word}."
+
+    def clause(self) -> str:
+        return f"whose title contains the word {self.word}"
+
+    @classmethod
+    def parse(cls, text: str):
+        return None
+
+    @classmethod
+    def candidates(cls, books):
+        yield from ()
+
+
+def test_a_constraint_type_registered_elsewhere_makes_claim_pairs_through_its_spec(monkeypatch):
+    """tasks/claims.py names no constraint type: a type it has never seen makes attribute pairs,
+    true and false as its spec's claim_holds says (the default: its verifier over every title,
+    variants included), worded by its spec's claim_clause."""
+    monkeypatch.setitem(registry._TYPES, _ContainsWord.TYPE, _ContainsWord)
+    authors = [{"qid": "Q1", "name": "Ann Author"}, {"qid": "Q2", "name": "Bob Writer"}]
+    books = [
+        {"book_id": "b1", "author_qid": "Q1", "canonical_title": "Animal Farm", "variant_titles": [], "first_year": 1945},
+        {"book_id": "b2", "author_qid": "Q1", "canonical_title": "Burmese Days", "variant_titles": ["Jungle Days"],
+         "first_year": 1934},
+        {"book_id": "b3", "author_qid": "Q2", "canonical_title": "Emma", "variant_titles": [], "first_year": 1815},
+    ]  # fmt: skip
+    variants = [
+        {"book_id": b["book_id"], "author_qid": b["author_qid"], "title": t, "match_key": t.lower(),
+         "year": b["first_year"], "year_raw": b["first_year"]}
+        for b in books for t in [b["canonical_title"], *b["variant_titles"]]
+    ]  # fmt: skip
+
+    def constraint(word: str, satisfiable: bool) -> dict:
+        spec = _ContainsWord(word)
+        return {"constraint_id": f"Q1:{spec.TYPE}:{word}", "author_qid": "Q1", "spec": spec_to_json(spec),
+                "constraint_type": spec.TYPE, "entity_kind": None, "satisfiable": satisfiable}  # fmt: skip
+
+    tables = {
+        "authors": authors,
+        "books": books,
+        "title_variants": variants,
+        "book_entities": [],
+        # "jungle" holds through a variant title only; "ocean" through none
+        "constraints": [constraint("farm", True), constraint("jungle", True), constraint("ocean", False)],
+    }
+    pairs = candidate_pairs(*(tables[n] for n in INPUTS), seed=1)[("attribute", _ContainsWord.TYPE)]
+    assert sorted(p["pair_key"] for p in pairs) == ["Q1:contains_word_test:farm", "Q1:contains_word_test:jungle"]
+    rows, stats = claims_from_rows(tables, seed=1)
+    attribute = {(r["label"], r["claim"]) for r in rows if r["kind"] == "attribute"}
+    assert stats["per_constraint_type"] == {_ContainsWord.TYPE: 2}
+    assert attribute == {
+        (False, "Ann Author wrote a book whose title contains the word ocean."),
+        (True, "Ann Author wrote a book whose title contains the word farm."),
+        (True, "Ann Author wrote a book whose title contains the word jungle."),
+    }

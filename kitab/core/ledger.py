@@ -34,10 +34,11 @@ LEDGER_FILE = "part-0.parquet"
 STAMPS = ".stamps"
 
 # Tables kept beside a release but not part of it: written after its commit by their own
-# command (`kitab evaluate`), so its ledger row does not name them. The views read their file
-# in every committed release, and a rebuild of the release keeps it (each evaluation row
-# records the sha256 of the queries it scored).
-ANNEX_TABLES = ("evaluations", "claim_evaluations")
+# command (`kitab evaluate`: each evaluation task's result table, kitab/release/task.py), so
+# its ledger row does not name them. The views read their file in every committed release,
+# and a rebuild of the release keeps it (each evaluation row records the sha256 of what it
+# scored). Marked "annex": true in their schema, so a new task adds its table there only.
+ANNEX_TABLES = tuple(table for table in known_tables() if table_spec(table).get("annex"))
 
 
 # A release id is a folder name, a hive partition value and a Hub tag: keep it plain.

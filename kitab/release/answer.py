@@ -52,9 +52,6 @@ from kitab.release.evaluation.answers import MAX_FILE_BYTES, MAX_RESPONSE_CHARS
 from kitab.sources.chat import EndpointError, Params, Stopped
 from kitab.sources.chat_session import ChatSession, open_chat_session
 
-# The paper's maximum output lengths per template (App. D); temperature 0 (§4).
-MAX_TOKENS = {"no-context": 400, "with-context": 1000, "self-context": 3000, "cot": 400, "claims": 200}
-
 
 @dataclass(frozen=True)
 class Prompt:
@@ -275,16 +272,14 @@ def write_answers(path: Path, lines: list[str]) -> None:
 
 
 def release_prompt_list(
-    warehouse: Path, release: str, template: str, *, limit: int | None = None, seed: int = 0
+    warehouse: Path, release: str, template: str, *, limit: int | None = None, seed: int = 0, task: str = "queries"
 ) -> list[Prompt]:
-    """Every query's prompt of ``release`` (``kitab prompts``' lines, in its order); with
+    """Every prompt of ``task`` on ``release`` (``kitab prompts``' lines, in its order); with
     ``limit``, a seeded sample across authors (kitab/release/prompts.py)."""
-    from kitab.release.prompts import release_prompts
+    from kitab.release.task import task as task_named
 
-    return [
-        Prompt(row["query_id"], row["template"], row["prompt"])
-        for row in map(json.loads, release_prompts(warehouse, release, template, limit=limit, seed=seed))
-    ]
+    lines = task_named(task).prompts(warehouse, release, template, limit=limit, seed=seed)
+    return [Prompt(row["query_id"], row["template"], row["prompt"]) for row in map(json.loads, lines)]
 
 
 def answer_release(
@@ -294,7 +289,8 @@ def answer_release(
     model: str,
     base_url: str,
     out: Path,
-    template: str = "no-context",
+    template: str | None = None,
+    task: str = "queries",
     policy: ChatPolicy | None = None,
     params: Params | None = None,
     cache_path: Path | None = None,
@@ -305,12 +301,17 @@ def answer_release(
     system: str | None = None,
     samples: int = 1,
 ) -> dict:
-    """``kitab answer``: every query of ``release`` (a seeded sample of ``limit`` across authors, if given) asked of
-    ``model`` at ``base_url`` under ``policy`` (None: the defaults) through one chat session (the key
-    from ``OPENAI_API_KEY``); the answers file written to ``out``. Returns a summary."""
+    """``kitab answer``: every query of ``task`` on ``release`` (a seeded sample of ``limit`` across authors, if
+    given) asked of ``model`` at ``base_url`` under ``policy`` (None: the defaults) through one chat session (the
+    key from ``OPENAI_API_KEY``); the answers file written to ``out``. Returns a summary.
+    ``template``: one of the task's (default: its first); the answer length: the template's (the task's)."""
+    from kitab.release.task import task as task_named
+
     warehouse = Path(warehouse)
-    prompts = release_prompt_list(warehouse, release, template, limit=limit, seed=limit_seed)
-    params = params or Params(max_tokens=MAX_TOKENS.get(template))
+    chosen = task_named(task)
+    template = chosen.template(template)
+    prompts = release_prompt_list(warehouse, release, template, limit=limit, seed=limit_seed, task=task)
+    params = params or Params(max_tokens=chosen.max_tokens.get(template))
     endpoint = ModelEndpoint(base_url, model, str(cache_path or warehouse / ".cache" / "answers.sqlite"))
     started = time.monotonic()
     with open_chat_session(endpoint, policy) as session:

@@ -4,6 +4,7 @@ verdicts, scoring them NoCha's way and keeping the scores.
 - ``kitab prompts --task claims``: one fixed template per claim (:data:`CLAIM_TEMPLATE`),
   JSON lines ``{query_id, template, prompt}``, so prompts -> model -> ``kitab evaluate --task
   claims`` is the same loop as for list queries; ``kitab answer --task claims`` asks them.
+  The commands reach this module through its task object (kitab/release/task.py).
 - A response is read as True, False or no answer (:func:`read_verdict`): the first word
   ``true`` / ``false`` (after optional "Answer:" and markup), else the only one of the two
   words it contains; both or neither: no answer. No answer is wrong (an abstention never
@@ -31,6 +32,7 @@ from kitab.core.warehouse import Warehouse
 from kitab.release.bins import popularity_bin_label, sitelink_labels
 from kitab.release.evaluation.answers import read_answers
 from kitab.release.intervals import LEVEL, SEED, B, clusters, interval
+from kitab.release.prompts import intact_release, sample_across_authors
 
 TABLE = "claim_evaluations"
 TEMPLATE_NAME = "claims"
@@ -69,12 +71,11 @@ def _claims(con) -> list[dict]:
 
 
 def claim_prompts(
-    warehouse: Path, release: str, *, limit: int | None = None, seed: int = 0, sample=None
+    warehouse: Path, release: str, *, limit: int | None = None, seed: int = 0, sample=sample_across_authors
 ) -> Iterator[str]:
     """One JSON line per claim of ``release`` (pairs in id order, each pair's claims in their
     recorded order); with ``limit``, a seeded sample of that many pairs across authors (both
-    claims of each: a pair is scored whole) drawn by ``sample`` (kitab/release/prompts.py's
-    ``sample_across_authors``, passed in: that module is the one importing this one)."""
+    claims of each: a pair is scored whole) drawn by ``sample``."""
     wh = Warehouse(Path(warehouse))
     wh.require_release(release)
     with wh.connect(release=release) as con:
@@ -87,6 +88,12 @@ def claim_prompts(
                 {"query_id": r["query_id"], "template": TEMPLATE_NAME, "prompt": render_claim_prompt(r["claim"])},
                 ensure_ascii=False,
             )
+
+
+def release_claim_prompts(warehouse: Path, release: str, *, limit: int | None = None, seed: int = 0) -> Iterator[str]:
+    """``kitab prompts --task claims``: :func:`claim_prompts` of an intact release."""
+    intact_release(warehouse, release)
+    yield from claim_prompts(warehouse, release, limit=limit, seed=seed)
 
 
 def score_claims(claims: list[dict], verdicts: dict[tuple[str, int], dict], head: dict) -> list[dict]:
@@ -228,6 +235,20 @@ def format_claim_entries(entries: list[dict]) -> str:
         f"judged right (chance 0.25; always True 0). {int(LEVEL * 100)}% intervals: bootstrap over authors.\n\n"
         + "\n".join(lines)
         + "\n"
+    )
+
+
+def claim_section(con, *, seed: int | None = None, resamples: int | None = None) -> str:
+    """``kitab report``'s section of the claim pairs ("" when none was evaluated)."""
+    return format_claim_entries(claim_entries(con, b=resamples or B, seed=SEED if seed is None else seed))
+
+
+def format_claim_result(result: dict) -> str:
+    """``kitab evaluate --task claims``' result as markdown."""
+    return (
+        f"{result['model']} on release {result['release']}: {result['answered']} of {result['claims']} claims "
+        f"answered (an unanswered claim is wrong), scores in table claim_evaluations\n\n"
+        + format_claim_entries(result["pair_accuracy"])
     )
 
 

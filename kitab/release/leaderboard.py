@@ -169,7 +169,6 @@ def leaderboard(
     out.sort(key=lambda e: (-(e["overall"]["all_correct"] or 0.0), -(e["overall"]["completeness"] or 0.0), e["label"]))
     for rank, evaluation in enumerate(out, start=1):
         evaluation["rank"] = rank
-    from kitab.release.claims import claim_entries  # the claim-pairs task (docs/claims.md)
     from kitab.release.key_quality import release_key_quality
 
     # issue 28: each entity type's key quality, beside its scores (an estimate: key_quality.NOTE)
@@ -186,9 +185,65 @@ def leaderboard(
         "level": LEVEL,
         "evaluations": out,
         "stale_left_out": left_out,
-        "pair_accuracy": claim_entries(con, b=b, seed=seed) if model is None else [],
         "key_quality": quality,
     }
+
+
+# -- the queries task's report section and result (kitab/release/task.py) -------------------------------------------------
+def evaluation_section(
+    con,
+    release: str,
+    plots_dir: Path | None = None,
+    include_stale: bool = False,
+    *,
+    seed: int | None = None,
+    resamples: int | None = None,
+) -> str:
+    """The leaderboard of ``release`` (every model and answers file scored with ``kitab
+    evaluate``), as markdown and, with ``plots_dir``, its plots; "" when nothing was evaluated."""
+    board = leaderboard(
+        con, release, include_stale=include_stale, b=resamples or B, seed=SEED if seed is None else seed
+    )
+    # evaluations of an earlier version of the release (replaced since) are said, not shown
+    stale_note = (
+        f"{board['stale_left_out']} stale evaluation(s) of an earlier version of this release left out "
+        "(`--include-stale` shows them)."
+        if board.get("stale_left_out")
+        else ""
+    )
+    if not board["evaluations"]:
+        return "\n".join(["## Model evaluations", "", stale_note, ""]) if stale_note else ""
+    if plots_dir is not None:
+        write_leaderboard_plots(board, Path(plots_dir))
+    captions = ("overall", "by constraint type", "by constrainedness", "by author popularity")
+    return "\n".join(
+        [
+            "## Model evaluations",
+            "",
+            f"KITAB's metrics (paper §4.1, docs/evaluate.md) of every answers file scored with `kitab evaluate` "
+            f"against release `{release}`: {len(board['evaluations'])} evaluation(s), best first.",
+            *([stale_note] if stale_note else []),
+            "",
+            format_leaderboard(board),
+            *(f"![Leaderboard {caption}](plots/{name})" for caption, name in zip(captions, PLOTS)),
+            "",
+        ]
+    )
+
+
+def format_evaluation(result: dict) -> str:
+    """``kitab evaluate``'s result as markdown: the leaderboard entry of this evaluation, coverage
+    first (an unanswered query is scored wrong)."""
+    coverage = result["coverage"]
+    return (
+        f"{result['model']} on release {result['release']}: {result['answered']} of {result['queries']} queries "
+        f"answered (coverage {coverage:.3f}; an unanswered query is scored wrong; abstention rate "
+        f"{result['abstention_rate']:.3f}: no titles for a query that has some, scored wrong; "
+        f"cut rate {result['cut_rate']:.3f}), answers sha256 "
+        f"{result['answers_sha256'][:16]}…, scores in table evaluations\n\n"
+        f"{format_leaderboard(result['leaderboard'])}\n"
+        f"every model on this release: kitab report --release {result['release']} (--output json)"
+    )
 
 
 def find_evaluation(rows: list[dict], name: str) -> list[dict]:

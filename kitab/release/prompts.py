@@ -103,6 +103,18 @@ def sample_across_authors(rows: list[tuple[str, str]], limit: int | None, seed: 
     return set(chosen)
 
 
+def intact_release(warehouse: Path, release: str):
+    """The warehouse of ``release``, checked: a prompts file is what models answer, never one
+    of a damaged release (the cheap check; a file changed with its stat kept fails the read
+    that follows, in one line). Every task's prompts start here (kitab/release/task.py)."""
+    from kitab.core.warehouse import Warehouse
+
+    wh = Warehouse(Path(warehouse))
+    wh.require_release(release)
+    wh.require_intact(release, nothing="no prompts written", full=False)
+    return wh
+
+
 def release_prompts(
     warehouse: Path, release: str, template: str, *, limit: int | None = None, seed: int = 0
 ) -> Iterator[str]:
@@ -110,18 +122,7 @@ def release_prompts(
     queries, authors by sitelinks descending), with the rendered prompt; with ``limit``, only
     a seeded sample of that many queries across authors (:func:`sample_across_authors`), in
     the same order."""
-    from kitab.core.warehouse import Warehouse
-
-    wh = Warehouse(Path(warehouse))
-    wh.require_release(release)
-    # a prompts file is what models answer: never one of a damaged release (the cheap check;
-    # a file changed with its stat kept fails the read below, in one line)
-    wh.require_intact(release, nothing="no prompts written", full=False)
-    if template == "claims":  # the claim-pairs task (kitab/release/claims.py): one prompt per claim
-        from kitab.release.claims import claim_prompts
-
-        yield from claim_prompts(warehouse, release, limit=limit, seed=seed, sample=sample_across_authors)
-        return
+    wh = intact_release(warehouse, release)
     if template not in TEMPLATES:
         raise KitabError(f"unknown template {template!r} (known: {', '.join(TEMPLATES)})")
     with wh.connect(release=release) as con:

@@ -318,51 +318,6 @@ def quality_section(con: duckdb.DuckDBPyConnection, release: str, plots_dir: Pat
     return _markdown(stats)
 
 
-# -- model evaluations (kitab evaluate) -------------------------------------------------
-def evaluation_section(
-    con: duckdb.DuckDBPyConnection,
-    release: str,
-    plots_dir: Path | None = None,
-    include_stale: bool = False,
-    *,
-    seed: int | None = None,
-    resamples: int | None = None,
-) -> str:
-    """The leaderboard of ``release`` (every model and answers file scored with ``kitab
-    evaluate``), as markdown and, with ``plots_dir``, its plots; "" when nothing was evaluated."""
-    from kitab.release.intervals import SEED, B
-    from kitab.release.leaderboard import PLOTS, format_leaderboard, leaderboard, write_leaderboard_plots
-
-    board = leaderboard(
-        con, release, include_stale=include_stale, b=resamples or B, seed=SEED if seed is None else seed
-    )
-    # evaluations of an earlier version of the release (replaced since) are said, not shown
-    stale_note = (
-        f"{board['stale_left_out']} stale evaluation(s) of an earlier version of this release left out "
-        "(`--include-stale` shows them)."
-        if board.get("stale_left_out")
-        else ""
-    )
-    if not board["evaluations"]:
-        return "\n".join(["## Model evaluations", "", stale_note, ""]) if stale_note else ""
-    if plots_dir is not None:
-        write_leaderboard_plots(board, Path(plots_dir))
-    captions = ("overall", "by constraint type", "by constrainedness", "by author popularity")
-    return "\n".join(
-        [
-            "## Model evaluations",
-            "",
-            f"KITAB's metrics (paper §4.1, docs/evaluate.md) of every answers file scored with `kitab evaluate` "
-            f"against release `{release}`: {len(board['evaluations'])} evaluation(s), best first.",
-            *([stale_note] if stale_note else []),
-            "",
-            format_leaderboard(board),
-            *(f"![Leaderboard {caption}](plots/{name})" for caption, name in zip(captions, PLOTS)),
-            "",
-        ]
-    )
-
-
 def stages_section(release: str, ledger_row: dict) -> str:
     """How long each stage of the refresh that made ``release`` took, with its rows: from the
     ledger's ``stages`` column (a release from before it was recorded says so)."""
@@ -424,12 +379,13 @@ def render_report(
     plots under ``out_dir/plots/`` (the markdown's image links are relative to ``report.md``)."""
     from kitab.core.warehouse import Warehouse
     from kitab.release.review import review_section
+    from kitab.release.task import report_sections
 
     wh = Warehouse(Path(warehouse))
     plots = Path(out_dir) / "plots" if out_dir is not None else None
     with wh.connect(release=release) as con:
         text = quality_section(con, release, plots)
-        evaluations = evaluation_section(con, release, plots, include_stale, seed=seed, resamples=resamples)
+        evaluations = report_sections(con, release, plots, include_stale, seed=seed, resamples=resamples)
         reviewed = review_section(con, release, wh.root)
     if reviewed:
         text += "\n" + reviewed
@@ -447,14 +403,8 @@ def render_report(
                 f"but release {release} was built from {built}"
             )
         text += "\n" + provenance_section(manifest)
-    if evaluations:
-        text = f"{text}\n{evaluations}"
-    from kitab.release.claims import claim_entries, format_claim_entries
-
-    with wh.connect(release=release) as con:
-        claims = format_claim_entries(claim_entries(con, **({"seed": seed} if seed is not None else {})))
-    if claims:
-        text = f"{text}\n{claims}"
+    for section in evaluations:  # every evaluation task's (kitab/release/task.py)
+        text = f"{text}\n{section}"
     if out_dir is not None:
         write_bytes(Path(out_dir) / "report.md", f"# kitab release {release}: quality report\n\n{text}".encode())
     return text

@@ -5,8 +5,8 @@
 --     book of the author (canonical or any variant) has the value under BOTH readings of
 --     docs/constraints.md's title rules (with and without dropping a leading the/a/an), and
 --     false when no title has it under EITHER reading; a year range reads first_year (false
---     needs every book to have one); an entity constraint reads book_entities (true: a book
---     in the wanted state; false: none, and no unsure or missing state);
+--     needs every book to have one); an entity constraint (any entity kind) reads book_entities
+--     (true: a book in the wanted state; false: none, and no unsure or missing state);
 --   authorship: true when the named author has a book with exactly that title; false when no
 --     title of the named author has the match key or the lower-cased text of any title of the
 --     quoted book;
@@ -25,13 +25,13 @@ split as (
     from titles
 ),
 readings as (  -- one row per title and reading: article dropped (KITAB's rule) or kept
-    select book_id, author_qid, title, dropped,
+    select book_id, author_qid, first_year, title, dropped,
            case when dropped and len(raw_words) > 1 and raw_words[1] in ('the', 'a', 'an') then raw_words[2:]
                 else raw_words end as words
     from split, (values (true), (false)) r(dropped)
 ),
 facts as (
-    select book_id, author_qid, title, dropped, len(words) as n_words,
+    select book_id, author_qid, first_year, title, dropped, len(words) as n_words,
            case when len(words) > 0 and regexp_matches(left(words[1], 1), '^[a-z]$') then left(words[1], 1) end
                as first_letter,
            case when len(words) > 0 and regexp_matches(right(words[len(words)], 1), '^[a-z]$')
@@ -44,46 +44,36 @@ attr as (
     from claims cl join constraints c on c.constraint_id = cl.constraint_id
     where cl.kind = 'attribute'
 ),
-title_hits as (  -- per claim and title: does each reading have the value?
-    select a.query_id, f.title,
-           bool_and(coalesce(case a.kind
-               when 'starts_with' then f.first_letter = json_extract_string(a.spec, '$.letter')
-               when 'ends_with' then f.last_letter = json_extract_string(a.spec, '$.letter')
-               when 'word_count' then f.n_words = cast(json_extract(a.spec, '$.count') as integer)
-           end, false)) as both_readings,
-           bool_or(coalesce(case a.kind
-               when 'starts_with' then f.first_letter = json_extract_string(a.spec, '$.letter')
-               when 'ends_with' then f.last_letter = json_extract_string(a.spec, '$.letter')
-               when 'word_count' then f.n_words = cast(json_extract(a.spec, '$.count') as integer)
-           end, false)) as either_reading
-    from attr a join facts f on f.author_qid = a.author_qid
-    where a.kind in ('starts_with', 'ends_with', 'word_count')
-    group by all
-),
-attr_truth as (
-    select a.query_id,
-        case
-            when a.kind in ('starts_with', 'ends_with', 'word_count') then
-                case when exists (select 1 from title_hits h where h.query_id = a.query_id and h.both_readings) then true
-                     when not exists (select 1 from title_hits h where h.query_id = a.query_id and h.either_reading)
-                         then false end
-            when a.kind = 'year_range' then
-                case when exists (select 1 from books b where b.author_qid = a.author_qid
-                                  and b.first_year between cast(json_extract(a.spec, '$.from') as integer)
-                                                       and cast(json_extract(a.spec, '$.to') as integer)) then true
-                     when not exists (select 1 from books b where b.author_qid = a.author_qid and b.first_year is null)
-                         then false end
-            else
-                case when exists (select 1 from books b join book_entities e on e.book_id = b.book_id
-                                  where b.author_qid = a.author_qid and e.kind = a.entity_kind
-                                    and e.state = case when cast(json_extract(a.spec, '$.present') as boolean)
-                                                       then 'yes' else 'no' end) then true
-                     when not exists (select 1 from books b left join book_entities e
-                                        on e.book_id = b.book_id and e.kind = a.entity_kind
-                                      where b.author_qid = a.author_qid and coalesce(e.state, 'unsure') = 'unsure')
-                         then false end
-        end as truth
+hits as (  -- per claim, book, title and reading: true / false / null (unknown: then no false claim)
+    -- The one place that names constraint types: this check restates each type's rule itself
+    -- (it must not ask tasks/constraints' Spec.claim_holds), so a type with claims and no rule
+    -- here comes out 'undetermined' (a failing data test), never silently passed.
+    select a.query_id, f.book_id, f.title,
+           case
+               when a.entity_kind is not null then  -- any entity kind: the book's state
+                   case when e.state = case when cast(json_extract(a.spec, '$.present') as boolean)
+                                            then 'yes' else 'no' end then true
+                        when coalesce(e.state, 'unsure') = 'unsure' then null else false end
+               when a.kind = 'starts_with' then coalesce(f.first_letter = json_extract_string(a.spec, '$.letter'), false)
+               when a.kind = 'ends_with' then coalesce(f.last_letter = json_extract_string(a.spec, '$.letter'), false)
+               when a.kind = 'word_count' then f.n_words = cast(json_extract(a.spec, '$.count') as integer)
+               when a.kind = 'year_range' then f.first_year between cast(json_extract(a.spec, '$.from') as integer)
+                                                                and cast(json_extract(a.spec, '$.to') as integer)
+           end as hit
     from attr a
+    join facts f on f.author_qid = a.author_qid
+    left join book_entities e on e.book_id = f.book_id and e.kind = a.entity_kind
+),
+per_title as (
+    select query_id, book_id, title, bool_and(coalesce(hit, false)) as both_readings,
+           bool_or(coalesce(hit, false)) as either_reading, bool_or(hit is null) as unknown
+    from hits group by all
+),
+attr_truth as (  -- true: one title has it under both readings; false: none under either, none unknown
+    select query_id,
+        case when bool_or(both_readings) then true
+             when not bool_or(either_reading) and not bool_or(unknown) then false end as truth
+    from per_title group by query_id
 ),
 quoted_keys as (  -- every key the quoted book's titles have: match keys and lower-cased titles
     select cl.query_id, k.key

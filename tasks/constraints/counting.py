@@ -23,6 +23,7 @@ dedup's matching key (``tasks/text.py``), which folds more for clustering reason
 from __future__ import annotations
 
 import string
+from collections.abc import Callable, Iterable
 from functools import lru_cache
 
 ARTICLES = frozenset({"the", "a", "an"})
@@ -33,10 +34,29 @@ _DELETE = str.maketrans("", "", string.punctuation)
 @lru_cache(maxsize=1 << 16)
 def title_words(title: str) -> tuple[str, ...]:
     """The words of ``title`` under the rules above (cached: every spec of an author asks)."""
-    words = title.lower().replace("&", "and").translate(_DELETE).split()
+    words = _all_words(title)
     if len(words) > 1 and words[0] in ARTICLES:
         words = words[1:]
-    return tuple(words)
+    return words
+
+
+def _all_words(title: str) -> tuple[str, ...]:
+    return tuple(title.lower().replace("&", "and").translate(_DELETE).split())
+
+
+def title_readings(title: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The two readings of ``title`` a person could give it: rule 4 applied (KITAB's) and
+    not (the leading article kept). A claim (tasks/claims.py) is stated only where both agree."""
+    return title_words(title), _all_words(title)
+
+
+def undisputed(titles: Iterable[str], holds: Callable[[tuple[str, ...]], bool]) -> bool | None:
+    """Whether some title has a property beyond dispute: True when one title has it under
+    both readings, False when none has it under either, None when that depends on the reading."""
+    readings = [[holds(words) for words in title_readings(title)] for title in titles]
+    if any(all(r) for r in readings):
+        return True
+    return None if any(any(r) for r in readings) else False
 
 
 def normalise_title(title: str) -> str:
@@ -49,12 +69,18 @@ def word_count(title: str) -> int:
 
 
 def first_letter(title: str) -> str | None:
-    words = title_words(title)
-    return _as_letter(words[0][0]) if words else None
+    return first_letter_in(title_words(title))
 
 
 def last_letter(title: str) -> str | None:
-    words = title_words(title)
+    return last_letter_in(title_words(title))
+
+
+def first_letter_in(words: tuple[str, ...]) -> str | None:
+    return _as_letter(words[0][0]) if words else None
+
+
+def last_letter_in(words: tuple[str, ...]) -> str | None:
     return _as_letter(words[-1][-1]) if words else None
 
 

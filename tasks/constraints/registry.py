@@ -3,8 +3,8 @@
 A constraint is a small frozen spec: data (``to_dict`` gives e.g.
 ``{"type": "starts_with", "letter": "v"}``) plus what the benchmark needs from it:
 ``matches`` (the verifier), ``render`` (KITAB's criterion text), ``parse`` (its inverse),
-``clause`` (its part of the query sentence) and ``candidates`` (the specs an author's
-books give rise to). A new type is one module in ``kinds/`` whose spec class is
+``clause`` (its part of the query sentence), ``candidates`` (the specs an author's
+books give rise to) and ``claim_holds`` / ``claim_clause`` (the claim pairs' truth and wording). A new type is one module in ``kinds/`` whose spec class is
 ``@register``-ed; generation, sampling, parsing and Table 2 find it here (COLLIE §3:
 constraint structures as data, extraction and rendering derived from them).
 """
@@ -74,6 +74,17 @@ class Spec(ABC):
     @abstractmethod
     def clause(self) -> str:
         """The spec inside the query sentence, e.g. "whose title starts with the letter v"."""
+
+    def claim_holds(self, books: Sequence[Book]) -> bool | None:
+        """The claim "the author wrote a book <clause>" over the author's ``books`` (every
+        title of each, tasks/claims.py): True or False when that is beyond dispute, None when
+        it is not (then no claim is made from this spec). By default the verifier's answer;
+        a type whose reading a person could dispute, or whose fact may be missing, overrides it."""
+        return any(self.matches(book) for book in books)
+
+    def claim_clause(self) -> str:
+        """The spec inside a claim about one book ("<author> wrote a book <claim_clause>.")."""
+        return self.clause()
 
     @classmethod
     @abstractmethod

@@ -10,56 +10,30 @@ from pathlib import Path
 import typer
 
 from kitab.app.commands.common import WarehouseOpt, check_report_output, existing_warehouse, user_errors
+from kitab.core.errors import BadValue
 from kitab.core.policy import ChatPolicy, RetryPolicy
+from kitab.release.task import task, task_help, task_names, template_help
 
 CHAT = ChatPolicy()  # kitab answer's defaults: the chat policy's (the model taggers use the same)
 
 app = typer.Typer()
-TASKS = ("queries", "claims")
+TaskOpt = typer.Option(task_names()[0], help=task_help())
 
 
-def check_task(task: str) -> None:
-    if task not in TASKS:
-        raise typer.BadParameter(f"--task {task!r}: use one of {', '.join(TASKS)}")
+def chosen_task(name: str):
+    """``--task``: the registered evaluation task of that name (kitab/release/task.py)."""
+    try:
+        return task(name)
+    except BadValue as exc:
+        raise typer.BadParameter(str(exc)) from None
 
 
-def evaluate_claims_cli(root: Path, release: str, answers: Path, model: str | None) -> dict:
-    from kitab.release.claims import evaluate_claims
-
-    return evaluate_claims(root, release, answers, model=model)
-
-
-def print_claim_evaluation(result: dict, output: str) -> None:
+def print_result(chosen, result: dict, output: str) -> None:
+    """An evaluation's result: the task's markdown, or the whole result as JSON."""
     if output == "json":
         print(json.dumps(result, ensure_ascii=False, indent=2, default=str))
-        return
-    from kitab.release.claims import format_claim_entries
-
-    print(
-        f"{result['model']} on release {result['release']}: {result['answered']} of {result['claims']} claims "
-        f"answered (an unanswered claim is wrong), scores in table claim_evaluations\n"
-    )
-    print(format_claim_entries(result["pair_accuracy"]))
-
-
-def print_evaluation(result: dict, output: str) -> None:
-    """``kitab evaluate``'s result: the leaderboard entry of this evaluation (markdown), or
-    the whole result as JSON. Coverage comes first: an unanswered query is scored wrong."""
-    if output == "json":
-        print(json.dumps(result, ensure_ascii=False, indent=2, default=str))
-        return
-    from kitab.release.leaderboard import format_leaderboard
-
-    coverage = result["coverage"]
-    print(
-        f"{result['model']} on release {result['release']}: {result['answered']} of {result['queries']} queries "
-        f"answered (coverage {coverage:.3f}; an unanswered query is scored wrong; abstention rate "
-        f"{result['abstention_rate']:.3f}: no titles for a query that has some, scored wrong; "
-        f"cut rate {result['cut_rate']:.3f}), answers sha256 "
-        f"{result['answers_sha256'][:16]}…, scores in table evaluations\n"
-    )
-    print(format_leaderboard(result["leaderboard"]))
-    print(f"every model on this release: kitab report --release {result['release']} (--output json)")
+    else:
+        print(chosen.format_result(result))
 
 
 @app.command()
@@ -75,28 +49,19 @@ def evaluate(
     output: str = typer.Option(
         "markdown", help="markdown | json (the leaderboard entry, coverage and every aggregate)"
     ),
-    task: str = typer.Option(
-        "queries", help="queries (KITAB's list queries) | claims (the claim pairs, docs/claims.md)"
-    ),
+    task: str = TaskOpt,
     warehouse: Path | None = WarehouseOpt,
 ) -> None:
     """Score a model's answers with KITAB's metrics (a query without an answer is scored wrong);
     store them in the table `evaluations` and print this evaluation's leaderboard. With
     --task claims: the claim pairs' verdicts, scored as pair accuracy (table claim_evaluations)."""
-    from kitab.release.evaluation.run import evaluate_release
-
     check_report_output(output)
-    check_task(task)
-    if task == "claims":
-        with user_errors():
-            result = evaluate_claims_cli(existing_warehouse(warehouse, release), release, answers, model)
-        print_claim_evaluation(result, output)
-        return
+    chosen = chosen_task(task)
     with user_errors():
-        result = evaluate_release(
+        result = chosen.evaluate(
             existing_warehouse(warehouse, release), release, answers, model=model, response_column=response_column
         )
-    print_evaluation(result, output)
+    print_result(chosen, result, output)
 
 
 @app.command()
@@ -110,11 +75,11 @@ def answer(
         "http://127.0.0.1:8000/v1 (vLLM), http://127.0.0.1:11434/v1 (Ollama)",
     ),
     out: Path = typer.Option(..., help="the answers file to write (JSON lines, what kitab evaluate reads)"),
-    template: str = typer.Option("no-context", help="no-context | with-context | self-context | cot"),
+    template: str | None = typer.Option(None, help=template_help()),
     concurrency: int = typer.Option(CHAT.concurrency, min=1, max=256, help="requests in flight at most"),
     rate: float | None = typer.Option(None, help="requests started per second at most (default: no cap)"),
     max_tokens: int | None = typer.Option(
-        None, min=0, help="default: the paper's for the template (400 / 1000 / 3000); 0: not sent"
+        None, min=0, help="default: the task's for the template (queries: the paper's 400 / 1000 / 3000); 0: not sent"
     ),
     max_completion_tokens: int | None = typer.Option(
         None, min=1, help="sent instead of max_tokens (OpenAI's reasoning models require it)"
@@ -145,24 +110,22 @@ def answer(
     ),
     evaluate_after: bool = typer.Option(False, "--evaluate", help="score the answers file right after"),
     output: str = typer.Option("markdown", help="with --evaluate: markdown | json"),
-    task: str = typer.Option(
-        "queries", help="queries (KITAB's list queries) | claims (the claim pairs, docs/claims.md)"
-    ),
+    task: str = TaskOpt,
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress display"),
     warehouse: Path | None = WarehouseOpt,
 ) -> None:
     """Ask a model every query of a release through an OpenAI-compatible chat endpoint (key from
     OPENAI_API_KEY, never logged or written) and write the answers file; cached, resumable."""
     from kitab.app.progress_display import AnswerProgress
-    from kitab.release.answer import MAX_TOKENS, Params, answer_release
+    from kitab.release.answer import Params, answer_release
 
     check_report_output(output)
-    check_task(task)
-    if task == "claims":
-        template = "claims"  # the one claim template (kitab/release/claims.py)
+    chosen = chosen_task(task)
+    with user_errors():
+        template = chosen.template(template)
     root = existing_warehouse(warehouse, release)
     if max_tokens is None and max_completion_tokens is None:
-        max_tokens = MAX_TOKENS.get(template)
+        max_tokens = chosen.max_tokens.get(template)
     params = Params(
         temperature=temperature,
         max_tokens=max_tokens or None,
@@ -186,6 +149,7 @@ def answer(
                 base_url=base_url,
                 out=out,
                 template=template,
+                task=chosen.name,
                 policy=ChatPolicy(
                     retry=RetryPolicy(max_attempts=max_attempts, max_retry_after=max_retry_after),
                     timeout=timeout,
@@ -213,42 +177,30 @@ def answer(
         f"{summary['seconds']:.1f} s -> {out}",
         file=sys.stderr if output == "json" else sys.stdout,
     )
-    if evaluate_after and task == "claims":
+    if evaluate_after:
         with user_errors():
-            result = evaluate_claims_cli(root, release, out, model)
+            result = chosen.evaluate(root, release, out, model=model)
         result["answer_run"] = summary
-        print_claim_evaluation(result, output)
-    elif evaluate_after:
-        from kitab.release.evaluation.run import evaluate_release
-
-        with user_errors():
-            result = evaluate_release(root, release, out, model=model)
-        result["answer_run"] = summary
-        print_evaluation(result, output)
+        print_result(chosen, result, output)
 
 
 @app.command()
 def prompts(
     release: str = typer.Option(..., help="release id"),
-    template: str = typer.Option(
-        "no-context", help="no-context | with-context | self-context | cot (the paper's Templates 2a, 2b, 3; cot = 2a)"
+    template: str | None = typer.Option(
+        None, help=template_help() + "; queries: the paper's Templates 2a, 2b, 3, cot = 2a"
     ),
     limit: int | None = typer.Option(None, min=1, help="only N queries, a seeded sample across authors"),
     limit_seed: int = typer.Option(0, help="the seed of --limit's sample"),
-    task: str = typer.Option(
-        "queries", help="queries (KITAB's list queries) | claims (the claim pairs, docs/claims.md)"
-    ),
+    task: str = TaskOpt,
     warehouse: Path | None = WarehouseOpt,
 ) -> None:
     """The paper's prompt for every query of a release, as JSON lines {query_id, template, prompt};
     with --task claims, the claim template for every claim (--limit: pairs)."""
-    from kitab.release.prompts import release_prompts
-
-    check_task(task)
-    if task == "claims":
-        template = "claims"
+    chosen = chosen_task(task)
     with user_errors():
-        for line in release_prompts(
+        template = chosen.template(template)
+        for line in chosen.prompts(
             existing_warehouse(warehouse, release), release, template, limit=limit, seed=limit_seed
         ):
             print(line)

@@ -118,10 +118,10 @@ def report(
             write_html_report(root, release, html, snapshot=snapshot, seed=seed, resamples=resamples)
         print(f"HTML report -> {html}", file=sys.stderr)
     if output == "json":
-        from kitab.release.leaderboard import leaderboard
+        from kitab.release.task import report_json
 
         with Warehouse(root).connect(release=release) as con:
-            board = leaderboard(con, release, b=resamples, seed=seed, include_stale=include_stale)
+            board = report_json(con, release, b=resamples, seed=seed, include_stale=include_stale)
         print(json.dumps(board, ensure_ascii=False, indent=2, default=str))
     else:
         print(text)  # plain print: rich would eat [..] as markup

@@ -45,6 +45,13 @@ class EntitySpec(Spec):
         # reproducible, and the flags are the release's metadata (paper §3.1)
         return book.has(self.KIND) == self.present
 
+    def claim_holds(self, books: Sequence[Book]) -> bool | None:
+        # true: a decided book in the wanted state; false: every book decided, none in it
+        found = [book.has(self.KIND) for book in books]
+        if self.present in found:
+            return True
+        return False if None not in found else None
+
     def render(self) -> str:
         # "doesn't" is load-bearing: KITAB's evaluator detects negation by that substring.
         verb = "contains" if self.present else "doesn't contain"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tasks.constraints.book import Book
-from tasks.constraints.counting import last_letter, title_words
+from tasks.constraints.counting import last_letter, last_letter_in, title_words
 from tasks.constraints.kinds._letter import LetterSpec
 from tasks.constraints.registry import register
 
@@ -19,6 +19,7 @@ class EndsWith(LetterSpec):
     VERB = "ends"
 
     letter_of = staticmethod(last_letter)
+    letter_in = staticmethod(last_letter_in)
 
     def accepts(self, answer: str, book: Book) -> bool:
         words = title_words(answer)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tasks.constraints.book import Book
-from tasks.constraints.counting import first_letter, title_words
+from tasks.constraints.counting import first_letter, first_letter_in, title_words
 from tasks.constraints.kinds._letter import LetterSpec
 from tasks.constraints.registry import register
 
@@ -26,6 +26,7 @@ class StartsWith(LetterSpec):
     VERB = "starts"
 
     letter_of = staticmethod(first_letter)
+    letter_in = staticmethod(first_letter_in)
 
     def accepts(self, answer: str, book: Book) -> bool:
         words = title_words(answer)

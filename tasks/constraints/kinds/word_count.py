@@ -11,7 +11,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from tasks.constraints.book import Book
-from tasks.constraints.counting import word_count
+from tasks.constraints.counting import undisputed, word_count
 from tasks.constraints.registry import Spec, register
 
 EVALUATOR_TOLERANCE = 1  # words more or fewer that KITAB's evaluator still accepts (paper §4.1)
@@ -39,6 +39,10 @@ class WordCount(Spec):
 
     def accepts(self, answer: str, book: Book) -> bool:
         return abs(word_count(answer) - self.count) <= EVALUATOR_TOLERANCE
+
+    def claim_holds(self, books: Sequence[Book]) -> bool | None:
+        # a count that changes with the leading article ("The Waves": 1 or 2) is disputable
+        return undisputed((t for b in books for t in b.titles), lambda words: len(words) == self.count)
 
     def render(self) -> str:
         return f"Book title contains only {self._words()}."

@@ -51,6 +51,15 @@ class YearRange(Spec):
         # KITAB's evaluator reads the year of the book the answer maps to, not the answer
         return self.satisfied_by(book, answer)
 
+    def claim_holds(self, books: Sequence[Book]) -> bool | None:
+        # false only when every book has a year: a book without one could be in the range
+        if any(self.matches(book) for book in books):
+            return True
+        return False if all(book.first_year is not None for book in books) else None
+
+    def claim_clause(self) -> str:
+        return f"that was first published between {self.start}-{self.end}"
+
     def render(self) -> str:
         return f"Book was first published between {self.start}-{self.end}."
 

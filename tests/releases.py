@@ -9,8 +9,9 @@ from pathlib import Path
 from kitab.core.env import BUNDLED_SNAPSHOT
 
 
-def dump_release(root: Path, *, authors: int, seed: int, release: str) -> Path:
-    """Publish ``release`` of ``authors`` authors drawn with ``seed`` into the warehouse ``root``."""
+def dump_release(root: Path, *, authors: int, seed: int, release: str, **options) -> Path:
+    """Publish ``release`` of ``authors`` authors drawn with ``seed`` into the warehouse ``root``
+    (``options``: more of run_refresh's parameters, e.g. ``taggers``, ``batch_size``)."""
     from kitab.app.runs import run_refresh
 
     run_refresh(
@@ -21,6 +22,7 @@ def dump_release(root: Path, *, authors: int, seed: int, release: str) -> Path:
         release=release,
         warehouse=root,
         direct=True,
+        **options,
     )
     return root
 

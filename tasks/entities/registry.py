@@ -28,7 +28,7 @@ silent "unsure": an unmeasured rule must not quietly empty every key of a releas
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from kitab.core.errors import BadValue
@@ -185,3 +185,19 @@ def default_taggers() -> tuple[str, ...]:
 def kitab_kinds() -> tuple[EntityKind, ...]:
     """KITAB's own kinds (human, city): their export columns are in every release."""
     return tuple(k for k in sorted(entity_kinds(), key=lambda k: k.order) if k.kitab)
+
+
+def release_kinds(tagged: Iterable[str]) -> tuple[str, ...]:
+    """The kinds a release's products (export columns, card, report) show, given the kinds it
+    tagged: KITAB's own (human, city: KITAB's evaluation code reads has_human_name and
+    has_city_name, so they are always there) and every kind it tagged, in the kinds' order
+    (an unregistered kind last, by name)."""
+    order = {k.name: n for n, k in enumerate(sorted(entity_kinds(), key=lambda k: k.order))}
+    wanted = {k.name for k in kitab_kinds()} | set(tagged)
+    return tuple(sorted(wanted, key=lambda k: (order.get(k, len(order)), k)))
+
+
+def entity_phrase(kind: str) -> str:
+    """What a title names, in words ("human name"); an unregistered kind: "<kind> name"."""
+    found = find_kind(kind)
+    return found.entity if found else f"{kind} name"

@@ -161,3 +161,33 @@ def test_a_kind_registers_only_with_measured_classes():
         EntityKind("mood", "mood word", 95, ("mood_v1",), "mood_v1", (), span_class=lambda d: "x")
     with pytest.raises(ValueError, match="errors 3 of 2 titles"):
         EvidenceClass("plain", "no", 3, 2, False)
+
+
+def test_kitab_tag_and_constraints_take_the_selected_kinds():
+    """``kitab tag`` prints a state per selected kind; ``kitab constraints --kinds`` takes any
+    registered kind (``--human`` / ``--city`` stay as the README's aliases)."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from kitab.app.cli import app
+
+    runner = CliRunner()
+    try:
+        result = runner.invoke(app, ["tag", "--taggers", SELECTION, "The Red Hour", "Jazz"])
+        assert result.exit_code == 0, result.output
+        red, jazz = [json.loads(line) for line in result.stdout.splitlines()]
+        assert (red["colour"], red["colour_names"], jazz["colour"]) == ("yes", ["Red"], "no")
+        assert {"human", "city"} <= set(red)
+        result = runner.invoke(
+            app,
+            ["constraints", "--kinds", "colour", "--taggers", SELECTION],
+            input="The Red Hour (2001)\nJazz (1992)\n",
+        )
+        assert result.exit_code == 0, result.output
+        types = {json.loads(line)["type"] for line in result.stdout.splitlines()}
+        assert "colour_name" in types and "human_name" not in types
+        result = runner.invoke(app, ["constraints", "--kinds", "mood"], input="Jazz (1992)\n")
+        assert isinstance(result.exception, BadValue) and "unknown entity kind 'mood'" in str(result.exception)
+    finally:
+        _forget_colour()

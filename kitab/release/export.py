@@ -55,6 +55,7 @@ import yaml
 from kitab.core.files import sha256_file, swap_dir
 from kitab.core.warehouse import Warehouse
 from kitab.release.report import quality_section
+from tasks.entities.registry import and_list, export_columns, release_kinds
 
 TEMPLATE = Path(__file__).resolve().parent / "templates" / "dataset_card.md"
 SPLIT = "test"
@@ -163,26 +164,10 @@ CONFIGS: tuple[Config, ...] = (
 CONFIG_NAMES = tuple(c.name for c in CONFIGS)
 
 
-# -- the entity kinds' columns (book-metadata, the card) ---------------------------------
-def release_entity_kinds(con) -> tuple[str, ...]:
-    """The entity kinds book-metadata has columns for (tasks/entities/registry.release_kinds):
-    KITAB's human and city always, and every other kind the release tagged."""
-    from tasks.entities.registry import release_kinds
-
-    return release_kinds(k for (k,) in con.execute("SELECT DISTINCT kind FROM book_entities").fetchall())
-
-
-def _names_text(kinds: tuple[str, ...]) -> str:
-    """("human", "city") -> "human and city"; three or more: "human, city and country"."""
-    if len(kinds) < 2:
-        return kinds[0] if kinds else "no entity"
-    return f"{', '.join(kinds[:-1])} and {kinds[-1]}"
-
-
+# -- the entity kinds' columns (book-metadata, the card): KITAB's human and city always, and
+# every other kind the release tagged (tasks/entities/registry.release_kinds)
 def release_configs(kinds: tuple[str, ...]) -> tuple[Config, ...]:
     """CONFIGS with book-metadata's entity columns (a flag and the names per kind) filled in."""
-    from tasks.entities.registry import export_columns
-
     columns = "".join(
         f"\n                   coalesce(f.{flag}, false) AS {flag},"
         f"\n                   coalesce(f.{names}, []::VARCHAR[]) AS {names},"
@@ -196,7 +181,7 @@ def release_configs(kinds: tuple[str, ...]) -> tuple[Config, ...]:
         )
         or "NULL AS none"
     )
-    fill = {"entity_columns": columns, "entity_pivot": pivot, "entity_names": _names_text(kinds)}
+    fill = {"entity_columns": columns, "entity_pivot": pivot, "entity_names": and_list(kinds)}
     return tuple(
         dataclasses.replace(
             c,
@@ -209,8 +194,6 @@ def release_configs(kinds: tuple[str, ...]) -> tuple[Config, ...]:
 
 def _entity_columns_text(kinds: tuple[str, ...]) -> str:
     """The card's words for book-metadata's entity columns: "`has_human_name` / `human_names`, ..."."""
-    from tasks.entities.registry import export_columns
-
     return ", ".join("`{}` / `{}`".format(*export_columns(k)) for k in kinds)
 
 
@@ -420,7 +403,7 @@ def _render_card(
         files_table=files_table,
         quality=quality,
         entity_columns=_entity_columns_text(kinds),
-        entity_names=_names_text(kinds),
+        entity_names=and_list(kinds),
     )
 
 
@@ -463,7 +446,7 @@ def _build(wh: Warehouse, release: str, folder: Path, layout: str = "hf") -> dic
     rows: dict[str, int] = {}
     files: dict[str, dict] = {}
     with wh.connect(release=release) as con:
-        kinds = release_entity_kinds(con)
+        kinds = release_kinds(k for (k,) in con.execute("SELECT DISTINCT kind FROM book_entities").fetchall())
         configs = release_configs(kinds)
         for config in configs:
             target = folder / config.path

@@ -42,13 +42,12 @@ def _pct(x: float | None) -> str:
 
 def _kinds_text(quality: dict) -> str:
     """The kinds of the quality rows, in the kinds' order: "Human- and city", "Human-, city- and country"."""
-    from tasks.entities.registry import release_kinds
+    from tasks.entities.registry import and_list, release_kinds
 
     kinds = [
         k for k in release_kinds(q["kind"] for q in quality.values()) if any(q["kind"] == k for q in quality.values())
     ]
-    words = [f"{k}-" for k in kinds[:-1]] + [kinds[-1]]
-    text = words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
+    text = and_list([f"{k}-" for k in kinds[:-1]] + kinds[-1:])
     return text[:1].upper() + text[1:]
 
 

@@ -201,3 +201,10 @@ def entity_phrase(kind: str) -> str:
     """What a title names, in words ("human name"); an unregistered kind: "<kind> name"."""
     found = find_kind(kind)
     return found.entity if found else f"{kind} name"
+
+
+def and_list(words: Sequence[str]) -> str:
+    """("human", "city") -> "human and city"; ("human", "city", "country") -> "human, city and country"."""
+    if len(words) < 2:
+        return words[0] if words else "no entity"
+    return f"{', '.join(words[:-1])} and {words[-1]}"

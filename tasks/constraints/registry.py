@@ -98,6 +98,7 @@ _TYPES: dict[str, type[Spec]] = {}
 # functions that give types made from other registries (the entity kinds' <kind>_name), asked
 # at every lookup so a type registered there later is known here too
 _SOURCES: list[Callable[[], Sequence[type[Spec]]]] = []
+_SYNCED: list = []  # what the sources gave at the last sync (the same objects: nothing to do)
 
 
 def register(cls: SpecT) -> SpecT:
@@ -119,7 +120,11 @@ def add_types_from(source: Callable[[], Sequence[type[Spec]]]) -> None:
 def _sync() -> None:
     """Register the derived types; drop a derived type whose source no longer gives it (a
     test's kind, unregistered)."""
-    derived = {cls.TYPE: cls for source in _SOURCES for cls in source()}
+    given = [source() for source in _SOURCES]
+    if len(given) == len(_SYNCED) and all(a is b for a, b in zip(given, _SYNCED)):
+        return
+    _SYNCED[:] = given
+    derived = {cls.TYPE: cls for types in given for cls in types}
     for name, cls in list(_TYPES.items()):
         if getattr(cls, "DERIVED", False) and derived.get(name) is not cls:
             del _TYPES[name]

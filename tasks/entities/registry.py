@@ -133,6 +133,7 @@ def export_columns(kind: str) -> tuple[str, str]:
 
 _KINDS: dict[str, EntityKind] = {}
 _LOADED = False
+_GENERATION = [0]  # bumped on every change: what derives from the kinds can tell it is current
 
 
 def register_kind(kind: EntityKind) -> EntityKind:
@@ -142,12 +143,20 @@ def register_kind(kind: EntityKind) -> EntityKind:
     if any(k.order == kind.order and k.name != kind.name for k in _KINDS.values()):
         raise ValueError(f"entity kind {kind.name!r}: order {kind.order} already taken")
     _KINDS[kind.name] = kind
+    _GENERATION[0] += 1
     return kind
 
 
 def unregister_kind(name: str) -> None:
     """Forget a kind registered at run time (a test's, once it is done)."""
     _KINDS.pop(name, None)
+    _GENERATION[0] += 1
+
+
+def generation() -> int:
+    """A number that changes whenever a kind is registered or forgotten."""
+    _load_builtins()
+    return _GENERATION[0]
 
 
 def _load_builtins() -> None:

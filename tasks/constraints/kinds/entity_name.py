@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from tasks.constraints.kinds._entity import EntitySpec
 from tasks.constraints.registry import Spec, add_types_from
-from tasks.entities.registry import EntityKind, entity_kinds
+from tasks.entities.registry import EntityKind, entity_kinds, generation
 
 _MADE: dict[str, tuple[EntityKind, type[EntitySpec]]] = {}
 
@@ -32,10 +32,17 @@ def spec_class(kind: EntityKind) -> type[EntitySpec]:
     return _MADE[kind.name][1]
 
 
-def entity_spec_types() -> list[type[Spec]]:
+_CURRENT: list = [None, ()]  # [the kinds' generation, their types]
+
+
+def entity_spec_types() -> tuple[type[Spec], ...]:
     """The entity kinds' constraint types, for the constraint registry (asked on every lookup,
-    so a kind registered after this module was imported has its type too)."""
-    return [spec_class(kind) for kind in entity_kinds()]
+    so a kind registered after this module was imported has its type too). The same tuple
+    while no kind changes: the registry's lookup stays cheap."""
+    if _CURRENT[0] != generation():
+        _CURRENT[1] = tuple(spec_class(kind) for kind in entity_kinds())
+        _CURRENT[0] = generation()
+    return _CURRENT[1]
 
 
 add_types_from(entity_spec_types)

@@ -191,3 +191,22 @@ def test_kitab_tag_and_constraints_take_the_selected_kinds():
         assert isinstance(result.exception, BadValue) and "unknown entity kind 'mood'" in str(result.exception)
     finally:
         _forget_colour()
+
+
+def test_the_model_prompt_is_made_from_the_kinds_clauses_and_is_v1_to_the_byte():
+    """The cache keys of every model answer include the prompt: made from human's and city's
+    clauses, it must stay the text v1 was asked with."""
+    from tasks.taggers.model import KINDS, PROMPT
+
+    v1 = (
+        "You tag book titles. For each numbered title, list every human name in it (a person's given "
+        "name, surname or full name, real or fictional, including a character's single name such as "
+        "'Emma' or 'Gatsby'; not the honorific, so 'Mrs Dalloway' gives 'Dalloway'; not words that "
+        "only happen to be names, roles, or places named after people such as 'Peyton Place') and "
+        "every city name in it (a city or town used as a place, such as 'Venice' in 'Death in "
+        "Venice'; not countries, states or regions, not demonyms, not a city inside a person's name "
+        "such as 'Jack London'). Copy each name exactly as it is written in the title. Answer with "
+        'one JSON object and nothing else: {"titles": [{"n": 1, "human": [...], "city": [...]}, ...]} '
+        "with one entry per title, in order."
+    )
+    assert (PROMPT, KINDS) == (v1, ("human", "city"))

@@ -41,12 +41,18 @@ def colour_release(tmp_path_factory):
     the CPU steps go to the worker processes); the colour kind is forgotten afterwards."""
     root = tmp_path_factory.mktemp("colour") / "warehouse"
     pids = tmp_path_factory.mktemp("pids") / "pids.txt"
+    saved = {k: os.environ.get(k) for k in ("KITAB_TEST_COLOUR_PIDS", "KITAB_WORKERS")}
     os.environ["KITAB_TEST_COLOUR_PIDS"] = str(pids)  # inherited by the spawned workers
+    os.environ["KITAB_WORKERS"] = "2"  # a pool of worker processes even on a one-core machine
     try:
         dump_release(root, authors=16, seed=42, release=RELEASE, taggers=SELECTION, batch_size=4)
         yield root, {int(p) for p in pids.read_text().split()}
     finally:
-        os.environ.pop("KITAB_TEST_COLOUR_PIDS", None)
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
         _forget_colour()
 
 

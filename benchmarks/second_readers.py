@@ -24,9 +24,10 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 sys.path.insert(0, str(_HERE.parent))
 
 from kitab.core.warehouse import Warehouse  # noqa: E402
-from tasks.entity_states import CLASS_ERRORS, NO, UNSURE, YES, TitleEvidence, decide  # noqa: E402
+from tasks.entities.registry import entity_kind  # noqa: E402
+from tasks.entity_states import NO, UNSURE, YES, TitleEvidence, decide  # noqa: E402
 
-# CLASS_ERRORS: (kind, class) -> (wrong, titles) on dev + holdout + dev2, as key quality uses them
+# the kind's class counts: (wrong, titles) on dev + holdout + dev2, as key quality uses them
 YES_CLASSES = {"rule", "name_list", "proper_title", "ner_only", "context", "alternate_name", "population", "ner"}
 RECORD_ERROR = 1 / 133
 
@@ -43,7 +44,7 @@ def parse(evidence: str) -> tuple[list[str], dict[str, str]]:
 
 
 def title_error(kind: str, classes: list[str]) -> float:
-    rates = [(w + 0.5) / (n + 1) for w, n in (CLASS_ERRORS.get((kind, c), (1, 1)) for c in classes)]
+    rates = [(w + 0.5) / (n + 1) for w, n in (entity_kind(kind).class_errors(c) or (1, 1) for c in classes)]
     return max(rates, default=0.5)
 
 

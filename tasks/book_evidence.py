@@ -5,18 +5,8 @@ review label and the model tagger say about a title, as plain evidence dicts
 
 Pure functions over rows; ``tasks/entity_states.py``'s ``decide`` weighs them against the title
 rules. Which record verdicts are emitted is measured, not assumed (docs/tagging.md, "Evidence
-from the books' own records"):
-
-- human yes: a person of the record is named in a title (all the name's words, in any order,
-  or its surname): 100% right on the labelled real records.
-- human no: the record lists people and none is in any title (characters and biography
-  subjects are catalogued whenever a title names them): >= 97% right.
-- city yes: a place of the record that is a city (the gazetteer knows it as a city and not as
-  a country or region, or the cataloguer qualified it as a city "Cincinnati (Ohio)") is in a
-  title.
-- city no: only when the record lists a city-level place and none of its places is in a
-  title. A record of countries and regions alone says nothing about a city in the title
-  ("Nanjing zheng fu…" catalogued under "China"), so it decides nothing.
+from the books' own records"): each entity kind carries its own rule and the record fields it
+reads (tasks/entities/kinds/: ``record_fields``, ``record_rule``); the helpers they share are here.
 """
 
 from __future__ import annotations
@@ -26,11 +16,8 @@ import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
-HUMAN, CITY = "human", "city"  # the entity kinds (tasks/taggers: the taggers' ``name``)
 RECORD, MODEL, REVIEW = "record", "model", "review"  # evidence sources
 YES, NO = "yes", "no"
-# book_records.field -> the kind its names speak for
-FIELD_KIND = {"subject_people": HUMAN, "characters": HUMAN, "subject_places": CITY, "narrative_locations": CITY}
 
 _PAREN = re.compile(r"\([^)]*\)?")
 _DATES = re.compile(
@@ -85,7 +72,7 @@ def place_name(raw: str) -> tuple[tuple[str, ...], str]:
     return tuple(words(_PAREN.sub(" ", raw).split(",")[0])), qualifier
 
 
-def _contains(title_words: Sequence[str], name: Sequence[str]) -> bool:
+def contains(title_words: Sequence[str], name: Sequence[str]) -> bool:
     n = len(name)
     return any(tuple(title_words[i : i + n]) == tuple(name) for i in range(len(title_words) - n + 1))
 
@@ -153,44 +140,24 @@ def record_evidence(
     gazetteer: Gazetteer | None = None,
 ) -> dict[str, dict]:
     """A book's records (``book_records`` rows: ``field``, ``name``, ``source``) against its
-    title and title variants -> ``{kind: evidence}``; a kind its records say nothing reliable
-    about is absent. ``gazetteer`` defaults to :class:`LexiconGazetteer` (build it once per batch)."""
+    title and title variants -> ``{kind: evidence}``: each registered kind with a record rule
+    reads the rows of its fields; a kind its records say nothing reliable about is absent.
+    ``gazetteer`` defaults to :class:`LexiconGazetteer` (build it once per batch)."""
+    from tasks.entities.registry import entity_kinds
+
     gazetteer = gazetteer or LexiconGazetteer()
-    titles = [words(t) for t in dict.fromkeys([title, *variants]) if t]
-    people = [r for r in records if FIELD_KIND.get(r["field"]) == HUMAN]
-    places = [r for r in records if FIELD_KIND.get(r["field"]) == CITY]
     out: dict[str, dict] = {}
-    if people:
-        found = [r for r in people if any(person_in_title(n, t) for n in person_names(r["name"]) for t in titles)]
-        if found:
-            out[HUMAN] = _evidence(RECORD, YES, f"{found[0]['field']} {found[0]['name']!r} in the title")
-        elif any(person_names(r["name"]) for r in people) and not any(
-            unexplained_capitals(t, records, gazetteer) for t in [title, *variants] if t
-        ):
-            out[HUMAN] = _evidence(RECORD, NO, f"none of {len(people)} {_fields(people)} in the title")
-    if places:
-        cities = [r for r in places if is_city_place(r["name"], gazetteer)]
-        in_title = [r for r in places if any(_contains(t, place_name(r["name"])[0]) for t in titles)]
-        found = [r for r in in_title if r in cities]
-        if found:
-            out[CITY] = _evidence(RECORD, YES, f"{found[0]['field']} {found[0]['name']!r} (a city) in the title")
-        elif (
-            cities
-            and not in_title
-            and not any(
-                gazetteer.is_city(w)
-                for t in [title, *variants]
-                if t
-                for w in unexplained_capitals(t, records, gazetteer)
-            )
-        ):  # "El retrato de Valparaíso" catalogued under Santiago: a city word the record does not explain
-            out[CITY] = _evidence(
-                RECORD, NO, f"none of {len(places)} {_fields(places)} ({len(cities)} cities) in the title"
-            )
+    for kind in entity_kinds():
+        rows = [r for r in records if r["field"] in kind.record_fields]
+        if kind.record_rule is not None and rows:
+            found = kind.record_rule(title, variants, rows, records, gazetteer)
+            if found:
+                out[kind.name] = _evidence(RECORD, *found)
     return out
 
 
-def _fields(rows: Iterable[Mapping]) -> str:
+def fields_of(rows: Iterable[Mapping]) -> str:
+    """The record fields of ``rows``, "/"-joined (an evidence detail)."""
     return "/".join(sorted({r["field"] for r in rows}))
 
 

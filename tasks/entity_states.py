@@ -14,6 +14,8 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from tasks.entities.registry import entity_kind, find_kind
+
 YES, NO, UNSURE = "yes", "no", "unsure"
 STATES = (YES, NO, UNSURE)
 SOURCES = ("record", "model", "review")
@@ -22,32 +24,9 @@ SOURCES = ("record", "model", "review")
 # overrules the title rules, and neither decides against them without a second source.
 PRECEDENCE = ("review", "record")
 
-# The title rules' evidence classes, per kind: (verdict, class) -> risky? Measured on dev,
-# holdout and dev2 with human_v6 / city_v6 (docs/tagging.md, "States and evidence"): a class
-# whose error on those sets is several times the rest's is risky.
-HUMAN_CLASSES = {
-    # "yes": the name was found by ...
-    "rule": False,  # a naming pattern (honorific, possessive, epithet, group, "X of", life, "and"): 1/148 wrong
-    "name_list": False,  # a listed given name or surname the rules accept (NER may agree): 8/205
-    "proper_title": True,  # only an unknown main title that looks like a name ("Pnin", "Ubik"): 9/23
-    "ner_only": True,  # NER's PERSON on a token no list knows: 0/5, too few to trust
-    # "no": nothing found, and the title has ...
-    "plain": False,  # no capitalised token that is an unknown word or a listed name but a common word: 14/1,107
-    "listed_name": True,  # a listed name that is no common word, which the rules refused: 4/73
-    "unknown_word": True,  # a capitalised token no list knows (a coined or foreign word): 12/166
-}
-CITY_CLASSES = {
-    "context": False,  # a locative before or ", Region" after: 0/23
-    "alternate_name": False,  # an exonym of a big city ("Peking", "Bombay"): 0/8
-    "population": True,  # population alone (issue 28, item 8): 0/56 here, but the guess of the held-out false cities
-    "ner": True,  # NER alone, or NER and population: 1/11
-    "plain": False,  # no city found (no candidate, 1/1,181; or one the rules refused, 4/448)
-}
-TITLE_CLASSES = {"human": HUMAN_CLASSES, "city": CITY_CLASSES}
-
-_HUMAN_RULES = frozenset(
-    "honorific_rule possessive_rule epithet_rule group_rule of_rule biography_rule coordination_rule".split()
-)
+# The title rules' evidence classes of each kind, with their measured error counts and which may
+# decide alone, are the kind's (tasks/entities/kinds/: EntityKind.classes, measured on dev,
+# holdout and dev2; docs/tagging.md, "States and evidence").
 
 
 @dataclass(frozen=True)
@@ -60,25 +39,15 @@ class TitleEvidence:
 
 
 def span_class(kind: str, evidence: Iterable[str]) -> str:
-    """The class of a title with spans of ``kind``, from their evidence strings."""
-    detectors = {d for e in evidence for d in e.split("+")}
-    if kind == "city":
-        if detectors & {"locative_rule", "region_context_rule"}:
-            return "context"
-        if "alternate_name" in detectors:
-            return "alternate_name"
-        return "ner" if "ner" in detectors else "population"
-    if detectors & _HUMAN_RULES:
-        return "rule"
-    if detectors & {"first_name", "surname"}:
-        return "name_list"
-    return "proper_title" if "proper_title_rule" in detectors else "ner_only"
+    """The class of a title with spans of ``kind``, from their evidence strings (the kind's rule)."""
+    return entity_kind(kind).span_class(frozenset(d for e in evidence for d in e.split("+")))
 
 
 def risky(kind: str, cls: str) -> bool:
-    """Whether the title rules' class ``cls`` may not decide alone (an unknown class is risky:
-    a new kind's tagger decides only with a second reader until its classes are measured)."""
-    return TITLE_CLASSES.get(kind, {}).get(cls, True)
+    """Whether the title rules' class ``cls`` may not decide alone. An unregistered kind, or a
+    class its kind does not list, is an error (BadValue / ValueError), not "risky": an unmeasured
+    kind would otherwise come out unsure on every book, and all its constraints rejected."""
+    return entity_kind(kind).risky(cls)
 
 
 def decide(kind: str, title_evidence: TitleEvidence | None, others: Sequence[Mapping]) -> tuple[str, str]:
@@ -243,22 +212,8 @@ def book_states(
 
 
 # -- key quality (issue 28, item 7) ------------------------------------------------------------
-# Title-level errors per evidence class, (wrong, titles), on dev + holdout + dev2 with human_v6 /
-# city_v6: the counts of docs/tagging.md's class table, the sets the classes were chosen on.
-CLASS_ERRORS: dict[tuple[str, str], tuple[int, int]] = {
-    ("human", "rule"): (1, 148),
-    ("human", "name_list"): (8, 205),
-    ("human", "proper_title"): (9, 23),
-    ("human", "ner_only"): (0, 5),
-    ("human", "plain"): (14, 1107),
-    ("human", "listed_name"): (4, 73),
-    ("human", "unknown_word"): (12, 166),
-    ("city", "context"): (0, 23),
-    ("city", "alternate_name"): (0, 8),
-    ("city", "population"): (0, 56),
-    ("city", "ner"): (1, 11),
-    ("city", "plain"): (5, 1629),
-}
+# Title-level errors per evidence class, (wrong, titles): the kind's classes (EntityKind.classes),
+# the counts of docs/tagging.md's class table on the sets the classes were chosen on.
 # A second reader's error where measured: a review label is the truth; the book's record decided
 # 199 of 211 real works right (issue 28: 74/76 romance, 30/32 and 95/103 dump works). The model
 # tagger has no measurement here: it earns no credit of its own (None).
@@ -289,7 +244,8 @@ def evidence_error(kind: str, state: str, evidence: str) -> float:
     if measured:
         return min(measured)
     classes = [c for src, value in parts if src == "title" for c in value.split("+")]
-    return max((_rate(CLASS_ERRORS.get((kind, c))) for c in classes), default=1.0)
+    known = find_kind(kind)
+    return max((_rate(known.class_errors(c) if known else None) for c in classes), default=1.0)
 
 
 def key_quality(queries: Iterable[Mapping], constraints: Iterable[Mapping], states: Iterable[Mapping]) -> dict:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 
+from kitab.core.errors import BadValue
 from kitab.core.stages import GENERATE_CONSTRAINTS
 from tasks.base import StageResult, reject
 from tasks.constraints import (
@@ -22,7 +23,7 @@ from tasks.constraints import (
 )
 from tasks.constraints.kinds._entity import EntitySpec
 from tasks.constraints.matching import author_books
-from tasks.taggers.registry import TAGGERS, selected_versions
+from tasks.taggers.registry import selected_versions, tagger_class
 
 STAGE = GENERATE_CONSTRAINTS  # rejects.stage of what this stage drops (kitab/core/stages.py)
 # An entity constraint whose deciding books (the author's books: each could go either way) are
@@ -68,11 +69,19 @@ def state_flags(
 
 def tagged_kinds(versions: Sequence[str] | None = None) -> tuple[str, ...]:
     """The entity kinds the taggers ``versions`` (the run's; default: the registry's default)
-    tag (tasks/taggers/registry.py) and some constraint type reads."""
+    tag (tasks/taggers/registry.py), sorted. A tagger whose kind no entity kind registers is a
+    BadValue: its spans would decide nothing (tasks/entities/registry.py)."""
     selected = {
-        TAGGERS[v].name for v in (selected_versions() if versions is None else selected_versions(",".join(versions)))
+        tagger_class(v).name
+        for v in (selected_versions() if versions is None else selected_versions(",".join(versions)))
     }
-    return tuple(k for k in entity_kinds() if k in selected)
+    unknown = sorted(selected - set(entity_kinds()))
+    if unknown:
+        raise BadValue(
+            f"tagger kind {', '.join(unknown)}: no entity kind of that name is registered "
+            f"(registered: {', '.join(entity_kinds())}; a kind is a module in tasks/entities/kinds/)"
+        )
+    return tuple(sorted(selected))
 
 
 def book_view(row: Mapping, flags: Mapping[str, bool | None] | None) -> Book:

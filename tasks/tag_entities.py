@@ -193,7 +193,7 @@ def tag_probe(
     titles: Iterable[str], *, taggers: Sequence[Tagger] | None = None, explain: bool = False
 ) -> Iterator[str]:
     """For `kitab tag`: one JSON line per input title (a trailing newline is dropped), in order:
-    {"title", "human_names": [...], "city_names": [...], "human": "yes|no|unsure", "city": ...}:
+    {"title", "<kind>_names": [...] per tagger's kind ("human_names", ...), "<kind>": "yes|no|unsure"}:
     each kind's state from the title rules alone (tasks/entity_states.py; no second reader here).
     ``explain`` adds "<kind>_evidence": the class that decided it. Streams in batches of PROBE_BATCH."""
     from tasks.entity_states import decide, span_class, title_evidence

@@ -9,9 +9,12 @@ from pathlib import Path
 from kitab.core.env import BUNDLED_SNAPSHOT
 
 
-def dump_release(root: Path, *, authors: int, seed: int, release: str, snapshot: Path = BUNDLED_SNAPSHOT) -> Path:
+def dump_release(
+    root: Path, *, authors: int, seed: int, release: str, snapshot: Path = BUNDLED_SNAPSHOT, **options
+) -> Path:
     """Publish ``release`` of ``authors`` authors drawn with ``seed`` from ``snapshot`` (default:
-    the bundled one) into the warehouse ``root``."""
+    the bundled one) into the warehouse ``root`` (``options``: more of run_refresh's parameters,
+    e.g. ``taggers``, ``batch_size``)."""
     from kitab.app.runs import run_refresh
 
     run_refresh(
@@ -22,6 +25,7 @@ def dump_release(root: Path, *, authors: int, seed: int, release: str, snapshot:
         release=release,
         warehouse=root,
         direct=True,
+        **options,
     )
     return root
 

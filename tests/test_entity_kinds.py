@@ -1,131 +1,218 @@
-"""Entity kinds are generic: a third kind (country names in titles) is a tagger registered in
-tasks/taggers/registry.py plus one EntitySpec constraint type; nothing else changes. This
-test adds a throwaway one, a tagger over a five-word list, and takes it end to end: tagging,
-flags, every candidate constraint with its mapped books and κ, query sampling, and the
-``kitab constraints``-style probe. Then it removes both registrations again."""
+"""An entity kind is one registered object (tasks/entities/registry.py), and a new one goes the
+real way: a kind with its tagger and its measured classes (tests/entity_colour.py: "colour",
+a title names a colour), selected by the run's taggers configuration like any other, through
+the pipeline on the bundled snapshot: tag -> book_states -> constraints -> publish -> export.
+
+The kind lives in an importable module and is selected as ``tests.entity_colour:colour_v1``:
+the constrain and tag steps run in spawned worker processes (several batches), and each
+imports the module from the selection it is given, so the kind registered only in this test's
+process would not be enough; the tagger writes its process id to a file to show where it ran."""
 
 from __future__ import annotations
 
+import os
 import re
-from dataclasses import dataclass
+import sys
 
+import duckdb
 import pytest
 
-from tasks.constraints import EntitySpec, constraints_probe, entity_kinds, parse_criterion, register
-from tasks.constraints import registry as constraint_registry
-from tasks.generate_constraints import entity_flags, generate_constraints, tagged_kinds
-from tasks.sample_queries import SamplingRates
-from tasks.tag_entities import tag_entities
-from tasks.taggers import Span
+from kitab.core.errors import BadValue
+from tasks.constraints import constraints_probe, entity_kinds, parse_criterion, spec_type
+from tasks.entities import registry as kinds_registry
 from tasks.taggers import registry as tagger_registry
+from tests.releases import dump_release
 
-COUNTRIES = ("France", "Japan", "Peru", "Kenya", "Norway")
-
-
-class CountryTagger:
-    """The throwaway tagger: whole words from a five-word list."""
-
-    name = "country"
-    version = "country_v1"
-
-    def __init__(self, **options) -> None:
-        self.pattern = re.compile(r"\b(" + "|".join(COUNTRIES) + r")\b")
-
-    def tag_many(self, titles: list[str]) -> list[list[Span]]:
-        return [
-            [Span(m.start(), m.end(), "country", m.group(1), "country_list") for m in self.pattern.finditer(t)]
-            for t in titles
-        ]
-
-    def fingerprint(self) -> dict:
-        return {"list": ",".join(COUNTRIES)}
+MODULE = "tests.entity_colour"
+SELECTION = f"human_v6,city_v6,{MODULE}:colour_v1"
+RELEASE = "colour"
+WORD = re.compile(r"\b(Red|Blue|Green|Black|White|Yellow|Purple|Scarlet|Golden|Grey|Gray)\b")
 
 
-@dataclass(frozen=True)
-class CountryName(EntitySpec):
-    TYPE = "country_name"
-    KITAB_TYPE = "country-name"
-    ORDER = 70
-    ENTITY = "country name"
-    KIND = "country"
+def _forget_colour() -> None:
+    kinds_registry.unregister_kind("colour")
+    tagger_registry.TAGGERS.pop("colour_v1", None)
+    sys.modules.pop(MODULE, None)
 
 
-@pytest.fixture
-def country_kind():
-    """Both registrations for the test's duration only."""
-    tagger_registry.register_tagger(CountryTagger)
-    register(CountryName)
+@pytest.fixture(scope="module")
+def colour_release(tmp_path_factory):
+    """The bundled dump's release with the colour kind selected, in batches of 4 authors (so
+    the CPU steps go to the worker processes); the colour kind is forgotten afterwards."""
+    root = tmp_path_factory.mktemp("colour") / "warehouse"
+    pids = tmp_path_factory.mktemp("pids") / "pids.txt"
+    saved = {k: os.environ.get(k) for k in ("KITAB_TEST_COLOUR_PIDS", "KITAB_WORKERS")}
+    os.environ["KITAB_TEST_COLOUR_PIDS"] = str(pids)  # inherited by the spawned workers
+    os.environ["KITAB_WORKERS"] = "2"  # a pool of worker processes even on a one-core machine
     try:
-        yield
+        dump_release(root, authors=16, seed=42, release=RELEASE, taggers=SELECTION, batch_size=4)
+        yield root, {int(p) for p in pids.read_text().split()}
     finally:
-        del tagger_registry.TAGGERS[CountryTagger.version]
-        del constraint_registry._TYPES[CountryName.TYPE]
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        _forget_colour()
 
 
-BOOKS = [
-    ("b1", "A Year in France"),
-    ("b2", "Norway Rising"),
-    ("b3", "The Quiet Garden"),
-    ("b4", "Letters"),
-    ("b5", "The Last Train"),
-]
+def _rows(root, table: str, where: str = "true") -> list[dict]:
+    files = sorted(str(p) for p in (root / "tables" / table).rglob("*.parquet"))
+    return duckdb.sql(f"SELECT * FROM read_parquet({files!r}) WHERE {where}").to_arrow_table().to_pylist()
 
 
-def test_a_country_kind_generates_its_constraints_end_to_end(country_kind, monkeypatch):
-    assert "country" in entity_kinds()
-    [tagger] = tagger_registry.make_taggers(("country_v1",))  # the run's selection, passed in
-    books = [
-        {"book_id": b, "author_qid": "Q1", "canonical_title": t, "first_year": 1990 + n, "variant_titles": [t]}
-        for n, (b, t) in enumerate(BOOKS)
+def test_the_colour_kind_is_tagged_in_the_worker_processes(colour_release):
+    _, pids = colour_release
+    assert pids and pids - {os.getpid()}, "the colour tagger never ran in a worker process"
+
+
+def test_a_new_kinds_books_are_decided_and_its_constraints_released_with_real_keys(colour_release):
+    root, _ = colour_release
+    books = _rows(root, "books")
+    variants = _rows(root, "title_variants")
+    titles = {b["book_id"]: [b["canonical_title"]] for b in books}
+    for v in variants:
+        titles[v["book_id"]].append(v["title"])
+    truth = {b: any(WORD.search(t or "") for t in ts) for b, ts in titles.items()}
+    assert sum(truth.values()) >= 3  # the drawn authors have colour titles to find
+
+    # book_states: every book has a colour state, decided by its measured, low-risk classes
+    states = {r["book_id"]: r for r in _rows(root, "book_entities", "kind = 'colour'")}
+    assert set(states) == set(truth)
+    assert {b: s["state"] for b, s in states.items()} == {b: "yes" if t else "no" for b, t in truth.items()}
+    assert all(s["evidence"] in ("title:listed", "title:plain") for s in states.values())
+
+    # constraints: colour_name present / absent per author, keyed by the books' states
+    rows = _rows(root, "constraints", "constraint_type = 'colour_name'")
+    authors = {b["author_qid"] for b in books}
+    assert {r["author_qid"] for r in rows} == authors  # every author: none rejected as mostly unsure
+    for r in rows:
+        mine = [b["book_id"] for b in books if b["author_qid"] == r["author_qid"]]
+        present = r["constraint_id"].endswith(":colour_name:present")
+        assert r["constraint_id"] == f"{r['author_qid']}:colour_name:{'present' if present else 'absent'}"
+        assert sorted(r["mapped_book_ids"]) == sorted(b for b in mine if truth[b] == present)
+        assert r["entity_kind"] == "colour" and r["unsure_book_ids"] == []
+        assert (
+            r["text"]
+            == f"Book {'contains' if present else 'doesn' + chr(39) + 't contain'} a colour name in its title."
+        )
+    assert not _rows(root, "rejects", "reason = 'entity_books_mostly_unsure'")
+    # the kind's constraints parse back (what evaluation reads)
+    assert parse_criterion("Book contains a colour name in its title.") == spec_type("colour_name")(True)
+
+    # human and city are there as before
+    kinds = {r["kind"] for r in _rows(root, "book_entities")}
+    assert kinds == {"human", "city", "colour"}
+
+
+def test_the_export_has_the_new_kinds_columns_after_kitabs_own(colour_release, tmp_path):
+    import pyarrow.parquet as pq
+
+    from kitab.release.export import export_release
+
+    root, _ = colour_release
+    out = tmp_path / "export"
+    export_release(root, RELEASE, out)
+    table = pq.read_table(out / "data" / "book-metadata" / "test-00000-of-00001.parquet")
+    names = table.column_names
+    at = names.index("has_human_name")
+    assert names[at : at + 6] == [
+        "has_human_name",
+        "human_names",
+        "has_city_name",
+        "city_names",
+        "has_colour_name",
+        "colour_names",
     ]
-
-    tagged = tag_entities(books, [], taggers=[tagger]).tables["title_entities"]
-    assert {(r["book_id"], r["text"], r["version"]) for r in tagged} == {
-        ("b1", "France", "country_v1"),
-        ("b2", "Norway", "country_v1"),
-    }
-    kinds = tagged_kinds(("country_v1",))
-    flags = entity_flags(books, tagged, kinds)
-    assert flags["b1"]["country"] is True and flags["b3"]["country"] is False
-
-    rows = generate_constraints([{"qid": "Q1"}], books, flags, kinds).tables["constraints"]
-    country = {r["text"]: r for r in rows if r["constraint_type"] == "country_name"}
-    assert set(country) == {
-        "Book contains a country name in its title.",
-        "Book doesn't contain a country name in its title.",
-    }
-    present = country["Book contains a country name in its title."]
-    assert (present["mapped_book_ids"], present["n_mapped"], present["n_books"]) == (["b1", "b2"], 2, 5)
-    assert present["constrainedness"] == pytest.approx(1 - 2 / 5)
-    absent = country["Book doesn't contain a country name in its title."]
-    assert sorted(absent["mapped_book_ids"]) == ["b3", "b4", "b5"]
-    # the other entity kinds were not tagged this run, so they generate nothing
-    assert not any(r["constraint_type"] in ("human_name", "city_name") for r in rows)
-
-    # sampling asks every entity type of every author, as the paper does for human and city
-    assert "country_name" in SamplingRates().always_asked
-    # the rendered criterion parses back to the spec (what evaluation reads)
-    assert parse_criterion(present["text"]) == CountryName(True)
+    states = {r["book_id"]: r["state"] for r in _rows(root, "book_entities", "kind = 'colour'")}
+    rows = table.to_pylist()
+    assert {r["book_id"]: r["has_colour_name"] for r in rows} == {b: s == "yes" for b, s in states.items()}
+    assert all(WORD.fullmatch(n) for r in rows for n in r["colour_names"])
+    card = (out / "README.md").read_text(encoding="utf-8")
+    assert "`has_colour_name` / `colour_names`" in card and "human, city and colour names" in card
 
 
-def test_the_probe_takes_any_kind(country_kind):
-    tagger = CountryTagger()
-    lines = [f"{title} (2001)" for _, title in BOOKS]
-    found = {t: bool(s) for t, s in zip((t for _, t in BOOKS), tagger.tag_many([t for _, t in BOOKS]))}
-    out = list(constraints_probe(lines, taggers={"country": found.get}))
-    assert any('"type": "country_name"' in line for line in out)
+def test_the_probe_takes_any_kind():
+    import tests.entity_colour  # noqa: F401  (registers the kind and its tagger)
+
+    try:
+        [tagger] = tagger_registry.make_taggers((f"{MODULE}:colour_v1",))
+        lines = ["The Red Hour (2001)", "Jazz (1992)", "Sula (1973)"]
+        found = {
+            t: bool(s)
+            for t, s in zip(["The Red Hour", "Jazz", "Sula"], tagger.tag_many(["The Red Hour", "Jazz", "Sula"]))
+        }
+        out = list(constraints_probe(lines, taggers={"colour": found.get}))
+        assert any('"type": "colour_name"' in line for line in out)
+    finally:
+        _forget_colour()
 
 
-def test_without_the_registration_there_is_no_country_kind():
-    assert "country" not in entity_kinds()
-    assert "country_v1" not in tagger_registry.TAGGERS
-    with pytest.raises(Exception, match="unknown tagger country_v1"):
-        tagger_registry.selected_versions("country_v1")
+def test_without_the_module_there_is_no_colour_kind():
+    _forget_colour()
+    assert "colour" not in entity_kinds()
+    assert "colour_v1" not in tagger_registry.TAGGERS
+    with pytest.raises(BadValue, match="unknown tagger colour_v1"):
+        tagger_registry.selected_versions("colour_v1")
+    with pytest.raises(BadValue, match="cannot import tests.no_such_kind"):
+        tagger_registry.selected_versions("tests.no_such_kind:colour_v1")
+    with pytest.raises(ValueError, match="unknown constraint type 'colour_name'"):
+        spec_type("colour_name")
 
 
-def test_the_tag_steps_key_changes_with_the_taggers_versions(country_kind):
-    """Another tagger, or the same tagger over another model or list, is another cache key."""
-    [one] = tagger_registry.fingerprints([CountryTagger()])
-    assert one == {"name": "country", "version": "country_v1", "list": ",".join(COUNTRIES)}
-    books = [{"book_id": "b", "author_qid": "Q1", "canonical_title": "Kenya", "first_year": 2000}]
-    assert entity_flags(books, [], kinds=["country"]) == {"b": {"country": False}}
+def test_a_kind_registers_only_with_measured_classes():
+    from tasks.entities.registry import EntityKind, EvidenceClass
+
+    with pytest.raises(ValueError, match="no measured 'plain' class"):
+        EntityKind("mood", "mood word", 95, ("mood_v1",), "mood_v1", (), span_class=lambda d: "x")
+    with pytest.raises(ValueError, match="errors 3 of 2 titles"):
+        EvidenceClass("plain", "no", 3, 2, False)
+
+
+def test_kitab_tag_and_constraints_take_the_selected_kinds():
+    """``kitab tag`` prints a state per selected kind; ``kitab constraints --kinds`` takes any
+    registered kind (``--human`` / ``--city`` stay as the README's aliases)."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from kitab.app.cli import app
+
+    runner = CliRunner()
+    try:
+        result = runner.invoke(app, ["tag", "--taggers", SELECTION, "The Red Hour", "Jazz"])
+        assert result.exit_code == 0, result.output
+        red, jazz = [json.loads(line) for line in result.stdout.splitlines()]
+        assert (red["colour"], red["colour_names"], jazz["colour"]) == ("yes", ["Red"], "no")
+        assert {"human", "city"} <= set(red)
+        result = runner.invoke(
+            app,
+            ["constraints", "--kinds", "colour", "--taggers", SELECTION],
+            input="The Red Hour (2001)\nJazz (1992)\n",
+        )
+        assert result.exit_code == 0, result.output
+        types = {json.loads(line)["type"] for line in result.stdout.splitlines()}
+        assert "colour_name" in types and "human_name" not in types
+        result = runner.invoke(app, ["constraints", "--kinds", "mood"], input="Jazz (1992)\n")
+        assert isinstance(result.exception, BadValue) and "unknown entity kind 'mood'" in str(result.exception)
+    finally:
+        _forget_colour()
+
+
+def test_the_model_prompt_is_made_from_the_kinds_clauses_and_is_v1_to_the_byte():
+    """The cache keys of every model answer include the prompt: made from human's and city's
+    clauses, it must stay the text v1 was asked with."""
+    from tasks.taggers.model import KINDS, PROMPT
+
+    v1 = (
+        "You tag book titles. For each numbered title, list every human name in it (a person's given "
+        "name, surname or full name, real or fictional, including a character's single name such as "
+        "'Emma' or 'Gatsby'; not the honorific, so 'Mrs Dalloway' gives 'Dalloway'; not words that "
+        "only happen to be names, roles, or places named after people such as 'Peyton Place') and "
+        "every city name in it (a city or town used as a place, such as 'Venice' in 'Death in "
+        "Venice'; not countries, states or regions, not demonyms, not a city inside a person's name "
+        "such as 'Jack London'). Copy each name exactly as it is written in the title. Answer with "
+        'one JSON object and nothing else: {"titles": [{"n": 1, "human": [...], "city": [...]}, ...]} '
+        "with one entry per title, in order."
+    )
+    assert (PROMPT, KINDS) == (v1, ("human", "city"))

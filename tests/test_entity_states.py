@@ -49,8 +49,13 @@ def test_review_decides_and_disagreeing_reviews_are_unsure():
     assert decide("human", RISKY_NO, [review(YES), review(NO)])[0] == UNSURE
 
 
-def test_unknown_kind_is_risky_and_bad_evidence_is_an_error():
-    assert decide("organisation", TitleEvidence(YES, ("rule",)), [])[0] == UNSURE
+def test_unknown_kind_or_class_is_an_error_not_unsure_and_bad_evidence_is_an_error():
+    """An unregistered kind, or a class its kind has not measured, used to come out "unsure" on
+    every book (issue 36): now it is said at once."""
+    with pytest.raises(ValueError, match="unknown entity kind 'organisation'"):
+        decide("organisation", TitleEvidence(YES, ("rule",)), [])
+    with pytest.raises(ValueError, match="evidence class 'guessed', which the kind does not list"):
+        decide("human", TitleEvidence(YES, ("guessed",)), [])
     with pytest.raises(ValueError):
         decide("human", SURE_YES, [{"source": "guess", "verdict": YES}])
 
@@ -128,9 +133,10 @@ def test_second_readers_wired_per_batch_decide_risky_books():
 
 # -- key quality (item 7) -----------------------------------------------------------------------
 def test_evidence_error_reads_the_deciding_evidence():
-    from tasks.entity_states import CLASS_ERRORS, SOURCE_ERRORS, evidence_error
+    from tasks.entities.registry import entity_kind
+    from tasks.entity_states import SOURCE_ERRORS, evidence_error
 
-    wrong, n = CLASS_ERRORS[("human", "name_list")]
+    wrong, n = entity_kind("human").class_errors("name_list")
     assert evidence_error("human", YES, "title:name_list") == pytest.approx((wrong + 1) / (n + 2))
     # several title classes: the worst; a class never measured: no credit
     assert evidence_error("human", NO, "title:plain+listed_name") == pytest.approx(5 / 75)

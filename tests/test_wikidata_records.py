@@ -12,7 +12,7 @@ from kitab.simulate.mirror.rdfstore import load_store, query_json
 from kitab.sources import open_sources
 from kitab.sources.queries import sparql
 from kitab.sources.wikidata import bindings, records_of_works, work_values, works_with_labels
-from tasks.book_evidence import HUMAN, record_evidence
+from tasks.book_evidence import record_evidence
 from tasks.fetch_works import wikidata_items, wikidata_record_rows, wikidata_records
 
 P50_WORKS = "SELECT DISTINCT ?w WHERE { ?w wdt:P50 ?a }"
@@ -165,7 +165,7 @@ def test_collected_records_decide_books_as_open_library_records_do(mirror, setti
     for r in rows:
         by_work.setdefault(r["work_key"], []).append(r)
     decided = {
-        w["work_key"]: record_evidence(w["title"], [], by_work[w["work_key"]]).get(HUMAN)
+        w["work_key"]: record_evidence(w["title"], [], by_work[w["work_key"]]).get("human")
         for w in clean
         if w["work_key"] in by_work
     }

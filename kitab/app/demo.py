@@ -69,14 +69,16 @@ def tour(con: duckdb.DuckDBPyConnection) -> None:
     """What the demo shows beyond a refresh's summary: books per author, names and cities in
     titles, the paper's Table 2, one query of each type with its answer, and SQL."""
     from tasks.constraints.table2 import format_table2, table2
+    from tasks.entities.registry import entity_phrase, release_kinds
 
     per_author = [r[0] for r in con.execute("SELECT books FROM books_per_author").fetchall()]
     console.print(f"books per author: {_distribution(per_author)}")
-    human, city, total = con.execute(
-        "SELECT count(*) FILTER (WHERE has_human_name), count(*) FILTER (WHERE has_city_name), count(*) "
-        "FROM book_entity_flags"
-    ).fetchall()[0]
-    console.print(f"books with a human name: {human} / {total}; with a city name: {city} / {total}")
+    total = con.execute("SELECT count(*) FROM books").fetchall()[0][0]
+    named = dict(
+        con.execute("SELECT kind, count(*) FILTER (WHERE has_name) FROM book_entity_flags GROUP BY kind").fetchall()
+    )
+    parts = [f"with a {entity_phrase(kind)}: {named.get(kind, 0)} / {total}" for kind in release_kinds(named)]
+    console.print("books " + "; ".join(parts))
     constraints = con.sql("SELECT * FROM constraints").to_arrow_table().to_pylist()
     queries = con.sql("SELECT * FROM queries").to_arrow_table().to_pylist()
     console.print(format_table2(table2(constraints, queries)))

@@ -38,6 +38,7 @@ contents is replaced only with ``force``.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import json
 import os
 import shutil
@@ -54,6 +55,7 @@ import yaml
 from kitab.core.files import sha256_file, swap_dir
 from kitab.core.warehouse import Warehouse
 from kitab.release.report import quality_section
+from tasks.entities.registry import and_list, export_columns, release_kinds
 
 TEMPLATE = Path(__file__).resolve().parent / "templates" / "dataset_card.md"
 SPLIT = "test"
@@ -132,19 +134,16 @@ CONFIGS: tuple[Config, ...] = (
     ),
     Config(
         "book-metadata",
-        "one row per book: variants, first year, Open Library works, human and city names, synthetic",
+        "one row per book: variants, first year, Open Library works, ${entity_names} names, synthetic",
         sql="""
             SELECT b.book_id, b.author_qid, a.name AS author, b.canonical_title, b.first_year, b.n_variants,
                    b.variant_titles,
-                   coalesce(v.work_keys, []::VARCHAR[])       AS work_keys,
-                   coalesce(f.has_human_name, false)          AS has_human_name,
-                   coalesce(f.human_names, []::VARCHAR[])     AS human_names,
-                   coalesce(f.has_city_name, false)           AS has_city_name,
-                   coalesce(f.city_names, []::VARCHAR[])      AS city_names,
+                   coalesce(v.work_keys, []::VARCHAR[])       AS work_keys,${entity_columns}
                    coalesce(v.synthetic, false)               AS synthetic
             FROM books b
             JOIN authors a ON a.qid = b.author_qid
-            LEFT JOIN book_entity_flags f ON f.book_id = b.book_id
+            LEFT JOIN (SELECT book_id, ${entity_pivot} FROM book_entity_flags GROUP BY book_id) f
+                   ON f.book_id = b.book_id
             LEFT JOIN (SELECT t.book_id, list(t.work_key ORDER BY t.work_key) AS work_keys,
                               bool_or(kitab_synthetic_id(t.work_key, w.source)) AS synthetic
                        FROM title_variants t JOIN authors w ON w.qid = t.author_qid
@@ -163,6 +162,39 @@ CONFIGS: tuple[Config, ...] = (
     ),
 )
 CONFIG_NAMES = tuple(c.name for c in CONFIGS)
+
+
+# -- the entity kinds' columns (book-metadata, the card): KITAB's human and city always, and
+# every other kind the release tagged (tasks/entities/registry.release_kinds)
+def release_configs(kinds: tuple[str, ...]) -> tuple[Config, ...]:
+    """CONFIGS with book-metadata's entity columns (a flag and the names per kind) filled in."""
+    columns = "".join(
+        f"\n                   coalesce(f.{flag}, false) AS {flag},"
+        f"\n                   coalesce(f.{names}, []::VARCHAR[]) AS {names},"
+        for flag, names in (export_columns(k) for k in kinds)
+    )
+    pivot = (
+        ", ".join(
+            f"bool_or(has_name) FILTER (WHERE kind = '{k}') AS {export_columns(k)[0]}, "
+            f"any_value(names) FILTER (WHERE kind = '{k}') AS {export_columns(k)[1]}"
+            for k in kinds
+        )
+        or "NULL AS none"
+    )
+    fill = {"entity_columns": columns, "entity_pivot": pivot, "entity_names": and_list(kinds)}
+    return tuple(
+        dataclasses.replace(
+            c,
+            description=Template(c.description).safe_substitute(fill),
+            sql=Template(c.sql).safe_substitute(fill) if c.sql else None,
+        )
+        for c in CONFIGS
+    )
+
+
+def _entity_columns_text(kinds: tuple[str, ...]) -> str:
+    """The card's words for book-metadata's entity columns: "`has_human_name` / `human_names`, ..."."""
+    return ", ".join("`{}` / `{}`".format(*export_columns(k)) for k in kinds)
 
 
 class ExportExists(FileExistsError):
@@ -307,11 +339,12 @@ def _render_card(
     quality: str,
     layout: str,
     synthetic: tuple[int, int] = (0, 0),
+    kinds: tuple[str, ...] = (),
 ) -> str:
     header = yaml.safe_dump(card_metadata(release, rows, layout), sort_keys=False, allow_unicode=True, width=1000)
     configs_table = _md_table(
         ("config", "split", "file", "rows", "contents"),
-        [(f"`{c.name}`", SPLIT, f"`{c.path_in(layout)}`", rows[c.name], c.description) for c in CONFIGS],
+        [(f"`{c.name}`", SPLIT, f"`{c.path_in(layout)}`", rows[c.name], c.description) for c in release_configs(kinds)],
     )
     if earlier:
         previous = _md_table(
@@ -369,6 +402,8 @@ def _render_card(
         warehouse_table=warehouse_table,
         files_table=files_table,
         quality=quality,
+        entity_columns=_entity_columns_text(kinds),
+        entity_names=and_list(kinds),
     )
 
 
@@ -411,7 +446,9 @@ def _build(wh: Warehouse, release: str, folder: Path, layout: str = "hf") -> dic
     rows: dict[str, int] = {}
     files: dict[str, dict] = {}
     with wh.connect(release=release) as con:
-        for config in CONFIGS:
+        kinds = release_kinds(k for (k,) in con.execute("SELECT DISTINCT kind FROM book_entities").fetchall())
+        configs = release_configs(kinds)
+        for config in configs:
             target = folder / config.path
             target.parent.mkdir(parents=True)
             if config.table is not None:
@@ -467,7 +504,7 @@ def _build(wh: Warehouse, release: str, folder: Path, layout: str = "hf") -> dic
         json.dumps(provenance, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8"
     )
     (folder / CARD).write_text(
-        _render_card(release, ledger, earlier, rows, files, quality, layout, synthetic), encoding="utf-8"
+        _render_card(release, ledger, earlier, rows, files, quality, layout, synthetic, kinds), encoding="utf-8"
     )
     return rows
 

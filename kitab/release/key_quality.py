@@ -40,6 +40,17 @@ def _pct(x: float | None) -> str:
     return "–" if x is None else f"{100 * x:.1f}%"
 
 
+def _kinds_text(quality: dict) -> str:
+    """The kinds of the quality rows, in the kinds' order: "Human- and city", "Human-, city- and country"."""
+    from tasks.entities.registry import and_list, release_kinds
+
+    kinds = [
+        k for k in release_kinds(q["kind"] for q in quality.values()) if any(q["kind"] == k for q in quality.values())
+    ]
+    text = and_list([f"{k}-" for k in kinds[:-1]] + kinds[-1:])
+    return text[:1].upper() + text[1:]
+
+
 def format_key_quality(quality: dict) -> str:
     """The markdown section of the card and ``kitab report``."""
     if not quality:
@@ -53,7 +64,7 @@ def format_key_quality(quality: dict) -> str:
         [
             "### Answer-key quality (entity constraints)",
             "",
-            "Human- and city-name keys come from taggers. Per entity constraint type: its queries, the share "
+            f"{_kinds_text(quality)}-name keys come from taggers. Per entity constraint type: its queries, the share "
             "of their deciding books (the author's books that meet the query's other criterion) left out as "
             "unsure (listed in `unsure_books`, don't care in scoring), and the estimated share of queries whose "
             "key holds a wrong decided book.",

@@ -23,6 +23,7 @@ from kitab.release.bins import KAPPA_BINS, bin_index, kappa_labels, sitelink_buc
 from kitab.release.figures import figure, save_png
 from kitab.release.key_quality import format_key_quality, release_key_quality
 from tasks.constraints.table2 import format_table2, table2
+from tasks.entities.registry import entity_phrase, release_kinds
 
 PLOTS = ("kappa.png", "popularity.png")
 # Reference rates from the paper (kitab-original.md §2.4): unsatisfiable one-constraint
@@ -50,8 +51,7 @@ class _Stats:
         return [(n - s) / n for s, n in self.two_sn]
 
     books_per_author: list[int]
-    books_with_human: int
-    books_with_city: int
+    books_with_name: dict[str, int]  # entity kind -> books with a decided name of it in a title
     author_sitelinks: list[int]
     query_sitelinks: list[tuple[int, int]]  # (sitelinks, n_constraints) per query
     rejects: list[tuple[str, str, str, int]]
@@ -69,10 +69,7 @@ def _dicts(con: duckdb.DuckDBPyConnection, sql: str) -> list[dict]:
 
 def _collect(con: duckdb.DuckDBPyConnection, release: str) -> _Stats:
     sn = _rows(con, "SELECT n_constraints, n_mapped, n_books FROM queries ORDER BY query_id")
-    flags = _rows(
-        con,
-        "SELECT count(*) FILTER (WHERE has_human_name), count(*) FILTER (WHERE has_city_name) FROM book_entity_flags",
-    )[0]
+    named = dict(_rows(con, "SELECT kind, count(*) FILTER (WHERE has_name) FROM book_entity_flags GROUP BY kind"))
     t2 = table2(
         _dicts(con, "SELECT constraint_id, spec FROM constraints ORDER BY constraint_id"),
         _dicts(con, "SELECT n_constraints, constraint_ids, constrainedness FROM queries ORDER BY query_id"),
@@ -85,8 +82,7 @@ def _collect(con: duckdb.DuckDBPyConnection, release: str) -> _Stats:
         one_sn=[(s, n) for c, s, n in sn if c == 1],
         two_sn=[(s, n) for c, s, n in sn if c == 2],
         books_per_author=[r[0] for r in _rows(con, "SELECT books FROM books_per_author ORDER BY qid")],
-        books_with_human=flags[0] or 0,
-        books_with_city=flags[1] or 0,
+        books_with_name={kind: named.get(kind, 0) for kind in release_kinds(named)},
         author_sitelinks=[
             r[0] for r in _rows(con, 'SELECT "# of sitelinks" FROM kitab_author_metadata ORDER BY "WikiData ID"')
         ],
@@ -246,8 +242,10 @@ def _markdown(stats: _Stats) -> str:
                 f"{100 * PAPER_TWO_UNSATISFIABLE:.2f}%",
             ),
             ("books per author (min / median / max)", bpa_text, "≥ 5"),
-            ("books with a human name in a title", f"{_pct(stats.books_with_human, stats.n_books)}", "–"),
-            ("books with a city name in a title", f"{_pct(stats.books_with_city, stats.n_books)}", "–"),
+            *(
+                (f"books with a {entity_phrase(kind)} in a title", f"{_pct(n, stats.n_books)}", "–")
+                for kind, n in stats.books_with_name.items()
+            ),
         ],
         align="lrr",
     )

@@ -79,9 +79,14 @@ def export_review(con: duckdb.DuckDBPyConnection, release: str, out: Path, sampl
     }
 
 
-def parse_review(text: str, name: str = "FILE", kinds: tuple[str, ...] = ("human", "city")) -> list[dict]:
+def parse_review(text: str, name: str = "FILE", kinds: tuple[str, ...] | None = None) -> list[dict]:
     """The labelled rows of an exported (and filled) CSV; blank labels are skipped. A missing
-    column or a bad row -> BadValue naming the file and line."""
+    column or a bad row -> BadValue naming the file and line. ``kinds``: default, every
+    registered entity kind (tasks/entities/registry.py)."""
+    if kinds is None:
+        from tasks.entities.registry import entity_kinds
+
+        kinds = tuple(k.name for k in entity_kinds())
     reader = csv.DictReader(io.StringIO(text.lstrip("\ufeff")))
     missing = [c for c in ("title", "author", "kind", "label") if c not in (reader.fieldnames or [])]
     if missing:

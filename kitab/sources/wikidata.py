@@ -96,7 +96,7 @@ class SparqlQueries:
 
 
 ENTITY = "http://www.wikidata.org/entity/"
-# work_records.rq's ?property -> book_records.field (FIELD_KIND in tasks/book_evidence.py reads these)
+# work_records.rq's ?property -> book_records.field (each entity kind's record_fields, tasks/entities/kinds/, reads these)
 RECORD_PROPERTIES = {"P674": "characters", "P840": "narrative_locations"}
 
 

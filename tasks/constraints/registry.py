@@ -15,7 +15,7 @@ import dataclasses
 import json
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, ClassVar, TypeVar
 
 from tasks.constraints.book import Book
@@ -106,6 +106,10 @@ class Spec(ABC):
 
 SpecT = TypeVar("SpecT", bound=type[Spec])
 _TYPES: dict[str, type[Spec]] = {}
+# functions that give types made from other registries (the entity kinds' <kind>_name), asked
+# at every lookup so a type registered there later is known here too
+_SOURCES: list[Callable[[], Sequence[type[Spec]]]] = []
+_SYNCED: list = []  # what the sources gave at the last sync (the same objects: nothing to do)
 
 
 def register(cls: SpecT) -> SpecT:
@@ -118,12 +122,36 @@ def register(cls: SpecT) -> SpecT:
     return cls
 
 
+def add_types_from(source: Callable[[], Sequence[type[Spec]]]) -> None:
+    """Types derived from another registry: ``source()`` gives them, asked at each lookup."""
+    _SOURCES.append(source)
+    _sync()
+
+
+def _sync() -> None:
+    """Register the derived types; drop a derived type whose source no longer gives it (a
+    test's kind, unregistered)."""
+    given = [source() for source in _SOURCES]
+    if len(given) == len(_SYNCED) and all(a is b for a, b in zip(given, _SYNCED)):
+        return
+    _SYNCED[:] = given
+    derived = {cls.TYPE: cls for types in given for cls in types}
+    for name, cls in list(_TYPES.items()):
+        if getattr(cls, "DERIVED", False) and derived.get(name) is not cls:
+            del _TYPES[name]
+    for cls in derived.values():
+        cls.DERIVED = True
+        register(cls)
+
+
 def spec_types() -> list[type[Spec]]:
     """Registered types in their fixed order."""
+    _sync()
     return sorted(_TYPES.values(), key=lambda cls: cls.ORDER)
 
 
 def spec_type(name: str) -> type[Spec]:
+    _sync()
     try:
         return _TYPES[name]
     except KeyError:

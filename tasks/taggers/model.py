@@ -35,20 +35,32 @@ from kitab.sources.chat_session import ChatSession, open_chat_session
 from tasks.taggers.spans import Span
 
 PROMPT_VERSION = "v1"
-PROMPT = (
-    "You tag book titles. For each numbered title, list every human name in it (a person's given "
-    "name, surname or full name, real or fictional, including a character's single name such as "
-    "'Emma' or 'Gatsby'; not the honorific, so 'Mrs Dalloway' gives 'Dalloway'; not words that "
-    "only happen to be names, roles, or places named after people such as 'Peyton Place') and "
-    "every city name in it (a city or town used as a place, such as 'Venice' in 'Death in "
-    "Venice'; not countries, states or regions, not demonyms, not a city inside a person's name "
-    "such as 'Jack London'). Copy each name exactly as it is written in the title. Answer with "
-    'one JSON object and nothing else: {"titles": [{"n": 1, "human": [...], "city": [...]}, ...]} '
-    "with one entry per title, in order."
-)
+
+
+def _prompt_kinds() -> tuple[tuple[str, str], ...]:
+    """(kind, its prompt clause) of every entity kind that has one, in the kinds' order."""
+    from tasks.entities.registry import entity_kinds
+
+    return tuple((k.name, k.prompt) for k in sorted(entity_kinds(), key=lambda k: k.order) if k.prompt)
+
+
+def build_prompt(kinds: tuple[tuple[str, str], ...]) -> str:
+    """The system prompt over the kinds' clauses: one list per kind in the JSON answer. With human
+    and city it is v1's text to the byte (the cache keys include it); a kind that adds a clause
+    changes it, and every title is asked again."""
+    keys = ", ".join(f'"{name}": [...]' for name, _ in kinds)
+    return (
+        "You tag book titles. For each numbered title, list "
+        + " and ".join(clause for _, clause in kinds)
+        + ". Copy each name exactly as it is written in the title. Answer with one JSON object and nothing "
+        + f'else: {{"titles": [{{"n": 1, {keys}}}, ...]}} with one entry per title, in order.'
+    )
+
+
+PROMPT = build_prompt(_prompt_kinds())
 BATCH = 20  # titles per request: long enough to amortise the prompt, short enough to answer reliably
 PARAMS = Params(temperature=0.0, max_tokens=None)
-KINDS = ("human", "city")
+KINDS = tuple(name for name, _ in _prompt_kinds())  # what the model is asked for (the entity kinds' prompts)
 
 
 class ModelTaggerError(KitabError):

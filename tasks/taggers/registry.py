@@ -12,9 +12,14 @@ for: the registry imports no tagger and no tagger imports the registry, so there
 circle between them. :func:`register_tagger` adds a version at run time (a new kind's tagger).
 
 Selection: the version ids a run's configuration names (kitab.core.params.RunConfig.taggers,
-which the app layer resolves once from ``--taggers`` or ``$KITAB_TAGGERS``), else DEFAULT.
+which the app layer resolves once from ``--taggers`` or ``$KITAB_TAGGERS``), else DEFAULT (the
+default tagger of each entity kind in the default release: tasks/entities/registry.py).
 Nothing here reads the environment: a step on a remote worker tags with the run's taggers,
 not with what that worker's environment says.
+
+A tagger from outside this list (a plugin's, a test's) is selected as ``module:version``: the
+module is imported wherever the selection is read (so in every worker process a step runs in),
+and importing it registers the tagger (:func:`register_tagger`) and its entity kind.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from kitab.core.errors import BadValue
+from tasks.entities.registry import default_taggers
 
 # version id -> "module:class"
 BUILTIN = {
@@ -41,8 +47,8 @@ BUILTIN = {
 }
 TAGGERS: dict[str, type] = {}  # version id -> class: the built-ins once loaded, and any registered
 # issue 20: v4's lazy NER over grown lists; v6 (v5 grown from WordNet) beats v5 on the labelled
-# sets (docs/tagging.md)
-DEFAULT = ("human_v6", "city_v6")
+# sets (docs/tagging.md): each default kind's default_tagger, ("human_v6", "city_v6")
+DEFAULT = default_taggers()
 ENV = "KITAB_TAGGERS"  # read by the app layer only (kitab.app.runs), never here
 
 
@@ -60,10 +66,10 @@ def selected_versions(configured: str | None = None) -> tuple[str, ...]:
     text = configured or ""
     versions = tuple(v.strip() for v in text.split(",") if v.strip()) or DEFAULT
     _load_builtins()
-    unknown = [v for v in versions if v not in TAGGERS]
+    unknown = [v for v in versions if _find(v) is None]
     if unknown:
         raise BadValue(f"unknown tagger {', '.join(unknown)} ({ENV}); registered: {', '.join(sorted(TAGGERS))}")
-    kinds = [TAGGERS[v].name for v in versions]
+    kinds = [tagger_class(v).name for v in versions]
     if len(set(kinds)) != len(kinds):
         raise BadValue(f"{ENV}={','.join(versions)}: one tagger per kind, got kinds {kinds}")
     return versions
@@ -75,10 +81,29 @@ def make_taggers(versions: Sequence[str] | None = None, *, endpoint: Any = None,
     _load_builtins()
     from tasks.taggers.model import ModelTagger  # loaded with the built-ins just now
 
-    return [
-        TAGGERS[v](**options, endpoint=endpoint) if issubclass(TAGGERS[v], ModelTagger) else TAGGERS[v](**options)
-        for v in (selected_versions() if versions is None else versions)
-    ]
+    classes = [tagger_class(v) for v in (selected_versions() if versions is None else versions)]
+    return [cls(**options, endpoint=endpoint) if issubclass(cls, ModelTagger) else cls(**options) for cls in classes]
+
+
+def tagger_class(version: str) -> type:
+    """The class of a selected version id (``module:version`` imports ``module`` first)."""
+    _load_builtins()
+    found = _find(version)
+    if found is None:
+        raise BadValue(f"unknown tagger {version} ({ENV}); registered: {', '.join(sorted(TAGGERS))}")
+    return found
+
+
+def _find(version: str) -> type | None:
+    """``version``'s class, importing its module for ``module:version`` (None: not registered;
+    a module that cannot be imported is a BadValue)."""
+    if ":" in version:
+        module, version = version.rsplit(":", 1)
+        try:
+            importlib.import_module(module)  # registers its tagger and entity kind
+        except ImportError as exc:
+            raise BadValue(f"tagger {module}:{version} ({ENV}): cannot import {module} ({exc})") from None
+    return TAGGERS.get(version)
 
 
 def fingerprints(taggers: Sequence) -> list[dict]:

@@ -47,13 +47,36 @@ def dedup() -> None:
         print(line)
 
 
+TAGGERS_HELP = "tagger versions, comma-separated, one per kind (default: $KITAB_TAGGERS, else human_v6,city_v6)"
+
+
+def _taggers(taggers: str | None, kinds: set[str] | None = None) -> list:
+    """The selected taggers (``--taggers``, else $KITAB_TAGGERS, else the default kinds'),
+    constructed; ``kinds``: only those of these entity kinds, each of which must be selected."""
+    import os
+
+    from kitab.app.runs import ENV_TAGGERS
+    from kitab.core.errors import BadValue
+    from tasks.taggers.registry import make_taggers, selected_versions
+
+    chosen = make_taggers(selected_versions(taggers or os.environ.get(ENV_TAGGERS) or None))
+    if kinds is None:
+        return chosen
+    missing = sorted(kinds - {t.name for t in chosen})
+    if missing:
+        raise BadValue(f"no selected tagger finds {', '.join(missing)} (select one with --taggers)")
+    return [t for t in chosen if t.name in kinds]
+
+
 @app.command()
 def tag(
     titles: list[str] | None = typer.Argument(None, help="titles; none: one per line on stdin"),
     explain: bool = typer.Option(False, "--explain", help="add each kind's evidence (what decided its state)"),
+    taggers: str | None = typer.Option(None, "--taggers", help=TAGGERS_HELP),
 ) -> None:
-    """Titles -> JSON lines {"title", "human_names", "city_names", "human", "city"}: the names the
-    taggers found and each kind's state, yes / no / unsure (docs/tagging.md)."""
+    """Titles -> JSON lines {"title", "<kind>_names", ..., "<kind>": state, ...}, per selected
+    entity kind (human and city by default): the names the taggers found and each kind's state,
+    yes / no / unsure (docs/tagging.md)."""
     from kitab.app.probe_input import valid_text
     from tasks.tag_entities import tag_probe
 
@@ -68,28 +91,38 @@ def tag(
         lines = _short_titles([t for t, _ in checked], with_year=False, noun="argument")
     else:  # a blank line is no title: no output line for it (as dedup and constraints skip it)
         lines = [line for line in _stdin_lines(with_year=False) if line.strip()]
-    for line in tag_probe(lines, explain=explain):
+    chosen = _taggers(taggers)
+    for line in tag_probe(lines, taggers=chosen, explain=explain):
         print(line)
 
 
 @app.command()
 def constraints(
-    human: bool = typer.Option(False, "--human", help="add human-name constraints (the human tagger)"),
-    city: bool = typer.Option(False, "--city", help="add city-name constraints (the city tagger)"),
+    kinds: str | None = typer.Option(
+        None, "--kinds", help="entity kinds to add constraints for, comma-separated (e.g. human,city,country)"
+    ),
+    human: bool = typer.Option(False, "--human", help="add human-name constraints (same as --kinds human)"),
+    city: bool = typer.Option(False, "--city", help="add city-name constraints (same as --kinds city)"),
+    taggers: str | None = typer.Option(None, "--taggers", help=TAGGERS_HELP),
 ) -> None:
     """One author's books on stdin ("Title (YYYY)" per line) -> every candidate constraint as JSON lines."""
     from tasks.constraints import constraints_probe
+    from tasks.entities.registry import entity_kind
     from tasks.text import split_title_year
 
+    wanted = {k.strip() for k in (kinds or "").split(",") if k.strip()}
+    wanted |= {name for name, flag in (("human", human), ("city", city)) if flag}  # the README's aliases
+    for name in sorted(wanted):
+        entity_kind(name)  # an unknown kind: one line naming the registered ones
     lines = _stdin_lines(with_year=True)
     found: dict[str, dict[str, bool]] = {}
-    if human or city:  # tag every title in one batch (one parse per title), then look up
-        from tasks.tag_entities import default_taggers, tag_titles
+    if wanted:  # tag every title in one batch (one parse per title), then look up
+        from tasks.tag_entities import tag_titles
 
-        taggers = [t for t in default_taggers() if (t.name == "human" and human) or (t.name == "city" and city)]
+        chosen = _taggers(taggers, wanted)
         titles = sorted({split_title_year(line)[0] for line in lines if line.strip()})
-        spans = tag_titles(titles, taggers)
-        found = {t.name: {title: bool(spans[t.name][i]) for i, title in enumerate(titles)} for t in taggers}
+        spans = tag_titles(titles, chosen)
+        found = {t.name: {title: bool(spans[t.name][i]) for i, title in enumerate(titles)} for t in chosen}
 
     for line in constraints_probe(lines, taggers={kind: flags.get for kind, flags in found.items()}):
         print(line)

@@ -1,8 +1,8 @@
 """Shared shape of the named-entity constraints (human name, city name, ...), each with a
-negation. The flags come from the taggers, per book: a kind's constraint reads the spans of
-kind ``KIND`` (the tagger's name, tasks/taggers/registry.py). An author's books must all be
-tagged for these candidates to exist (an untagged book could be either). A new entity kind
-is a tagger and one module here that subclasses EntitySpec; nothing else changes."""
+negation. The flags are the books' states per entity kind (book_entities): a kind's constraint
+reads kind ``KIND``. An author's books must all be tagged for these candidates to exist (an
+untagged book could be either). The subclasses are made from the registered entity kinds
+(entity_name.py; tasks/entities/registry.py), not written per kind."""
 
 from __future__ import annotations
 

@@ -16,8 +16,15 @@ from kitab.core.env import BUNDLED_SNAPSHOT, quiet_prefect_env  # noqa: E402
 quiet_prefect_env(_HOME / "prefect")
 
 import pytest  # noqa: E402
+from hypothesis import settings  # noqa: E402
 
 from kitab.core.config import Settings  # noqa: E402
+
+# No per-example deadline: the suite runs two workers on two cores beside servers and subprocesses,
+# where a first example that imports a registry can take over Hypothesis' 200 ms and fail a test
+# whose property holds. Speed is measured by benchmarks/, not by tests.
+settings.register_profile("kitab", deadline=None)
+settings.load_profile("kitab")
 
 
 @pytest.fixture(scope="session")

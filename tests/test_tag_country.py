@@ -124,3 +124,29 @@ def test_country_classes_are_the_benchmarks_dev_counts(quality):
     assert set(COUNTRY_RISKY) == set(COUNTRY_CLASSES)
     holdout = quality.scores([t for t in tagged if t.item.split == "holdout"])
     assert holdout["precision"] >= 0.9 and holdout["recall"] >= 0.9
+
+
+def test_kitab_tag_gives_the_country_state_when_selected():
+    """Through the real command: with country_v1 selected, "A Passage to India" is a decided
+    country yes (the kind's "name" class may decide alone); without it there is no country key."""
+    import json
+    import subprocess
+
+    from tests.test_cli_errors import kitab_cmd
+
+    def tag(*args: str) -> list[dict]:
+        run = subprocess.run(
+            [*kitab_cmd(), "tag", *args, "A Passage to India", "Turkey Day", "Death in Venice"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return [json.loads(line) for line in run.stdout.splitlines()]
+
+    selected = tag("--taggers", "human_v6,city_v6,country_v1")
+    assert [(r["country"], r["country_names"]) for r in selected] == [
+        ("yes", ["India"]),
+        ("unsure", ["Turkey"]),  # an ambiguous name decides nothing alone
+        ("no", []),
+    ]
+    assert all("country" not in r for r in tag())

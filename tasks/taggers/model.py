@@ -57,10 +57,28 @@ def build_prompt(kinds: tuple[tuple[str, str], ...]) -> str:
     )
 
 
-PROMPT = build_prompt(_prompt_kinds())
+def prompt() -> str:
+    """The system prompt of the registered kinds (PROMPT)."""
+    return build_prompt(_prompt_kinds())
+
+
+def prompt_kinds() -> tuple[str, ...]:
+    """What the model is asked for: the kinds that have a prompt clause (KINDS)."""
+    return tuple(name for name, _ in _prompt_kinds())
+
+
+def __getattr__(name: str):
+    # PROMPT and KINDS are read from the kind registry when asked for, not at import: an entity
+    # kind's module may import a tagger (hence this package) while the registry is still loading
+    if name == "PROMPT":
+        return prompt()
+    if name == "KINDS":
+        return prompt_kinds()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 BATCH = 20  # titles per request: long enough to amortise the prompt, short enough to answer reliably
 PARAMS = Params(temperature=0.0, max_tokens=None)
-KINDS = tuple(name for name, _ in _prompt_kinds())  # what the model is asked for (the entity kinds' prompts)
 
 
 class ModelTaggerError(KitabError):
@@ -69,7 +87,7 @@ class ModelTaggerError(KitabError):
 
 def title_key(model: str, title: str) -> str:
     """The cache key of one title's answer: (model, prompt, title) as if it were asked alone."""
-    return cache_key(model, title, PARAMS, system=PROMPT)
+    return cache_key(model, title, PARAMS, system=prompt())
 
 
 def batch_message(titles: Sequence[str]) -> str:
@@ -98,7 +116,7 @@ def parse_answer(text: str, count: int) -> dict[int, dict[str, list[str]]]:
         if not isinstance(entry, dict) or not isinstance(entry.get("n"), int) or not 1 <= entry["n"] <= count:
             continue
         names = {}
-        for kind in KINDS:
+        for kind in prompt_kinds():
             value = entry.get(kind, [])
             if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
                 break
@@ -157,7 +175,7 @@ class ModelSession:
 
     def _ask(self, titles: list[str], known: dict) -> list[str]:
         try:
-            text = self.chat.ask(batch_message(titles), PARAMS, system=PROMPT).completion.text
+            text = self.chat.ask(batch_message(titles), PARAMS, system=prompt()).completion.text
         except EndpointError as exc:
             hint = f" (check the base URL, the model {self.model!r} and OPENAI_API_KEY)" if exc.fatal else ""
             raise ModelTaggerError(f"{self.chat.client.url}: {exc}{hint}") from None
@@ -172,8 +190,8 @@ class ModelTagger:
     """One kind ("human" or "city") of a model session's answers, as a tagger."""
 
     def __init__(self, session: ModelSession, kind: str) -> None:
-        if kind not in KINDS:
-            raise ValueError(f"kind must be one of {KINDS}, not {kind!r}")
+        if kind not in prompt_kinds():
+            raise ValueError(f"kind must be one of {prompt_kinds()}, not {kind!r}")
         self.session, self.kind = session, kind
         self.name = kind
         self.version = f"{kind}_model_{PROMPT_VERSION}"
@@ -268,7 +286,7 @@ SECOND_READERS = ("", "model")
 
 def asks_model(taggers: Sequence[str]) -> bool:
     """Whether the tagger versions ``taggers`` include a model tagger."""
-    return any(v.startswith(f"{k}_model_") for v in taggers for k in KINDS)
+    return any(v.startswith(f"{k}_model_") for v in taggers for k in prompt_kinds())
 
 
 def check_second_reader(second_reader: str, taggers: Sequence[str]) -> None:
@@ -318,15 +336,16 @@ def second_reader_version(session: ModelSession) -> str:
 
 
 def book_spans(
-    session: ModelSession, titles_of: dict[str, Sequence[str]], kinds: Sequence[str] = KINDS
+    session: ModelSession, titles_of: dict[str, Sequence[str]], kinds: Sequence[str] | None = None
 ) -> dict[str, dict[str, list[str]]]:
     """book_id -> {kind: the names the model found in any of its titles} (a name that does not
     quote its title is dropped, as for the model taggers; a book whose titles have none: [])."""
     asked = sorted({t for titles in titles_of.values() for t in titles if t})
     answers = dict(zip(asked, session.names(asked))) if asked else {}
+    asked_kinds = prompt_kinds()
     out: dict[str, dict[str, list[str]]] = {}
     for book_id, titles in titles_of.items():
-        found: dict[str, list[str]] = {k: [] for k in kinds if k in KINDS}
+        found: dict[str, list[str]] = {k: [] for k in (asked_kinds if kinds is None else kinds) if k in asked_kinds}
         for t in dict.fromkeys(x for x in titles if x):
             for kind in found:
                 found[kind] += [s.text for s in place(t, answers[t].get(kind, []), kind, "model")]

@@ -28,13 +28,13 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(VENV)/bin/python -m pytest -q -n 2 --dist loadfile
 
-# The HTML report's tests open it in a real headless browser: Debian's chromium (and its
-# driver). Installs them when missing (needs root, as in CI); tests/test_report_html.py fails
-# without it when CI is set and skips with this hint otherwise.
+# The HTML report's tests open it in a real headless browser: Debian's chromium (its own
+# --headless --dump-dom; no driver). Installs it when missing (needs root, as in CI);
+# tests/test_report_html.py fails without it when CI is set and skips with this hint otherwise.
 browser:
-	command -v chromium >/dev/null || (apt-get update && apt-get install -y chromium chromium-driver)
+	command -v chromium >/dev/null || (apt-get update && apt-get install -y chromium)
 
-# ruff's lint and format check (configured in pyproject.toml); .ci/run runs it after the tests
+# ruff's lint and format check (configured in pyproject.toml); .ci/run runs it first
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .

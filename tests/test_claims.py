@@ -83,6 +83,12 @@ def test_every_label_agrees_with_the_independent_sql_check_which_catches_damage(
     }
     for what, mutate in damaged.items():
         assert run_sql_check(CHECK_SQL, tables, mutate), what
+    # a pair's two labels swapped: still one true and one false, positions 1 and 2, one slot
+    # apart, so every pair rule holds; only the label rule sees it, on both claims and nothing else
+    pair = min(c["pair_id"] for c in tables["claims"].to_pylist())
+    swapped = run_sql_check(CHECK_SQL, tables, f"UPDATE claims SET label = NOT label WHERE pair_id = '{pair}'")
+    in_pair = sorted(c["query_id"] for c in tables["claims"].to_pylist() if c["pair_id"] == pair)
+    assert sorted(swapped) == [(q, "label disagrees") for q in in_pair]
 
 
 def test_generation_is_a_seeded_pure_function(tables):

@@ -13,6 +13,7 @@ import pytest
 from kitab.app.runs import run_refresh
 from kitab.core.env import BUNDLED_SNAPSHOT
 from kitab.core.errors import BadValue
+from kitab.core.files import sha256_file
 from kitab.core.params import WORKS_RULE
 from kitab.core.release_commit import PROVENANCE_TABLES
 from kitab.core.warehouse import Warehouse
@@ -41,6 +42,11 @@ def _checksums(wh, release) -> dict:
     return json.loads(Warehouse(wh).ledger_row(release)["checksums"])
 
 
+def _file_sums(wh, release) -> dict:
+    """sha256 of each committed file, hashed from the disk (not read from the ledger)."""
+    return {t: sha256_file(path) for t, path in Warehouse(wh).committed_files(release).items()}
+
+
 def test_same_command_same_release_then_refused_then_replaced(tmp_path):
     wh = tmp_path / "wh"
     a = _run(wh, "A", 5, 12)
@@ -66,11 +72,14 @@ def test_same_command_same_release_then_refused_then_replaced(tmp_path):
         board = leaderboard(con, "A")
     assert [e["model"] for e in board["evaluations"]] == ["m"] and not board["evaluations"][0]["stale"]
 
+    on_disk = _file_sums(wh, "A")
+    assert on_disk == _checksums(wh, "A")  # the ledger names the bytes on disk
     with pytest.raises(BadValue) as refused:  # other parameters: refused, in one line, before any work
         _run(wh, "A", 5, 10)
     message = str(refused.value)
     assert "authors 12 -> 10" in message and "--replace" in message and message.count("\n") <= 1
-    assert _checksums(wh, "A") == _checksums(wh, "A") and _released(wh, "A") == a_authors
+    assert _checksums(wh, "A") == on_disk and _file_sums(wh, "A") == on_disk  # nothing changed
+    assert _released(wh, "A") == a_authors
 
     replaced = _run(wh, "A", 5, 10, replace=True)
     assert replaced["authors"]["released"] == 10

@@ -32,7 +32,8 @@ from kitab.release.leaderboard import comparison, leaderboard
 from tests.releases import dump_release
 
 RELEASE = "2026.11.23-s12"
-INVENTED = "Zqxv Wjkp Yfgh"
+# an invented title that is also markup: the page must show it as text (escaped), never run it
+INVENTED = 'Zqxv </li><b id="pwned">Wjkp</b> & "Yfgh" > 1'
 runner = CliRunner()
 
 
@@ -204,9 +205,14 @@ def test_the_filters_show_what_they_say_and_a_row_shows_what_the_evaluations_tab
     row = html[start : html.index("</tr>", start)]
     assert " hidden" not in html[html.rindex("<tr", 0, start) : start]
     listed = re.findall(r'<li class="(t-[a-z]+)"[^>]*>([^<]*)</li>', row)
-    assert [t for _, t in listed] == [t.replace("&", "&amp;") for t in titles]
-    assert dict((t, c) for c, t in listed)[INVENTED] == "t-nfa" and kinds[-1] == "none"
-    assert all(c == "t-ok" for c, t in listed if t != INVENTED)
+    # (the DOM as Chromium serialises it: text escapes &, < and >, and keeps ")
+    assert [t for _, t in listed] == [html_escape(t, quote=False) for t in titles]
+    assert INVENTED in titles and any(c in INVENTED for c in '<>"')
+    assert dict((t, c) for c, t in listed)[html_escape(INVENTED, quote=False)] == "t-nfa" and kinds[-1] == "none"
+    assert all(c == "t-ok" for c, t in listed if t != html_escape(INVENTED, quote=False))
+    # the title's markup stayed text: no element of it in the page or in the DOM the browser built
+    assert '<b id="pwned">' not in html and 'id="pwned"' not in page.read_text()
+    assert html_escape(INVENTED) in page.read_text()  # as written: &lt; &gt; &quot; &amp;
     # and the raw answer the evaluations table keeps for it, so a person can see why it scored so
     last_line = response.strip().splitlines()[-1]
     assert html_escape(last_line, quote=False) in row

@@ -19,8 +19,11 @@ def _build_app():
     import typer
 
     from kitab.app.commands import GROUPS
+    from kitab.app.help_format import command_classes, set_metavars
 
+    classes = command_classes()
     built = typer.Typer(
+        cls=classes[1],
         help="kitab: dynamic data collection for the KITAB benchmark.",
         no_args_is_help=True,
         add_completion=False,
@@ -48,6 +51,7 @@ def _build_app():
         if debug:
             os.environ["KITAB_DEBUG"] = "1"
 
+    set_metavars(built, classes)
     return built
 
 

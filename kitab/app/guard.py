@@ -95,8 +95,12 @@ def environment_error(exc: BaseException) -> str | None:
             return "no space left on the device; free some space and run the command again"
         # the process's memory bound (limit_memory) reached outside DuckDB: Python could not
         # allocate, or start the thread a bounded query runs in
-        if isinstance(cause, MemoryError) or (
-            isinstance(cause, RuntimeError) and "can't start new thread" in str(cause)
+        # (or inside DuckDB outside a bounded query, e.g. while the views are built: its
+        # OutOfMemoryException, matched by name so that this module does not import duckdb)
+        if (
+            isinstance(cause, MemoryError)
+            or (isinstance(cause, RuntimeError) and "can't start new thread" in str(cause))
+            or type(cause).__name__ == "OutOfMemoryException"
         ):
             if _LIMITED:
                 return (

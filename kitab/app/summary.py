@@ -136,3 +136,45 @@ def releases_tables(ledger: list[dict]) -> tuple[Table, Table]:
         total = format_seconds(sum(r["seconds"] for r in stages.values())) if stages else "–"
         timings.add_row(row["release"], *cells, total)
     return overview, timings
+
+
+def releases_records(ledger: list[dict]) -> tuple[list[str], list[tuple]]:
+    """The same releases as :func:`releases_tables`, for programs (``--output json|csv``):
+    one flat row per release, exact numbers (no k/M rounding), each stage's seconds and rows
+    as ``<stage>_seconds`` / ``<stage>_rows`` (None for a release from before stage timings)."""
+    columns = [
+        "release",
+        "created_at",
+        "source",
+        "seed",
+        "authors",
+        "synthetic_authors",
+        "books",
+        "queries",
+        "requests_made",
+    ]
+    for stage in STAGES:
+        columns += [f"{stage}_seconds", f"{stage}_rows"]
+    columns.append("total_seconds")
+    rows = []
+    for row in ledger:
+        counts = json.loads(row["counts"])
+        created = row["created_at"]
+        stages = {r["stage"]: r for r in parse_stages(row.get("stages")) or []}
+        cells = [
+            row["release"],
+            created.isoformat() if created else None,
+            row["source"],
+            row["seed"],
+            counts.get("released_authors"),
+            row.get("synthetic_authors"),
+            counts.get("books"),
+            counts.get("queries"),
+            row.get("requests_made"),
+        ]
+        for stage in STAGES:
+            record = stages.get(stage) or {}
+            cells += [record.get("seconds"), record.get("rows")]
+        cells.append(round(sum(r["seconds"] for r in stages.values()), 3) if stages else None)
+        rows.append(tuple(cells))
+    return columns, rows

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import typer
 
-from kitab.app.commands.common import WarehouseOpt, existing_warehouse
-from kitab.app.console import console
+from kitab.app.commands.common import WarehouseOpt, existing_warehouse, print_result
+from kitab.app.console import console, print_table
 
 app = typer.Typer()
+RELEASES_OUTPUTS = ("table", "json", "csv")
 
 
 @app.command()
@@ -21,14 +22,21 @@ def releases(
     history: bool = typer.Option(
         False, "--history", help="also list the earlier versions of each release replaced with --replace"
     ),
+    output: str = typer.Option(
+        "table",
+        help="table (two tables: the releases, and time and rows per stage) | json | csv (one row per "
+        "release, exact numbers, <stage>_seconds and <stage>_rows columns)",
+    ),
     warehouse: Path | None = WarehouseOpt,
 ) -> None:
     """List committed releases with their counts, and each one's time and rows per stage."""
     import json
 
-    from kitab.app.summary import releases_tables
+    from kitab.app.summary import releases_records, releases_tables
     from kitab.core.warehouse import Warehouse
 
+    if output not in RELEASES_OUTPUTS:
+        raise typer.BadParameter(f"expected one of {', '.join(RELEASES_OUTPUTS)}", param_hint="--output")
     wh = Warehouse(existing_warehouse(warehouse, show))
     if show is not None:
         wh.require_release(show)
@@ -57,8 +65,11 @@ def releases(
             ).fetchall()
         )
     ledger = [{**row, "synthetic_authors": synthetic.get(row["release"], 0)} for row in ledger]
+    if output != "table":
+        print_result(*releases_records(ledger), output)
+        return
     for table in releases_tables(ledger):
-        console.print(table)
+        print_table(table)
 
 
 @app.command()

@@ -11,6 +11,7 @@ import contextlib
 import heapq
 import itertools
 import random
+import zlib
 from collections import Counter
 from dataclasses import replace
 from datetime import date, datetime, timedelta
@@ -58,6 +59,9 @@ class SnapshotWriter:
         # (work item, property, field, name) of the works' P674 / P840: their target items get
         # QIDs only after every author (emit_record_items), so no other id moves
         self.record_links: list[tuple[str, str, str, str]] = []
+        # tests' worlds only (generate_snapshot(both_labels=True)): some items get a `mul` label
+        # beside their `en` one, differing from it, so readers' "en, else mul" rule is exercised
+        self.both_labels = False
         self._run_lines = run_lines
         self._pending: list[str] = []
         self._runs: list[Path] = []
@@ -139,9 +143,25 @@ def emit_author(out: SnapshotWriter, ids: Ids, spec: AuthorSpec, rng: random.Ran
 # --- WikiData ---------------------------------------------------------------------------
 
 
+def has_both_labels(qid: str) -> bool:
+    """With ``both_labels``: about a third of the items labelled in English (by their id)."""
+    return zlib.crc32(f"both-labels:{qid}".encode()) % 3 == 0
+
+
+def mul_label(name: str) -> str:
+    """The `mul` label of an item that has an `en` one: another text, so a reader that took it
+    instead of the English label is seen; it sorts first, so one that kept both and took the
+    least (SPARQL's SAMPLE, a MIN) is seen too."""
+    return f"(mul) {name}"
+
+
 def _emit_person(out: SnapshotWriter, spec: AuthorSpec) -> None:
     subject = wd(spec.qid)
-    out.triple(subject, iri(RDFS_LABEL), literal(spec.name, lang=person_label_lang(spec.qid)))
+    lang = person_label_lang(spec.qid)
+    out.triple(subject, iri(RDFS_LABEL), literal(spec.name, lang=lang))
+    if out.both_labels and lang == "en" and has_both_labels(spec.qid):
+        out.triple(subject, iri(RDFS_LABEL), literal(mul_label(spec.name), lang="mul"))
+        out.counts["wd_both_labels"] += 1
     for cls in spec.instance_of:
         out.triple(subject, wdt("P31"), wd(cls))
     for occupation in spec.occupations:
@@ -200,6 +220,9 @@ def emit_record_items(out: SnapshotWriter, ids: Ids) -> None:
             targets[field, name] = ids.qid()
             lang = label_language(name) if field == "characters" else "en"
             out.triple(wd(targets[field, name]), iri(RDFS_LABEL), literal(name, lang=lang))
+            if out.both_labels and lang == "en" and has_both_labels(targets[field, name]):
+                out.triple(wd(targets[field, name]), iri(RDFS_LABEL), literal(mul_label(name), lang="mul"))
+                out.counts["wd_both_labels"] += 1
             out.counts["wd_record_items"] += 1
         out.triple(wd(work), wdt(prop), wd(targets[field, name]))
         out.counts["wd_record_links"] += 1

@@ -79,8 +79,10 @@ SOURCES = {
 }
 
 
-def generate_snapshot(out_dir: str | Path, seed: int, n_authors: int) -> dict:
-    """Write a snapshot folder atomically and return its manifest."""
+def generate_snapshot(out_dir: str | Path, seed: int, n_authors: int, *, both_labels: bool = False) -> dict:
+    """Write a snapshot folder atomically and return its manifest. ``both_labels`` (tests): some
+    people and characters labelled in English also get a different `mul` label (emit.py's
+    has_both_labels); off, the snapshot is byte for byte what it always was."""
     ids = Ids()
     kitab = {row.qid: kitab_spec(row, seed, ids) for row in load_kitab_authors()}
     case_specs, cases = build_cases(ids, kitab, CREATED_AT.year)
@@ -98,6 +100,7 @@ def generate_snapshot(out_dir: str | Path, seed: int, n_authors: int) -> dict:
     emitted: list[AuthorSpec] = []  # only non-filler specs are kept, for the manifest's id lists
     with atomic_dir(out_dir) as folder:
         writer = SnapshotWriter(folder)
+        writer.both_labels = both_labels
         emit_ontology(writer)
         for spec in _selection(fixed, rest, n_authors, borrowed):
             emit_author(writer, ids, spec, rng_for(seed, spec.slot), CREATED_AT)

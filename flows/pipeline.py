@@ -201,15 +201,7 @@ def _run_pipeline(config: RunConfig, runner, today: date, progress: Progress) ->
         excluded = excluded_releases(wh, params.release, replace=params.replace)
         ledger = other_releases(wh, params.release, excluded)
         ctx = run_context(config, wh, spec, today, ledger)
-        sampled = sample(
-            runner,
-            ctx,
-            config,
-            today,
-            ledger,
-            () if params.redraw_rejected else rejected_before(wh, excluded),
-            progress,
-        )
+        sampled = sample(runner, ctx, config, today, ledger, rejected_before(wh, config, excluded), progress)
         collected = collect(runner, ctx, config, sampled, progress)
         titles, chunks, tags = tag(runner, ctx, config, collected, progress)
         constrained = constrain(runner, ctx, config, collected, tags, progress)
@@ -222,21 +214,7 @@ def _run_pipeline(config: RunConfig, runner, today: date, progress: Progress) ->
         tables = release_tables(ctx, sampled, collected.results, constrained, queries, claims.outputs["claims"])
         rejected_reasons = rejected_author_reasons(tables["rejects"])
         requests_made = sampled.stats["requests_sent"] + sum(c.stats["requests_sent"] for c in collected.results)
-        committed = publish(
-            wh,
-            params.release,
-            tables,
-            seed=params.seed,
-            source=params.source,
-            snapshot_id=origin.snapshot_id,
-            inputs=origin.inputs,
-            n_authors_requested=params.authors,
-            requests_made=requests_made,
-            stages=[r for r in progress.records() if r["stage"] != "publish"],
-            config=recorded_config(config),
-            excluded=excluded,
-            replace=params.replace,
-        )
+        committed = publish_release(wh, config, origin, tables, excluded, requests_made, progress)
         progress.end_stage(rows=sum(committed["row_counts"].values()))
     ctx.work.remove()
     return run_summary(
@@ -291,8 +269,31 @@ def run_context(config: RunConfig, wh: Warehouse, spec: SourceSpec, today: date,
     )
 
 
-def rejected_before(wh: Warehouse, excluded) -> tuple[str, ...]:
-    return tuple(sorted(rejected_authors(wh, excluded)))
+def rejected_before(wh: Warehouse, config: RunConfig, excluded) -> tuple[str, ...]:
+    """The authors earlier releases rejected, not drawn again (unless --redraw-rejected)."""
+    return () if config.params.redraw_rejected else tuple(sorted(rejected_authors(wh, excluded)))
+
+
+def publish_release(
+    wh, config: RunConfig, origin: Origin, tables: dict, excluded, requests_made: int, progress
+) -> dict:
+    """The release committed (tasks/publish.py), its ledger row keeping the recorded config."""
+    params = config.params
+    return publish(
+        wh,
+        params.release,
+        tables,
+        seed=params.seed,
+        source=params.source,
+        snapshot_id=origin.snapshot_id,
+        inputs=origin.inputs,
+        n_authors_requested=params.authors,
+        requests_made=requests_made,
+        stages=[r for r in progress.records() if r["stage"] != "publish"],
+        config=recorded_config(config),
+        excluded=excluded,
+        replace=params.replace,
+    )
 
 
 def sampling_rates(config: RunConfig) -> SamplingRates:

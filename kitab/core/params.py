@@ -119,7 +119,9 @@ WORKS_RULE = (
 
 # What decides a release's content: a rebuild that differs in one of these from the committed
 # release is refused (unless --replace). Not in it: where it runs (runner, workers, batch size,
-# mirror URL, warehouse) and what only decides whether it fails (allow_fewer, max_failed_share).
+# mirror URL, warehouse), what only decides whether it fails (allow_fewer, max_failed_share) and
+# how the candidates are asked for (birth_year_window cuts the candidate query into windows; an
+# author lands in one window however it is cut: tests/test_run_config.py).
 IDENTITY = (
     "source",
     "snapshot_id",
@@ -133,9 +135,9 @@ IDENTITY = (
     "language_rule",
     "works_rule",
     "birth_year_min",
-    "birth_year_window",
     "min_works",
     "max_works",
+    "ol_page_size",  # works_raw records each work's page request
 )
 # Keys added to IDENTITY after releases were first recorded, with the value such a release had.
 IDENTITY_ADDED = {"second_reader": "", "tagger_llm": None}

@@ -33,36 +33,16 @@ def resolve_config(
     second_reader: str | None = None,
 ) -> RunConfig:
     """The run's whole configuration from ``inputs`` (RefreshParams' fields; a None takes the
-    default) with the seed and release of ``today`` (UTC) filled in. The other arguments are
-    the app layer's choices (read from its environment); what is not given takes the defaults,
-    never the environment."""
-    params = RefreshParams(**{k: v for k, v in inputs.items() if v is not None})
-    return build_config(
-        params.resolved(today or datetime.now(UTC).date()),
-        settings=settings,
-        taggers=taggers,
-        runner=runner,
-        workers=workers,
-        tagger_endpoint=tagger_endpoint,
-        second_reader=second_reader,
-    )
-
-
-def build_config(
-    params: RefreshParams,
-    *,
-    settings: Settings | None = None,
-    taggers: str | None = None,
-    runner: str = "local",
-    workers: int | None = None,
-    tagger_endpoint: ModelEndpoint | None = None,
-    second_reader: str | None = None,
-) -> RunConfig:
-    """:func:`resolve_config` for ``params`` already resolved (seed and release set)."""
+    default; a resolved RefreshParams' fields keep their seed and release) with the seed and
+    release of ``today`` (UTC) filled in. The other arguments are the app layer's choices (read
+    from its environment); what is not given takes the defaults, never the environment."""
     from tasks.sample_queries import SamplingRates
     from tasks.taggers.model import endpoint_in_use
     from tasks.taggers.registry import selected_versions
 
+    params = RefreshParams(**{k: v for k, v in inputs.items() if v is not None}).resolved(
+        today or datetime.now(UTC).date()
+    )
     if settings is None:
         settings = Settings.from_values({"warehouse": params.warehouse} if params.warehouse else {})
     versions = selected_versions(params.taggers or taggers)
@@ -75,6 +55,7 @@ def build_config(
         # asked without an endpoint, is one line (ModelTaggerError)
         tagger_endpoint=endpoint_in_use(versions, reader, tagger_endpoint),
         second_reader=reader,
+        # the paper's rates (tasks/sample_queries.py); the steps sample with what is recorded here
         sampling_rates=json.dumps(SamplingRates().as_dict(), sort_keys=True),
         runner=runner,
         workers=max(1, workers or os.cpu_count() or 1),

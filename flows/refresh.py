@@ -5,24 +5,25 @@ runs (tens per 10,000 authors: one per batch, not per author) and shows the refr
 
 The task runner is ``threads`` unless the caller gives another (``with_task_runner``: the app
 layer resolves ``--task-runner`` / ``$KITAB_TASK_RUNNER`` once, flows/runners.py). The run's
-whole configuration (kitab.core.params.RunConfig) comes in as the ``config`` parameter; nothing
-here reads the environment.
+whole configuration (kitab.core.params.RunConfig) comes in as the ``config`` parameter (from
+kitab.app.runs), or is resolved from the other parameters (flows/configure.py); nothing here
+reads the environment.
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from datetime import UTC, datetime
 
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_progress_artifact, update_progress_artifact
 
-from flows.pipeline import build_config, run_pipeline
+from flows.configure import flow_config
+from flows.pipeline import run_pipeline, running
 from flows.progress_text import status_line
 from flows.runners import PrefectRunner, task_runner
-from kitab.core.params import RefreshParams, RunConfig, default_release_id, default_seed, flow_signature
-from kitab.core.progress import Progress, Throttled, tracking
+from kitab.core.params import RunConfig, default_release_id, default_seed, flow_signature
+from kitab.core.progress import Progress, Throttled
 
 __all__ = ["refresh", "default_release_id", "default_seed", "with_task_runner"]
 
@@ -39,16 +40,20 @@ def _refresh(**parameters) -> dict:
     new release and a rerun the same day rebuilds it. Fewer eligible authors than ``authors``
     fail the run unless ``allow_fewer``. If more than ``max_failed_share`` of the authors are
     lost to a source that does not answer, the run fails and publishes nothing.
-    The parameters are kitab.core.params.RefreshParams' fields, declared there once, and
-    ``config``: the run's whole configuration as the app layer resolved it (RunConfig.to_dict);
-    a run without it (a deployment's) takes the defaults for what the fields do not say."""
-    config = parameters.pop("config", None)
-    params = RefreshParams(**parameters).resolved(datetime.now(UTC).date())
-    config = RunConfig.from_dict(config) if config else build_config(params)
-    params = config.params
+    The parameters are kitab.core.params.RefreshParams' fields, declared there once, or else
+    ``config``: the run's whole configuration as the app layer resolved it (RunConfig.to_dict),
+    never both (flows.configure.flow_config)."""
+    config = flow_config(parameters)
+    # the progress `kitab refresh` registered and began for this run (it displays it too), else the run's own
+    with running(config) as progress:
+        return refresh_run(config, progress)
+
+
+def refresh_run(config: RunConfig, progress: Progress) -> dict:
+    """The flow's body for a resolved ``config``: the pipeline on Prefect task runs, its
+    ``progress`` shown as a Prefect progress artifact."""
     runner = PrefectRunner(workers=config.workers)
-    # the progress `kitab refresh` registered for this release (it displays it too), else a new one
-    with tracking(params.release) as progress, progress_artifact(progress):
+    with progress_artifact(progress):
         try:
             return run_pipeline(config, runner, progress=progress)
         finally:

@@ -87,6 +87,22 @@ class SamplingRates:
             "two_easy_types": list(self.two_easy_types),
         }
 
+    @classmethod
+    def from_dict(cls, values: dict) -> SamplingRates:
+        """What :meth:`as_dict` gave (a run's recorded ``sampling_rates``), as the rates again."""
+        return cls(
+            **{
+                **values,
+                "one_constraint": MappingProxyType(dict(values["one_constraint"])),
+                "always_asked": frozenset(values["always_asked"]),
+                "two_easy_types": tuple(values["two_easy_types"]),
+            }
+        )
+
+    def __reduce__(self):
+        # picklable (a mappingproxy is not): a step in another process gets the run's rates
+        return SamplingRates.from_dict, (self.as_dict(),)
+
     def one_rate(self, constraint_type: str) -> float:
         return self.one_constraint.get(constraint_type, 1.0)
 

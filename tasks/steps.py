@@ -13,10 +13,12 @@ tag_step           tag_entities.title_tags                    per chunk of title
 constrain_step     tag_entities.entity_rows,                  per batch of authors
                    generate_constraints, sample_queries
                    (the per-author draws)
+sample_queries_    sample_queries (top-ups, numbering)        once, over every batch
+step
+claims_step        claims.claims_from_rows                    once, over every batch
 =================  =========================================  ====================
 
-The global parts (distinct titles, query top-ups, publishing) are DuckDB over the refs, in
-flows/pipeline.py.
+The global parts (distinct titles, publishing) are DuckDB over the refs, in flows/pipeline.py.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from kitab.core.workdir import StepResult, WorkDir
 from kitab.sources import SourceSpec, sources_for
 from kitab.sources.wikidata import works_with_labels
 from tasks.book_evidence import review_labels
+from tasks.claims import claims_from_rows
 from tasks.clean_books import clean_books
 from tasks.dedup_titles import dedup_titles
 from tasks.entity_states import book_states, decided_by, second_reader_evidence
@@ -91,6 +94,18 @@ class Batch:
     @property
     def part(self) -> str:
         return f"{self.index:05d}"
+
+
+@dataclass
+class Collected:
+    """The collect stage of a run (flows/pipeline.py): its batches, in draw order, and their
+    collect steps' results."""
+
+    batches: list[Batch]
+    results: list[StepResult]
+    drawn: int  # authors drawn from the order
+    passed: int  # of them, with books after every stage (the release's authors)
+    failed: int  # of them, lost to an unavailable source
 
 
 def _write(ctx: RunContext, step: str, part: str, tables: dict[str, list[dict]]) -> dict[str, TableRef]:
@@ -332,10 +347,11 @@ def constrain_step(
     batch: Batch,
     collected: StepResult,
     tags: tuple[TableRef, ...],
-    rates: SamplingRates = SamplingRates(),
+    rates: SamplingRates,
 ) -> StepResult:
     """One batch's ``title_entities``, ``constraints`` and the queries its authors' own
-    draws keep, with the unsatisfiable candidates the global top-ups choose from."""
+    draws keep, with the unsatisfiable candidates the global top-ups choose from. ``rates``:
+    the run's (RunConfig.sampling_rates), never a default of the step's."""
     inputs = {k: collected.outputs[k] for k in ("authors", "books", "title_variants", "book_records")}
     model = second_reader_session(ctx.second_reader, ctx.tagger_endpoint, ctx.taggers)  # None: no second reader
     model_version = second_reader_version(model) if model else ""
@@ -430,7 +446,7 @@ def _tags_for(titles: list[str], tags: tuple[TableRef, ...]) -> list[dict]:
 
 
 def sample_queries_step(
-    ctx: RunContext, collected: list[StepResult], constrained: list[StepResult], rates: SamplingRates = SamplingRates()
+    ctx: RunContext, collected: list[StepResult], constrained: list[StepResult], rates: SamplingRates
 ) -> tuple[TableRef, dict]:
     """The global part of query sampling over every batch (tasks/sample_queries.py): the
     unsatisfiable top-ups (``choose_top_ups_sql``), then every author's queries numbered
@@ -479,3 +495,30 @@ def sample_queries_step(
             ref = write_rows("queries", [], ctx.work.path("queries", "all", "queries"))
         summary = sampling_summary_sql(con, ref.path, counts, ctx.seed, rates)
     return ref, summary
+
+
+# -- claims (global) ------------------------------------------------------------------------
+
+CLAIMS_INPUTS = (
+    ("collect", "authors"),
+    ("collect", "books"),
+    ("collect", "title_variants"),
+    ("constrain", "book_entities"),
+    ("constrain", "constraints"),
+)
+
+
+def claims_step(ctx: RunContext, collected: list[StepResult], constrained: list[StepResult]) -> StepResult:
+    """The release's claim pairs (tasks/claims.py, the ``claims`` table) from every batch's
+    tables, checkpointed in the work folder (a rerun with the same tables resumes it). One step
+    over the release, not per batch: a pair's false side is drawn from one seeded stream in
+    author order across the release, an authorship pair's other author from every author of
+    the release, a false year up to the release's latest year (docs/claims.md)."""
+    steps = {"collect": collected, "constrain": constrained}
+    inputs = {name: tuple(r.outputs[name] for r in steps[step]) for step, name in CLAIMS_INPUTS}
+
+    def compute() -> StepResult:
+        rows, stats = claims_from_rows({name: read_rows(list(refs)) for name, refs in inputs.items()}, ctx.seed)
+        return StepResult(_write(ctx, "claims", "all", {"claims": rows}), stats)
+
+    return ctx.work.run("claims", "all", compute, seed=ctx.seed, **inputs)

@@ -12,7 +12,8 @@ import re
 
 import pytest
 
-from kitab.core.params import ModelEndpoint, RefreshParams, RunConfig
+from flows.configure import recorded_config
+from kitab.core.params import ModelEndpoint, RefreshParams, RunConfig, identity_of
 from kitab.simulate.chat import ChatServer
 from tasks.entity_states import NO, UNSURE, YES, book_states, second_reader_evidence
 from tasks.taggers import model as model_module
@@ -131,11 +132,12 @@ def test_the_app_layer_resolves_the_endpoint_and_the_second_reader_once(monkeypa
     assert recorded["tagger_endpoint"] == {"base_url": model.url, "model": "m9", "cache": model.endpoint.cache}
     assert "api_key" not in json.dumps(recorded)  # the key is a secret: never in the config
     assert RunConfig.from_dict(json.loads(json.dumps(recorded))) == config  # as a Prefect flow gets it
-    assert config.identity(None)["second_reader"] == "model" and config.identity(None)["tagger_llm"] == "m9"
+    identity = identity_of(recorded_config(config), None)  # what a rebuild is compared on
+    assert identity["second_reader"] == "model" and identity["tagger_llm"] == "m9"
     # the option wins over the environment; nothing asks the model: the endpoint is not recorded
     plain = resolved(monkeypatch, tmp_path, env, second_reader="")
     assert (plain.second_reader, plain.tagger_endpoint) == ("", None)
-    assert plain.identity(None)["tagger_llm"] is None
+    assert identity_of(recorded_config(plain), None)["tagger_llm"] is None
     with pytest.raises(ModelTaggerError, match="need a model endpoint: KITAB_TAGGER_BASE_URL"):
         resolved(monkeypatch, tmp_path, {"KITAB_SECOND_READER": "model"})
     with pytest.raises(ModelTaggerError, match="the one second reader is 'model'"):

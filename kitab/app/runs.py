@@ -7,7 +7,6 @@ import contextlib
 import dataclasses
 import os
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 
 from kitab.core.errors import KitabError
@@ -33,41 +32,27 @@ def run_refresh(
     Before anything starts (Prefect's server, a mirror, a request), the inputs are checked
     (kitab.core.errors.BadValue) and the warehouse's refresh lock is taken (kitab.core.locking.WarehouseBusy
     if another refresh holds it): both fail at once and write nothing but the lock file."""
-    from flows.pipeline import check_inputs, run_pipeline
+    from flows.pipeline import check_inputs, run_pipeline, running
     from kitab.core.locking import refresh_lock
-    from kitab.core.params import RefreshParams
-    from kitab.core.progress import tracking
 
-    params = RefreshParams(
-        **{k: v for k, v in parameters.items() if v is not None or k in ("seed", "release")},
-        snapshot=str(snapshot) if snapshot else None,
-        warehouse=str(warehouse),
+    inputs = {**parameters, "snapshot": str(snapshot) if snapshot else None, "warehouse": str(warehouse)}
+    # resolved once (the defaults of today too): the lock names the release the flow then builds
+    config = run_config(inputs, direct=direct, task_runner=task_runner, dask_address=dask_address)
+    check_inputs(config.params)
+    # the wait before the first stage, said once: importing Prefect and starting its temporary
+    # server (no PREFECT_API_URL) is most of a small refresh's wait
+    starting = (
+        None
+        if direct or os.environ.get("PREFECT_API_URL")
+        else "starting Prefect's temporary server (once per refresh, ~10 s)"
     )
-    # the defaults resolved once: the lock names the release the flow then builds
-    params = params.resolved(datetime.now(UTC).date())
-    check_inputs(params)
-    config = run_config(params, direct=direct, task_runner=task_runner, dask_address=dask_address)
     with (
-        refresh_lock(Path(warehouse), params.release),
-        tracking(params.release, progress) as progress,
-        serving(params) as params,
+        refresh_lock(Path(warehouse), config.params.release),
+        # the views start here: a mistake found above is the only thing the user sees
+        running(config, progress, **({"starting": starting} if starting else {})) as progress,
+        serving(config.params) as params,
     ):
         config = dataclasses.replace(config, params=params)
-        # the views start here: a mistake found above is the only thing the user sees
-        # the wait before the first stage, said once: importing Prefect and starting its temporary
-        # server (no PREFECT_API_URL) is most of a small refresh's wait
-        starting = (
-            None
-            if direct or os.environ.get("PREFECT_API_URL")
-            else "starting Prefect's temporary server (once per refresh, ~10 s)"
-        )
-        progress.begin(
-            release=params.release,
-            source=params.source,
-            authors=params.authors,
-            batch_size=params.batch_size,
-            **({"starting": starting} if starting else {}),
-        )
         if direct:
             from flows.runners import LocalRunner
 
@@ -83,8 +68,9 @@ def run_refresh(
 
         with quiet_user_errors():  # a KitabError reaches the caller whole; Prefect's traceback of it is noise
             try:
+                # the config alone: the flow gets the run's parameters once
                 return with_task_runner(config_runner_kind(config), dask_address or _env_dask_address())(
-                    **dataclasses.asdict(params), config=config.to_dict()
+                    config=config.to_dict()
                 )
             except Exception as exc:
                 full = _disk_full(Path(warehouse))
@@ -123,17 +109,21 @@ def _env_dask_address() -> str | None:
     return os.environ.get(ENV_DASK_ADDRESS) or None
 
 
-def run_config(params, *, direct: bool, task_runner: str | None, dask_address: str | None):
-    """The run's whole configuration (kitab.core.params.RunConfig), resolved once from the
-    options, the environment (KITAB_*: the settings, $KITAB_TAGGERS, $KITAB_WORKERS,
-    $KITAB_TASK_RUNNER, $KITAB_DASK_ADDRESS, the model endpoint $KITAB_TAGGER_BASE_URL,
-    $KITAB_TAGGER_MODEL, $KITAB_TAGGER_CACHE, $KITAB_SECOND_READER) and the defaults; every
-    step gets it as an argument, on whatever machine it runs."""
-    from flows.pipeline import build_config
+def run_config(inputs, *, direct: bool, task_runner: str | None, dask_address: str | None):
+    """The run's whole configuration (kitab.core.params.RunConfig) from ``inputs``
+    (RefreshParams' fields, as the CLI or a deployment gives them, or a RefreshParams), the environment (KITAB_*:
+    the settings, $KITAB_TAGGERS, $KITAB_WORKERS, $KITAB_TASK_RUNNER, $KITAB_DASK_ADDRESS, the
+    model endpoint $KITAB_TAGGER_BASE_URL, $KITAB_TAGGER_MODEL, $KITAB_TAGGER_CACHE,
+    $KITAB_SECOND_READER) and the defaults, by the one resolver (flows.configure.resolve_config);
+    every step gets it as an argument, on whatever machine it runs."""
+    from flows.configure import resolve_config
     from kitab.core.config import Settings
-    from kitab.core.params import ModelEndpoint
+    from kitab.core.params import ModelEndpoint, RefreshParams
 
-    settings = Settings(**({"warehouse": params.warehouse} if params.warehouse else {}))
+    if isinstance(inputs, RefreshParams):
+        inputs = dataclasses.asdict(inputs)
+    warehouse = inputs.get("warehouse")
+    settings = Settings(**({"warehouse": warehouse} if warehouse else {}))
     if direct:
         runner = "local"
     else:
@@ -141,8 +131,8 @@ def run_config(params, *, direct: bool, task_runner: str | None, dask_address: s
         address = dask_address or _env_dask_address()
         runner = f"prefect-{kind}" + (f"@{address}" if kind == "dask" and address else "")
     workers = os.environ.get(ENV_WORKERS)
-    return build_config(
-        params,
+    return resolve_config(
+        inputs,
         settings=settings,
         taggers=os.environ.get(ENV_TAGGERS) or None,
         runner=runner,

@@ -7,26 +7,27 @@ the app reads the environment."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 from prefect import flow
 
-from flows.refresh import _refresh
+from flows.configure import flow_config
+from flows.pipeline import running
+from flows.refresh import refresh_run
 from flows.runners import task_runner
-from kitab.core.params import RefreshParams, flow_signature
+from kitab.core.params import flow_signature
 
 
 def _scheduled(**parameters) -> dict:
-    """The ``refresh`` flow as a deployment runs it (parameters: RefreshParams' fields; a
-    ``config`` given whole is used as it is)."""
+    """The ``refresh`` flow as a deployment runs it (parameters: RefreshParams' fields, or a
+    ``config`` given whole, used as it is)."""
     from kitab.app.runs import run_config
 
     if parameters.get("config"):
-        return _refresh(**parameters)
-    parameters.pop("config", None)
-    params = RefreshParams(**parameters).resolved(datetime.now(UTC).date())
-    config = run_config(params, direct=False, task_runner="threads", dask_address=None)
-    return _refresh(**{**parameters, "seed": params.seed, "release": params.release}, config=config.to_dict())
+        config = flow_config(parameters)
+    else:
+        parameters.pop("config", None)
+        config = run_config(parameters, direct=False, task_runner="threads", dask_address=None)
+    with running(config) as progress:
+        return refresh_run(config, progress)
 
 
 _scheduled.__signature__ = flow_signature()  # the same parameters, and schema, as the refresh flow

@@ -119,7 +119,9 @@ WORKS_RULE = (
 
 # What decides a release's content: a rebuild that differs in one of these from the committed
 # release is refused (unless --replace). Not in it: where it runs (runner, workers, batch size,
-# mirror URL, warehouse) and what only decides whether it fails (allow_fewer, max_failed_share).
+# mirror URL, warehouse), what only decides whether it fails (allow_fewer, max_failed_share) and
+# how the candidates are asked for (birth_year_window cuts the candidate query into windows; an
+# author lands in one window however it is cut: tests/test_run_config.py).
 IDENTITY = (
     "source",
     "snapshot_id",
@@ -133,9 +135,9 @@ IDENTITY = (
     "language_rule",
     "works_rule",
     "birth_year_min",
-    "birth_year_window",
     "min_works",
     "max_works",
+    "ol_page_size",  # works_raw records each work's page request
 )
 # Keys added to IDENTITY after releases were first recorded, with the value such a release had.
 IDENTITY_ADDED = {"second_reader": "", "tagger_llm": None}
@@ -171,8 +173,8 @@ class RunConfig:
     params: RefreshParams  # resolved: seed and release set
     settings: Settings  # the run's settings (kitab.core.config), built from the environment once
     taggers: tuple[str, ...]  # tagger version ids, one per kind (tasks/taggers/registry.py)
-    sampling_rates: str  # JSON of tasks.sample_queries.SamplingRates (the paper's rates)
-    language_rule: str  # clean_books' language detector and rule
+    # JSON of tasks.sample_queries.SamplingRates: what the constrain and query steps sample with
+    sampling_rates: str
     runner: str = "local"  # local | prefect-threads | prefect-dask[@address]
     workers: int = 1  # processes for CPU steps on this machine
     # the model endpoint, recorded when a step asks a model (model taggers selected, or the
@@ -184,13 +186,10 @@ class RunConfig:
         if self.params.seed is None or self.params.release is None:
             raise ValueError("RunConfig needs resolved params (seed and release set)")
 
-    def identity(self, snapshot_id: str | None) -> dict:
-        """The values that decide the release's content (IDENTITY), ``snapshot_id`` the
-        snapshot's id as the source read it."""
-        return identity_of(self.to_dict(), snapshot_id)
-
     def to_dict(self) -> dict:
-        """JSON-ready, flat: what the ledger row keeps and ``kitab releases --show`` prints."""
+        """JSON-ready, flat: what the run was asked to do. The ledger row keeps it with the
+        facts of the code it ran (flows.configure.recorded_config: the language rule), and
+        ``kitab releases --show`` prints it."""
         import json
 
         p = self.params
@@ -209,7 +208,6 @@ class RunConfig:
             "second_reader": self.second_reader,
             "tagger_endpoint": self.tagger_endpoint.to_dict() if self.tagger_endpoint else None,
             "sampling_rates": json.loads(self.sampling_rates),
-            "language_rule": self.language_rule,
             "works_rule": WORKS_RULE,
             "runner": self.runner,
             "workers": self.workers,
@@ -232,7 +230,6 @@ class RunConfig:
             settings=Settings.from_values(d["settings"]),
             taggers=tuple(d["taggers"]),
             sampling_rates=json.dumps(d["sampling_rates"], sort_keys=True),
-            language_rule=d["language_rule"],
             runner=d["runner"],
             workers=d["workers"],
             tagger_endpoint=ModelEndpoint(**d["tagger_endpoint"]) if d.get("tagger_endpoint") else None,

@@ -351,6 +351,12 @@ def tracking(release: str, progress: Progress | None = None) -> Iterator[Progres
                 _ACTIVE.pop(release, None)
 
 
+def active(release: str) -> Progress | None:
+    """The progress registered for refresh ``release`` in this process (by :func:`tracking`), if any."""
+    with _ACTIVE_LOCK:
+        return _ACTIVE.get(release)
+
+
 def step_progress(release: str, stage: str, part: int) -> Callable[[int], None]:
     """For a step: ``report(done)`` tells the refresh's progress how many items of its part
     are done. A no-op where the refresh's progress is not in this process (a worker process,

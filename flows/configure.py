@@ -36,7 +36,8 @@ def resolve_config(
     default; a resolved RefreshParams' fields keep their seed and release) with the seed and
     release of ``today`` (UTC) filled in. The other arguments are the app layer's choices (read
     from its environment); what is not given takes the defaults, never the environment."""
-    from tasks.sample_queries import SamplingRates
+    from tasks.generate_constraints import tagged_kinds
+    from tasks.sample_queries import SamplingRates, entity_constraint_types
     from tasks.taggers.model import endpoint_in_use
     from tasks.taggers.registry import selected_versions
 
@@ -55,8 +56,11 @@ def resolve_config(
         # asked without an endpoint, is one line (ModelTaggerError)
         tagger_endpoint=endpoint_in_use(versions, reader, tagger_endpoint),
         second_reader=reader,
-        # the paper's rates (tasks/sample_queries.py); the steps sample with what is recorded here
-        sampling_rates=json.dumps(SamplingRates().as_dict(), sort_keys=True),
+        # the paper's rates (tasks/sample_queries.py), every tagged kind's entity type asked for
+        # every author; the steps sample with what is recorded here
+        sampling_rates=json.dumps(
+            SamplingRates(always_asked=entity_constraint_types(tagged_kinds(versions))).as_dict(), sort_keys=True
+        ),
         runner=runner,
         workers=max(1, workers or os.cpu_count() or 1),
     )

@@ -210,7 +210,7 @@ def _run_pipeline(config: RunConfig, runner, today: date, progress: Progress) ->
         queries, query_stats = sample_queries_step(ctx, collected.results, constrained, sampling_rates(config))
         progress.end_stage(rows=queries.rows)
         progress.stage("publish")
-        claims = claims_step(ctx, collected.results, constrained)  # a second task from the same tables, seeded
+        claims = claims_step(ctx, constrained)  # a second task: each batch's claim material, drawn once, seeded
         tables = release_tables(ctx, sampled, collected.results, constrained, queries, claims.outputs["claims"])
         rejected_reasons = rejected_author_reasons(tables["rejects"])
         requests_made = sampled.stats["requests_sent"] + sum(c.stats["requests_sent"] for c in collected.results)

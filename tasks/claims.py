@@ -81,6 +81,75 @@ def _pair(qid: str, kind: str, pair_key: str, sides: list[dict], constraint_type
     return {"author_qid": qid, "kind": kind, "constraint_type": constraint_type, "pair_key": pair_key, "sides": sides}
 
 
+def claim_material(
+    authors: list[dict], books: list[dict], variants: list[dict], entities: list[dict], constraints: list[dict]
+) -> dict[str, list[dict]]:
+    """One batch's share of the claim pairs, before any random choice (the constrain step writes
+    it per batch; :func:`pairs_from_material` draws the pairs over every batch's):
+
+    - ``claim_attributes``: each constraint whose claim holds or fails beyond dispute, as the
+      claim it makes (``label``: whether it holds);
+    - ``claim_authors``: each author's name and every match key and lower-cased title of theirs
+      (an authorship pair's other author must have none of the book's);
+    - ``claim_books``: each book's canonical title, first year, keys and its variants' years.
+    """
+    names = {a["qid"]: a["name"] for a in authors}
+    by_author = _books_by_author(books)
+    states = entity_states_by_book(entities)
+    attributes: list[dict] = []
+    readable: dict[str, list[Book]] = {}
+    for c in sorted(constraints, key=lambda c: c["constraint_id"]):
+        qid = c["author_qid"]
+        if qid not in names:
+            continue
+        if qid not in readable:
+            readable[qid] = claim_books(by_author[qid], states)
+        holds = spec_from_json(c["spec"]).claim_holds(readable[qid])
+        if holds is not None and holds == bool(c["satisfiable"]):
+            attributes.append(
+                {
+                    "author_qid": qid,
+                    "constraint_type": c["constraint_type"],
+                    "constraint_id": c["constraint_id"],
+                    "label": holds,
+                    "claim": claim_text("attribute", author=names[qid], clause=clause_of(json.loads(c["spec"]))),
+                }
+            )
+    keys: dict[str, set[str]] = defaultdict(set)  # author -> every match key and lower-cased title
+    book_keys: dict[str, set[str]] = defaultdict(set)
+    years: dict[str, set[int]] = defaultdict(set)  # book -> every year of its variants
+    for v in variants:
+        for key in (v["match_key"], v["title"].lower()):
+            keys[v["author_qid"]].add(key)
+            book_keys[v["book_id"]].add(key)
+        for y in (v.get("year"), v.get("year_raw")):
+            if y is not None:
+                years[v["book_id"]].add(int(y))
+    return {
+        "claim_attributes": attributes,
+        "claim_authors": [{"qid": a["qid"], "name": a["name"], "keys": sorted(keys[a["qid"]])} for a in authors],
+        "claim_books": [
+            {
+                "author_qid": b["author_qid"],
+                "book_id": b["book_id"],
+                "title": b["canonical_title"],
+                "first_year": b["first_year"],
+                "keys": sorted(book_keys[b["book_id"]] | {b["canonical_title"].lower()}),
+                "years": sorted(years[b["book_id"]]),
+            }
+            for qid in sorted(by_author)
+            for b in by_author[qid]
+        ],
+    }
+
+
+def _books_by_author(books: Iterable[dict]) -> dict[str, list[dict]]:
+    by_author: dict[str, list[dict]] = defaultdict(list)
+    for b in sorted(books, key=lambda b: b["book_id"]):
+        by_author[b["author_qid"]].append(b)
+    return by_author
+
+
 def candidate_pairs(
     authors: list[dict],
     books: list[dict],
@@ -91,59 +160,48 @@ def candidate_pairs(
 ) -> dict[tuple[str, str | None], list[dict]]:
     """Every possible pair per stratum ``(kind, constraint_type)`` (None for authorship and
     year), in a deterministic order; the false side's random choices drawn from ``seed``."""
+    material = claim_material(authors, books, variants, entities, constraints)
+    return pairs_from_material(material["claim_attributes"], material["claim_authors"], material["claim_books"], seed)
+
+
+def pairs_from_material(
+    attributes: Iterable[dict], authors: Iterable[dict], books: Iterable[dict], seed: int
+) -> dict[tuple[str, str | None], list[dict]]:
+    """:func:`candidate_pairs` from every batch's :func:`claim_material` (in any order): one
+    seeded stream draws each pair's false side, attribute pairs first, in author order."""
     rng = random.Random(f"claims-candidates:{seed}")
-    names = {a["qid"]: a["name"] for a in authors}
-    by_author: dict[str, list[dict]] = defaultdict(list)
-    for b in sorted(books, key=lambda b: b["book_id"]):
-        by_author[b["author_qid"]].append(b)
-    states = entity_states_by_book(entities)
+    names: dict[str, str] = {}
+    keys: dict[str, set[str]] = {}
+    for a in authors:
+        names[a["qid"]] = a["name"]
+        keys.setdefault(a["qid"], set()).update(a["keys"])
+    by_author = _books_by_author(books)
     out: dict[tuple[str, str | None], list[dict]] = defaultdict(list)
     qids = sorted(q for q in by_author if q in names)
 
     # attribute: per author and type, satisfiable x unsatisfiable constraints (one pair each
-    # true one); the constraint's own spec says whether its claim holds (Spec.claim_holds)
+    # true one); the constraint's own spec said whether its claim holds (Spec.claim_holds)
     per_type: dict[tuple[str, str], dict[bool, list[dict]]] = defaultdict(lambda: {True: [], False: []})
-    readable: dict[str, list[Book]] = {}
-    for c in sorted(constraints, key=lambda c: c["constraint_id"]):
-        if c["author_qid"] not in names:
-            continue
-        if c["author_qid"] not in readable:
-            readable[c["author_qid"]] = claim_books(by_author[c["author_qid"]], states)
-        holds = spec_from_json(c["spec"]).claim_holds(readable[c["author_qid"]])
-        if holds is not None and holds == bool(c["satisfiable"]):
-            per_type[c["author_qid"], c["constraint_type"]][holds].append(c)
+    for c in sorted(attributes, key=lambda c: c["constraint_id"]):
+        per_type[c["author_qid"], c["constraint_type"]][c["label"]].append(c)
     for (qid, ctype), sides in sorted(per_type.items()):
         if not sides[True] or not sides[False]:
             continue
         for true in sides[True]:
             false = rng.choice(sides[False])
             out["attribute", ctype].append(
-                _pair(
-                    qid,
-                    "attribute",
-                    true["constraint_id"],
-                    [_attribute_claim(names[qid], true, True), _attribute_claim(names[qid], false, False)],
-                    ctype,
-                )
+                _pair(qid, "attribute", true["constraint_id"], [_attribute_side(true), _attribute_side(false)], ctype)
             )
 
     # authorship: a title of the author's vs the same title with an author who has no such title
-    keys: dict[str, set[str]] = defaultdict(set)  # author -> every match key and lower-cased title
-    book_keys: dict[str, set[str]] = defaultdict(set)
-    for v in variants:
-        for key in (v["match_key"], v["title"].lower()):
-            keys[v["author_qid"]].add(key)
-            book_keys[v["book_id"]].add(key)
     for qid in qids:
         for b in by_author[qid]:
-            book_keys[b["book_id"]].add(b["canonical_title"].lower())
-            others = [
-                o for o in qids if o != qid and names[o] != names[qid] and not (keys[o] & book_keys[b["book_id"]])
-            ]
+            book_keys = set(b["keys"])
+            others = [o for o in qids if o != qid and names[o] != names[qid] and not (keys[o] & book_keys)]
             if not others:
                 continue
             other = rng.choice(others)
-            title = b["canonical_title"]
+            title = b["title"]
             common = {"book_id": b["book_id"], "title": title, "year": None, "constraint_id": None}
             out["authorship", None].append(
                 _pair(qid, "authorship", b["book_id"], [
@@ -155,18 +213,13 @@ def candidate_pairs(
             )  # fmt: skip
 
     # year: the first year vs a year far from every year of the book's variants
-    variant_years: dict[str, set[int]] = defaultdict(set)
-    for v in variants:
-        for y in (v.get("year"), v.get("year_raw")):
-            if y is not None:
-                variant_years[v["book_id"]].add(int(y))
-    latest = max((b["first_year"] for b in books if b["first_year"] is not None), default=0)
+    latest = max((b["first_year"] for q in by_author for b in by_author[q] if b["first_year"] is not None), default=0)
     for qid in qids:
         for b in by_author[qid]:
             year = b["first_year"]
             if year is None:
                 continue
-            taken = variant_years[b["book_id"]] | {year}
+            taken = set(b["years"]) | {year}
             options = [
                 y
                 for d in range(YEAR_GAP, YEAR_SPAN + 1)
@@ -176,7 +229,7 @@ def candidate_pairs(
             if not options:
                 continue
             wrong = rng.choice(sorted(options))
-            title = b["canonical_title"]
+            title = b["title"]
             common = {"book_id": b["book_id"], "title": title, "claim_author_qid": qid, "constraint_id": None}
             out["year", None].append(
                 _pair(qid, "year", b["book_id"], [
@@ -189,16 +242,16 @@ def candidate_pairs(
     return dict(out)
 
 
-def _attribute_claim(author: str, constraint: dict, label: bool) -> dict:
-    spec = json.loads(constraint["spec"])
+def _attribute_side(material: dict) -> dict:
+    """A ``claim_attributes`` row as its pair's side (the claims table's columns)."""
     return {
         "book_id": None,
         "title": None,
         "year": None,
-        "claim_author_qid": constraint["author_qid"],
-        "constraint_id": constraint["constraint_id"],
-        "label": label,
-        "claim": claim_text("attribute", author=author, clause=clause_of(spec)),
+        "claim_author_qid": material["author_qid"],
+        "constraint_id": material["constraint_id"],
+        "label": material["label"],
+        "claim": material["claim"],
     }
 
 
@@ -252,8 +305,24 @@ def build_claims(
 ) -> tuple[list[dict], dict]:
     """The release's claims table (two rows per pair) and the stage's stats."""
     candidates = candidate_pairs(authors, books, variants, entities, constraints, seed)
+    return select_claims(candidates, len({b["author_qid"] for b in books}), seed=seed, per_author=per_author)
+
+
+def claims_from_material(
+    attributes: Iterable[dict], authors: Iterable[dict], books: Iterable[dict], *, seed: int, per_author: int = 2
+) -> tuple[list[dict], dict]:
+    """:func:`build_claims` from every batch's :func:`claim_material` (the claims step)."""
+    books = list(books)
+    candidates = pairs_from_material(attributes, authors, books, seed)
+    return select_claims(candidates, len({b["author_qid"] for b in books}), seed=seed, per_author=per_author)
+
+
+def select_claims(
+    candidates: dict[tuple[str, str | None], list[dict]], n_authors: int, *, seed: int, per_author: int = 2
+) -> tuple[list[dict], dict]:
+    """The pairs drawn from ``candidates`` (:func:`candidate_pairs`) for ``n_authors`` authors
+    with books, as the claims table's rows (two per pair), and the stage's stats."""
     available = {kind: sum(len(v) for (k, _), v in candidates.items() if k == kind) for kind in KINDS}
-    n_authors = len({b["author_qid"] for b in books})
     per_kind = min(per_author * n_authors, *available.values())
     rng = random.Random(f"claims:{seed}")
     chosen: list[dict] = []

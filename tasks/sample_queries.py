@@ -26,7 +26,7 @@ from itertools import islice
 from types import MappingProxyType
 
 from tasks.base import StageResult
-from tasks.constraints import SPEC_VERSION, Spec, entity_types, render_criteria, spec_from_json, spec_type
+from tasks.constraints import SPEC_VERSION, Spec, render_criteria, spec_from_json, spec_type
 
 ONE_ALWAYS = "one:always"
 ONE_SATISFIABLE = "one:satisfiable"
@@ -38,6 +38,20 @@ TWO_MORE_BOOKS = "two:more_books"
 TWO_UNSATISFIABLE = "two:jointly_unsatisfiable"
 
 
+def default_kinds() -> tuple[str, ...]:
+    """The entity kinds a release tags when its run names no taggers."""
+    from tasks.entities.registry import entity_kinds
+
+    return tuple(k.name for k in entity_kinds() if k.in_default_release)
+
+
+def entity_constraint_types(kinds: Iterable[str]) -> frozenset[str]:
+    """The ``<kind>_name`` constraint types of the entity ``kinds``: asked for every author."""
+    from tasks.entities.registry import entity_kind
+
+    return frozenset(entity_kind(k).constraint_type for k in kinds)
+
+
 @dataclass(frozen=True)
 class SamplingRates:
     """Sampling configuration; the defaults are the paper's (App. C.2, §3.1)."""
@@ -46,8 +60,9 @@ class SamplingRates:
     one_constraint: Mapping[str, float] = field(
         default_factory=lambda: MappingProxyType({"starts_with": 0.15, "ends_with": 0.15, "word_count": 0.50})
     )
-    # types asked for every author, satisfiable or not (paper Table 2: 611 queries each)
-    always_asked: frozenset[str] = field(default_factory=entity_types)
+    # types asked for every author, satisfiable or not (paper Table 2: 611 queries each): the
+    # entity types of the kinds the run tags (flows/configure.py); default: a default release's
+    always_asked: frozenset[str] = field(default_factory=lambda: entity_constraint_types(default_kinds()))
     # target share of unsatisfiable queries among one-constraint queries (paper: 7.99%)
     one_unsatisfiable_share: float = 0.0799
     # the "more easily satisfiable" pair the paper isolates, kept when it maps to > 1 book

@@ -12,10 +12,10 @@ collect_step       match_openlibrary, fetch_works,            per batch of autho
 tag_step           tag_entities.title_tags                    per chunk of titles
 constrain_step     tag_entities.entity_rows,                  per batch of authors
                    generate_constraints, sample_queries
-                   (the per-author draws)
+                   (the per-author draws), claims.claim_material
 sample_queries_    sample_queries (top-ups, numbering)        once, over every batch
 step
-claims_step        claims.claims_from_rows                    once, over every batch
+claims_step        claims.claims_from_material (the draws)    once, over every batch
 =================  =========================================  ====================
 
 The global parts (distinct titles, publishing) are DuckDB over the refs, in flows/pipeline.py.
@@ -36,7 +36,7 @@ from kitab.core.workdir import StepResult, WorkDir
 from kitab.sources import SourceSpec, sources_for
 from kitab.sources.wikidata import works_with_labels
 from tasks.book_evidence import review_labels
-from tasks.claims import claims_from_rows
+from tasks.claims import claim_material, claims_from_material
 from tasks.clean_books import clean_books
 from tasks.dedup_titles import dedup_titles
 from tasks.entity_states import book_states, decided_by, second_reader_evidence
@@ -390,6 +390,8 @@ def constrain_step(
         constraints = generate_constraints(authors, books, state_flags(books, states, kinds), kinds)
         by_author, authors_by_qid = group_constraints(constraints.tables["constraints"], authors, books)
         part = sample_authors_queries(by_author, ctx.seed, rates)
+        # this batch's share of the claim pairs, before the claims step's seeded draws
+        claims = claim_material(authors_all, books, variants, states, constraints.tables["constraints"])
         outputs = _write(
             ctx,
             GENERATE_CONSTRAINTS,
@@ -400,6 +402,7 @@ def constrain_step(
                 "constraints": constraints.tables["constraints"],
                 "rejects.generate_constraints": constraints.rejects,
                 **batch_tables(part, authors_by_qid, ctx.seed),
+                **claims,
             },
         )
         return StepResult(
@@ -499,26 +502,22 @@ def sample_queries_step(
 
 # -- claims (global) ------------------------------------------------------------------------
 
-CLAIMS_INPUTS = (
-    ("collect", "authors"),
-    ("collect", "books"),
-    ("collect", "title_variants"),
-    ("constrain", "book_entities"),
-    ("constrain", "constraints"),
-)
+CLAIMS_INPUTS = ("claim_attributes", "claim_authors", "claim_books")  # each constrain batch's (claim_material)
 
 
-def claims_step(ctx: RunContext, collected: list[StepResult], constrained: list[StepResult]) -> StepResult:
-    """The release's claim pairs (tasks/claims.py, the ``claims`` table) from every batch's
-    tables, checkpointed in the work folder (a rerun with the same tables resumes it). One step
-    over the release, not per batch: a pair's false side is drawn from one seeded stream in
+def claims_step(ctx: RunContext, constrained: list[StepResult]) -> StepResult:
+    """The release's claim pairs (tasks/claims.py, the ``claims`` table), checkpointed in the work
+    folder (a rerun with the same inputs resumes it). Each constrain batch wrote its share before
+    any random choice (``claim_material``: the claims its constraints make, its authors' and
+    books' keys and years); this global step draws the pairs over every batch's, as
+    sample_queries_step does for queries: a pair's false side comes from one seeded stream in
     author order across the release, an authorship pair's other author from every author of
     the release, a false year up to the release's latest year (docs/claims.md)."""
-    steps = {"collect": collected, "constrain": constrained}
-    inputs = {name: tuple(r.outputs[name] for r in steps[step]) for step, name in CLAIMS_INPUTS}
+    inputs = {name: tuple(r.outputs[name] for r in constrained) for name in CLAIMS_INPUTS}
 
     def compute() -> StepResult:
-        rows, stats = claims_from_rows({name: read_rows(list(refs)) for name, refs in inputs.items()}, ctx.seed)
+        attributes, authors, books = (read_rows(list(inputs[name])) for name in CLAIMS_INPUTS)
+        rows, stats = claims_from_material(attributes, authors, books, seed=ctx.seed)
         return StepResult(_write(ctx, "claims", "all", {"claims": rows}), stats)
 
     return ctx.work.run("claims", "all", compute, seed=ctx.seed, **inputs)

@@ -143,3 +143,18 @@ def test_a_flow_run_gets_its_config_or_its_parameters_never_both(tmp_path):
         flow_config({"config": config.to_dict(), "authors": 7})
     bare = flow_config({"authors": 7, "seed": 3, "source": "dump"})
     assert (bare.params.authors, bare.params.seed, bare.params.release.endswith("-s3")) == (7, 3, True)
+
+
+def test_the_entity_types_asked_for_every_author_are_the_tagged_kinds(tmp_path):
+    """always_asked follows the run's taggers: a default run records human and city only (a kind
+    registered but not selected, country, must not change every release's recorded rates, which
+    a rebuild compares), a run that tags country asks country_name for every author too."""
+    settings = Settings(warehouse=tmp_path)
+
+    def asked(taggers: str | None) -> list[str]:
+        config = resolve_config({"source": "dump", "seed": 1, "release": "r"}, settings=settings, taggers=taggers)
+        return json.loads(config.sampling_rates)["always_asked"]
+
+    assert asked(None) == ["city_name", "human_name"]
+    assert asked("human_v6,city_v6,country_v1") == ["city_name", "country_name", "human_name"]
+    assert asked("human_v6") == ["human_name"]

@@ -19,6 +19,7 @@ comparison and the HTML report.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable, Iterable, Sequence
 from functools import lru_cache
 
@@ -45,14 +46,13 @@ def clusters(rows: Iterable[dict], column: str, key: str = "author_qid") -> dict
     """``{author: (sum, count)}`` of ``column`` over ``rows`` (a row whose value is None is left
     out of both; booleans count 1 / 0). An author with no defined row keeps ``(0, 0)``, so two
     models on the same queries have the same authors (a paired draw lines up)."""
-    out: dict[Hashable, list] = {}
+    out: dict[Hashable, list[float]] = {}
     for row in rows:
-        cell = out.setdefault(row[key], [0.0, 0])
-        value = row[column]
-        if value is not None:
-            cell[0] += float(value)
-            cell[1] += 1
-    return {k: (s, n) for k, (s, n) in out.items()}
+        values = out.setdefault(row[key], [])
+        if row[column] is not None:
+            values.append(float(row[column]))
+    # fsum: the exactly rounded sum, so the interval does not depend on the rows' order
+    return {k: (math.fsum(values), len(values)) for k, values in out.items()}
 
 
 @lru_cache(maxsize=64)

@@ -116,7 +116,7 @@ class SamplingRates:
 
     def __reduce__(self):
         # picklable (a mappingproxy is not): a step in another process gets the run's rates
-        return SamplingRates.from_dict, (self.as_dict(),)
+        return _unpickled_rates, (self.as_dict(),)
 
     def one_rate(self, constraint_type: str) -> float:
         return self.one_constraint.get(constraint_type, 1.0)
@@ -527,3 +527,17 @@ def sampling_stats(
         "one_unsatisfiable_share": sum(not q["satisfiable"] for q in one) / len(one) if one else None,
         "two_unsatisfiable_share": sum(not q["satisfiable"] for q in two) / len(two) if two else None,
     }
+
+
+def _unpickled_rates(values: dict) -> SamplingRates:
+    """Rates sent to a worker process, rebuilt without checking their type names again: they were
+    checked where the run made them, and a kind a run selected by module (``module:version``) is
+    registered in the worker only when its step reads the run's taggers, after the arguments
+    arrive (checking here raised "unknown constraint type" in every worker for such a kind)."""
+    rates = object.__new__(SamplingRates)
+    for f in fields(SamplingRates):
+        object.__setattr__(rates, f.name, values[f.name])
+    object.__setattr__(rates, "one_constraint", MappingProxyType(dict(values["one_constraint"])))
+    object.__setattr__(rates, "always_asked", frozenset(values["always_asked"]))
+    object.__setattr__(rates, "two_easy_types", tuple(values["two_easy_types"]))
+    return rates

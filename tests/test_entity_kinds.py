@@ -216,3 +216,20 @@ def test_the_model_prompt_is_made_from_the_kinds_clauses_and_is_v1_to_the_byte()
         "with one entry per title, in order."
     )
     assert (PROMPT, KINDS) == (v1, ("human", "city"))
+
+
+def test_the_report_gives_the_new_kinds_key_quality_before_any_evaluation(colour_release):
+    """Key quality is the release's (its keys and their books' states), so `kitab report
+    --output json` has it for every tagged kind, the new one included, with no model evaluated."""
+    from kitab.core.warehouse import Warehouse
+    from kitab.release.leaderboard import leaderboard
+
+    root, _ = colour_release
+    tagger_registry.selected_versions(SELECTION)  # the kind's module, as the run selected it
+    with Warehouse(root).connect(release=RELEASE) as con:
+        board = leaderboard(con, RELEASE)
+    assert board["evaluations"] == []
+    quality = board["key_quality"]
+    assert {q["kind"] for q in quality.values()} == {"human", "city", "colour"}
+    colour = quality["colour-name"]
+    assert colour["queries"] > 0 and 0.0 <= colour["unsure_share"] <= 1.0 and colour["wrong_key"] is not None

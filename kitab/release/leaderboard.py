@@ -171,8 +171,9 @@ def leaderboard(
         evaluation["rank"] = rank
     from kitab.release.key_quality import release_key_quality
 
-    # issue 28: each entity type's key quality, beside its scores (an estimate: key_quality.NOTE)
-    quality = release_key_quality(con) if out else {}
+    # issue 28: each entity type's key quality, beside its scores (an estimate: key_quality.NOTE);
+    # a property of the release, so reported before any model is evaluated on it
+    quality = release_key_quality(con)
     for evaluation in out:
         for entry in evaluation["by"]["type"]:
             if entry["bin"] in quality:

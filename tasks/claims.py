@@ -34,7 +34,7 @@ from __future__ import annotations
 import json
 import random
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from tasks.constraints import Book, spec_from_dict, spec_from_json
 
@@ -194,10 +194,21 @@ def pairs_from_material(
             )
 
     # authorship: a title of the author's vs the same title with an author who has no such title
+    # (nor the same name); the candidates are every such author in QID order, indexed so a book
+    # costs its keys, not the release's authors (a list per book was quadratic: hours at 10,000)
+    position = {q: i for i, q in enumerate(qids)}
+    by_name: dict[str, list[int]] = defaultdict(list)
+    by_key: dict[str, list[int]] = defaultdict(list)
+    for q in qids:
+        by_name[names[q]].append(position[q])
+        for key in keys[q]:
+            by_key[key].append(position[q])
     for qid in qids:
         for b in by_author[qid]:
-            book_keys = set(b["keys"])
-            others = [o for o in qids if o != qid and names[o] != names[qid] and not (keys[o] & book_keys)]
+            excluded = set(by_name[names[qid]])
+            for key in b["keys"]:
+                excluded.update(by_key.get(key, ()))
+            others = Remaining(qids, excluded)
             if not others:
                 continue
             other = rng.choice(others)
@@ -240,6 +251,27 @@ def pairs_from_material(
                 ])
             )  # fmt: skip
     return dict(out)
+
+
+class Remaining(Sequence):
+    """``items`` without the positions ``excluded``, in order, as a sequence (len and index)
+    built in the size of ``excluded``: ``rng.choice`` draws from it exactly as from the list."""
+
+    def __init__(self, items: Sequence, excluded: Iterable[int]) -> None:
+        self.items = items
+        self.excluded = sorted(excluded)
+
+    def __len__(self) -> int:
+        return len(self.items) - len(self.excluded)
+
+    def __getitem__(self, i: int):
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        for e in self.excluded:  # ascending: each excluded position at or before i moves i on
+            if e > i:
+                break
+            i += 1
+        return self.items[i]
 
 
 def _attribute_side(material: dict) -> dict:

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from kitab.app.cli import app
@@ -281,3 +283,20 @@ def test_a_constraint_type_registered_elsewhere_makes_claim_pairs_through_its_sp
         (True, "Ann Author wrote a book whose title contains the word farm."),
         (True, "Ann Author wrote a book whose title contains the word jungle."),
     }
+
+
+@settings(max_examples=200)
+@given(st.lists(st.integers(0, 9), max_size=30), st.sets(st.integers(0, 40)), st.randoms(use_true_random=False))
+def test_remaining_draws_as_the_filtered_list_does(items, excluded, rnd):
+    """The authorship pair's other author: a seeded choice from ``Remaining`` is the same draw
+    as from the list it stands for (so the claims table did not change when the per-book list,
+    quadratic in the release's authors, was replaced)."""
+    from tasks.claims import Remaining
+
+    excluded = {e for e in excluded if e < len(items)}
+    listed = [x for i, x in enumerate(items) if i not in excluded]
+    lazy = Remaining(items, excluded)
+    assert len(lazy) == len(listed) and list(lazy) == listed
+    seed = rnd.random()
+    if listed:
+        assert random.Random(seed).choice(lazy) == random.Random(seed).choice(listed)

@@ -81,7 +81,7 @@ def main() -> None:
     snapshot) is one or two lines on stderr and exit 1; its traceback only with --debug.
     Usage errors are click's (exit 2); any other exception is a bug and keeps its traceback.
     Ctrl-C and SIGTERM are handled from the first line, before the commands are imported."""
-    from kitab.app.guard import environment_error, terminate_as_interrupt
+    from kitab.app.guard import environment_error, ignore_stop_signals, terminate_as_interrupt
 
     terminate_as_interrupt()
     try:
@@ -91,6 +91,7 @@ def main() -> None:
         app = __getattr__("app")
         app()  # (click prints "Aborted!" for Ctrl-C and SIGTERM, and exits 1)
     except KitabError as exc:
+        ignore_stop_signals()
         if _debug():
             raise
         from kitab.app.commands.common import print_error
@@ -98,6 +99,7 @@ def main() -> None:
         print_error(exc)
         sys.exit(1)
     except BaseException as exc:
+        ignore_stop_signals()
         line = environment_error(exc)
         if line is None or _debug():
             raise

@@ -23,6 +23,7 @@ import re
 import resource
 import shutil
 import signal
+import threading
 from pathlib import Path
 
 from kitab.core.errors import BadValue, KitabError
@@ -61,11 +62,40 @@ def terminate_as_interrupt() -> None:
     signal at any moment from the process's start ends it in one line."""
 
     def handler(signum, frame):
-        _RECEIVED.append(signal.Signals(signum).name)
+        name = signal.Signals(signum).name
+        if not _RECEIVED or _RECEIVED[-1] != name:
+            _RECEIVED.append(name)
+        if _importing(frame):
+            # an exception raised inside an import can land in a C extension's initialisation
+            # (DuckDB's nanobind enums), which aborts the process (SIGABRT, a "Critical nanobind
+            # error"): deliver the signal again once the import is done
+            again = threading.Timer(REDELIVER_SECONDS, os.kill, (os.getpid(), signum))
+            again.daemon = True
+            again.start()
+            return
         raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, handler)
+
+
+REDELIVER_SECONDS = 0.05  # a stop signal that arrived during an import is sent again this much later
+
+
+def _importing(frame) -> bool:
+    """Whether ``frame`` (where a signal interrupted the main thread) is inside an import."""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib._bootstrap"):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def ignore_stop_signals() -> None:
+    """From here on the process is ending with its one line: a stop signal still on its way (a
+    second Ctrl-C, one delivered again after an import) must not add a second."""
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_IGN)
 
 
 def stop_signal() -> str | None:
@@ -84,6 +114,10 @@ def _causes(exc: BaseException):
 def environment_error(exc: BaseException) -> str | None:
     """The one line for an exception the environment caused, else None."""
     for cause in _causes(exc):
+        # a stop signal that landed while DuckDB ran a query (building the views, reading the
+        # catalog) comes back as DuckDB's own "interrupted" error: it is the signal's line
+        if stop_signal() and "interrupted" in str(cause).lower() and not isinstance(cause, KeyboardInterrupt):
+            return "stopped by SIGTERM" if stop_signal() == "SIGTERM" else "interrupted (Ctrl-C)"
         if isinstance(cause, Terminated) or type(cause).__name__ == "TerminationSignal":
             return "stopped by SIGTERM"
         if isinstance(cause, KeyboardInterrupt):

@@ -5,19 +5,15 @@ set and measured classes are in docs/tagging.md, "Countries in titles"."""
 from __future__ import annotations
 
 from tasks.entities.registry import NO, YES, EntityKind, EvidenceClass, register_kind
-from tasks.taggers.country import CLASS_ORDER, COUNTRY_CLASSES, COUNTRY_RISKY, KIND, VERSION
+from tasks.taggers.country import CLASS_ORDER, COUNTRY_CLASSES, COUNTRY_RISKY, KIND, VERSION, country_span_class
 
 
 def span_class(detectors: frozenset[str]) -> str:
-    """The detectors of a title's spans -> its class. A title whose spans include an ambiguous
-    name ("Turkey") is ``ambiguous`` even beside a sure one: the kind sees the spans' detectors
-    together, so it takes the cautious reading (tasks/taggers/country.py's per-span
-    ``country_span_class`` takes the best span's, for the labelled-set counts)."""
-    if "ambiguous" in detectors:
-        return "ambiguous"
-    if "country_name" in detectors:
-        return "name"
-    return "alternate_name" if "alternate_name" in detectors else "demonym"
+    """The detectors of a title's spans -> its class: country_v1's own rule over them as one
+    span's evidence (tasks/taggers/country.py), so an ambiguous name ("Turkey") beside a sure one
+    makes the title ``ambiguous``: the kind sees the spans' detectors together and takes the
+    cautious reading."""
+    return country_span_class(["+".join(sorted(detectors))])
 
 
 _NOTES = {

@@ -105,14 +105,7 @@ class SamplingRates:
     @classmethod
     def from_dict(cls, values: dict) -> SamplingRates:
         """What :meth:`as_dict` gave (a run's recorded ``sampling_rates``), as the rates again."""
-        return cls(
-            **{
-                **values,
-                "one_constraint": MappingProxyType(dict(values["one_constraint"])),
-                "always_asked": frozenset(values["always_asked"]),
-                "two_easy_types": tuple(values["two_easy_types"]),
-            }
-        )
+        return cls(**_field_values(values))
 
     def __reduce__(self):
         # picklable (a mappingproxy is not): a step in another process gets the run's rates
@@ -535,9 +528,16 @@ def _unpickled_rates(values: dict) -> SamplingRates:
     registered in the worker only when its step reads the run's taggers, after the arguments
     arrive (checking here raised "unknown constraint type" in every worker for such a kind)."""
     rates = object.__new__(SamplingRates)
-    for f in fields(SamplingRates):
-        object.__setattr__(rates, f.name, values[f.name])
-    object.__setattr__(rates, "one_constraint", MappingProxyType(dict(values["one_constraint"])))
-    object.__setattr__(rates, "always_asked", frozenset(values["always_asked"]))
-    object.__setattr__(rates, "two_easy_types", tuple(values["two_easy_types"]))
+    for name, value in _field_values(values).items():
+        object.__setattr__(rates, name, value)
     return rates
+
+
+def _field_values(values: dict) -> dict:
+    """:meth:`SamplingRates.as_dict`'s JSON values as the fields' types."""
+    return {
+        **values,
+        "one_constraint": MappingProxyType(dict(values["one_constraint"])),
+        "always_asked": frozenset(values["always_asked"]),
+        "two_easy_types": tuple(values["two_easy_types"]),
+    }

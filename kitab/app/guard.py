@@ -79,6 +79,7 @@ def terminate_as_interrupt() -> None:
         signal.signal(sig, handler)
 
 
+STOPPED_BY = {"SIGTERM": "stopped by SIGTERM", "SIGINT": "interrupted (Ctrl-C)"}  # each stop signal's one line
 REDELIVER_SECONDS = 0.05  # a stop signal that arrived during an import is sent again this much later
 
 
@@ -117,11 +118,11 @@ def environment_error(exc: BaseException) -> str | None:
         # a stop signal that landed while DuckDB ran a query (building the views, reading the
         # catalog) comes back as DuckDB's own "interrupted" error: it is the signal's line
         if stop_signal() and "interrupted" in str(cause).lower() and not isinstance(cause, KeyboardInterrupt):
-            return "stopped by SIGTERM" if stop_signal() == "SIGTERM" else "interrupted (Ctrl-C)"
+            return STOPPED_BY[stop_signal()]
         if isinstance(cause, Terminated) or type(cause).__name__ == "TerminationSignal":
-            return "stopped by SIGTERM"
+            return STOPPED_BY["SIGTERM"]
         if isinstance(cause, KeyboardInterrupt):
-            return "interrupted (Ctrl-C)"
+            return STOPPED_BY["SIGINT"]
         if isinstance(cause, OSError) and cause.errno in FULL:
             where = f" writing {cause.filename}" if cause.filename else ""
             return f"no space left on the device{where}; free some space and run the command again"

@@ -59,7 +59,10 @@ def resolve_config(
         # the paper's rates (tasks/sample_queries.py), every tagged kind's entity type asked for
         # every author; the steps sample with what is recorded here
         sampling_rates=json.dumps(
-            SamplingRates(always_asked=entity_constraint_types(tagged_kinds(versions))).as_dict(), sort_keys=True
+            SamplingRates(
+                always_asked=entity_constraint_types(tagged_kinds(versions)), max_key_error=params.max_key_error
+            ).as_dict(),
+            sort_keys=True,
         ),
         runner=runner,
         workers=max(1, workers or os.cpu_count() or 1),

@@ -451,6 +451,7 @@ def release_tables(
             *parts(collected, "rejects.clean_books"),
             *parts(collected, "rejects.dedup_titles"),
             *parts(constrained, "rejects.generate_constraints"),
+            *parts(constrained, "rejects.sample_queries"),
         ],
         "released_authors": [released],
     }

@@ -175,11 +175,15 @@ def book_states(
     tag_rows: Iterable[Mapping],
     kinds: Sequence[str],
     others: Mapping[tuple[str, str], Sequence[Mapping]] | None = None,
+    versions: Mapping[str, str] | None = None,
 ) -> list[dict]:
     """Rows of ``book_entities`` (schemas/book_entities.json): one per book and kind, from the
     title_tags rows of the books' titles (spans, and the tagger's doubt rows: ``start`` < 0,
-    ``evidence`` = the class of a title with no span) and the second readers' verdicts."""
+    ``evidence`` = the class of a title with no span) and the second readers' verdicts, with each
+    decided state's stated error and its interval (:func:`book_error`; ``versions``: kind -> the
+    run's tagger version, default the kind's default; unsure: null)."""
     others = others or {}
+    versions = versions or {}
     per_title: dict[tuple[str, str], tuple[str, bool]] = {}
     spans: dict[tuple[str, str], list[str]] = {}
     for row in tag_rows:
@@ -199,6 +203,8 @@ def book_states(
             default = ("plain", False)  # a title with no span and no doubt row
             classes = [per_title.get((t, kind), default) for t in dict.fromkeys(titles_of[book["book_id"]]) if t]
             state, evidence = decide(kind, title_evidence(kind, classes), others.get((book["book_id"], kind), ()))
+            error = None if state == UNSURE else book_error(kind, state, evidence, versions.get(kind))
+            error = error and tuple(round(x, 6) for x in error)
             rows.append(
                 {
                     "book_id": book["book_id"],
@@ -206,102 +212,145 @@ def book_states(
                     "kind": kind,
                     "state": state,
                     "evidence": evidence,
+                    **dict(zip(ERROR_COLUMNS, error or (None, None, None), strict=True)),
                 }
             )
     return rows
 
 
-# -- key quality (issue 28, item 7) ------------------------------------------------------------
-# Title-level errors per evidence class, (wrong, titles): the kind's classes (EntityKind.classes),
-# the counts of docs/tagging.md's class table on the sets the classes were chosen on.
+# -- stated errors (issue 28 item 7, issue 37 item 1) -----------------------------------------
 # A second reader's error where measured: a review label is the truth; the book's record decided
 # 199 of 211 real works right (issue 28: 74/76 romance, 30/32 and 95/103 dump works). The model
 # tagger has no measurement here: it earns no credit of its own (None).
 SOURCE_ERRORS: dict[str, tuple[int, int] | None] = {"record": (12, 211), "model": None}
+NO_ERROR = (0.0, 0.0, 0.0)
+ERROR_COLUMNS = ("error", "error_low", "error_high")  # book_entities' columns of book_error
 
 
-def _rate(counts: tuple[int, int] | None) -> float:
-    """(wrong, n) -> the rule of succession's (wrong + 1) / (n + 2): a class with 0 wrong of 23
-    is not called perfect; unmeasured -> 1.0 (no credit)."""
-    if counts is None:
-        return 1.0
-    wrong, n = counts
-    return (wrong + 1) / (n + 2)
+def book_error(kind: str, state: str, evidence: str, version: str | None = None) -> tuple[float, float, float]:
+    """(stated, low, high): the estimated probability that a decided book's ``state`` is wrong,
+    from its ``evidence`` (``book_entities.evidence``), with a 95% interval. A review label that
+    agrees: 0. Else the best-measured source that *agrees* with the state: the title rules (their
+    worst class among the book's, calibrated on held-out titles: tasks/entities/calibration.py,
+    tagger ``version`` of the kind, default its default) or the book's record; sources are
+    correlated, so the best one, never a product. A source that disagrees lends nothing, and one
+    that agrees never raises the error (issue 37: a plain title at 0.4% with an agreeing record
+    is not the record's 6%). Nothing measured agrees: no credit (1). Unsure: 0 (in no key)."""
+    from tasks.entities.calibration import class_rate, rate
 
-
-def evidence_error(kind: str, state: str, evidence: str) -> float:
-    """Estimated probability that a decided book's ``state`` is wrong, from its ``evidence``
-    (``book_entities.evidence``): a review label, 0; else the best-measured second reader that
-    agrees with the state (readers' errors are correlated, so no product); else the title
-    rules' worst class among the book's. Unsure -> 0 (it is in no key)."""
     if state == UNSURE:
-        return 0.0
+        return NO_ERROR
     parts = [p.split(":", 1) for p in evidence.split("|") if ":" in p]
     if any(src == "review" and verdict == state for src, verdict in parts):
-        return 0.0
-    readers = [_rate(SOURCE_ERRORS.get(src)) for src, verdict in parts if src in SOURCES and verdict == state]
-    measured = [r for r in readers if r < 1.0]
-    if measured:
-        return min(measured)
+        return NO_ERROR
+    agreeing = [rate(SOURCE_ERRORS.get(src)) for src, verdict in parts if src in SOURCES and verdict == state]
     classes = [c for src, value in parts if src == "title" for c in value.split("+")]
     known = find_kind(kind)
-    return max((_rate(known.class_errors(c) if known else None) for c in classes), default=1.0)
+    verdicts = {known.class_verdict(c) for c in classes} if known else set()
+    if classes and verdicts == {state}:
+        agreeing.append(max((class_rate(kind, version, c) for c in classes), key=lambda r: r[0]))
+    measured = [r for r in agreeing if r[0] < 1.0]
+    return min(measured, key=lambda r: r[0]) if measured else (1.0, 1.0, 1.0)
+
+
+def evidence_error(kind: str, state: str, evidence: str, version: str | None = None) -> float:
+    """The stated error of :func:`book_error` alone."""
+    return book_error(kind, state, evidence, version)[0]
+
+
+def state_error(row: Mapping, version: str | None = None) -> tuple[float, float, float]:
+    """A ``book_entities`` row's (stated, low, high) error: its stored columns, or, for a release
+    written before they existed, :func:`book_error` of its evidence."""
+    if row.get("error") is not None:
+        return row["error"], row.get("error_low", row["error"]), row.get("error_high", row["error"])
+    return book_error(row["kind"], row["state"], row["evidence"], version)
+
+
+Deciding = dict[tuple[str, str], list[tuple[str, str, tuple[float, float, float]]]]
+
+
+def deciding_index(states: Iterable[Mapping]) -> Deciding:
+    """(author, kind) -> its books as (book_id, state, (stated, low, high) error)."""
+    books: Deciding = {}
+    for s in states:
+        books.setdefault((s["author_qid"], s["kind"]), []).append((s["book_id"], s["state"], state_error(s)))
+    return books
+
+
+def query_key_error(
+    author_qid: str, members: Sequence[Mapping], books: Deciding
+) -> tuple[tuple[float, float, float], list[tuple[Mapping, int, int]]]:
+    """One query's chance that its key holds a wrong decided book, (stated, low, high) =
+    1 - prod(1 - e) over the decided deciding books of every entity criterion, and per entity
+    criterion (constraint row, unsure deciding books, deciding books). ``members``: the query's
+    constraint rows (``entity_kind``, ``mapped_book_ids``). A criterion's deciding books are the
+    author's books meeting every other criterion (all of them for a one-constraint query)."""
+    ok = [1.0, 1.0, 1.0]
+    per: list[tuple[Mapping, int, int]] = []
+    for c in members:
+        if not c.get("entity_kind"):
+            continue
+        others = [set(o["mapped_book_ids"]) for o in members if o is not c]
+        deciding = [b for b in books.get((author_qid, c["entity_kind"]), []) if all(b[0] in o for o in others)]
+        for _, state, err in deciding:
+            if state != UNSURE:
+                for i in range(3):
+                    ok[i] *= 1.0 - err[i]
+        per.append((c, sum(1 for b in deciding if b[1] == UNSURE), len(deciding)))
+    return (1.0 - ok[0], 1.0 - ok[1], 1.0 - ok[2]), per
+
+
+def _mean(xs: Sequence[float]) -> float | None:
+    return round(sum(xs) / len(xs), 4) if xs else None
 
 
 def key_quality(queries: Iterable[Mapping], constraints: Iterable[Mapping], states: Iterable[Mapping]) -> dict:
     """Per entity constraint type (its label: human-name, no-human-name, city-name, ...), over a
-    release's queries: how many, the share of their deciding books left out as unsure, and the
-    estimated share of queries whose key holds a wrong decided book, one-, two-constraint and all.
+    release's queries: how many, the share of their deciding books left out as unsure, the
+    estimated share of queries whose key holds a wrong decided book (one-, two-constraint and
+    all) with its interval (every book's error at the low / high end of its class's 95%
+    interval), and the **ceiling**: the expected all-correct of a perfect model, which loses
+    exactly the queries whose key is wrong (1 - wrong_key, same interval reversed).
 
-    A query's *deciding books* for an entity criterion are the author's books that satisfy its
-    other criterion (every book for a one-constraint query): their state alone puts them in the
-    key or not. P(key wrong) = 1 - prod(1 - evidence_error) over the decided deciding books of
-    every entity criterion of the query. An estimate from labelled-set error rates (title-level,
-    measured on the sets the classes were chosen on; held-out sets showed ~2x), not a measurement.
+    Errors are each book's stated error (:func:`state_error`: calibrated on held-out titles).
     Rows: ``queries`` (query_id, author_qid, n_constraints, constraint_ids), ``constraints``
     (constraint_id, spec, entity_kind, mapped_book_ids), ``states`` (book_entities rows)."""
     from tasks.constraints.registry import spec_from_json
 
     by_id = {c["constraint_id"]: c for c in constraints}
-    books: dict[tuple[str, str], list[tuple[str, str, float]]] = {}  # (author, kind) -> (book, state, error)
-    for s in states:
-        err = evidence_error(s["kind"], s["state"], s["evidence"])
-        books.setdefault((s["author_qid"], s["kind"]), []).append((s["book_id"], s["state"], err))
+    books = deciding_index(states)
     acc: dict[str, dict] = {}
     for q in queries:
         members = [by_id[c] for c in q["constraint_ids"]]
-        entity = [c for c in members if c.get("entity_kind")]
-        if not entity:
+        if not any(c.get("entity_kind") for c in members):
             continue
-        ok, per_label = 1.0, []
-        for c in entity:
-            others = [set(o["mapped_book_ids"]) for o in members if o is not c]
-            deciding = [b for b in books.get((q["author_qid"], c["entity_kind"]), []) if all(b[0] in o for o in others)]
-            for _, state, err in deciding:
-                ok *= 1.0 - (0.0 if state == UNSURE else err)
-            unsure = sum(1 for b in deciding if b[1] == UNSURE)
-            per_label.append((spec_from_json(c["spec"]).label, c["entity_kind"], unsure, len(deciding)))
-        for label, kind, unsure, n in per_label:
-            a = acc.setdefault(label, {"kind": kind, "unsure": 0, "deciding": 0, "p": {1: [], 2: []}})
+        wrong, per = query_key_error(q["author_qid"], members, books)
+        for c, unsure, n in per:
+            a = acc.setdefault(
+                spec_from_json(c["spec"]).label, {"kind": c["entity_kind"], "unsure": 0, "deciding": 0, "p": {}}
+            )
             a["unsure"] += unsure
             a["deciding"] += n
-            a["p"].setdefault(q["n_constraints"], []).append(1.0 - ok)
+            a["p"].setdefault(q["n_constraints"], []).append(wrong)
     out = {}
     for label in sorted(acc):
         a = acc[label]
         ps = [p for size in sorted(a["p"]) for p in a["p"][size]]
-
-        def mean(xs: list[float]) -> float | None:
-            return round(sum(xs) / len(xs), 4) if xs else None
-
+        one, two = a["p"].get(1, []), a["p"].get(2, [])
+        wrong_key = [_mean([p[i] for p in ps]) for i in range(3)]
         out[label] = {
             "kind": a["kind"],
             "queries": len(ps),
-            "queries_one": len(a["p"].get(1, [])),
-            "queries_two": len(a["p"].get(2, [])),
+            "queries_one": len(one),
+            "queries_two": len(two),
             "unsure_share": round(a["unsure"] / a["deciding"], 4) if a["deciding"] else None,
-            "wrong_key": mean(ps),
-            "wrong_key_one": mean(a["p"].get(1, [])),
-            "wrong_key_two": mean(a["p"].get(2, [])),
+            "wrong_key": wrong_key[0],
+            "wrong_key_low": wrong_key[1],
+            "wrong_key_high": wrong_key[2],
+            "wrong_key_one": _mean([p[0] for p in one]),
+            "wrong_key_two": _mean([p[0] for p in two]),
+            "ceiling": None if wrong_key[0] is None else round(1 - wrong_key[0], 4),
+            "ceiling_low": None if wrong_key[2] is None else round(1 - wrong_key[2], 4),
+            "ceiling_high": None if wrong_key[1] is None else round(1 - wrong_key[1], 4),
         }
     return out

@@ -67,14 +67,18 @@ def state_flags(
     return flags
 
 
+def kind_versions(versions: Sequence[str] | None = None) -> dict[str, str]:
+    """kind -> the tagger version the run (``versions``; default: the registry's default) tags it
+    with: what a book's stated error is calibrated for (tasks/entities/calibration.py)."""
+    chosen = selected_versions() if versions is None else selected_versions(",".join(versions))
+    return {tagger_class(v).name: v for v in chosen}
+
+
 def tagged_kinds(versions: Sequence[str] | None = None) -> tuple[str, ...]:
     """The entity kinds the taggers ``versions`` (the run's; default: the registry's default)
     tag (tasks/taggers/registry.py), sorted. A tagger whose kind no entity kind registers is a
     BadValue: its spans would decide nothing (tasks/entities/registry.py)."""
-    selected = {
-        tagger_class(v).name
-        for v in (selected_versions() if versions is None else selected_versions(",".join(versions)))
-    }
+    selected = set(kind_versions(versions))
     unknown = sorted(selected - set(entity_kinds()))
     if unknown:
         raise BadValue(

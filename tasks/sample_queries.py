@@ -25,8 +25,10 @@ from dataclasses import dataclass, field, fields
 from itertools import islice
 from types import MappingProxyType
 
+from kitab.core.params import DEFAULT_MAX_KEY_ERROR
 from tasks.base import StageResult
 from tasks.constraints import SPEC_VERSION, Spec, render_criteria, spec_from_json, spec_type
+from tasks.key_bound import key_error_over, over_bound_counts, over_bound_reject
 
 ONE_ALWAYS = "one:always"
 ONE_SATISFIABLE = "one:satisfiable"
@@ -75,6 +77,10 @@ class SamplingRates:
     two_more_books: float = 0.10
     # target share of jointly unsatisfiable pairs among two-constraint queries (paper: 0.76%)
     two_unsatisfiable_share: float = 0.0076
+    # issue 37: an entity query whose key's estimated chance of holding a wrong book (1 - prod(1 - e)
+    # over its decided deciding books, tasks/entity_states.query_key_error) is above this is not
+    # asked; None: no bound (a release recorded before the bound existed)
+    max_key_error: float | None = DEFAULT_MAX_KEY_ERROR
 
     def __post_init__(self) -> None:
         for name in (*self.one_constraint, *self.always_asked, *self.two_easy_types):
@@ -90,6 +96,8 @@ class SamplingRates:
             raise ValueError(f"sampling rates must lie in [0, 1]: {self}")
         if not all(0.0 <= share < 1.0 for share in (self.one_unsatisfiable_share, self.two_unsatisfiable_share)):
             raise ValueError(f"unsatisfiable shares must lie in [0, 1): {self}")
+        if self.max_key_error is not None and not 0.0 <= self.max_key_error <= 1.0:
+            raise ValueError(f"max_key_error must lie in [0, 1] (or be None: no bound), got {self.max_key_error}")
         if len(set(self.two_easy_types)) != 2:
             raise ValueError(f"two_easy_types must name two different types: {self.two_easy_types}")
 
@@ -222,6 +230,10 @@ class AuthorQueries:
     kept: list[Sampled] = field(default_factory=list)
     one_unsatisfiable: list[dict] = field(default_factory=list)  # constraint rows, with "draw"
     two_unsatisfiable: list[tuple[dict, dict, float]] = field(default_factory=list)  # (first, second, draw)
+    # queries the draws kept whose key error is over the bound: rejects rows (never a silent drop)
+    over_bound: list[dict] = field(default_factory=list)
+    # entity candidates of the unsatisfiable pools left out by the bound, per stratum
+    pool_over_bound: Counter = field(default_factory=Counter)
 
 
 def title_masks(rows: Sequence[Mapping]) -> tuple[list[int], Callable[[int], int]]:
@@ -248,18 +260,35 @@ def title_masks(rows: Sequence[Mapping]) -> tuple[list[int], Callable[[int], int
     return masks, count_books
 
 
-def sample_authors_queries(by_author: Mapping[str, Sequence[dict]], seed: int, rates: SamplingRates) -> AuthorQueries:
-    """One- and two-constraint queries of these authors by their own draws (paper App. C.2)."""
+def sample_authors_queries(
+    by_author: Mapping[str, Sequence[dict]], seed: int, rates: SamplingRates, books=None
+) -> AuthorQueries:
+    """One- and two-constraint queries of these authors by their own draws (paper App. C.2).
+    ``books``: the authors' books with states and errors (tasks/entity_states.deciding_index);
+    with them, an entity query over ``rates.max_key_error`` is dropped after its draw, as a
+    rejects row, and left out of the unsatisfiable pools (the draws of the rest do not move)."""
     out = AuthorQueries()
+    bound = rates.max_key_error
+
+    def keep(members: list[dict], stratum: str) -> None:
+        p = key_error_over(members, books, bound)
+        if p is None:
+            out.kept.append((members, stratum))
+        else:
+            out.over_bound.append(over_bound_reject(members, stratum, p, bound))
+
     for rows in by_author.values():
         for row in rows:  # one constraint
             kind = row["constraint_type"]
             if kind in rates.always_asked:
-                out.kept.append(([row], ONE_ALWAYS))
+                keep([row], ONE_ALWAYS)
             elif not row["satisfiable"]:
+                if key_error_over([row], books, bound) is not None:
+                    out.pool_over_bound[ONE_UNSATISFIABLE] += 1
+                    continue
                 out.one_unsatisfiable.append({**row, "draw": uniform(seed, "one-unsatisfiable", row["constraint_id"])})
             elif uniform(seed, "one", row["constraint_id"]) < rates.one_rate(kind):
-                out.kept.append(([row], ONE_SATISFIABLE))
+                keep([row], ONE_SATISFIABLE)
         satisfiable = [row for row in rows if row["satisfiable"]]
         masks, count_books = title_masks(satisfiable)
         for i, first in enumerate(satisfiable):
@@ -269,12 +298,15 @@ def sample_authors_queries(by_author: Mapping[str, Sequence[dict]], seed: int, r
                     continue
                 n_mapped = count_books(masks[i] & masks[j])
                 if n_mapped == 0:
+                    if key_error_over([first, second], books, bound) is not None:
+                        out.pool_over_bound[TWO_UNSATISFIABLE] += 1
+                        continue
                     draw = uniform(seed, "two-unsatisfiable", first["constraint_id"], second["constraint_id"])
                     out.two_unsatisfiable.append((first, second, draw))
                     continue
                 stratum = two_stratum(first, second, n_mapped, rates)
                 if uniform(seed, "two", first["constraint_id"], second["constraint_id"]) < rates.two_rate(stratum):
-                    out.kept.append(([first, second], stratum))
+                    keep([first, second], stratum)
     return out
 
 
@@ -315,6 +347,9 @@ def batch_counts(by_author: Mapping[str, Sequence[dict]], part: AuthorQueries) -
         "kept_one": sum(1 for m, _ in part.kept if len(m) == 1),
         "kept_one_unsatisfiable": sum(1 for m, _ in part.kept if len(m) == 1 and not m[0]["satisfiable"]),
         "kept_two": sum(1 for m, _ in part.kept if len(m) == 2),
+        # issue 37: what the key-error bound cost, per entity constraint type and query size
+        "over_key_error_bound": over_bound_counts(part.over_bound),
+        "unsatisfiable_pool_over_key_error_bound": dict(sorted(part.pool_over_bound.items())),
     }
 
 
@@ -485,6 +520,7 @@ def sample_queries(
     *,
     seed: int,
     rates: SamplingRates = SamplingRates(),
+    states: Iterable[Mapping] | None = None,
 ) -> StageResult:
     """Seeded one- and two-constraint queries from the ``constraints`` table, all in memory
     (the pipeline runs the same three parts batch by batch: sample_authors_queries per batch,
@@ -493,13 +529,18 @@ def sample_queries(
     ``books`` is a consistency check: every author's N in ``constraints`` must equal their
     books here (else the constraints are stale).
     Rows are ordered by author, then one- before two-constraint, then candidate order.
+    ``states`` (book_entities rows): with them, the key-error bound applies (its drops: rejects).
     """
+    from tasks.entity_states import deciding_index
+
     by_author, authors_by_qid = group_constraints(constraints, authors, books)
-    part = sample_authors_queries(by_author, seed, rates)
+    part = sample_authors_queries(by_author, seed, rates, None if states is None else deciding_index(states))
     n_one, n_two = top_up_counts(part.kept, rates)
     sampled = part.kept + choose_top_ups(part.one_unsatisfiable, part.two_unsatisfiable, n_one, n_two)
     queries = number_queries(query_rows(sampled, authors_by_qid, seed))
-    return StageResult(tables={"queries": queries}, stats=sampling_stats(by_author, queries, seed, rates))
+    return StageResult(
+        tables={"queries": queries}, rejects=part.over_bound, stats=sampling_stats(by_author, queries, seed, rates)
+    )
 
 
 def sampling_stats(
@@ -536,6 +577,7 @@ def _unpickled_rates(values: dict) -> SamplingRates:
 def _field_values(values: dict) -> dict:
     """:meth:`SamplingRates.as_dict`'s JSON values as the fields' types."""
     return {
+        "max_key_error": None,  # recorded before issue 37: no bound
         **values,
         "one_constraint": MappingProxyType(dict(values["one_constraint"])),
         "always_asked": frozenset(values["always_asked"]),

@@ -39,9 +39,9 @@ from tasks.book_evidence import review_labels
 from tasks.claims import claim_material, claims_from_material
 from tasks.clean_books import clean_books
 from tasks.dedup_titles import dedup_titles
-from tasks.entity_states import book_states, decided_by, second_reader_evidence
+from tasks.entity_states import book_states, decided_by, deciding_index, second_reader_evidence
 from tasks.fetch_works import SOURCE_UNAVAILABLE, collect_authors, wikidata_records
-from tasks.generate_constraints import generate_constraints, state_flags, tagged_kinds
+from tasks.generate_constraints import generate_constraints, kind_versions, state_flags, tagged_kinds
 from tasks.sample_authors import fetch_candidates, sample_authors
 from tasks.sample_queries import (
     ONE_UNSATISFIABLE,
@@ -381,7 +381,7 @@ def constrain_step(
             model_spans,
             model_version,
         )
-        states = book_states(books, variants, tag_rows, kinds, others)
+        states = book_states(books, variants, tag_rows, kinds, others, kind_versions(ctx.taggers or None))
         baseline = book_states(books, variants, tag_rows, kinds) if others else states
         entity_stats["decided_by"] = decided_by(states, baseline, others)
         entity_stats["states"] = dict(sorted(Counter(f"{r['kind']}:{r['state']}" for r in states).items()))
@@ -389,7 +389,7 @@ def constrain_step(
         authors = [a for a in authors_all if a["qid"] in kept_qids]
         constraints = generate_constraints(authors, books, state_flags(books, states, kinds), kinds)
         by_author, authors_by_qid = group_constraints(constraints.tables["constraints"], authors, books)
-        part = sample_authors_queries(by_author, ctx.seed, rates)
+        part = sample_authors_queries(by_author, ctx.seed, rates, deciding_index(states))
         # this batch's share of the claim pairs, before the claims step's seeded draws
         claims = claim_material(authors_all, books, variants, states, constraints.tables["constraints"])
         outputs = _write(
@@ -401,6 +401,7 @@ def constrain_step(
                 "book_entities": states,
                 "constraints": constraints.tables["constraints"],
                 "rejects.generate_constraints": constraints.rejects,
+                "rejects.sample_queries": part.over_bound,
                 **batch_tables(part, authors_by_qid, ctx.seed),
                 **claims,
             },

@@ -43,7 +43,8 @@ def print_summary(
     with wh.connect(release=release) as con:
         # the unit of each count: an author rejected (not released) or a work (a title left out)
         rows = con.execute(
-            "SELECT stage, reason, sum(n), record_kind || 's' FROM rejects_by_reason GROUP BY ALL ORDER BY 1, 3 DESC"
+            "SELECT stage, reason, sum(n), CASE WHEN record_kind = 'query' THEN 'queries' ELSE record_kind || 's' END "
+            "FROM rejects_by_reason GROUP BY ALL ORDER BY 1, 3 DESC"
         )
         print_rows(["stage", "reason", "count", "of"], rows.fetchall(), title="rejects by stage and reason")
         if tour is not None:

@@ -17,6 +17,9 @@ from kitab.core.errors import BadValue
 SOURCES = ("live", "mirror", "dump")
 DEFAULT_BATCH_SIZE = 250  # authors per batch: tens of task runs for 10,000 authors
 DEFAULT_MAX_FAILED_SHARE = 0.10  # of the sampled authors, lost to an unavailable source
+# an entity query whose key's estimated chance of holding a wrong book is above this is not asked
+# (issue 37; tasks/sample_queries.SamplingRates.max_key_error)
+DEFAULT_MAX_KEY_ERROR = 0.10
 
 
 def default_seed(today: date) -> int:
@@ -61,6 +64,9 @@ class RefreshParams:
     # Authors rejected by an earlier release (too few books, no Open Library match) are not
     # drawn again unless this is set.
     redraw_rejected: bool = False
+    # An entity query (human / city name, ...) whose key's estimated chance of holding a wrong
+    # book is above this is not asked (its drop is a rejects row); 1 asks them all.
+    max_key_error: float = DEFAULT_MAX_KEY_ERROR
 
     def __post_init__(self) -> None:
         """Every value checked here, before a flow starts (a BadValue is one line for the user)."""
@@ -68,6 +74,8 @@ class RefreshParams:
             raise BadValue(f"source {self.source!r}: expected one of {', '.join(SOURCES)}")
         if not 0.0 <= self.max_failed_share <= 1.0:
             raise BadValue(f"max failed share must be between 0 and 1, got {self.max_failed_share}")
+        if not 0.0 <= self.max_key_error <= 1.0:
+            raise BadValue(f"max key error must be between 0 and 1, got {self.max_key_error}")
         if self.batch_size < 1:
             raise BadValue(f"batch size must be >= 1, got {self.batch_size}")
         if self.authors < 1:

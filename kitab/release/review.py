@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import csv
 import io
-import math
 import random
 from pathlib import Path
 
@@ -26,12 +25,12 @@ import duckdb
 
 from kitab.core.errors import BadValue
 from kitab.core.files import write_bytes
+from kitab.core.proportions import wilson
 from kitab.core.reviews import VERSION, read_labels, write_labels
 from tasks.book_evidence import review_key
 
 FIELDS = ("release", "book_id", "title", "author", "kind", "state", "evidence", "sample", "label")
 LABELS = {"yes": "yes", "no": "no", "y": "yes", "n": "no"}
-Z95 = 1.959963984540054
 
 _STATES_SQL = """
     SELECT e.book_id, b.canonical_title AS title, coalesce(a.name, '') AS author, e.kind, e.state, e.evidence
@@ -130,16 +129,6 @@ def import_review(warehouse: Path, path: Path) -> dict:
     kept = [r for r in read_labels(warehouse) if key(r) not in fresh]
     write_labels(warehouse, kept + new)
     return {"imported": len(new), "stored": len(kept) + len(new)}
-
-
-def wilson(k: int, n: int, z: float = Z95) -> tuple[float, float]:
-    """The Wilson score interval of k successes in n (n = 0: the whole [0, 1])."""
-    if n == 0:
-        return 0.0, 1.0
-    p = k / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def review_quality(con: duckdb.DuckDBPyConnection, release: str, labels: list[dict]) -> dict[str, dict]:

@@ -120,6 +120,11 @@ class EntityKind:
     def risky(self, cls: str) -> bool:
         return self.evidence_class(cls).risky
 
+    def class_verdict(self, cls: str) -> str | None:
+        """What a title of class ``cls`` said ("yes" / "no"), None for one the kind does not list."""
+        found = self._by_class.get(cls)
+        return found.verdict if found else None
+
     def class_errors(self, cls: str) -> tuple[int, int] | None:
         """(wrong, titles) of a class, None for one the kind does not list (key quality: no credit)."""
         found = self._by_class.get(cls)

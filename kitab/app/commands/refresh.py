@@ -63,6 +63,14 @@ def refresh(
         "--redraw-rejected",
         help="draw again authors that an earlier release drew and rejected (by default they are not drawn again)",
     ),
+    max_key_error: float = typer.Option(
+        DEFAULTS.max_key_error,
+        min=0.0,
+        max=1.0,
+        help="leave out an entity query (human / city name, ...) whose key's estimated chance of holding a wrong "
+        "book is above this (each drop is a key_error_over_bound reject; the summary and card say what it cost); "
+        "1 keeps them all",
+    ),
     taggers: str | None = typer.Option(
         None, help="tagger versions, comma-separated, one per kind (default: $KITAB_TAGGERS, else human_v6,city_v6)"
     ),
@@ -122,6 +130,7 @@ def refresh(
             max_failed_share=max_failed_share,
             replace=replace,
             redraw_rejected=redraw_rejected,
+            max_key_error=max_key_error,
             taggers=taggers,
             second_reader=second_reader,
             progress=progress,

@@ -195,8 +195,10 @@ def tag_probe(
     """For `kitab tag`: one JSON line per input title (a trailing newline is dropped), in order:
     {"title", "<kind>_names": [...] per tagger's kind ("human_names", ...), "<kind>": "yes|no|unsure"}:
     each kind's state from the title rules alone (tasks/entity_states.py; no second reader here).
-    ``explain`` adds "<kind>_evidence": the class that decided it. Streams in batches of PROBE_BATCH."""
-    from tasks.entity_states import decide, span_class, title_evidence
+    ``explain`` adds "<kind>_evidence": the class that decided it, and "<kind>_error" with
+    "<kind>_error_interval": the stated chance the state is wrong and its 95% interval (null when
+    unsure; tasks/entity_states.book_error). Streams in batches of PROBE_BATCH."""
+    from tasks.entity_states import UNSURE, book_error, decide, span_class, title_evidence
 
     taggers = list(taggers) if taggers is not None else default_taggers()
     it = iter(titles)
@@ -217,6 +219,10 @@ def tag_probe(
                 states[tagger.name] = state
                 if explain:
                     states[f"{tagger.name}_evidence"] = evidence
+                    # the stated chance the state is wrong, calibrated on held-out titles (issue 37)
+                    error = None if state == UNSURE else book_error(tagger.name, state, evidence, tagger.version)
+                    states[f"{tagger.name}_error"] = error and round(error[0], 4)
+                    states[f"{tagger.name}_error_interval"] = error and [round(error[1], 4), round(error[2], 4)]
             yield json.dumps(
                 {"title": title, **{f"{kind}_names": found for kind, found in names.items()}, **states},
                 ensure_ascii=False,

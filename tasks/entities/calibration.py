@@ -52,15 +52,16 @@ def rate(counts: tuple[int, int] | None, *, small: bool | None = None) -> Rate:
     return (high if small else (wrong + 1) / (n + 2)), low, high
 
 
-def class_rate(kind: str, version: str | None, cls: str) -> Rate:
+def class_rate(kind: str, version: str | None, cls: str, fitted: dict | None = None) -> Rate:
     """The stated error of a title of class ``cls`` (tagger ``version`` of ``kind``; None: the
     kind's default), with its interval: calibrated where the held-out sets saw the class, else
-    the kind's own counts at their upper end, else no credit."""
+    the kind's own counts at their upper end, else no credit. ``fitted``: {class: (wrong,
+    titles)} to use instead of the file's (a cross-validation fold's)."""
     from tasks.entities.registry import find_kind
 
     known = find_kind(kind)
     version = version or (known.default_tagger if known else "")
-    counts = calibrated_counts(version, cls)
+    counts = calibrated_counts(version, cls) if fitted is None else fitted.get(cls)
     if counts is not None:
         return rate(counts)
     own = known.class_errors(cls) if known else None

@@ -133,21 +133,25 @@ def test_second_readers_wired_per_batch_decide_risky_books():
 
 # -- key quality (item 7) -----------------------------------------------------------------------
 def test_evidence_error_reads_the_deciding_evidence():
-    from tasks.entities.registry import entity_kind
+    from tasks.entities.calibration import calibrated_counts
     from tasks.entity_states import SOURCE_ERRORS, evidence_error
 
-    wrong, n = entity_kind("human").class_errors("name_list")
-    assert evidence_error("human", YES, "title:name_list") == pytest.approx((wrong + 1) / (n + 2))
+    def calibrated(cls: str) -> float:  # the held-out counts of human_v6's class (tasks/entities/data/)
+        wrong, n = calibrated_counts("human_v6", cls)
+        return (wrong + 1) / (n + 2)
+
+    assert evidence_error("human", YES, "title:name_list", "human_v6") == pytest.approx(calibrated("name_list"))
     # several title classes: the worst; a class never measured: no credit
-    assert evidence_error("human", NO, "title:plain+listed_name") == pytest.approx(5 / 75)
+    worst = max(calibrated("plain"), calibrated("listed_name"))
+    assert evidence_error("human", NO, "title:plain+listed_name", "human_v6") == pytest.approx(worst)
     assert evidence_error("city", YES, "title:brand_new_class") == 1.0
-    # a measured second reader that agrees beats the title class; an unmeasured model gives no credit
-    record = SOURCE_ERRORS["record"]
-    assert evidence_error("human", YES, "title:proper_title|record:yes") == pytest.approx(
-        (record[0] + 1) / (record[1] + 2)
+    # a measured second reader that agrees beats a worse title class; an unmeasured model gives no credit
+    record = (SOURCE_ERRORS["record"][0] + 1) / (SOURCE_ERRORS["record"][1] + 2)
+    assert evidence_error("human", YES, "title:proper_title|record:yes", "human_v6") == pytest.approx(record)
+    assert evidence_error("human", YES, "title:proper_title|model:yes", "human_v6") == pytest.approx(
+        calibrated("proper_title")
     )
-    assert evidence_error("human", YES, "title:proper_title|model:yes") == pytest.approx(10 / 25)
-    assert evidence_error("human", NO, "title:rule|record:no") == pytest.approx(13 / 213)  # the record overruled
+    assert evidence_error("human", NO, "title:rule|record:no") == pytest.approx(record)  # the record overruled
     assert evidence_error("human", YES, "title:unknown_word|review:yes") == 0.0
     assert evidence_error("human", UNSURE, "title:unknown_word") == 0.0
 
@@ -196,6 +200,8 @@ def test_key_quality_multiplies_the_deciding_books_and_leaves_unsure_ones_out():
         "wrong_key": round(one, 4),
         "wrong_key_one": round(one, 4),
         "wrong_key_two": None,
+        **{k: out["human-name"][k] for k in ("wrong_key_low", "wrong_key_high", "ceiling_low", "ceiling_high")},
+        "ceiling": round(1 - one, 4),
     }
     assert out["no-human-name"]["wrong_key_two"] == round(two, 4) and out["no-human-name"]["unsure_share"] == 0.0
     assert set(out) == {"human-name", "no-human-name"}

@@ -17,6 +17,39 @@ from kitab.app.console import console, print_rows
 from kitab.core.progress import ROWS, STAGES, format_count, format_seconds, parse_stages, stage_rows
 
 
+def print_key_quality(con: duckdb.DuckDBPyConnection) -> None:
+    """Per entity slice: the queries kept, those the key-error bound left out and the authors who
+    lost the slice, the estimated wrong-key share and the ceiling (kitab/release/key_quality.py)."""
+    from kitab.release.key_quality import release_key_quality
+
+    quality = release_key_quality(con)
+    if not quality:
+        return
+    bound = next((q["max_key_error"] for q in quality.values() if q.get("max_key_error") is not None), None)
+
+    def pct(q: dict, key: str) -> str:
+        if q.get(key) is None:
+            return "–"
+        return f"{100 * q[key]:.1f}% ({100 * q[key + '_low']:.1f}–{100 * q[key + '_high']:.1f}%)"
+
+    print_rows(
+        ["slice", "queries", "left out (one / two)", "authors who lost it", "key wrong (est., 95%)", "ceiling"],
+        [
+            (
+                label,
+                q["queries"],
+                f"{q.get('dropped_one', 0)} / {q.get('dropped_two', 0)}",
+                len(q.get("authors_lost") or []),
+                pct(q, "wrong_key"),
+                pct(q, "ceiling"),
+            )
+            for label, q in quality.items()
+        ],
+        title="answer-key quality"
+        + (f" (entity queries over {100 * bound:.0f}% est. key error left out)" if bound is not None else ""),
+    )
+
+
 def print_summary(
     summary: dict, *, wall: float, command: str, tour: Callable[[duckdb.DuckDBPyConnection], None] | None = None
 ) -> None:
@@ -47,6 +80,7 @@ def print_summary(
             "FROM rejects_by_reason GROUP BY ALL ORDER BY 1, 3 DESC"
         )
         print_rows(["stage", "reason", "count", "of"], rows.fetchall(), title="rejects by stage and reason")
+        print_key_quality(con)
         if tour is not None:
             tour(con)
     if summary.get("stages"):

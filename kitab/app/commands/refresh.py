@@ -136,6 +136,12 @@ def refresh(
             progress=progress,
         )
     if as_json:
+        from kitab.core.warehouse import Warehouse
+        from kitab.release.key_quality import release_key_quality
+
+        # per entity slice: kept, left out by the key-error bound, est. wrong keys, ceiling
+        with Warehouse(Path(summary["warehouse"])).connect(release=summary["release"]) as con:
+            summary["key_quality"] = release_key_quality(con)
         console.print_json(json.dumps(summary, default=str))
     else:
         from kitab.app.summary import print_summary

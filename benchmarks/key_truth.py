@@ -11,14 +11,17 @@ entity_titles.tsv). The harness writes a snapshot whose candidates are exactly t
 dump source, in process, into a temporary warehouse), joins its books back to the labels through
 ``title_variants.work_key`` and measures per entity slice (kitab/release/key_truth.py).
 ``--simulate-review S``: label S of the (book, kind) rows with the truth, picked by the review
-queue or at random (5 seeds), and measure again.
+queue or at random (5 seeds), and measure again. ``--pseudo-authors FILE --split S``: real
+labelled titles (entity_titles.tsv's format) cut into invented bibliographies of 15.
 Exit status 1 if a slice's measured share is above ``--max-wrong``.
 """
 
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -33,6 +36,34 @@ RELEASE = "truth"
 
 def _rows(con, sql: str) -> list[dict]:
     return con.sql(sql).to_arrow_table().to_pylist()
+
+
+PER_PSEUDO_AUTHOR = 15
+
+
+def pseudo_bibliographies(titles: list[Path], splits: set[str] | None, out: Path) -> Path:
+    """Labelled titles (entity_titles.tsv's format: title, author, human, city, split) cut, in
+    file order, into pseudo-authors of PER_PSEUDO_AUTHOR titles (invented names, born 1940,
+    years 1965-2007), written as an author_books TSV at ``out``: real titles and labels in
+    invented bibliographies, for when no fully labelled real author is at hand."""
+    import csv
+
+    rows = []
+    for path in titles:
+        with open(path, encoding="utf-8", newline="") as fh:
+            rows += [
+                r
+                for r in csv.DictReader(fh, delimiter="\t", quoting=csv.QUOTE_NONE)
+                if splits is None or r.get("split") in splits
+            ]
+    lines = ["author\tqid\tbirth_year\ttitle\tyear\thuman\tcity"]
+    for i, r in enumerate(rows):
+        a = i // PER_PSEUDO_AUTHOR
+        name = f"Pseudo Author {chr(65 + a // 26 % 26)}{chr(65 + a % 26)}{a // 676 or ''}"
+        year = 1965 + i % PER_PSEUDO_AUTHOR * 3
+        lines.append("\t".join([name, "", "1940", r["title"], str(year), r["human"] or "", r["city"] or ""]))
+    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return out
 
 
 def build(data: list[Path], work: Path, seed: int) -> dict:
@@ -160,8 +191,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--simulate-review", type=float, default=None, metavar="SHARE")
     parser.add_argument("--seed", type=int, default=42, help="the release's seed")
     parser.add_argument("--keep", type=Path, default=None, help="build in this folder (kept) instead of a temp one")
+    parser.add_argument(
+        "--pseudo-authors",
+        type=Path,
+        nargs="+",
+        metavar="TITLES_TSV",
+        help=f"instead of --data: labelled titles (entity_titles.tsv format) as pseudo-authors of {PER_PSEUDO_AUTHOR}",
+    )
+    parser.add_argument("--split", default=None, help="with --pseudo-authors: only these splits (comma-separated)")
     args = parser.parse_args(argv)
     data = args.data or sorted((ROOT / "benchmarks" / "data").glob("author_books_*.tsv"))
+    if args.pseudo_authors:
+        splits = set(args.split.split(",")) if args.split else None
+        folder = tempfile.mkdtemp(prefix="key_truth-pseudo-")
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        pseudo = Path(folder) / "author_books_pseudo.tsv"
+        data = [pseudo_bibliographies(args.pseudo_authors, splits, pseudo)]
     if not data:
         parser.error("no labelled files: benchmarks/data/author_books_*.tsv is empty; pass --data")
     if args.simulate_review is not None and not 0 < args.simulate_review <= 1:

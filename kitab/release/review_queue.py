@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -83,6 +84,19 @@ def entity_queries(
     return out
 
 
+def _product(counts: Mapping[Row, int], errors: Mapping[Row, float | None]) -> tuple[int, float]:
+    """A query's prod(1 - e) as (factors that are 0, product of the others): dividing one row's
+    factor back out stays exact-enough and cheap."""
+    zeros, prod = 0, 1.0
+    for r, m in counts.items():
+        f = 1.0 - (errors.get(r) or 0.0)
+        if f == 0.0:
+            zeros += m
+        else:
+            prod *= f**m
+    return zeros, prod
+
+
 def _ok(rows: Iterable[Row], errors: Mapping[Row, float | None], skip: Row | None = None) -> float:
     """prod(1 - e) over the decided rows (``skip``'s error taken as 0)."""
     return math.prod(1.0 - (errors.get(r) or 0.0) for r in rows if r != skip)
@@ -108,16 +122,23 @@ def review_queue(queries: Sequence[EntityQuery], errors: Mapping[Row, float | No
     if budget <= 0:
         return []
     of_row: dict[Row, list[int]] = {}
-    for i, q in enumerate(queries):
-        for r in dict.fromkeys(q.rows):
+    rows = [Counter(q.rows) for q in queries]  # per query: row -> how many of its criteria it decides
+    for i, counts in enumerate(rows):
+        for r in counts:
             of_row.setdefault(r, []).append(i)
     errors = dict(errors)
+    products = [_product(counts, errors) for counts in rows]
 
-    def gain(r: Row) -> float:
-        return sum(_ok(queries[i].rows, errors, skip=r) - _ok(queries[i].rows, errors) for i in of_row[r])
+    def contribution(i: int, r: Row) -> float:
+        """What labelling r takes off query i's P(wrong), from its cached product."""
+        zeros, prod = products[i]
+        m, f = rows[i][r], 1.0 - (errors.get(r) or 0.0)
+        others = (zeros - m, prod) if f == 0.0 else (zeros, prod / f**m)
+        return (0.0 if others[0] else others[1]) - (0.0 if zeros else prod)
 
-    decided = [r for r in of_row if errors.get(r) is not None and errors[r] > 0]
-    current = {r: gain(r) for r in decided}
+    current = {
+        r: sum(contribution(i, r) for i in of_row[r]) for r in of_row if errors.get(r) is not None and errors[r] > 0
+    }
     heap = [(-g, r) for r, g in current.items()]
     heapq.heapify(heap)
     picks: list[dict] = []
@@ -126,12 +147,21 @@ def review_queue(queries: Sequence[EntityQuery], errors: Mapping[Row, float | No
         if r not in current or -g != current[r]:
             continue  # a stale entry: the row was picked, or its gain moved since
         del current[r]
-        if -g <= 0:
+        if -g <= 1e-15:
             break
         picks.append({"row": r, "gain": -g, "queries": len(of_row[r]), "why": "error"})
+        touched = {s for i in of_row[r] for s in rows[i] if s in current}
+        for i in of_row[r]:  # the queries r decides: their other rows' gains move
+            for s in rows[i]:
+                if s in current:
+                    current[s] -= contribution(i, s)
         errors[r] = 0.0
-        for s in {s for i in of_row[r] for s in queries[i].rows if s in current}:
-            current[s] = gain(s)
+        for i in of_row[r]:
+            products[i] = _product(rows[i], errors)
+            for s in rows[i]:
+                if s in current:
+                    current[s] += contribution(i, s)
+        for s in touched:
             heapq.heappush(heap, (-current[s], s))
     unsure = sorted((r for r in of_row if errors.get(r, None) is None), key=lambda r: (-len(of_row[r]), r))
     picks += [{"row": r, "gain": 0.0, "queries": len(of_row[r]), "why": "coverage"} for r in unsure]

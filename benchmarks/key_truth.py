@@ -99,8 +99,10 @@ def build(data: list[Path], work: Path, seed: int) -> dict:
             "released": [r["qid"] for r in _rows(con, "SELECT qid FROM authors ORDER BY 1")],
             "stated": release_key_quality(con),
         }
-    labels = {key: {k: t.label(k) for k in t.spans} for key, (_, t) in works.items()}
-    return {**tables, "work_labels": labels, "authors": len(authors), "titles": len(works)}
+    labels = {key: {k: t.label(k) for k in t.spans} for key, (_, _, t) in works.items()}
+    names = {qid: name for qid, name, _ in works.values()}
+    missing = sorted(name for qid, name in names.items() if qid not in set(tables["released"]))
+    return {**tables, "work_labels": labels, "authors": len(authors), "not_released": missing, "titles": len(works)}
 
 
 def measure(built: dict, simulate: float | None = None) -> dict:
@@ -119,7 +121,11 @@ def measure(built: dict, simulate: float | None = None) -> dict:
         low, high = stated.get("wrong_key_low"), stated.get("wrong_key_high")
         m["inside_stated"] = None if low is None or high is None else low <= m["wrong_share"] <= high
     out = {
-        "authors": {"labelled": built["authors"], "released": len(built["released"])},
+        "authors": {
+            "labelled": built["authors"],
+            "released": len(built["released"]),
+            "not_released": built["not_released"],
+        },
         "titles": {"labelled": built["titles"], "books": len({b for b, _ in states})},
         "slices": slices,
         "kinds": confusion(states, labels),
@@ -137,7 +143,12 @@ def markdown(result: dict) -> str:
     a, t = result["authors"], result["titles"]
     lines = [
         f"Authors: {a['released']} released of {a['labelled']} labelled; titles: {t['labelled']} labelled, "
-        f"{t['books']} books in the release.",
+        f"{t['books']} books in the release."
+        + (
+            f" Not released: {', '.join(a['not_released'])} (born before 1850: not a candidate; else dropped by a stage: `rejects` in the `--keep` warehouse)."
+            if a["not_released"]
+            else ""
+        ),
         "",
         "| slice | queries | key wrong (measured) | one-constraint | two-constraint | release's estimate "
         "| inside stated interval | deciding rows unsure |",
@@ -155,6 +166,9 @@ def markdown(result: dict) -> str:
             f"| {label} | {m['queries']} | {m['wrong']} ({_pct(m['wrong_share'])}) | {m['wrong_one']}/{m['queries_one']} "
             f"| {m['wrong_two']}/{m['queries_two']} | {stated} | {inside} | {_pct(m['unsure_share'])} |"
         )
+    lines += ["", "The release's own key quality (`release_key_quality`), every key:", ""]
+    for label, m in result["slices"].items():
+        lines.append(f"- {label}: " + ", ".join(f"{k} {v}" for k, v in m["stated"].items()))
     lines += [
         "",
         "| kind | labelled rows | tp | fp | fn | tn | unsure (label yes / no) | unsure | wrong among decided |",

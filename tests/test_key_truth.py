@@ -42,7 +42,7 @@ def test_the_measurement_equals_the_hand_count(measured):
     the human criterion: wrong, in both slices) and Tomas's starts-with O / S + no-human-name
     (his planted error is a city one: right)."""
     result, _ = measured
-    assert result["authors"] == {"labelled": 3, "released": 3}
+    assert result["authors"] == {"labelled": 3, "released": 3, "not_released": []}
     assert result["titles"] == {"labelled": 36, "books": 36}
     got = {
         label: (m["queries_one"], m["wrong_one"], m["queries_two"], m["wrong_two"])
@@ -109,3 +109,26 @@ def test_review_export_budget_through_the_command(measured, tmp_path):
         writer.writerows(rows)
     imported = CliRunner().invoke(app, ["review", "import", str(out), "--warehouse", str(work / "warehouse")])
     assert imported.exit_code == 0 and "5 labels imported" in imported.output
+
+
+def test_bad_bibliography_rows_are_one_line_errors(tmp_path):
+    from kitab.core.errors import BadValue
+    from kitab.simulate.generator.labelled import read_bibliographies
+
+    header = "author\tqid\tbirth_year\ttitle\tyear\thuman\tcity\n"
+    cases = {
+        "author\ttitle\n": r"no column qid, birth_year, year, human, city",
+        header + "A B\tQ12\t\tDune\t1965\t\t\n": r"line 2: birth_year is empty",
+        header + "A B\tX12\t1920\tDune\t1965\t\t\n": r"line 2: qid 'X12'",
+        header + "A B\t\t1920\tDune\tsoon\t\t\n": r"line 2: year 'soon'",
+        header + "A B\t\t1920\tDune\t1965\t\t\nA B\t\t1921\tEmma\t1966\t\t\n": r"line 3: birth_year 1921, but 1920",
+    }
+    for i, (text, message) in enumerate(cases.items()):
+        path = tmp_path / f"author_books_{i}.tsv"
+        path.write_text(text, encoding="utf-8")
+        with pytest.raises(BadValue, match=message):
+            read_bibliographies([path])
+    path.write_text(header + "A B\t\t1920\tDune\t1965\tPaul Atreides; Jessica\t\n", encoding="utf-8")
+    (author,) = read_bibliographies([path])
+    assert author.titles[0].spans == {"human": ("Paul Atreides", "Jessica"), "city": ()}
+    assert [author.titles[0].label(k) for k in ("human", "city")] == ["yes", "no"]

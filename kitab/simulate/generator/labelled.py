@@ -96,18 +96,20 @@ def read_bibliographies(paths: list[Path]) -> list[LabelledAuthor]:
                 if birth is None:
                     raise BadValue(f"{where}: birth_year is empty (the sample filter needs one)")
                 author = authors.setdefault(qid or f"name:{name}", LabelledAuthor(name, qid, birth))
+                if author.birth_year != birth:
+                    raise BadValue(f"{where}: birth_year {birth}, but {author.birth_year} on an earlier row of {name}")
                 spans = {k: tuple(s.strip() for s in (row[k] or "").split(";") if s.strip()) for k in KINDS}
                 author.titles.append(LabelledTitle(title, _year(row["year"] or "", where, "year"), spans))
     return list(authors.values())
 
 
-def write_labelled_snapshot(folder: Path, authors: list[LabelledAuthor]) -> dict[str, tuple[str, LabelledTitle]]:
+def write_labelled_snapshot(folder: Path, authors: list[LabelledAuthor]) -> dict[str, tuple[str, str, LabelledTitle]]:
     """Write the snapshot of ``authors`` into ``folder`` (created); returns work key -> (author
-    qid, its labelled title). Generated ids are numbered above the real ones (spec.Ids)."""
+    qid, author name, its labelled title). Generated ids are numbered above the real ones (spec.Ids)."""
     folder.mkdir(parents=True, exist_ok=True)
     ids = Ids()
     out = SnapshotWriter(folder)
-    works: dict[str, tuple[str, LabelledTitle]] = {}
+    works: dict[str, tuple[str, str, LabelledTitle]] = {}
     emit_ontology(out)
     last_year = 2023
     for author in authors:
@@ -130,7 +132,7 @@ def write_labelled_snapshot(folder: Path, authors: list[LabelledAuthor]) -> dict
         out.record(OL_AUTHORS_FILE, OL_AUTHOR, STAMP, record)
         for labelled in author.titles:
             work_key = ids.work()
-            works[work_key] = (qid, labelled)
+            works[work_key] = (qid, author.name, labelled)
             work = {"key": work_key, "type": {"key": OL_WORK}, "title": labelled.title}
             work["authors"] = [{"author": {"key": ol_key}, "type": {"key": "/type/author_role"}}]
             edition = {"key": ids.edition(), "type": {"key": OL_EDITION}, "title": labelled.title}

@@ -94,7 +94,7 @@ def build(data: list[Path], work: Path, seed: int) -> dict:
                 "SELECT constraint_id, spec, entity_kind, mapped_book_ids FROM constraints "
                 "WHERE constraint_id IN (SELECT unnest(constraint_ids) FROM queries) ORDER BY 1",
             ),
-            "states": _rows(con, "SELECT book_id, author_qid, kind, state, evidence FROM book_entities ORDER BY 1, 3"),
+            "states": _rows(con, "SELECT * FROM book_entities ORDER BY book_id, kind"),
             "variants": _rows(con, "SELECT book_id, work_key FROM title_variants ORDER BY 1, 2"),
             "released": [r["qid"] for r in _rows(con, "SELECT qid FROM authors ORDER BY 1")],
             "stated": release_key_quality(con),

@@ -107,6 +107,24 @@ def test_review_export_budget_through_the_command(measured, tmp_path):
         writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
+    refused = CliRunner().invoke(
+        app,
+        [
+            "review",
+            "export",
+            "--release",
+            "truth",
+            "--out",
+            str(out),
+            "--budget",
+            "0",
+            "--warehouse",
+            str(work / "warehouse"),
+        ],
+    )
+    assert refused.exit_code != 0 and "--budget 0: a number of (book, kind) rows to label" in " ".join(
+        refused.output.split()
+    )
     imported = CliRunner().invoke(app, ["review", "import", str(out), "--warehouse", str(work / "warehouse")])
     assert imported.exit_code == 0 and "5 labels imported" in imported.output
 

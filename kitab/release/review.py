@@ -89,7 +89,7 @@ def queue_rows(con: duckdb.DuckDBPyConnection, release: str, budget: int) -> tup
     before and after they are labelled: ``{label: (before, after)}``."""
     from kitab.release.review_queue import entity_queries, estimated_wrong, labelled_errors, review_queue, row_errors
 
-    states = _dicts(con, "SELECT book_id, author_qid, kind, state, evidence FROM book_entities ORDER BY book_id, kind")
+    states = _dicts(con, "SELECT * FROM book_entities ORDER BY book_id, kind")
     queries = entity_queries(
         _dicts(con, "SELECT query_id, author_qid, n_constraints, constraint_ids FROM queries ORDER BY query_id"),
         _dicts(

@@ -32,7 +32,8 @@ Row = tuple[str, str]  # (book_id, kind): one row of book_entities
 def book_error(row: Mapping) -> float:
     """The estimated probability that a decided (book, kind) row's state is wrong: the one place
     the queue, the export and the key-truth harness read it (today the evidence's error,
-    tasks/entity_states.evidence_error); an unsure row is in no key: 0."""
+    tasks/entity_states.evidence_error); an unsure row is in no key: 0. ``row`` is a whole
+    book_entities row (callers select every column), so a per-row error column needs only this."""
     return evidence_error(row["kind"], row["state"], row["evidence"])
 
 

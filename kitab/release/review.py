@@ -78,6 +78,65 @@ def export_review(con: duckdb.DuckDBPyConnection, release: str, out: Path, sampl
     }
 
 
+def _dicts(con: duckdb.DuckDBPyConnection, sql: str) -> list[dict]:
+    return con.sql(sql).to_arrow_table().to_pylist()
+
+
+def queue_rows(con: duckdb.DuckDBPyConnection, release: str, budget: int) -> tuple[list[dict], dict]:
+    """The review queue's ``budget`` rows of the release ``con`` is scoped to (kitab/release/
+    review_queue.py), each with its ``gain``, and per entity slice the estimated wrong-key share
+    before and after they are labelled: ``{label: (before, after)}``."""
+    from kitab.release.review_queue import entity_queries, estimated_wrong, labelled_errors, review_queue, row_errors
+
+    states = _dicts(con, "SELECT * FROM book_entities ORDER BY book_id, kind")
+    queries = entity_queries(
+        _dicts(con, "SELECT query_id, author_qid, n_constraints, constraint_ids FROM queries ORDER BY query_id"),
+        _dicts(
+            con,
+            "SELECT constraint_id, spec, entity_kind, mapped_book_ids FROM constraints "
+            "WHERE constraint_id IN (SELECT unnest(constraint_ids) FROM queries) ORDER BY constraint_id",
+        ),
+        states,
+    )
+    errors = row_errors(states)
+    picks = review_queue(queries, errors, budget)
+    before = estimated_wrong(queries, errors)
+    after = estimated_wrong(queries, labelled_errors(errors, [p["row"] for p in picks]))
+    by_row = {(r["book_id"], r["kind"]): r for r in release_states(con, release)}
+    rows = [dict(by_row[p["row"]], sample=f"queue:{p['why']}", gain=f"{p['gain']:.6f}") for p in picks]
+    return rows, {label: (before[label]["wrong_key"], after[label]["wrong_key"]) for label in before}
+
+
+def export_queue(con: duckdb.DuckDBPyConnection, release: str, out: Path, budget: int) -> dict:
+    """``kitab review export --budget N``: the queue's rows, best first, with their ``gain``
+    (expected wrong keys removed by the label) and ``sample`` = queue:error or queue:coverage."""
+    if budget <= 0:
+        raise BadValue(f"--budget {budget}: a number of (book, kind) rows to label, 1 or more")
+    rows, slices = queue_rows(con, release, budget)
+    fields = (*FIELDS[:-1], "gain", "label")
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=fields, lineterminator="\r\n")
+    writer.writeheader()
+    for r in rows:
+        writer.writerow({**{k: r.get(k, "") for k in fields}, "release": release, "label": ""})
+    write_bytes(out, buf.getvalue().encode("utf-8-sig"))
+    return {
+        "queued": len(rows),
+        "error": sum(r["sample"] == "queue:error" for r in rows),
+        "coverage": sum(r["sample"] == "queue:coverage" for r in rows),
+        "slices": slices,
+    }
+
+
+def format_queue_summary(counts: dict, out: Path) -> str:
+    """The export's summary line: rows, and per slice the estimated wrong-key share before -> after."""
+    moves = ", ".join(f"{label} {100 * b:.1f}% -> {100 * a:.1f}%" for label, (b, a) in counts["slices"].items())
+    return (
+        f"{counts['queued']} rows queued ({counts['error']} to lower the key error, {counts['coverage']} unsure "
+        f"for coverage) -> {out}; estimated wrong-key share once labelled: {moves or 'no entity query'}"
+    )
+
+
 def parse_review(text: str, name: str = "FILE", kinds: tuple[str, ...] | None = None) -> list[dict]:
     """The labelled rows of an exported (and filled) CSV; blank labels are skipped. A missing
     column or a bad row -> BadValue naming the file and line. ``kinds``: default, every

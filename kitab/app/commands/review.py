@@ -22,17 +22,28 @@ def export(
     out: Path = typer.Option(..., help="the CSV to write (opens in a spreadsheet; fill the label column)"),
     sample: int = typer.Option(50, help="decided (book, kind) rows to sample beside every unsure one"),
     seed: int = typer.Option(0, help="the sample's seed (same seed and release: same file)"),
+    budget: int | None = typer.Option(
+        None,
+        help="instead: the N (book, kind) rows whose labels most lower the estimated wrong-key share "
+        "(the review queue), best first",
+    ),
     warehouse: Path | None = WarehouseOpt,
 ) -> None:
     """Write the release's unsure (book, kind) rows and a seeded sample of decided ones, with an
-    empty label column to fill with yes / no."""
+    empty label column to fill with yes / no; with --budget N, the review queue's N rows."""
     from kitab.core.warehouse import Warehouse
-    from kitab.release.review import export_review
+    from kitab.release.review import export_queue, export_review, format_queue_summary
 
     root = existing_warehouse(warehouse, release)
     with user_errors(), Warehouse(root).connect(release=release) as con:
-        counts = export_review(con, release, out, sample=sample, seed=seed)
-    console.print(f"{counts['unsure']} unsure and {counts['decided']} decided rows -> {out}")
+        if budget is not None:
+            counts = export_queue(con, release, out, budget)
+        else:
+            counts = export_review(con, release, out, sample=sample, seed=seed)
+    if budget is not None:
+        console.print(format_queue_summary(counts, out))
+    else:
+        console.print(f"{counts['unsure']} unsure and {counts['decided']} decided rows -> {out}")
 
 
 @review_app.command("import")

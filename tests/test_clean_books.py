@@ -121,7 +121,8 @@ def test_the_issue_titles_are_rejected_as_not_english_with_their_evidence() -> N
     result = run(rows)
     assert reasons(result) == {"/works/OL1W": "not_english_detected", "/works/OL2W": "not_english_detected"}
     evidence = {r["title"]: json.loads(r["evidence"]) for r in result.rejects}
-    assert evidence["Cien noches en Bogotá"]["lang_rule"] == "non_ascii_letter"
+    assert evidence["Cien noches en Bogotá"]["lang_rule"] == "unknown_lowercase_words"
+    assert evidence["Cien noches en Bogotá"]["unknown_words"] == ["en", "noches"]
     assert evidence["Ein Sommer in Hamburg"]["foreign_words"] == ["ein"]
     for ev in evidence.values():
         assert ev["lang_detector"] == LANG_DETECTOR and ev["lang_label"] != "en"
@@ -392,3 +393,12 @@ def test_every_works_raw_row_ends_in_title_variants_or_rejects(rows: list[dict],
     ends = [(r["author_qid"], r["work_key"]) for r in deduped.tables["title_variants"]]
     ends += [(r["author_qid"], r["record_id"]) for r in cleaned.rejects + deduped.rejects if r["record_kind"] == "work"]
     assert sorted(ends) == sorted((r["author_qid"], r["work_key"]) for r in rows)
+
+
+def test_a_parallel_title_is_english_only_when_every_part_is() -> None:
+    english, evidence = english_verdict("El Color De La Tierra/ The Color of the Earth")
+    assert not english and evidence["lang_rule"] == "foreign_segment"
+    assert evidence["segment"] == "El Color De La Tierra" and evidence["segment_rule"] == "foreign_word"
+    # One-word parts and name-only parts say nothing: "Mr. Mercedes", "Sherlock Holmes. The Hound".
+    for title in ["Mr. Mercedes", "Sherlock Holmes. The Hound of the Baskervilles", "Dune / Frank Herbert"]:
+        assert english_verdict(title)[0], title

@@ -221,6 +221,9 @@ def test_a_name_only_title_without_edition_language_is_language_unknown() -> Non
     assert evidence["lang_rule"] == LANGUAGE_UNKNOWN
     assert (evidence["author_tagged_works"], evidence["author_english_works"]) == (3, 1)
     assert result.stats["lang_unknown_kept"] == 1 and result.stats["lang_unknown_dropped"] == 1
+    # ... and stays visible in the released table.
+    variants = dedup_titles(result.tables["works_clean"], AUTHORS, min_books=1).tables["title_variants"]
+    assert {v["title"]: v["lang_rule"] for v in variants}["Nostromo"] == LANGUAGE_UNKNOWN
 
 
 def test_more_than_two_authors_is_an_anthology() -> None:

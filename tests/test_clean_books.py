@@ -405,3 +405,12 @@ def test_a_parallel_title_is_english_only_when_every_part_is() -> None:
     # One-word parts and name-only parts say nothing: "Mr. Mercedes", "Sherlock Holmes. The Hound".
     for title in ["Mr. Mercedes", "Sherlock Holmes. The Hound of the Baskervilles", "Dune / Frank Herbert"]:
         assert english_verdict(title)[0], title
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.text(max_size=60))
+def test_the_language_rules_answer_any_text(text: str) -> None:
+    # Titles and subtitles arrive as any text (newlines, other scripts, no letters at all).
+    assert isinstance(name_only(text), bool)
+    english, evidence = english_verdict(text)
+    assert isinstance(english, bool) and evidence["lang_rule"] and evidence["lang_detector"] == LANG_DETECTOR

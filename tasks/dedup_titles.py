@@ -262,7 +262,7 @@ def cluster_titles(variants: Sequence[Variant]) -> list[Cluster]:
     return sorted(clusters, key=lambda c: (c.members[0][0].work_key, c.members[0][0].title))
 
 
-PROVENANCE_FROM_CLEAN = ("year_raw", "year_issue", "lang_detector", "lang_label", "lang_confidence")
+PROVENANCE_FROM_CLEAN = ("year_raw", "year_issue", "lang_detector", "lang_label", "lang_confidence", "lang_rule")
 
 
 def _bare_key(work_key: str) -> str:

@@ -10,7 +10,18 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tasks.clean_books import LANG_DETECTOR, MAX_OTHER_WRITERS, clean_books, english_verdict
+from tasks.clean_books import (
+    LANG_DETECTOR,
+    LANGUAGE_UNKNOWN,
+    MAX_OTHER_WRITERS,
+    MIN_AUTHOR_ENGLISH_SHARE,
+    MIN_AUTHOR_TAGGED_WORKS,
+    author_languages,
+    clean_books,
+    english_verdict,
+    keep_language_unknown,
+    name_only,
+)
 from tasks.dedup_titles import dedup_titles
 
 TODAY = 2026
@@ -110,7 +121,8 @@ def test_the_issue_titles_are_rejected_as_not_english_with_their_evidence() -> N
     result = run(rows)
     assert reasons(result) == {"/works/OL1W": "not_english_detected", "/works/OL2W": "not_english_detected"}
     evidence = {r["title"]: json.loads(r["evidence"]) for r in result.rejects}
-    assert evidence["Cien noches en Bogotá"]["lang_rule"] == "non_ascii_letter"
+    assert evidence["Cien noches en Bogotá"]["lang_rule"] == "unknown_lowercase_words"
+    assert evidence["Cien noches en Bogotá"]["unknown_words"] == ["en", "noches"]
     assert evidence["Ein Sommer in Hamburg"]["foreign_words"] == ["ein"]
     for ev in evidence.values():
         assert ev["lang_detector"] == LANG_DETECTOR and ev["lang_label"] != "en"
@@ -118,15 +130,100 @@ def test_the_issue_titles_are_rejected_as_not_english_with_their_evidence() -> N
     assert iceberg["lang_label"] != "en"  # kept by the word list, not by the detector
 
 
-def test_english_verdict_on_the_labelled_titles_beats_the_old_rule() -> None:
-    # The measured numbers (docs/dedup.md) as a floor: a change to the rule that loses either fails here.
+def test_english_verdict_on_the_labelled_titles_that_are_not_names_only() -> None:
+    # The measured numbers (docs/dedup.md) as a floor: a change to the rule that loses either fails
+    # here. Scored where the pipeline uses it: titles that are not name_only() (the others are
+    # language_unknown); the 787 titles labelled before issue 37 (dev + holdout).
     with (ROOT / "benchmarks" / "data" / "language_titles.tsv").open(encoding="utf-8") as f:
-        rows = list(csv.DictReader(f, delimiter="\t"))
+        rows = [r for r in csv.DictReader(f, delimiter="\t") if "issue 37 fresh" not in r["source"]]
+    rows = [r for r in rows if not name_only(r["title"])]
     keep = [english_verdict(r["title"])[0] for r in rows]
     gold = [r["lang"] == "en" for r in rows]
     tp = sum(k and g for k, g in zip(keep, gold, strict=True))
     precision, recall = tp / sum(keep), tp / sum(gold)
-    assert len(rows) == 787 and precision >= 0.89 and recall >= 0.96, (precision, recall)
+    assert len(rows) == 683 and precision >= 0.98 and recall >= 0.98, (len(rows), precision, recall)
+
+
+def test_name_only_titles() -> None:
+    for title in ["Nostromo", "Effi Briest", "Pnin", "Buddenbrooks", "Thérèse Raquin", "Fahrenheit 451", "Carmen"]:
+        assert name_only(title), title
+    for title in [
+        "Alias Grace",  # "alias" is an English word
+        "Madame Bovary",  # so is "madame" (SCOWL 35)
+        "Birdsong",  # two English words run together
+        "Frau Jenny Treibel",  # "frau": a frequent German word, no name
+        "Les Misérables",  # a foreign function word
+        "L'Étranger",  # an elided one
+        "Homo faber",  # a lower-case word
+        "1984",  # no word at all
+        "Zhongguo fo jiao",
+    ]:
+        assert not name_only(title), title
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.text(alphabet="AbcdeÉfgz '-", max_size=30), st.sampled_from(["the", "love", "and", "of", "river"]))
+def test_a_title_with_an_english_word_is_never_name_only(text: str, word: str) -> None:
+    assert not name_only(f"{text} {word}")
+    assert not name_only(f"{word.title()} {text}")
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from(["Effi", "Briest", "Nostromo", "Pnin", "Kohlhaas", "Berlin"]), min_size=1, max_size=4))
+def test_names_and_unknown_capitalised_words_are_name_only(words: list[str]) -> None:
+    assert name_only(" ".join(words))
+
+
+@given(st.integers(0, 50), st.integers(0, 50))
+def test_keep_language_unknown_needs_enough_mostly_english_tagged_works(tagged: int, english: int) -> None:
+    english = min(english, tagged)
+    kept = keep_language_unknown(tagged, english)
+    assert kept == (tagged >= MIN_AUTHOR_TAGGED_WORKS and english / tagged >= MIN_AUTHOR_ENGLISH_SHARE)
+    if kept and english < tagged:  # one more English work never drops a kept title
+        assert keep_language_unknown(tagged, english + 1)
+
+
+def test_author_languages_counts_each_tagged_work_once() -> None:
+    rows = [
+        work("A", 1),
+        work("A again", 1),  # the same work key
+        work("B", 2, languages=["ger"]),
+        work("C", 3, languages=["eng", "ger"]),
+        work("D", 4, languages=[]),
+        work("E", 5, "Q33977", languages=None),
+    ]
+    assert author_languages(rows) == {"Q72334": (3, 2)}
+
+
+def test_a_name_only_title_without_edition_language_is_language_unknown() -> None:
+    # Through the real clean step: Morrison's tagged works are English, Verne's French; each has
+    # one untagged title that is only a name.
+    english = [work(t, n) for n, t in enumerate(["Beloved", "Jazz", "Sula"], start=1)]
+    french = [work(t, n, "Q33977", languages=["fre"]) for n, t in enumerate(["Vingt mille lieues", "Kéraban"], 11)]
+    french.append(work("Michel Strogoff", 13, "Q33977", languages=["fre", "eng"]))
+    rows = [
+        *english,
+        *french,
+        work("Nostromo", 4, languages=[]),
+        work("Mathias Sandorf", 14, "Q33977", languages=None),
+        work("The Bluest Eye", 5, "Q33977", languages=[]),  # not name-only: the text rule
+    ]
+    result = run(rows)
+    kept = {r["title"]: r for r in result.tables["works_clean"]}
+    assert kept["Nostromo"]["lang_rule"] == LANGUAGE_UNKNOWN  # kept, and visibly so
+    assert kept["The Bluest Eye"]["lang_rule"] == "english_word" and kept["Beloved"]["lang_rule"] == "edition_language"
+    assert {r["title"]: r["reason"] for r in result.rejects} == {
+        "Vingt mille lieues": "not_english_tagged",
+        "Kéraban": "not_english_tagged",
+        "Mathias Sandorf": LANGUAGE_UNKNOWN,
+    }
+    evidence = json.loads(next(r for r in result.rejects if r["reason"] == LANGUAGE_UNKNOWN)["evidence"])
+    assert evidence["lang_rule"] == LANGUAGE_UNKNOWN
+    assert (evidence["author_tagged_works"], evidence["author_english_works"]) == (3, 1)
+    assert result.stats["lang_unknown_kept"] == 1 and result.stats["lang_unknown_dropped"] == 1
+    # ... and stays visible in the released table.
+    variants = dedup_titles(result.tables["works_clean"], AUTHORS, min_books=1).tables["title_variants"]
+    assert {v["title"]: v["lang_rule"] for v in variants}["Nostromo"] == LANGUAGE_UNKNOWN
 
 
 def test_more_than_two_authors_is_an_anthology() -> None:
@@ -299,3 +396,21 @@ def test_every_works_raw_row_ends_in_title_variants_or_rejects(rows: list[dict],
     ends = [(r["author_qid"], r["work_key"]) for r in deduped.tables["title_variants"]]
     ends += [(r["author_qid"], r["record_id"]) for r in cleaned.rejects + deduped.rejects if r["record_kind"] == "work"]
     assert sorted(ends) == sorted((r["author_qid"], r["work_key"]) for r in rows)
+
+
+def test_a_parallel_title_is_english_only_when_every_part_is() -> None:
+    english, evidence = english_verdict("El Color De La Tierra/ The Color of the Earth")
+    assert not english and evidence["lang_rule"] == "foreign_segment"
+    assert evidence["segment"] == "El Color De La Tierra" and evidence["segment_rule"] == "foreign_word"
+    # One-word parts and name-only parts say nothing: "Mr. Mercedes", "Sherlock Holmes. The Hound".
+    for title in ["Mr. Mercedes", "Sherlock Holmes. The Hound of the Baskervilles", "Dune / Frank Herbert"]:
+        assert english_verdict(title)[0], title
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.text(max_size=60))
+def test_the_language_rules_answer_any_text(text: str) -> None:
+    # Titles and subtitles arrive as any text (newlines, other scripts, no letters at all).
+    assert isinstance(name_only(text), bool)
+    english, evidence = english_verdict(text)
+    assert isinstance(english, bool) and evidence["lang_rule"] and evidence["lang_detector"] == LANG_DETECTOR

@@ -42,7 +42,7 @@ with all_books as (
         select 1 from rejects r
         where r.release = w.release and r.author_qid = w.author_qid and r.record_kind = 'work'
           and r.record_id = w.work_key and r.stage = 'clean_books'
-          and r.reason not in ('not_english_tagged', 'not_english_detected', 'duplicate_row'))
+          and r.reason not in ('not_english_tagged', 'not_english_detected', 'language_unknown', 'duplicate_row'))
     group by w.release, w.author_qid
 )
 select

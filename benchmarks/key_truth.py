@@ -31,6 +31,8 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 ROOT = _HERE.parent
 sys.path.insert(0, str(ROOT))
 
+from kitab.core.params import DEFAULT_MAX_KEY_ERROR  # noqa: E402
+
 RELEASE = "truth"
 
 
@@ -66,7 +68,7 @@ def pseudo_bibliographies(titles: list[Path], splits: set[str] | None, out: Path
     return out
 
 
-def build(data: list[Path], work: Path, seed: int) -> dict:
+def build(data: list[Path], work: Path, seed: int, max_key_error: float = DEFAULT_MAX_KEY_ERROR) -> dict:
     """Snapshot, release, and the release's rows the measurement needs."""
     from kitab.app.runs import run_refresh
     from kitab.core.warehouse import Warehouse
@@ -85,6 +87,7 @@ def build(data: list[Path], work: Path, seed: int) -> dict:
         warehouse=root,
         direct=True,
         allow_fewer=True,
+        max_key_error=max_key_error,
     )
     with Warehouse(root).connect(release=RELEASE) as con:
         tables = {
@@ -204,6 +207,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-wrong", type=float, default=None, help="exit 1 if a slice's measured share is above")
     parser.add_argument("--simulate-review", type=float, default=None, metavar="SHARE")
     parser.add_argument("--seed", type=int, default=42, help="the release's seed")
+    parser.add_argument(
+        "--max-key-error",
+        type=float,
+        default=DEFAULT_MAX_KEY_ERROR,
+        help="the release's key-error bound (1: none, to measure the release without it)",
+    )
     parser.add_argument("--keep", type=Path, default=None, help="build in this folder (kept) instead of a temp one")
     parser.add_argument(
         "--pseudo-authors",
@@ -230,10 +239,10 @@ def main(argv: list[str] | None = None) -> int:
     quiet_prefect_env()
     if args.keep:
         args.keep.mkdir(parents=True, exist_ok=True)
-        result = measure(build(data, args.keep, args.seed), args.simulate_review)
+        result = measure(build(data, args.keep, args.seed, args.max_key_error), args.simulate_review)
     else:
         with tempfile.TemporaryDirectory(prefix="key_truth-") as tmp:
-            result = measure(build(data, Path(tmp), args.seed), args.simulate_review)
+            result = measure(build(data, Path(tmp), args.seed, args.max_key_error), args.simulate_review)
     result["data"] = [str(p) for p in data]
     print(json.dumps(result, indent=2, sort_keys=True) if args.json else markdown(result), end="")
     over = [

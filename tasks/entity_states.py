@@ -277,6 +277,19 @@ def deciding_index(states: Iterable[Mapping]) -> Deciding:
     return books
 
 
+def deciding_books(author_qid: str, criterion: Mapping, members: Sequence[Mapping], books: Mapping) -> list:
+    """The entries of ``books`` ((author, kind) -> the author's books) that decide the entity
+    ``criterion`` of the query ``members``: the author's books meeting every other criterion
+    (all of them for a one-constraint query). The one definition (key quality, the bound, the
+    review queue)."""
+    others = [set(o["mapped_book_ids"]) for o in members if o is not criterion]
+    return [
+        b
+        for b in books.get((author_qid, criterion["entity_kind"]), [])
+        if all((b[0] if isinstance(b, tuple) else b) in o for o in others)
+    ]
+
+
 def query_key_error(
     author_qid: str, members: Sequence[Mapping], books: Deciding
 ) -> tuple[tuple[float, float, float], list[tuple[Mapping, int, int]]]:
@@ -290,8 +303,7 @@ def query_key_error(
     for c in members:
         if not c.get("entity_kind"):
             continue
-        others = [set(o["mapped_book_ids"]) for o in members if o is not c]
-        deciding = [b for b in books.get((author_qid, c["entity_kind"]), []) if all(b[0] in o for o in others)]
+        deciding = deciding_books(author_qid, c, members, books)
         for _, state, err in deciding:
             if state != UNSURE:
                 for i in range(3):

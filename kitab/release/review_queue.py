@@ -24,17 +24,16 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from tasks.entity_states import UNSURE, evidence_error
+from tasks.entity_states import UNSURE, deciding_books, state_error
 
 Row = tuple[str, str]  # (book_id, kind): one row of book_entities
 
 
 def book_error(row: Mapping) -> float:
     """The estimated probability that a decided (book, kind) row's state is wrong: the one place
-    the queue, the export and the key-truth harness read it (today the evidence's error,
-    tasks/entity_states.evidence_error); an unsure row is in no key: 0. ``row`` is a whole
-    book_entities row (callers select every column), so a per-row error column needs only this."""
-    return evidence_error(row["kind"], row["state"], row["evidence"])
+    the queue, the export and the key-truth harness read it: the row's stated error
+    (book_entities.error, calibrated; tasks/entity_states.state_error)."""
+    return state_error(row)[0]
 
 
 def row_errors(states: Iterable[Mapping]) -> dict[Row, float | None]:
@@ -76,9 +75,8 @@ def entity_queries(
         for c in members:
             if not c.get("entity_kind"):
                 continue
-            others = [set(o["mapped_book_ids"]) for o in members if o is not c]
             kind = c["entity_kind"]
-            rows = tuple((b, kind) for b in books.get((q["author_qid"], kind), []) if all(b in o for o in others))
+            rows = tuple((b, kind) for b in deciding_books(q["author_qid"], c, members, books))
             criteria.append((spec_from_json(c["spec"]).label, rows))
         if criteria:
             out.append(EntityQuery(q["query_id"], q["n_constraints"], tuple(criteria)))

@@ -6,7 +6,9 @@ Sets: 119 real Open Library dump works that carry subject_people / subject_place
 1,000 works of the 2020 dump: tests/data/book_records/ol_dump_works_with_records.jsonl) and the
 79 real romance works with people / places (snapshots/seed/ol_etl_romance_sample). Every book
 record evidence decides was labelled by hand (tests/data/book_records/labels.tsv: does the
-title contain a person's / a city's name). --list prints each decision beside its label.
+title contain a person's / a city's name). The titles are tagged first with the default title
+taggers (human_v6, city_v6): a record confirms or contradicts their spans (tasks/book_evidence.py,
+record_verdict). --list prints each decision beside its label.
 Exit status 1 if the share right on either set, per kind or in all, is below --min.
 """
 
@@ -25,6 +27,7 @@ ROOT = _HERE.parent
 sys.path.insert(0, str(ROOT))
 
 from tasks.book_evidence import LexiconGazetteer, record_evidence  # noqa: E402
+from tasks.tag_entities import default_taggers, title_tags  # noqa: E402
 
 DATA = ROOT / "tests" / "data" / "book_records"
 ROMANCE = ROOT / "snapshots" / "seed" / "ol_etl_romance_sample"
@@ -69,15 +72,20 @@ def main() -> int:
     args = ap.parse_args()
     truth = labels()
     gazetteer = LexiconGazetteer()
+    sets = (("OL dump (first 1,000 works)", dump_set()), ("OL romance sample", romance_set()))
+    spans: dict[str, dict[str, list[str]]] = {}  # title -> kind -> the title rules' span texts
+    for row in title_tags([t for _, books in sets for _, t, _ in books], default_taggers()):
+        if row["start"] >= 0:
+            spans.setdefault(row["title"], {}).setdefault(row["kind"], []).append(row["text"])
     failed = False
     print("| set | books with records | kind | decided yes | decided no | right | unlabelled |")
     print("|---|---|---|---|---|---|---|")
-    for set_name, books in (("OL dump (first 1,000 works)", dump_set()), ("OL romance sample", romance_set())):
+    for set_name, books in sets:
         totals = [0, 0]
         for kind in ("human", "city"):
             n_yes = n_no = right = missing = 0
             for key, title, records in books:
-                ev = record_evidence(title, [], records, gazetteer).get(kind)
+                ev = record_evidence(title, [], records, gazetteer, spans.get(title)).get(kind)
                 if ev is None:
                     continue
                 n_yes += ev["verdict"] == "yes"

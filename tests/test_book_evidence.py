@@ -187,6 +187,25 @@ def test_second_reader_evidence_per_book_and_kind(gazetteer):
     assert second_reader_evidence(books) == {}
 
 
+def _bench():
+    spec = importlib.util.spec_from_file_location("record_evidence_bench", ROOT / "benchmarks" / "record_evidence.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    return bench
+
+
+def test_the_benchmark_counts_the_states_records_change():
+    rows = [
+        ("city", "yes", "title:population|record:yes", "The Rome Morning"),  # unsure without the record
+        ("human", "no", "title:plain|record:no", "Night Train"),  # the title rules decide it alone
+        ("human", "no", "title:name_list|record:no|model:no", "Washington Square"),  # yes without
+    ]
+    assert [(k, w, s, t) for k, w, s, t, _ in _bench().changed_by_records(rows)] == [
+        ("city", "unsure", "yes", "The Rome Morning"),
+        ("human", "unsure", "no", "Washington Square"),
+    ]
+
+
 def test_record_evidence_is_right_on_the_real_records():
     """The benchmark's gate (>= 97% right per set and kind) on the hand-labelled real records."""
     spec = importlib.util.spec_from_file_location("record_evidence_bench", ROOT / "benchmarks" / "record_evidence.py")

@@ -4,9 +4,10 @@ review label and the model tagger say about a title, as plain evidence dicts
 ``{"source": "record"|"model"|"review", "verdict": "yes"|"no", "detail": str}`` per kind.
 
 Pure functions over rows; ``tasks/entity_states.py``'s ``decide`` weighs them against the title
-rules. Which record verdicts are emitted is measured, not assumed (docs/tagging.md, "Evidence
-from the books' own records"): each entity kind carries its own rule and the record fields it
-reads (tasks/entities/kinds/: ``record_fields``, ``record_rule``); the helpers they share are here.
+rules. A record is evidence, not a verdict on absence (docs/tagging.md, "Evidence from the
+books' own records"): it confirms the person or city it names in a title, contradicts a title
+span only where it lists that span's words as something else, and is otherwise silent
+(:func:`record_verdict`, the one rule; each kind registers it as its ``record_rule``).
 """
 
 from __future__ import annotations
@@ -77,13 +78,6 @@ def contains(title_words: Sequence[str], name: Sequence[str]) -> bool:
     return any(tuple(title_words[i : i + n]) == tuple(name) for i in range(len(title_words) - n + 1))
 
 
-def person_in_title(name: tuple[str, ...], title_words: Sequence[str]) -> bool:
-    """The whole name (any order: "Fu Du" is "Du Fu") or one of its surnames (a word after the
-    first, >= 4 letters: "Cervantes" of "Miguel de Cervantes Saavedra") is in the title."""
-    have = set(title_words)
-    return set(name) <= have or any(len(w) >= 4 and w in have for w in name[1:])
-
-
 class Gazetteer(Protocol):
     """What record evidence looks up: is a place name a city; is a word a common English word."""
 
@@ -110,15 +104,6 @@ class LexiconGazetteer:
         return word in self.lex.words or word in self.lex.rare_words
 
 
-def unexplained_capitals(title: str, records: Sequence[Mapping], gazetteer: Gazetteer) -> list[str]:
-    """Capitalised words that are neither English words nor words of the record's names: "Platon"
-    in "Aisthesis vor Platon" (people: Antiphon, Thucydides, Lysias), "Paula" (people: Allende's).
-    Where there are any, a record's silence is no evidence that the title names nobody."""
-    known = {w for r in records for w in words(r["name"])}
-    found = _WORD.findall(title)
-    return [w for w in found if w[:1].isupper() and fold(w) not in known and not gazetteer.is_word(fold(w))]
-
-
 def is_city_place(raw: str, gazetteer: Gazetteer) -> bool:
     """A city: the gazetteer knows it, and no qualifier says it is something else: a state, a
     region, or a place inside a city ("São Cristóvão (Rio de Janeiro, Brazil)": a district)."""
@@ -129,8 +114,87 @@ def is_city_place(raw: str, gazetteer: Gazetteer) -> bool:
     return gazetteer.is_city(" ".join(name)) and not (within and gazetteer.is_city(" ".join(within)))
 
 
+def is_other_place(raw: str, gazetteer: Gazetteer) -> bool:
+    """A place the record says is no city, explicitly: the qualifier is the place's own kind
+    ("Georgia (Republic)", "Punjab (India : State)"), the place lies inside a city
+    ("São Cristóvão (Rio de Janeiro, Brazil)"), or the gazetteer knows no city of that name
+    ("Rio Grande do Sul (Brazil)"). A qualifier naming the region a city lies in is no such
+    word: "Fuzhou (Fujian Sheng)" is a city in Fujian province."""
+    name, qualifier = place_name(raw)
+    if not name:
+        return False
+    own = qualifier.rsplit(":", 1)[-1].strip()
+    if own and _NOT_CITY_QUALIFIER.fullmatch(own):
+        return True
+    within = words(qualifier.split(",")[0]) if "," in qualifier else []
+    return not gazetteer.is_city(" ".join(name)) or bool(within and gazetteer.is_city(" ".join(within)))
+
+
 def _evidence(source: str, verdict: str, detail: str) -> dict:
     return {"source": source, "verdict": verdict, "detail": detail}
+
+
+PEOPLE_FIELDS = ("subject_people", "characters")  # book_records fields that list persons
+PLACE_FIELDS = ("subject_places", "narrative_locations")  # ... and places
+
+
+def record_verdict(
+    kind: str, titles: Sequence[str], spans: Sequence[str], records: Sequence[Mapping], gazetteer: Gazetteer
+) -> tuple[str, str] | None:
+    """What a book's records say about ``kind`` ("human" or "city") in its titles, given the
+    title rules' spans of that kind (``spans``: their texts, over every title): (verdict, detail) or None.
+
+    - yes: the record names an entity of the kind that is in a title: a catalogued person (all
+      the name's words in any order, "Fu Du" = "Du Fu", or a surname after the first word of >= 4
+      letters, "Cervantes", that is no common English word unless a span covers it: "Savage
+      Interlude" under "Damien Savage" is not confirmed), or a catalogued place that is a city.
+    - no: the record explicitly covers a span's words as something that is not of the kind: every
+      word of a span is in a name the record lists, that name is in a title, and no name of the
+      kind in the record holds those words. For human: a place ("Washington Square" under
+      "Washington Square (New York, N.Y.)"); for city: a person ("London" in "Jack London's
+      Yukon" under "London, Jack") or a place the record qualifies as no city ("Georgia (Republic)").
+    - None otherwise: a record that lists *other* people or places says nothing about the title
+      ("Verity" with characters not named Verity; "We Bombed in New Haven" under "Lisbon").
+    """
+    title_words = [words(t) for t in dict.fromkeys(titles) if t]
+    span_words = [set(w) for w in (words(s) for s in dict.fromkeys(spans)) if w]
+    covered = set().union(*span_words) if span_words else set()
+    people = [(r, n) for r in records if r["field"] in PEOPLE_FIELDS for n in person_names(r["name"])]
+    places = [(r, *place_name(r["name"])) for r in records if r["field"] in PLACE_FIELDS]
+    # (row, words, a city, explicitly no city): "Fuzhou (Fujian Sheng)" is neither for sure
+    places = [
+        (r, n, is_city_place(r["name"], gazetteer), is_other_place(r["name"], gazetteer)) for r, n, _ in places if n
+    ]
+
+    def person_named(name: tuple[str, ...]) -> bool:
+        if any(set(name) <= set(t) for t in title_words):
+            return True
+        surnames = [w for w in name[1:] if len(w) >= 4 and (w in covered or not gazetteer.is_word(w))]
+        return any(w in t for w in surnames for t in title_words)
+
+    def place_named(name: tuple[str, ...]) -> bool:
+        return any(contains(t, name) for t in title_words)
+
+    if kind == "human":
+        mine = [(r, n) for r, n in people if person_named(n)]
+        kind_words = {w for _, n in people for w in n}
+        others = [(r, n) for r, n, _, _ in places if place_named(n)]
+    elif kind == "city":
+        mine = [(r, n) for r, n, city, _ in places if city and place_named(n)]
+        kind_words = {w for _, n, city, other in places if not other for w in n}
+        others = [(r, n) for r, n in people if person_named(n)]
+        others += [(r, n) for r, n, _, other in places if other and place_named(n)]
+    else:
+        raise ValueError(f"record_verdict: no record rule for the kind {kind!r}")
+    if mine:
+        r = mine[0][0]
+        return YES, f"{r['field']} {r['name']!r} in the title"
+    for span in span_words:
+        cover = [r for r, n in others if span <= set(n)]
+        if cover and not span & kind_words:
+            what = "a person" if cover[0]["field"] in PEOPLE_FIELDS else "a place" if kind == "human" else "no city"
+            return NO, f"{cover[0]['field']} {cover[0]['name']!r} ({what}) covers the span"
+    return None
 
 
 def record_evidence(
@@ -138,27 +202,26 @@ def record_evidence(
     variants: Sequence[str],
     records: Sequence[Mapping],
     gazetteer: Gazetteer | None = None,
+    spans: Mapping[str, Sequence[str]] | None = None,
 ) -> dict[str, dict]:
     """A book's records (``book_records`` rows: ``field``, ``name``, ``source``) against its
-    title and title variants -> ``{kind: evidence}``: each registered kind with a record rule
-    reads the rows of its fields; a kind its records say nothing reliable about is absent.
+    title and title variants and the title rules' spans (``spans``: kind -> span texts over the
+    book's titles; absent: none found) -> ``{kind: evidence}``: each registered kind with a record
+    rule reads them; a kind its records say nothing about is absent.
     ``gazetteer`` defaults to :class:`LexiconGazetteer` (build it once per batch)."""
     from tasks.entities.registry import entity_kinds
 
     gazetteer = gazetteer or LexiconGazetteer()
+    spans = spans or {}
     out: dict[str, dict] = {}
+    if not records:
+        return out
     for kind in entity_kinds():
-        rows = [r for r in records if r["field"] in kind.record_fields]
-        if kind.record_rule is not None and rows:
-            found = kind.record_rule(title, variants, rows, records, gazetteer)
+        if kind.record_rule is not None:
+            found = kind.record_rule([title, *variants], spans.get(kind.name, ()), records, gazetteer)
             if found:
                 out[kind.name] = _evidence(RECORD, *found)
     return out
-
-
-def fields_of(rows: Iterable[Mapping]) -> str:
-    """The record fields of ``rows``, "/"-joined (an evidence detail)."""
-    return "/".join(sorted({r["field"] for r in rows}))
 
 
 # -- review labels ---------------------------------------------------------------------------
@@ -212,7 +275,8 @@ def second_reader_evidence(
 
     ``books``: ``book_id``, ``title``, ``author`` (the name reviewers saw), ``variants`` (title
     variants), ``work_keys`` (every work merged into the book); ``records``: ``book_records`` rows
-    (``work_key``, ``field``, ``name``); ``labels``: :func:`review_labels`; ``model_spans``:
+    (``work_key``, ``field``, ``name``); ``spans`` (optional): kind -> the title rules' span texts over
+    the book's titles; ``labels``: :func:`review_labels`; ``model_spans``:
     book_id -> {kind: span texts} from the model tagger (absent: no model configured)."""
     by_work: dict[str, list[Mapping]] = {}
     for r in records:
@@ -221,7 +285,11 @@ def second_reader_evidence(
     out: dict[tuple[str, str], list[dict]] = {}
     for book in books:
         mine = [r for k in book.get("work_keys") or [] for r in by_work.get(k, [])]
-        found = [record_evidence(book["title"], book.get("variants") or [], mine, gazetteer) if mine else {}]
+        found = [
+            record_evidence(book["title"], book.get("variants") or [], mine, gazetteer, book.get("spans"))
+            if mine
+            else {}
+        ]
         if model_spans is not None and book["book_id"] in model_spans:
             found.append(model_evidence(model_spans[book["book_id"]], model_version))
         if labels:

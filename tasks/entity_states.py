@@ -117,12 +117,14 @@ def second_reader_evidence(
     labels: Mapping[tuple[str, str], Mapping[str, str]] | None = None,
     model_spans: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
     model_version: str = "",
+    tag_rows: Iterable[Mapping] = (),
 ) -> dict[tuple[str, str], list[dict]]:
     """(book_id, kind) -> the second readers' verdicts (``{"source", "verdict", "detail"}``) for
     one batch, as the constrain step has it: its ``books`` and ``title_variants`` rows, its
     ``authors`` (the name a reviewer saw), the ``book_records`` rows of its works, the review
     labels (tasks/book_evidence.review_labels) and the model tagger's spans per book (None: no
-    model configured). The evidence itself is tasks/book_evidence.py's."""
+    model configured), and the title_tags rows of its titles (the title rules' spans, which a
+    record may confirm or contradict). The evidence itself is tasks/book_evidence.py's."""
     from tasks.book_evidence import second_reader_evidence as evidence
 
     if not records and not labels and model_spans is None:
@@ -133,16 +135,27 @@ def second_reader_evidence(
     for v in title_variants:
         variants.setdefault(v["book_id"], []).append(v["title"])
         work_keys.setdefault(v["book_id"], []).append(v["work_key"])
-    rows = [
-        {
-            "book_id": b["book_id"],
-            "title": b["canonical_title"],
-            "author": names.get(b["author_qid"], ""),
-            "variants": [t for t in variants.get(b["book_id"], []) if t != b["canonical_title"]],
-            "work_keys": sorted(set(work_keys.get(b["book_id"], []))),
-        }
-        for b in sorted(books, key=lambda b: b["book_id"])
-    ]
+    spans: dict[str, dict[str, list[str]]] = {}  # title -> kind -> span texts
+    for t in tag_rows:
+        if t["start"] >= 0:
+            spans.setdefault(t["title"], {}).setdefault(t["kind"], []).append(t["text"])
+    rows = []
+    for b in sorted(books, key=lambda b: b["book_id"]):
+        mine = [b["canonical_title"], *variants.get(b["book_id"], [])]
+        found: dict[str, list[str]] = {}
+        for title in dict.fromkeys(mine):
+            for kind, texts in spans.get(title, {}).items():
+                found.setdefault(kind, []).extend(texts)
+        rows.append(
+            {
+                "book_id": b["book_id"],
+                "title": b["canonical_title"],
+                "author": names.get(b["author_qid"], ""),
+                "variants": [t for t in variants.get(b["book_id"], []) if t != b["canonical_title"]],
+                "work_keys": sorted(set(work_keys.get(b["book_id"], []))),
+                "spans": found,
+            }
+        )
     return evidence(rows, records, labels, model_spans, model_version)
 
 

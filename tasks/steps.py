@@ -380,6 +380,7 @@ def constrain_step(
             review_labels(dict(zip(("title", "author", "kind", "label"), r)) for r in ctx.review_labels),
             model_spans,
             model_version,
+            tag_rows,
         )
         states = book_states(books, variants, tag_rows, kinds, others, kind_versions(ctx.taggers or None))
         baseline = book_states(books, variants, tag_rows, kinds) if others else states

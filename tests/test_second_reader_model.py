@@ -46,11 +46,13 @@ def model(monkeypatch, tmp_path):
 
 BOOKS = [
     # title, the title rules' rows for human (start -1: a doubt row, the class of a title with no span)
-    ("W1", "Pnin", {"start": 0, "evidence": "proper_title_rule"}),  # risky yes; model yes
-    ("W2", "Gilead", {"start": 0, "evidence": "proper_title_rule"}),  # risky yes; model no
-    ("W3", "Emma's Garden", {"start": 0, "evidence": "first_name+possessive_rule"}),  # low-risk yes; model yes
+    ("W1", "Pnin", {"start": 0, "text": "Pnin", "evidence": "proper_title_rule"}),  # risky yes; model yes
+    ("W2", "Gilead", {"start": 0, "text": "Gilead", "evidence": "proper_title_rule"}),  # risky yes; model no
+    # low-risk yes; model yes
+    ("W3", "Emma's Garden", {"start": 0, "text": "Emma", "evidence": "first_name+possessive_rule"}),
     ("W4", "The Sea", None),  # low-risk no; model yes ("Sea")
-    ("W5", "The Open Sea", None),  # low-risk no; model yes; the record says no
+    # low-risk yes; model no; the record lists the span as a place
+    ("W5", "Washington Square", {"start": 0, "text": "Washington", "evidence": "surname"}),
     ("W6", "Night in Paris", None),  # city: risky population yes (below); model yes
 ]
 
@@ -59,18 +61,21 @@ def states(endpoint, records=()):
     books = [{"book_id": f"Q1:{w}", "author_qid": "Q1", "canonical_title": t} for w, t, _ in BOOKS]
     variants = [{"book_id": f"Q1:{w}", "title": t, "work_key": f"/works/{w}"} for w, t, _ in BOOKS]
     tags = [{"title": t, "kind": "human", **row} for _, t, row in BOOKS if row]
-    tags.append({"title": "Night in Paris", "kind": "city", "start": 9, "evidence": "gazetteer:geonames_1000"})
+    tags.append(
+        {"title": "Night in Paris", "kind": "city", "start": 9, "text": "Paris", "evidence": "gazetteer:geonames_1000"}
+    )
     session = second_reader_session("model", endpoint)
     spans = book_spans(session, {b["book_id"]: [b["canonical_title"]] for b in books})
     others = second_reader_evidence(
-        books, variants, [{"qid": "Q1", "name": "A"}], records, None, spans, second_reader_version(session)
+        books, variants, [{"qid": "Q1", "name": "A"}], records, None, spans, second_reader_version(session), tags
     )
     rows = book_states(books, variants, tags, ["human", "city"], others)
     return {(r["book_id"].split(":")[1], r["kind"]): (r["state"], r["evidence"]) for r in rows}
 
 
 def test_agreement_decides_and_disagreement_is_unsure_unless_the_record_decides(model):
-    got = states(model.endpoint, [{"work_key": "/works/W5", "field": "subject_people", "name": "Smith, John"}])
+    place = "Washington Square (New York, N.Y.)"
+    got = states(model.endpoint, [{"work_key": "/works/W5", "field": "subject_places", "name": place}])
     # agreement: a risky title class is decided by the model's second reading
     assert got["W1", "human"] == (YES, "title:proper_title|model:yes")
     assert got["W3", "human"] == (YES, "title:rule|model:yes")
@@ -79,8 +84,8 @@ def test_agreement_decides_and_disagreement_is_unsure_unless_the_record_decides(
     # disagreement: the model alone never overrules the title rules, nor do they overrule it: unsure
     assert got["W2", "human"] == (UNSURE, "title:proper_title|model:no")
     assert got["W4", "human"] == (UNSURE, "title:plain|model:yes")
-    # ... unless the book's record decides (here with the title rules: two against one)
-    assert got["W5", "human"] == (NO, "title:plain|record:no|model:yes")
+    # ... unless the book's record decides (here with the model: two against one)
+    assert got["W5", "human"] == (NO, "title:name_list|record:no|model:no")
 
 
 def test_answers_are_cached_and_versioned(model):

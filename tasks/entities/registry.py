@@ -36,7 +36,7 @@ from kitab.core.errors import BadValue
 YES, NO = "yes", "no"
 PLAIN = "plain"  # the class of a title with no span and no doubt row: every kind has it
 # (verdict, detail) a kind's record rule gives for one book, or None: its records say nothing reliable
-RecordRule = Callable[[str, Sequence[str], Sequence[Mapping], Sequence[Mapping], object], "tuple[str, str] | None"]
+RecordRule = Callable[[Sequence[str], Sequence[str], Sequence[Mapping], object], "tuple[str, str] | None"]
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,7 @@ class EntityKind:
     in_default_release: bool = False  # selected when the run names no taggers
     kitab: bool = False  # one of KITAB's own kinds: its export columns are always there
     record_fields: tuple[str, ...] = ()  # book_records.field values that speak for it
-    record_rule: RecordRule | None = None  # (title, variants, those rows, all the book's rows, gazetteer)
+    record_rule: RecordRule | None = None  # (titles, the title rules' spans, the book's rows, gazetteer)
     prompt: str | None = None  # its clause in the model tagger's prompt ("every city name in it (...)")
     _by_class: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 

@@ -2,18 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from functools import partial
 
-from tasks.book_evidence import (
-    NO,
-    YES,
-    Gazetteer,
-    fields_of,
-    person_in_title,
-    person_names,
-    unexplained_capitals,
-    words,
-)
+from tasks.book_evidence import NO, YES, record_verdict
 from tasks.entities.registry import EntityKind, EvidenceClass, register_kind
 
 # the naming patterns of human_v4..v6 (tasks/taggers/human.py): a span found by one is class "rule"
@@ -28,28 +19,6 @@ def span_class(detectors: frozenset[str]) -> str:
     if detectors & {"first_name", "surname"}:
         return "name_list"
     return "proper_title" if "proper_title_rule" in detectors else "ner_only"
-
-
-def record_rule(
-    title: str, variants: Sequence[str], people: Sequence[Mapping], records: Sequence[Mapping], gazetteer: Gazetteer
-) -> tuple[str, str] | None:
-    """The book's catalogued people (Open Library's subject people, WikiData's characters P674):
-
-    - yes: a person of the record is named in a title (all the name's words, in any order, or
-      its surname): 100% right on the labelled real records.
-    - no: the record lists people and none is in any title (characters and biography subjects
-      are catalogued whenever a title names them), unless a title has a capitalised word that is
-      neither an English word nor a word of the record's names: >= 97% right.
-    """
-    titles = [words(t) for t in dict.fromkeys([title, *variants]) if t]
-    found = [r for r in people if any(person_in_title(n, t) for n in person_names(r["name"]) for t in titles)]
-    if found:
-        return YES, f"{found[0]['field']} {found[0]['name']!r} in the title"
-    if any(person_names(r["name"]) for r in people) and not any(
-        unexplained_capitals(t, records, gazetteer) for t in [title, *variants] if t
-    ):
-        return NO, f"none of {len(people)} {fields_of(people)} in the title"
-    return None
 
 
 # Measured on dev, holdout and dev2 with human_v6 (docs/tagging.md, "States and evidence"): a
@@ -82,7 +51,7 @@ HUMAN = register_kind(
         ),
         span_class=span_class,
         record_fields=("subject_people", "characters"),
-        record_rule=record_rule,
+        record_rule=partial(record_verdict, "human"),  # tasks/book_evidence.py
         prompt=(
             "every human name in it (a person's given name, surname or full name, real or fictional, including a "
             "character's single name such as 'Emma' or 'Gatsby'; not the honorific, so 'Mrs Dalloway' gives "

@@ -10,6 +10,7 @@ per batch of authors; ``decide`` is the one rule.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -232,10 +233,11 @@ def book_states(
 
 
 # -- stated errors (issue 28 item 7, issue 37 item 1) -----------------------------------------
-# A second reader's error where measured: a review label is the truth; the book's record decided
-# 199 of 211 real works right (issue 28: 74/76 romance, 30/32 and 95/103 dump works). The model
-# tagger has no measurement here: it earns no credit of its own (None).
-SOURCE_ERRORS: dict[str, tuple[int, int] | None] = {"record": (12, 211), "model": None}
+# A second reader's error where measured: a review label is the truth; the book's record, read
+# as evidence since issue 37 (tasks/book_evidence.record_verdict), decided 24 of 24 real works
+# right (benchmarks/record_evidence.py: 19 + 4 dump works, 1 romance work; under 30, so its
+# stated error is the upper end, 13.8%). The model tagger has no measurement here: no credit.
+SOURCE_ERRORS: dict[str, tuple[int, int] | None] = {"record": (0, 24), "model": None}
 NO_ERROR = (0.0, 0.0, 0.0)
 ERROR_COLUMNS = ("error", "error_low", "error_high")  # book_entities' columns of book_error
 
@@ -325,6 +327,43 @@ def query_key_error(
     return (1.0 - ok[0], 1.0 - ok[1], 1.0 - ok[2]), per
 
 
+def wrong_count_quantile(ps: Sequence[float], q: float) -> int:
+    """The ``q``-quantile of the number of wrong keys among queries whose keys are wrong with
+    chances ``ps`` (independently): exact (the Poisson-binomial) up to 600 queries, else the normal
+    approximation, rounded outward."""
+    if len(ps) <= 600:
+        dist = [1.0]
+        for p in ps:
+            nxt = [0.0] * (len(dist) + 1)
+            for k, mass in enumerate(dist):
+                nxt[k] += mass * (1 - p)
+                nxt[k + 1] += mass * p
+            dist = nxt
+        total = 0.0
+        for k, mass in enumerate(dist):
+            total += mass
+            if total >= q - 1e-12:
+                return k
+        return len(ps)
+    mean = sum(ps)
+    sd = math.sqrt(sum(p * (1 - p) for p in ps))
+    z = 1.959963984540054 if q > 0.5 else -1.959963984540054
+    value = mean + z * sd
+    return max(0, min(len(ps), math.ceil(value) if q > 0.5 else math.floor(value)))
+
+
+def wrong_share_range(ps: Sequence[tuple[float, float, float]]) -> tuple[float | None, float | None]:
+    """The 95% range of the share of these queries whose key turns out wrong, what a full labelling
+    of the release would measure: each query's chance at the low (high) end of its books' error
+    intervals, and the 2.5% (97.5%) quantile of how many of them are wrong."""
+    if not ps:
+        return None, None
+    n = len(ps)
+    low = wrong_count_quantile([p[1] for p in ps], 0.025) / n
+    high = wrong_count_quantile([p[2] for p in ps], 0.975) / n
+    return round(low, 4), round(high, 4)
+
+
 def _mean(xs: Sequence[float]) -> float | None:
     return round(sum(xs) / len(xs), 4) if xs else None
 
@@ -333,9 +372,10 @@ def key_quality(queries: Iterable[Mapping], constraints: Iterable[Mapping], stat
     """Per entity constraint type (its label: human-name, no-human-name, city-name, ...), over a
     release's queries: how many, the share of their deciding books left out as unsure, the
     estimated share of queries whose key holds a wrong decided book (one-, two-constraint and
-    all) with its interval (every book's error at the low / high end of its class's 95%
-    interval), and the **ceiling**: the expected all-correct of a perfect model, which loses
-    exactly the queries whose key is wrong (1 - wrong_key, same interval reversed).
+    all) with its 95% range (:func:`wrong_share_range`: what labelling every book of the release
+    would measure, given the books' error intervals and which queries happen to be wrong), and
+    the **ceiling**: the expected all-correct of a perfect model, which loses exactly the
+    queries whose key is wrong (1 - wrong_key, same range reversed).
 
     Errors are each book's stated error (:func:`state_error`: calibrated on held-out titles).
     Rows: ``queries`` (query_id, author_qid, n_constraints, constraint_ids), ``constraints``
@@ -362,7 +402,7 @@ def key_quality(queries: Iterable[Mapping], constraints: Iterable[Mapping], stat
         a = acc[label]
         ps = [p for size in sorted(a["p"]) for p in a["p"][size]]
         one, two = a["p"].get(1, []), a["p"].get(2, [])
-        wrong_key = [_mean([p[i] for p in ps]) for i in range(3)]
+        wrong_key = [_mean([p[0] for p in ps]), *wrong_share_range(ps)]
         out[label] = {
             "kind": a["kind"],
             "queries": len(ps),

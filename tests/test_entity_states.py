@@ -133,7 +133,7 @@ def test_second_readers_wired_per_batch_decide_risky_books():
 
 # -- key quality (item 7) -----------------------------------------------------------------------
 def test_evidence_error_reads_the_deciding_evidence():
-    from tasks.entities.calibration import calibrated_counts
+    from tasks.entities.calibration import calibrated_counts, rate
     from tasks.entity_states import SOURCE_ERRORS, evidence_error
 
     def calibrated(cls: str) -> float:  # the held-out counts of human_v6's class (tasks/entities/data/)
@@ -146,7 +146,7 @@ def test_evidence_error_reads_the_deciding_evidence():
     assert evidence_error("human", NO, "title:plain+listed_name", "human_v6") == pytest.approx(worst)
     assert evidence_error("city", YES, "title:brand_new_class") == 1.0
     # a measured second reader that agrees beats a worse title class; an unmeasured model gives no credit
-    record = (SOURCE_ERRORS["record"][0] + 1) / (SOURCE_ERRORS["record"][1] + 2)
+    record = rate(SOURCE_ERRORS["record"])[0]  # under 30 decisions: the upper end
     assert evidence_error("human", YES, "title:proper_title|record:yes", "human_v6") == pytest.approx(record)
     assert evidence_error("human", YES, "title:proper_title|model:yes", "human_v6") == pytest.approx(
         calibrated("proper_title")

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from kitab.core.proportions import wilson
 from tasks.entities.calibration import SMALL, calibrated_counts, class_rate, rate
-from tasks.entity_states import book_error, deciding_index, key_quality, query_key_error
+from tasks.entity_states import SOURCE_ERRORS, book_error, deciding_index, key_quality, query_key_error
 from tasks.generate_constraints import generate_constraints
 from tasks.sample_queries import SamplingRates, sample_queries
 from tests.test_sample_queries import bibliography
@@ -28,9 +28,9 @@ def test_an_agreeing_record_never_raises_a_titles_error():
     # issue 37's bug: a plain title (~0.4% wrong) whose record agrees was given the record's 6%
     plain = book_error("city", "no", "title:plain")
     assert book_error("city", "no", "title:plain|record:no") == plain
-    assert plain[0] < rate((12, 211))[0]
+    assert plain[0] < rate(SOURCE_ERRORS["record"])[0]
     # a record that decides against the title: the record's error, the title lends nothing
-    assert book_error("city", "yes", "title:plain|record:yes") == rate((12, 211))
+    assert book_error("city", "yes", "title:plain|record:yes") == rate(SOURCE_ERRORS["record"])
     # a reviewer's label is the truth; unsure is in no key
     assert book_error("human", "no", "title:name_list|review:no") == (0.0, 0.0, 0.0)
     assert book_error("human", "unsure", "title:proper_title") == (0.0, 0.0, 0.0)
@@ -169,3 +169,18 @@ def test_the_calibration_file_is_what_the_taggers_give_on_the_held_out_titles_to
     benchmarks/entity_calibration.py --verify compares it with a fit made now."""
     done = subprocess.run([sys.executable, str(BENCH), "--verify"], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_stated_range_is_what_a_full_labelling_would_measure():
+    from tasks.entity_states import wrong_count_quantile, wrong_share_range
+
+    # exact Poisson-binomial: 4 queries at 8% each: P(0 wrong) = 0.92^4 = 0.716
+    assert wrong_count_quantile([0.08] * 4, 0.025) == 0
+    assert wrong_count_quantile([0.08] * 4, 0.975) == 2  # P(<= 1) = 0.965 < 0.975
+    assert wrong_count_quantile([0.0] * 10, 0.975) == 0 and wrong_count_quantile([1.0] * 10, 0.025) == 10
+    # large: the normal approximation agrees with the exact count within one
+    ps = [0.05 + 0.1 * (i % 7) / 7 for i in range(700)]
+    exact_like = wrong_count_quantile(ps[:600], 0.975)
+    assert abs(wrong_count_quantile(ps[:600] + [0.0] * 100, 0.975) - exact_like) <= 1
+    low, high = wrong_share_range([(0.08, 0.05, 0.12)] * 4)
+    assert low == 0.0 and high == 0.5  # 2 of 4 at 12% each is past the 97.5% point

@@ -329,12 +329,16 @@ def test_key_quality_is_in_the_report_its_json_and_beside_each_entity_types_scor
         quality = release_key_quality(con)
     assert {"human-name", "no-human-name", "city-name", "no-city-name"} <= set(quality)
     for q in quality.values():
-        assert 0 <= q["unsure_share"] < 0.5 and 0 < q["wrong_key"] < 1 and q["queries"] > 0
+        assert 0 <= q["unsure_share"] < 0.5 and 0 < q["wrong_key"] <= 0.10 and q["queries"] > 0
+        assert q["wrong_key_low"] <= q["wrong_key"] <= q["wrong_key_high"]
+        # issue 37: what the key-error bound (default 10%) cost the slice, in the release itself
+        assert q["dropped_one"] == len(q["authors_lost"]) and q["max_key_error"] == 0.10
     text = render_report(warehouse, RELEASE, tmp_path / "report")
     section = text[text.index("### Answer-key quality") :]
-    assert "An estimate, not a measurement" in section
+    assert "An estimate from labelled titles" in section and "above 10.0% were left out" in section
     human = quality["human-name"]
-    assert f"| human-name | {human['queries']} | {100 * human['unsure_share']:.1f}% |" in section
+    row = f"| human-name | {human['queries']} | {human['dropped_one']} / {human['dropped_two']} "
+    assert row + f"| {100 * human['unsure_share']:.1f}% |" in section
     assert f"human-name ({human['queries']}; key wrong ≈{100 * human['wrong_key']:.0f}%)" in text
     result = runner.invoke(app, ["report", "--release", RELEASE, "--output", "json", "--warehouse", str(warehouse)])
     board = json.loads(result.stdout)

@@ -59,6 +59,17 @@ def review_rows(states: list[dict], sample: int, seed: int) -> list[dict]:
     return unsure + [dict(r, sample="decided") for r in drawn]
 
 
+def write_review_file(out: Path, rows: list[dict], fields: tuple[str, ...], release: str) -> None:
+    """The review CSV (UTF-8 with a BOM, CRLF: what a spreadsheet opens as such), label column
+    empty, written to a temp file, then renamed."""
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=fields, lineterminator="\r\n")
+    writer.writeheader()
+    for r in rows:
+        writer.writerow({**{k: r.get(k, "") for k in fields}, "release": release, "label": ""})
+    write_bytes(out, buf.getvalue().encode("utf-8-sig"))
+
+
 def export_review(con: duckdb.DuckDBPyConnection, release: str, out: Path, sample: int = 50, seed: int = 0) -> dict:
     if sample < 0:
         raise BadValue(f"--sample {sample}: a count of decided rows, 0 or more")
@@ -66,12 +77,7 @@ def export_review(con: duckdb.DuckDBPyConnection, release: str, out: Path, sampl
     if not states:
         raise BadValue(f"release {release} has no book_entities rows to review")
     rows = review_rows(states, sample, seed)
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=FIELDS, lineterminator="\r\n")
-    writer.writeheader()
-    for r in rows:
-        writer.writerow({**{k: r.get(k, "") for k in FIELDS}, "release": release, "label": ""})
-    write_bytes(out, buf.getvalue().encode("utf-8-sig"))
+    write_review_file(out, rows, FIELDS, release)
     return {
         "unsure": sum(r["sample"] == "unsure" for r in rows),
         "decided": sum(r["sample"] == "decided" for r in rows),
@@ -113,13 +119,7 @@ def export_queue(con: duckdb.DuckDBPyConnection, release: str, out: Path, budget
     if budget <= 0:
         raise BadValue(f"--budget {budget}: a number of (book, kind) rows to label, 1 or more")
     rows, slices = queue_rows(con, release, budget)
-    fields = (*FIELDS[:-1], "gain", "label")
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=fields, lineterminator="\r\n")
-    writer.writeheader()
-    for r in rows:
-        writer.writerow({**{k: r.get(k, "") for k in fields}, "release": release, "label": ""})
-    write_bytes(out, buf.getvalue().encode("utf-8-sig"))
+    write_review_file(out, rows, (*FIELDS[:-1], "gain", "label"), release)
     return {
         "queued": len(rows),
         "error": sum(r["sample"] == "queue:error" for r in rows),

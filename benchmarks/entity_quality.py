@@ -36,12 +36,14 @@ from tasks.taggers.lazy import CityTaggerV4, HumanTaggerV4  # noqa: E402
 from tasks.taggers.registry import DEFAULT  # noqa: E402
 from tasks.taggers.v5 import CityTaggerV5, HumanTaggerV5  # noqa: E402
 from tasks.taggers.v6 import CityTaggerV6, HumanTaggerV6  # noqa: E402
+from tasks.taggers.v7 import CityTaggerV7, HumanTaggerV7  # noqa: E402
 
 OFFLINE = {
     "v3": (HumanTagger, CityTagger),
     "v4": (HumanTaggerV4, CityTaggerV4),
     "v5": (HumanTaggerV5, CityTaggerV5),
     "v6": (HumanTaggerV6, CityTaggerV6),
+    "v7": (HumanTaggerV7, CityTaggerV7),
 }
 
 DATA = _HERE / "data" / "entity_titles.tsv"
@@ -179,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
         "--tagger",
         choices=(*OFFLINE, "model"),
         default=DEFAULT[0].removeprefix("human_"),
-        help="v6, v5, v4, v3: human_vN/city_vN (default: the registry's default); model: the model tagger",
+        help="v7, v6, v5, v4, v3: human_vN/city_vN (default: the registry's default); model: the model tagger",
     )
     parser.add_argument(
         "--base-url", help="--tagger model: the OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1"

@@ -41,6 +41,8 @@ BUILTIN = {
     "city_v5": "tasks.taggers.v5:CityTaggerV5",
     "human_v6": "tasks.taggers.v6:HumanTaggerV6",
     "city_v6": "tasks.taggers.v6:CityTaggerV6",
+    "human_v7": "tasks.taggers.v7:HumanTaggerV7",
+    "city_v7": "tasks.taggers.v7:CityTaggerV7",
     "human_model_v1": "tasks.taggers.model:HumanModelTagger",
     "city_model_v1": "tasks.taggers.model:CityModelTagger",
     "country_v1": "tasks.taggers.country:CountryTagger",

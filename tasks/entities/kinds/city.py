@@ -23,6 +23,8 @@ def span_class(detectors: frozenset[str]) -> str:
         return "context"
     if "alternate_name" in detectors:
         return "alternate_name"
+    if "large_city_rule" in detectors:  # city_v7
+        return "population_large"
     return "ner" if "ner" in detectors else "population"
 
 
@@ -60,7 +62,7 @@ CITY = register_kind(
         name="city",
         entity="city name",
         order=60,
-        taggers=("city_v3", "city_v4", "city_v5", "city_v6", "city_model_v1"),
+        taggers=("city_v3", "city_v4", "city_v5", "city_v6", "city_v7", "city_model_v1"),
         default_tagger="city_v6",
         in_default_release=True,
         kitab=True,
@@ -68,6 +70,7 @@ CITY = register_kind(
             EvidenceClass("context", YES, 0, 23, False, 'a locative before or ", Region" after'),
             EvidenceClass("alternate_name", YES, 0, 8, False, 'an exonym of a big city ("Peking", "Bombay")'),
             EvidenceClass("population", YES, 0, 56, True, "population alone: the guess of the held-out false cities"),
+            EvidenceClass("population_large", YES, 0, 0, False, "city_v7: a big city or a capital, alone"),
             EvidenceClass("ner", YES, 1, 11, True, "NER alone, or NER and population"),
             EvidenceClass("plain", NO, 5, 1629, False, "no city found (no candidate 1/1,181; one refused 4/448)"),
         ),

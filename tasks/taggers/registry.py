@@ -49,7 +49,8 @@ BUILTIN = {
 }
 TAGGERS: dict[str, type] = {}  # version id -> class: the built-ins once loaded, and any registered
 # issue 20: v4's lazy NER over grown lists; v6 (v5 grown from WordNet) beats v5 on the labelled
-# sets (docs/tagging.md): each default kind's default_tagger, ("human_v6", "city_v6")
+# sets; issue 37: v7 decides big cities and doubts fewer non-names (docs/tagging.md): each
+# default kind's default_tagger, ("human_v7", "city_v7")
 DEFAULT = default_taggers()
 ENV = "KITAB_TAGGERS"  # read by the app layer only (kitab.app.runs), never here
 

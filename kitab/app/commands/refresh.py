@@ -64,7 +64,7 @@ def refresh(
         help="draw again authors that an earlier release drew and rejected (by default they are not drawn again)",
     ),
     taggers: str | None = typer.Option(
-        None, help="tagger versions, comma-separated, one per kind (default: $KITAB_TAGGERS, else human_v6,city_v6)"
+        None, help="tagger versions, comma-separated, one per kind (default: $KITAB_TAGGERS, else human_v7,city_v7)"
     ),
     second_reader: str | None = typer.Option(
         None,

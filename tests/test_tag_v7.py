@@ -72,6 +72,8 @@ def test_v7_is_the_default_and_v6_stays_registered(v7, v6):
         ("London Fields", ("listed_name", "population"), ("plain", "population_large")),
         ("Paris", ("listed_name", "population"), ("plain", "population_large")),  # a metropolis alone
         ("Orlando", ("listed_name", "ner"), ("listed_name", "ner")),  # the name alone, a smaller city: doubt
+        ("Paris Trout", ("listed_name", "population"), ("listed_name", "population")),  # a surname after it
+        ("Hong Kong", ("listed_name", "ner"), ("plain", "population_large")),  # ... not inside the city's name
         ("The Merchant of Venice", ("listed_name", "population"), ("plain", "population")),
         # foreign words and addressees are no names
         ("Ein Sommer in Hamburg", ("name_list", "context"), ("plain", "context")),

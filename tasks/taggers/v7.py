@@ -41,17 +41,22 @@ _PLACE_WORDS = PLACE_NOUNS | REGION_NOUNS | TOWN_SUFFIXES | {"pier", "inn", "str
 
 
 def large_city(v: TitleView, span: Span) -> bool:
-    """A city span that needs no second reader: a metropolis, or a big city or a capital
-    (BARE_CITY_MIN_POPULATION or more) none of whose words is a listed name or a word."""
+    """A city span that needs no second reader: one that is not all words ("Reading") and is a
+    metropolis, or a big city or a capital (BARE_CITY_MIN_POPULATION or more) with no listed name
+    in it."""
     key = norm(span.text)
     entry = v.lex.cities.get(key)
     if entry is None or "population_rule" not in span.evidence.split("+"):
         return False
+    inside = [k for k, t in enumerate(v.toks) if span.start <= t.start and t.end <= span.end]
+    toks = [v.toks[k] for k in inside if v.toks[k].cap]
+    if all(t.word or t.dictionary for t in toks):
+        return False  # "Phoenix", "Reading": a word, a city only by NER
     if entry.population >= METROPOLIS_POPULATION:
-        return True
-    toks = [t for t in v.toks if span.start <= t.start and t.end <= span.end and t.cap]
-    if any(t.first or t.surname or t.word or t.dictionary for t in toks):
-        return False
+        # "Paris", "Sydney": the human tagger reads a metropolis as the city too; not "Paris Trout"
+        return not _surname_after(v, inside[-1])
+    if any(t.first or t.surname for t in toks):
+        return False  # "Orlando", "Florence": the name or the city?
     return entry.population >= LARGE_CITY_MIN_POPULATION or (
         key in v.lex.capitals and entry.population >= BARE_CITY_MIN_POPULATION
     )
@@ -80,7 +85,8 @@ def human_doubt_v7(v: TitleView) -> str | None:
         alone = inside and inside[0] == 0 and inside[-1] == v.main_end - 1
         # "Orlando" alone: the name or the city? (A metropolis is the city: "Sydney", "Paris".)
         if not (alone and any(toks[k].first for k in inside) and "large_city_rule" not in s.evidence):
-            city_toks.update(inside)
+            if not _surname_after(v, inside[-1]):
+                city_toks.update(inside)
     foreign = any(t.text.lower() in FOREIGN_MARKERS for t in toks)
     found = None
     for k, t in enumerate(toks):
@@ -105,6 +111,18 @@ def human_doubt_v7(v: TitleView) -> str | None:
         if not (t.word or t.rare or t.first or t.surname) and not foreign:
             found = "unknown_word"
     return found
+
+
+def _surname_after(v: TitleView, k: int) -> bool:
+    """A listed given name that is a city, then a capitalised census surname ("Paris Trout"):
+    maybe a person's full name."""
+    nxt = k + 1
+    return (
+        v.toks[k].first
+        and nxt < len(v.toks)
+        and v.toks[nxt].cap
+        and (v.toks[nxt].surname or v.toks[nxt].key in v.lex.surname_context)
+    )
 
 
 def _genitive_place(v: TitleView, k: int) -> bool:

@@ -133,8 +133,10 @@ def state_report(items: list[Labelled], predicted: dict, states: dict[str, list[
         for item, pred, state in zip(items, predicted[kind], states[kind]):
             gold = bool(item.gold[kind])
             binary_wrong += gold != bool(pred)
+            t["gold"] += gold
             if state == UNSURE:
                 t["unsure"] += 1
+                t["gold_unsure"] += gold
                 continue
             yes = state == YES
             t["tp"] += gold and yes
@@ -148,6 +150,7 @@ def state_report(items: list[Labelled], predicted: dict, states: dict[str, list[
         p, r, _ = prf(t["tp"], t["fp"], t["fn"])
         out[kind] = {
             "unsure": t["unsure"] / n,
+            "gold_unsure": t["gold_unsure"] / t["gold"] if t["gold"] else 0.0,  # of the titles with the kind
             "precision": p,
             "recall": r,
             "error": wrong / n,
@@ -248,10 +251,10 @@ def main(argv: list[str] | None = None) -> int:
         print(
             "\nthree-valued states (tasks/entity_states.py, title rules alone); error = a wrong decided flag "
             "among all titles; queries = est. share of name queries whose key holds a wrong book (one / two "
-            "constraints)"
+            "constraints); u|gold = the share of the titles with the kind that are unsure"
         )
         print(
-            f"{'split':9} {'kind':6} {'unsure':>6} {'P':>6} {'R':>6} {'error':>6} {'binary':>6} "
+            f"{'split':9} {'kind':6} {'unsure':>6} {'u|gold':>6} {'P':>6} {'R':>6} {'error':>6} {'binary':>6} "
             f"{'q1':>6} {'q2':>6} {'q1 bin':>6} {'q2 bin':>6}"
         )
         for name, picked in groups:
@@ -263,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
             for kind in KINDS:
                 x = part[kind]
                 print(
-                    f"{name:9} {kind:6} {x['unsure']:6.3f} {x['precision']:6.3f} {x['recall']:6.3f} "
+                    f"{name:9} {kind:6} {x['unsure']:6.3f} {x['gold_unsure']:6.3f} {x['precision']:6.3f} {x['recall']:6.3f} "
                     f"{x['error']:6.3f} {x['binary_error']:6.3f} {x['queries_wrong_one']:6.3f} "
                     f"{x['queries_wrong_two']:6.3f} {x['binary_queries_wrong_one']:6.3f} "
                     f"{x['binary_queries_wrong_two']:6.3f}"

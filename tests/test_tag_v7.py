@@ -88,6 +88,7 @@ def test_v7_is_the_default_and_v6_stays_registered(v7, v6):
         ("The Cherry Orchard", ("listed_name", "plain"), ("plain", "plain")),  # a word after an article
         ("Les Misérables", ("unknown_word", "plain"), ("plain", "plain")),  # a foreign title
         ("East of Eden", ("listed_name", "plain"), ("plain", "plain")),  # a place genitive
+        ("The Mists of Avalon", ("unknown_word", "plain"), ("plain", "plain")),  # ... of any word
         # names stay doubts
         ("The Bourne Identity", ("listed_name", "plain"), ("listed_name", "plain")),
         ("Waiting for Godot", ("unknown_word", "plain"), ("unknown_word", "plain")),

@@ -1,7 +1,7 @@
 """Precision and recall of the human and city taggers on the labelled titles in benchmarks/data/.
 
     .venv/bin/python benchmarks/entity_quality.py [--split all|dev|holdout|holdout2|dev2|dev,holdout|blind] [--errors N]
-        [--min 0.9] [--min-precision P] [--min-recall R]
+        [--min 0.9] [--min-precision P] [--min-recall R] [--tagger v7|v6|...] [--classes]
 
 --tagger model --base-url URL --llm-model NAME [--cache FILE] scores the optional model tagger
 (tasks/taggers/model.py) on an OpenAI-compatible endpoint instead (OPENAI_API_KEY from the env).
@@ -120,6 +120,20 @@ def title_states(kind: str, spans: list[list[str]], doubts: list[str | None]) ->
     return out
 
 
+def class_counts(
+    kind: str, items: list[Labelled], spans: list[list[str]], evidence: list[list[str]], doubts: list[str | None]
+) -> dict[str, tuple[int, int]]:
+    """Per evidence class of ``kind``: (titles whose verdict, span or none, is wrong, titles) -
+    the counts EntityKind.classes holds (tasks/entities/kinds/)."""
+    out: dict[str, list[int]] = {}
+    for item, found, ev, doubt in zip(items, spans, evidence, doubts):
+        cls = span_class(kind, ev) if ev else (doubt or "plain")
+        counts = out.setdefault(cls, [0, 0])
+        counts[0] += bool(found) != bool(item.gold[kind])
+        counts[1] += 1
+    return {c: (w, n) for c, (w, n) in out.items()}
+
+
 def state_report(items: list[Labelled], predicted: dict, states: dict[str, list[str]]) -> dict[str, dict]:
     """Per kind: unsure share, P / R among decided titles, error among all titles (a wrong
     decided flag) beside the binary tagger's, and the estimated share of one- and
@@ -191,6 +205,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--llm-model", help="--tagger model: the model name sent to the endpoint")
     parser.add_argument("--cache", help="--tagger model: SQLite answer cache (default: none)")
+    parser.add_argument(
+        "--classes", action="store_true", help="per kind, each evidence class's wrong / titles (EntityKind.classes)"
+    )
     args = parser.parse_args(argv)
     min_p = args.min if args.min_precision is None else args.min_precision
     min_r = args.min if args.min_recall is None else args.min_recall
@@ -243,6 +260,11 @@ def main(argv: list[str] | None = None) -> int:
                 for level in ("title", "span"):
                     _, (p, r, _) = part[kind][level]
                     print(f"{split:9} {kind:6} {level:6} {len(picked):6} {p:9.3f} {r:7.3f}")
+    if args.tagger != "model" and args.classes:
+        print("\nevidence classes (title rules alone): wrong / titles, a wrong flag being the class's verdict")
+        for kind in KINDS:
+            counts = class_counts(kind, items, predicted[kind], evidence[kind], doubts[kind])
+            print(f"{kind:6} " + ", ".join(f"{c} {w}/{n}" for c, (w, n) in sorted(counts.items())))
     if args.tagger != "model":
         states = {k: title_states(k, evidence[k], doubts[k]) for k in KINDS}
         groups = [(args.split, list(range(len(items))))]

@@ -1,7 +1,7 @@
 """Precision and recall of the human and city taggers on the labelled titles in benchmarks/data/.
 
     .venv/bin/python benchmarks/entity_quality.py [--split all|dev|holdout|holdout2|dev2|dev,holdout|blind] [--errors N]
-        [--min 0.9] [--min-precision P] [--min-recall R]
+        [--min 0.9] [--min-precision P] [--min-recall R] [--tagger v7|v6|...] [--classes]
 
 --tagger model --base-url URL --llm-model NAME [--cache FILE] scores the optional model tagger
 (tasks/taggers/model.py) on an OpenAI-compatible endpoint instead (OPENAI_API_KEY from the env).
@@ -36,12 +36,14 @@ from tasks.taggers.lazy import CityTaggerV4, HumanTaggerV4  # noqa: E402
 from tasks.taggers.registry import DEFAULT  # noqa: E402
 from tasks.taggers.v5 import CityTaggerV5, HumanTaggerV5  # noqa: E402
 from tasks.taggers.v6 import CityTaggerV6, HumanTaggerV6  # noqa: E402
+from tasks.taggers.v7 import CityTaggerV7, HumanTaggerV7  # noqa: E402
 
 OFFLINE = {
     "v3": (HumanTagger, CityTagger),
     "v4": (HumanTaggerV4, CityTaggerV4),
     "v5": (HumanTaggerV5, CityTaggerV5),
     "v6": (HumanTaggerV6, CityTaggerV6),
+    "v7": (HumanTaggerV7, CityTaggerV7),
 }
 
 DATA = _HERE / "data" / "entity_titles.tsv"
@@ -118,6 +120,20 @@ def title_states(kind: str, spans: list[list[str]], doubts: list[str | None]) ->
     return out
 
 
+def class_counts(
+    kind: str, items: list[Labelled], spans: list[list[str]], evidence: list[list[str]], doubts: list[str | None]
+) -> dict[str, tuple[int, int]]:
+    """Per evidence class of ``kind``: (titles whose verdict, span or none, is wrong, titles) -
+    the counts EntityKind.classes holds (tasks/entities/kinds/)."""
+    out: dict[str, list[int]] = {}
+    for item, found, ev, doubt in zip(items, spans, evidence, doubts):
+        cls = span_class(kind, ev) if ev else (doubt or "plain")
+        counts = out.setdefault(cls, [0, 0])
+        counts[0] += bool(found) != bool(item.gold[kind])
+        counts[1] += 1
+    return {c: (w, n) for c, (w, n) in out.items()}
+
+
 def state_report(items: list[Labelled], predicted: dict, states: dict[str, list[str]]) -> dict[str, dict]:
     """Per kind: unsure share, P / R among decided titles, error among all titles (a wrong
     decided flag) beside the binary tagger's, and the estimated share of one- and
@@ -131,8 +147,10 @@ def state_report(items: list[Labelled], predicted: dict, states: dict[str, list[
         for item, pred, state in zip(items, predicted[kind], states[kind]):
             gold = bool(item.gold[kind])
             binary_wrong += gold != bool(pred)
+            t["gold"] += gold
             if state == UNSURE:
                 t["unsure"] += 1
+                t["gold_unsure"] += gold
                 continue
             yes = state == YES
             t["tp"] += gold and yes
@@ -146,6 +164,7 @@ def state_report(items: list[Labelled], predicted: dict, states: dict[str, list[
         p, r, _ = prf(t["tp"], t["fp"], t["fn"])
         out[kind] = {
             "unsure": t["unsure"] / n,
+            "gold_unsure": t["gold_unsure"] / t["gold"] if t["gold"] else 0.0,  # of the titles with the kind
             "precision": p,
             "recall": r,
             "error": wrong / n,
@@ -179,13 +198,16 @@ def main(argv: list[str] | None = None) -> int:
         "--tagger",
         choices=(*OFFLINE, "model"),
         default=DEFAULT[0].removeprefix("human_"),
-        help="v6, v5, v4, v3: human_vN/city_vN (default: the registry's default); model: the model tagger",
+        help="v7, v6, v5, v4, v3: human_vN/city_vN (default: the registry's default); model: the model tagger",
     )
     parser.add_argument(
         "--base-url", help="--tagger model: the OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1"
     )
     parser.add_argument("--llm-model", help="--tagger model: the model name sent to the endpoint")
     parser.add_argument("--cache", help="--tagger model: SQLite answer cache (default: none)")
+    parser.add_argument(
+        "--classes", action="store_true", help="per kind, each evidence class's wrong / titles (EntityKind.classes)"
+    )
     args = parser.parse_args(argv)
     min_p = args.min if args.min_precision is None else args.min_precision
     min_r = args.min if args.min_recall is None else args.min_recall
@@ -238,6 +260,11 @@ def main(argv: list[str] | None = None) -> int:
                 for level in ("title", "span"):
                     _, (p, r, _) = part[kind][level]
                     print(f"{split:9} {kind:6} {level:6} {len(picked):6} {p:9.3f} {r:7.3f}")
+    if args.tagger != "model" and args.classes:
+        print("\nevidence classes (title rules alone): wrong / titles, a wrong flag being the class's verdict")
+        for kind in KINDS:
+            counts = class_counts(kind, items, predicted[kind], evidence[kind], doubts[kind])
+            print(f"{kind:6} " + ", ".join(f"{c} {w}/{n}" for c, (w, n) in sorted(counts.items())))
     if args.tagger != "model":
         states = {k: title_states(k, evidence[k], doubts[k]) for k in KINDS}
         groups = [(args.split, list(range(len(items))))]
@@ -246,10 +273,10 @@ def main(argv: list[str] | None = None) -> int:
         print(
             "\nthree-valued states (tasks/entity_states.py, title rules alone); error = a wrong decided flag "
             "among all titles; queries = est. share of name queries whose key holds a wrong book (one / two "
-            "constraints)"
+            "constraints); u|gold = the share of the titles with the kind that are unsure"
         )
         print(
-            f"{'split':9} {'kind':6} {'unsure':>6} {'P':>6} {'R':>6} {'error':>6} {'binary':>6} "
+            f"{'split':9} {'kind':6} {'unsure':>6} {'u|gold':>6} {'P':>6} {'R':>6} {'error':>6} {'binary':>6} "
             f"{'q1':>6} {'q2':>6} {'q1 bin':>6} {'q2 bin':>6}"
         )
         for name, picked in groups:
@@ -261,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
             for kind in KINDS:
                 x = part[kind]
                 print(
-                    f"{name:9} {kind:6} {x['unsure']:6.3f} {x['precision']:6.3f} {x['recall']:6.3f} "
+                    f"{name:9} {kind:6} {x['unsure']:6.3f} {x['gold_unsure']:6.3f} {x['precision']:6.3f} {x['recall']:6.3f} "
                     f"{x['error']:6.3f} {x['binary_error']:6.3f} {x['queries_wrong_one']:6.3f} "
                     f"{x['queries_wrong_two']:6.3f} {x['binary_queries_wrong_one']:6.3f} "
                     f"{x['binary_queries_wrong_two']:6.3f}"

@@ -1,6 +1,6 @@
 """Throughput and peak memory of the title_entities stage (human + city taggers, one shared parse).
 
-    .venv/bin/python benchmarks/entity_speed.py [--titles 50000] [--seed 7] [--taggers v6|v5|v4|v3] [--check]
+    .venv/bin/python benchmarks/entity_speed.py [--titles 50000] [--seed 7] [--taggers v7|v6|v5|v4|v3] [--check]
 
 --taggers v3 measures human_v3/city_v3 (NER on every title); v4 human_v4/city_v4 (NER only
 where a cheap pass finds that it can matter, tasks/taggers/lazy.py); v5 human_v5/city_v5 (v4's
@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--titles", type=int, default=50_000)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument(
-        "--taggers", choices=("v6", "v5", "v4", "v3"), default=None, help="default: the registry's default"
+        "--taggers", choices=("v7", "v6", "v5", "v4", "v3"), default=None, help="default: the registry's default"
     )
     parser.add_argument(
         "--check", action="store_true", help="compare the lazy taggers' spans with NER-on-every-title ones"

@@ -35,7 +35,7 @@ class Tagger(Protocol):
 
 def default_taggers(model: str = DEFAULT_MODEL) -> list[Tagger]:
     """The configured taggers (tasks/taggers/registry.py: $KITAB_TAGGERS, else DEFAULT:
-    human_v6 and city_v6); pipeline taggers share one spaCy pipeline (model and gazetteers load
+    human_v7 and city_v7); pipeline taggers share one spaCy pipeline (model and gazetteers load
     once per process)."""
     return make_taggers(model=model)
 

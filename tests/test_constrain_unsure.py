@@ -26,7 +26,8 @@ from kitab.sources.snapshot.manifest import write_manifest
 from tests.releases import dump_release
 
 SYLLABLES = ("zar", "vek", "quol", "lin", "mel", "quis", "orv", "ath", "brin", "dor", "tal", "ux")
-SHAPES = ("The {} Story", "{} Remembered", "A Summer with {}", "Goodbye, {}", "The Last Days of {}")
+# not "The Last Days of {}": since human_v7 a lone word after "of" is no doubt (a place genitive)
+SHAPES = ("The {} Story", "{} Remembered", "A Summer with {}", "Goodbye, {}", "Waiting for {}")
 
 
 def coined(n: int) -> str:

@@ -85,7 +85,7 @@ def test_a_refresh_on_separate_dask_workers_uses_the_runs_taggers(tmp_path):
         t: s for t, s in local.items() if t not in PROVENANCE_TABLES
     }
     versions = {r["version"] for r in Warehouse(tmp_path / "dask").read_table("title_entities").to_pylist()}
-    assert versions <= {"human_v6", "city_v6"} and versions
+    assert versions <= {"human_v7", "city_v7"} and versions
     config = json.loads(Warehouse(tmp_path / "dask").ledger_row("r")["config"])
-    assert config["taggers"] == ["human_v6", "city_v6"] and config["runner"] == f"prefect-dask@{address}"
+    assert config["taggers"] == ["human_v7", "city_v7"] and config["runner"] == f"prefect-dask@{address}"
     assert remote["authors"]["released"] == 6

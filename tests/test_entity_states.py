@@ -29,6 +29,26 @@ def test_low_risk_class_decides_alone_and_risky_one_is_unsure():
     assert decide("human", RISKY_NO, [])[0] == UNSURE
     assert decide("city", TitleEvidence(YES, ("population",)), [])[0] == UNSURE  # item 8
     assert decide("city", TitleEvidence(YES, ("context",)), [])[0] == YES
+    # city_v7 (issue 37): a big city or a capital alone decides ("Tokyo Vice", "The Rome Ferry")
+    assert decide("city", TitleEvidence(YES, ("population_large",)), [])[0] == YES
+
+
+def test_v7_states_of_the_issues_titles():
+    """Issue 37's titles through the default taggers (human_v7 / city_v7) to their states."""
+    from tasks.taggers.registry import make_taggers
+
+    titles = ["Tokyo Vice", "The Rome Ferry", "Death in Venice", "Ein Sommer in Hamburg", "Letters to Milena"]
+    human, city = make_taggers()
+    views = human.views(titles, human.parse(titles))
+    states = {}
+    for tagger in (human, city):
+        states[tagger.name] = []
+        for v in views:
+            spans = tagger.spans(v)
+            cls = span_class(tagger.name, [s.evidence for s in spans]) if spans else tagger.doubt(v) or "plain"
+            states[tagger.name].append(decide(tagger.name, title_evidence(tagger.name, [(cls, bool(spans))]), [])[0])
+    assert states["city"] == [YES, YES, YES, YES, NO]
+    assert states["human"] == [NO, NO, NO, NO, YES]
 
 
 def test_a_second_source_that_agrees_decides_a_risky_class():

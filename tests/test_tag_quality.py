@@ -62,3 +62,22 @@ def test_blind_set_is_large_well_formed_and_new(quality):
     for x in blind:
         for spans in x.gold.values():
             assert all(s in x.title for s in spans), x.title
+
+
+def test_class_counts_and_the_share_of_true_titles_unsure(quality):
+    """--classes: a class's wrong / titles (a span where gold has none, or none where it has one);
+    the state report's gold_unsure: the unsure share of the titles that have the kind."""
+    L = quality.Labelled
+    items = [
+        L("Tokyo Vice", "a", {"human": [], "city": ["Tokyo"]}, "dev"),
+        L("Milena", "a", {"human": ["Milena"], "city": []}, "dev"),
+        L("Venice", "a", {"human": [], "city": ["Venice"]}, "dev"),
+    ]
+    spans = [["Tokyo"], ["Milena"], []]
+    evidence = [["gazetteer:geonames_1000+population_rule+large_city_rule"], ["gazetteer:geonames_1000+ner"], []]
+    counts = quality.class_counts("city", items, spans, evidence, [None, None, None])
+    assert counts == {"population_large": (0, 1), "ner": (1, 1), "plain": (1, 1)}
+    states = {"human": ["no", "yes", "no"], "city": ["yes", "unsure", "unsure"]}
+    report = quality.state_report(items, {"human": [[], ["Milena"], []], "city": spans}, states)
+    assert report["city"]["gold_unsure"] == pytest.approx(1 / 2) and report["city"]["unsure"] == pytest.approx(2 / 3)
+    assert report["human"]["gold_unsure"] == 0.0

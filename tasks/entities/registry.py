@@ -45,7 +45,8 @@ class EvidenceClass:
     found; "no", none) and how, measured on a labelled set: ``errors`` of ``titles`` were wrong.
     ``risky``: the class may not decide alone (a second reader must agree). Chosen by reading the
     counts (a class whose error is several times the rest's), not computed from them: "population"
-    is 0/56 on the sets yet risky, the guess behind the held-out false cities (issue 28)."""
+    (a smaller town or a given name, city_v7) is 0/7 on the sets yet risky, the guess behind the
+    held-out false cities (issue 28)."""
 
     name: str
     verdict: str

@@ -20,14 +20,14 @@ from __future__ import annotations
 from tasks.taggers.human import find_people
 from tasks.taggers.pipeline import PipelineTagger
 from tasks.taggers.spans import Span, evidence_string
-from tasks.taggers.view import BARE_CITY_MIN_POPULATION, LOCATIVES, CityMatch, TitleView
+from tasks.taggers.view import BARE_CITY_MIN_POPULATION, CityMatch, TitleView
 
 KIND = "city"
 _LIST_JOINERS = frozenset({"and", "&", ","})
 # "Madison County", "Ontario Province": the name is the region's, not the city's.
-_REGION_NOUNS = frozenset("county province district region state oblast prefecture parish shire".split())
+REGION_NOUNS = frozenset("county province district region state oblast prefecture parish shire".split())
 # city_v5: "Salem Falls", "Cedar Springs": a city's name before one of these is another town's.
-_TOWN_SUFFIXES = frozenset("falls springs heights creek hills junction".split())
+TOWN_SUFFIXES = frozenset("falls springs heights creek hills junction".split())
 # "Big Sur", "New Hope": a city's name after one of these is part of another place's name.
 _PLACE_PREFIXES = frozenset("big little great new old upper lower".split())
 
@@ -68,14 +68,9 @@ def find_cities(v: TitleView, people: list[Span]) -> list[Span]:
 def _support(v: TitleView, m: CityMatch) -> set[str]:
     """Every detector besides the gazetteer that vouches for this city (empty: not a city)."""
     toks = v.toks[m.i : m.j + 1]
-    if m.j + 1 < len(v.toks) and v.toks[m.j + 1].key in _REGION_NOUNS:
+    if m.j + 1 < len(v.toks) and v.toks[m.j + 1].key in REGION_NOUNS:
         return set()
-    if (
-        v.lex.generation >= 5
-        and m.j + 1 < len(v.toks)
-        and v.toks[m.j + 1].cap
-        and v.toks[m.j + 1].key in _TOWN_SUFFIXES
-    ):
+    if v.lex.generation >= 5 and m.j + 1 < len(v.toks) and v.toks[m.j + 1].cap and v.toks[m.j + 1].key in TOWN_SUFFIXES:
         return set()  # city_v5: "Salem Falls", "Boston Heights" name another town
     if m.i > 0 and v.toks[m.i - 1].cap and v.toks[m.i - 1].key in _PLACE_PREFIXES:
         return set()
@@ -92,7 +87,7 @@ def _support(v: TitleView, m: CityMatch) -> set[str]:
     found = set()
     if ner:
         found.add("ner")
-    if v.prev_text(m.i) in LOCATIVES:
+    if v.locative_before(m.i):
         found.add("locative_rule")
     if v.region_after(m.j):
         found.add("region_context_rule")

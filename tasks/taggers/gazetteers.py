@@ -61,6 +61,10 @@ class Lexicon:
     surname_context: frozenset[str] = frozenset()  # census surnames, words too: names after "Mrs." ("Mrs. Bridge")
     # city_v6: GeoNames names that WordNet knows as places, never as a city ("Arcadia", "Atlantis")
     not_cities: frozenset[str] = frozenset()
+    # human_v7 / city_v7: the frequent words of six European languages, listed names among them
+    # ("Sommer"), and the countries' capitals ("Amsterdam", "Lisbon")
+    foreign: frozenset[str] = frozenset()
+    capitals: frozenset[str] = frozenset()
 
     def is_compound(self, key: str) -> bool:
         """ "Middlemarch", "Seabiscuit", "Darkover": two common words run together."""
@@ -204,3 +208,14 @@ def load_lexicon_v6() -> Lexicon:
         if k not in base.frequent_words and not base.is_region(k) and k not in base.demonyms
     }
     return replace(base, surnames=base.surnames | people, generation=6, not_cities=_read_list("wordnet_not_cities.txt"))
+
+
+@lru_cache(maxsize=1)
+def load_lexicon_v7() -> Lexicon:
+    """v6's lists for human_v7 / city_v7 (tasks/taggers/v7.py), plus what v7's rules read: every
+    frequent foreign word that is no English word, names too ("Sommer", read as a word in a
+    title with a foreign article), and the countries' capitals (a capital decides alone)."""
+    base = load_lexicon_v6()
+    foreign = _read_list("foreign_words.txt") - base.words
+    capitals = frozenset(c for c in base.countries.values() if c)
+    return replace(base, generation=7, foreign=foreign, capitals=capitals)

@@ -21,7 +21,7 @@ from tasks.taggers.city import CityTagger
 from tasks.taggers.human import HumanTagger
 from tasks.taggers.patterns import LIFE_NOUNS, naming_pattern, unknown_proper
 from tasks.taggers.pipeline import BATCH_SIZE, PipelineTagger, recase
-from tasks.taggers.view import BARE_CITY_MIN_POPULATION, LOCATIVES, METROPOLIS_POPULATION, OF, TitleView, build_view
+from tasks.taggers.view import BARE_CITY_MIN_POPULATION, METROPOLIS_POPULATION, OF, TitleView, build_view
 from tasks.text import MAX_TITLE_CHARS
 
 HUMAN_VERSION = "human_v4"
@@ -82,7 +82,7 @@ def ner_matters(v: TitleView) -> bool:
             if big:
                 return True
             continue
-        if not big and v.prev_text(m.i) not in LOCATIVES and not v.region_after(m.j):
+        if not big and not v.locative_before(m.i) and not v.region_after(m.j):
             return True
     return False
 
@@ -169,7 +169,7 @@ def _reads_as_city_without_ner(v: TitleView, i: int) -> bool:
     population = entry.population if entry else 0
     prev = v.prev_text(i)
     return (
-        prev in LOCATIVES
+        v.locative_before(i)
         or (prev == OF and population >= BARE_CITY_MIN_POPULATION)
         or v.region_after(i) is not None
         or population >= 1_000_000

@@ -41,13 +41,16 @@ BUILTIN = {
     "city_v5": "tasks.taggers.v5:CityTaggerV5",
     "human_v6": "tasks.taggers.v6:HumanTaggerV6",
     "city_v6": "tasks.taggers.v6:CityTaggerV6",
+    "human_v7": "tasks.taggers.v7:HumanTaggerV7",
+    "city_v7": "tasks.taggers.v7:CityTaggerV7",
     "human_model_v1": "tasks.taggers.model:HumanModelTagger",
     "city_model_v1": "tasks.taggers.model:CityModelTagger",
     "country_v1": "tasks.taggers.country:CountryTagger",
 }
 TAGGERS: dict[str, type] = {}  # version id -> class: the built-ins once loaded, and any registered
 # issue 20: v4's lazy NER over grown lists; v6 (v5 grown from WordNet) beats v5 on the labelled
-# sets (docs/tagging.md): each default kind's default_tagger, ("human_v6", "city_v6")
+# sets; issue 37: v7 decides big cities and doubts fewer non-names (docs/tagging.md): each
+# default kind's default_tagger, ("human_v7", "city_v7")
 DEFAULT = default_taggers()
 ENV = "KITAB_TAGGERS"  # read by the app layer only (kitab.app.runs), never here
 

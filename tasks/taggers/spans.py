@@ -22,6 +22,7 @@ EVIDENCE_ORDER = (
     "locative_rule",
     "population_rule",
     "region_context_rule",
+    "large_city_rule",  # city_v7: a city of LARGE_CITY_MIN_POPULATION or a capital
     # country_v1 (tasks/taggers/country.py)
     "country_name",
     "demonym",

@@ -40,6 +40,13 @@ CALENDAR = frozenset(
 )
 # Before a city name these make the place reading likely: "Death in Venice", "Goodbye to Berlin".
 LOCATIVES = frozenset("in at to from into near outside inside beyond around across through toward towards via".split())
+# human_v7 / city_v7: after one of these, "to" addresses someone ("Letters to Milena"): a listed
+# given name after it is the addressee, not a place.
+ADDRESS_NOUNS = frozenset("letter letters ode odes song songs hymn elegy note notes message postcard postcards".split())
+# human_v7: a title with one of these is (partly) in another language: its listed names that are
+# frequent words of those languages are words ("Ein Sommer in Hamburg"). Not "la" / "die" / "lo",
+# English words too ("La La Land", "Die Hard").
+FOREIGN_MARKERS = frozenset("le les l' el los las il gli une des der das ein eine einen dem".split())
 # "of" is weaker ("Memoirs of Hadrian"), but settles a name that is also a big city: "The
 # Stones of Florence", "The Two Gentlemen of Verona".
 OF = "of"
@@ -87,6 +94,7 @@ class TitleView:
     cities: list[CityMatch]  # longest gazetteer matches, left to right, not overlapping
     lex: Lexicon
     people: list | None = None  # human.find_people's answer, kept for the city tagger
+    cities_found: list | None = None  # city_v7's spans, kept for human_v7's doubt
 
     # --- token classes -------------------------------------------------------------------
     def is_possessive(self, i: int) -> bool:
@@ -114,6 +122,20 @@ class TitleView:
 
     def prev_text(self, i: int) -> str:
         return self.toks[i - 1].text.lower() if i > 0 else ""
+
+    def locative_before(self, i: int) -> bool:
+        """A locative precedes token i ("Death in Venice"); since v7 not the "to" of an address
+        before a listed given name ("Letters to Milena": a person)."""
+        if self.prev_text(i) not in LOCATIVES:
+            return False
+        return not (
+            self.lex.generation >= 7
+            and self.prev_text(i) == "to"
+            and i >= 2
+            and self.toks[i - 2].key in ADDRESS_NOUNS
+            and self.toks[i].first
+            and not self.toks[i].word
+        )
 
     @cached_property
     def main_end(self) -> int:
@@ -177,7 +199,7 @@ class TitleView:
         entry = self.lex.cities.get(norm(self.title[self.toks[i].start : self.toks[j].end]))
         population = entry.population if entry else 0
         prev = self.prev_text(i)
-        if prev in LOCATIVES or (prev == OF and population >= BARE_CITY_MIN_POPULATION):
+        if self.locative_before(i) or (prev == OF and population >= BARE_CITY_MIN_POPULATION):
             return "locative_rule"
         if self.region_after(j):
             return "region_context_rule"
@@ -258,12 +280,28 @@ def build_view(title: str, doc, lex: Lexicon) -> TitleView:
                 t.ent_type_,
             )
         )
+    if lex.generation >= 7:
+        toks = _foreign_words(toks, lex)
     ents = [
         (e.label_, index_of[e.start], index_of[e.end - 1])
         for e in doc.ents
         if e.start in index_of and e.end - 1 in index_of
     ]
     return TitleView(title=title, toks=toks, ents=ents, cities=_match_cities(title, toks, lex), lex=lex)
+
+
+def _foreign_words(toks: list[Tok], lex: Lexicon) -> list[Tok]:
+    """v7: in a title with a foreign article ("Ein Sommer in Hamburg"), a listed name that is a
+    frequent word of a European language is that word, not a name (a town or region keeps its
+    place reading)."""
+    if not any(t.text.lower() in FOREIGN_MARKERS for t in toks):
+        return toks
+    return [
+        t._replace(first=False, surname=False, word=True)
+        if (t.first or t.surname) and t.key in lex.foreign and t.key not in lex.cities and not lex.is_region(t.key)
+        else t
+        for t in toks
+    ]
 
 
 _CITY_FIRST_WORDS: dict[int, frozenset[str]] = {}  # id(lexicon) -> first words of its city keys

@@ -72,7 +72,7 @@ def refresh(
         "1 keeps them all",
     ),
     taggers: str | None = typer.Option(
-        None, help="tagger versions, comma-separated, one per kind (default: $KITAB_TAGGERS, else human_v6,city_v6)"
+        None, help="tagger versions, comma-separated, one per kind (default: $KITAB_TAGGERS, else human_v7,city_v7)"
     ),
     second_reader: str | None = typer.Option(
         None,

@@ -47,7 +47,7 @@ def dedup() -> None:
         print(line)
 
 
-TAGGERS_HELP = "tagger versions, comma-separated, one per kind (default: $KITAB_TAGGERS, else human_v6,city_v6)"
+TAGGERS_HELP = "tagger versions, comma-separated, one per kind (default: $KITAB_TAGGERS, else human_v7,city_v7)"
 
 
 def _taggers(taggers: str | None, kinds: set[str] | None = None) -> list:

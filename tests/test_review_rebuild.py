@@ -18,7 +18,7 @@ from kitab.core.warehouse import Warehouse
 from tests.releases import dump_release
 
 runner = CliRunner()
-AUTHORS, SEED = 12, 5
+AUTHORS, SEED = 40, 42
 
 
 def kitab(*args) -> str:
@@ -47,26 +47,29 @@ def test_rebuild_after_review_import_keeps_the_authors_and_changes_only_what_the
     before = _tables(wh, "A")
     dump_release(wh, authors=AUTHORS, seed=SEED + 1, release="B")
 
-    # the reviewer flips six of A's (book, kind) states: unsure -> yes, yes -> no, no -> yes
+    # the reviewer flips twelve of A's (book, kind) states: six unsure -> yes, three yes -> no,
+    # three no -> yes
     with Warehouse(wh).connect(release="A") as con:
         rows = con.execute(
             "SELECT e.book_id, b.canonical_title, a.name, e.kind, e.state, e.author_qid FROM book_entities e "
             "JOIN books b USING (release, book_id) JOIN authors a ON a.release = e.release AND a.qid = e.author_qid "
             "WHERE e.release = 'A' ORDER BY e.book_id, e.kind"
         ).fetchall()
-    picked = [r for state in ("unsure", "yes", "no") for r in [r for r in rows if r[4] == state][:2]]
+    picked = [r for state, k in (("unsure", 6), ("yes", 3), ("no", 3)) for r in [r for r in rows if r[4] == state][:k]]
+    n = len(picked)
     flip = {"unsure": "yes", "yes": "no", "no": "yes"}
     labels = tmp_path / "labels.csv"
     with labels.open("w", encoding="utf-8", newline="") as fh:
         out = csv.writer(fh)
         out.writerow(["title", "author", "kind", "label"])
         out.writerows([title, author, kind, flip[state]] for _, title, author, kind, state, _ in picked)
-    assert "6 labels imported" in kitab("review", "import", labels, "--warehouse", wh)
+    assert f"{n} labels imported" in kitab("review", "import", labels, "--warehouse", wh)
+    said = f"review labels changed ({n} labels since the last build: {n} new)"
 
     common = ("--source", "dump", "--authors", AUTHORS, "--seed", SEED, "--release", "A", "--warehouse", wh)
     refused = runner.invoke(app, ["refresh", *map(str, common), "--runner", "local", "--quiet"])
     message = str(refused.exception)
-    assert refused.exit_code != 0 and "review labels changed (6 labels since the last build: 6 new)" in message
+    assert refused.exit_code != 0 and said in message
     assert "--replace" in message and message.count("\n") <= 1
     assert not (wh / ".work" / "A").exists()  # refused before the pipeline ran a step
 
@@ -87,20 +90,27 @@ def test_rebuild_after_review_import_keeps_the_authors_and_changes_only_what_the
     assert all(now[r[0], r[3]]["state"] == flip[r[4]] for r in picked)
     # what follows from them: only the labelled books' authors' constraints, queries and claims
     labelled_authors = {r[5] for r in picked}
-    for table in ("constraints", "queries", "claims"):
+    for table in ("constraints", "queries"):
         rows = _differing(before[table], after[table])
-        assert {r["author_qid"] for r in rows} <= labelled_authors, table
-    assert _differing(before["constraints"], after["constraints"])  # the labels did change keys
+        assert rows and {r["author_qid"] for r in rows} <= labelled_authors, table  # changed, only theirs
+    # claims: the labelled authors' pairs are redrawn; another author's pair is never redrawn, at
+    # most taken in or left out where a stratum's quota moved with its candidate count
+    rows = _differing(before["claims"], after["claims"])
+    assert {r["author_qid"] for r in rows} & labelled_authors
+    others = [r for r in rows if r["author_qid"] not in labelled_authors]
+    old_ids, new_ids = ({r["pair_id"] for r in t["claims"].to_pylist()} for t in (before, after))
+    assert all((r["pair_id"] in old_ids) != (r["pair_id"] in new_ids) for r in others)
+    assert len({r["pair_id"] for r in others}) <= len({r["constraint_type"] for r in rows})
 
     rebuilt = summary["rebuilt"]
-    assert rebuilt["because"] == ["review labels changed (6 labels since the last build: 6 new)"]
-    assert rebuilt["tables"]["book_entities"] == {"removed": 6, "added": 6}
+    assert rebuilt["because"] == [said]
+    assert rebuilt["tables"]["book_entities"] == {"removed": n, "added": n}
     assert "released_authors" not in rebuilt["tables"] and "books" not in rebuilt["tables"]
     row = Warehouse(wh).ledger_row("A")
-    assert len(json.loads(row["review_labels"])) == 6 and json.loads(row["excluded_releases"]) == []
+    assert len(json.loads(row["review_labels"])) == n and json.loads(row["excluded_releases"]) == []
     history = kitab("releases", "--history", "--warehouse", wh)
     line = next(x for x in history.splitlines() if x.startswith("A\tcurrent"))
-    assert "changed: review labels changed (6 labels since the last build: 6 new): book_entities -6/+6" in line
+    assert f"changed: {said}: book_entities -{n}/+{n}" in line
     assert "released authors the same" in line
 
     # the same command again: the labels are the row's now, nothing differs, A stands

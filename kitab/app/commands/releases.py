@@ -17,7 +17,10 @@ RELEASES_OUTPUTS = ("table", "json", "csv")
 @app.command()
 def releases(
     show: str | None = typer.Option(
-        None, "--show", help="print this release's whole run configuration (its ledger row's config) as JSON"
+        None,
+        "--show",
+        help="print this release's whole run configuration (its ledger row's config), the releases its sample "
+        "excludes, the review labels its books read and what its last --replace changed, as JSON",
     ),
     history: bool = typer.Option(
         False, "--history", help="also list the earlier versions of each release replaced with --replace"
@@ -42,8 +45,9 @@ def releases(
         wh.require_release(show)
         row = wh.ledger_row(show)
         config = json.loads(row["config"]) if row.get("config") else None
-        excluded = json.loads(row["excluded_releases"]) if row.get("excluded_releases") else None
-        print(json.dumps({"release": show, "config": config, "excluded_releases": excluded}, indent=2, default=str))
+        recorded = {k: json.loads(row[k]) if row.get(k) else None for k in ("excluded_releases", "review_labels")}
+        changes = json.loads(row["changes"]) if row.get("changes") else None
+        print(json.dumps({"release": show, "config": config, **recorded, "changes": changes}, indent=2, default=str))
         return
     if history:  # newest first; each replacing version says what it changed of the one before, and why
         for release in wh.committed_releases():

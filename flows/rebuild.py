@@ -29,9 +29,10 @@ def check_rebuild(wh: Warehouse, config: RunConfig, snapshot_id: str | None) -> 
     causes = rebuild_causes(wh, config, snapshot_id)
     if causes and not config.params.replace:
         raise BadValue(
-            f"release {config.params.release} is committed and this run would change it ({'; '.join(causes)}): "
-            "refused; pass --replace to replace it (its authors stay the same unless the sample's settings "
-            "changed; the old version stays in `kitab releases --history`), or choose another --release"
+            f"release {config.params.release} is committed and this run would change it: {'; '.join(causes)}. "
+            "Refused before any work; pass --replace to replace it (its authors stay the same unless the "
+            "sample's settings changed; the old version stays in `kitab releases --history`), or choose "
+            "another --release"
         )
     return causes
 

@@ -56,7 +56,8 @@ def releases(
             for n, v in enumerate([row, *reversed(versions)]):
                 when = "current" if n == 0 else f"replaced {v['replaced_at']}"
                 queries = json.loads(v["checksums"]).get("queries", "")[:16]
-                line = f"{release}\t{when}\tcreated {v['created_at']}\tqueries {queries}"
+                created = v["created_at"].isoformat() if hasattr(v["created_at"], "isoformat") else v["created_at"]
+                line = f"{release}\t{when}\tcreated {created}\tqueries {queries}"
                 changes = json.loads(v["changes"]) if v.get("changes") else None
                 print(line + (f"\tchanged: {change_text(changes)}" if changes else ""))
         return

@@ -13,8 +13,10 @@ import duckdb
 from typer.testing import CliRunner
 
 from kitab.app.cli import app
-from kitab.core.release_commit import PROVENANCE_TABLES
+from kitab.core.release_commit import PROVENANCE_TABLES, commit
 from kitab.core.warehouse import Warehouse
+from tasks.publish import excluded_releases
+from tasks.sample_authors import sample_authors
 from tests.releases import dump_release
 
 runner = CliRunner()
@@ -116,3 +118,24 @@ def test_rebuild_after_review_import_keeps_the_authors_and_changes_only_what_the
     # the same command again: the labels are the row's now, nothing differs, A stands
     again = json.loads(kitab("refresh", *common, "--runner", "local", "--quiet", "--json"))
     assert again["unchanged"] and again["rebuilt"] is None
+
+    # a ledger from before excluded_releases was recorded: the releases first made before it
+    for release in ("A", "B"):
+        commit(Warehouse(wh), release, {**Warehouse(wh).ledger_row(release), "excluded_releases": None})
+    assert excluded_releases(Warehouse(wh), "A") == [] and excluded_releases(Warehouse(wh), "B") == ["A"]
+
+
+def test_authors_released_since_are_skipped_without_moving_any_other():
+    candidates = [{"qid": f"Q{i}", "name": f"Author {i}"} for i in range(1, 60)]
+    order = [c["qid"] for c in sample_authors(candidates, n=10, seed=3, exclude_qids=set()).tables["order"]]
+    taken = {order[2], order[7]}
+    skipped = sample_authors(
+        candidates,
+        n=10,
+        seed=3,
+        exclude_qids=set(),
+        skip_qids=frozenset({order[2]}),
+        skip_names=frozenset({"author " + order[7][1:]}),
+    )
+    assert [c["qid"] for c in skipped.tables["order"]] == [q for q in order if q not in taken]
+    assert skipped.stats["skipped_released_since"] == 2 and skipped.stats["eligible"] == len(order) - 2

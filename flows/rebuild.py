@@ -19,6 +19,7 @@ from kitab.core.params import RunConfig, identity_of
 from kitab.core.refs import TableRef, duck
 from kitab.core.reviews import label_tuples
 from kitab.core.warehouse import Warehouse
+from kitab.sources import Origin, source_kind
 from tasks.generate_constraints import tagged_kinds
 from tasks.publish import review_label_changes, review_labels_of
 
@@ -35,6 +36,16 @@ def check_rebuild(wh: Warehouse, config: RunConfig, snapshot_id: str | None) -> 
             "another --release"
         )
     return causes
+
+
+def check_rebuild_early(config: RunConfig) -> None:
+    """:func:`check_rebuild` where a refresh starts, before Prefect's server or any flow (the
+    pipeline checks again, as a deployment's run starts there): the snapshot's id from its
+    manifest, as the pipeline's origin reads it."""
+    params = config.params
+    kind = source_kind(params.source)
+    origin = Origin.of(kind.name, config.settings, snapshot=kind.snapshot(params), mirror_url=params.mirror_url)
+    check_rebuild(Warehouse(config.settings.warehouse), config, origin.snapshot_id)
 
 
 def rebuild_causes(wh: Warehouse, config: RunConfig, snapshot_id: str | None) -> list[str]:

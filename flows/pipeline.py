@@ -21,11 +21,12 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 
 from flows.configure import recorded_config
+from flows.rebuild import built_review_labels, check_rebuild
 from flows.run_summary import rejected_author_reasons, run_summary
 from kitab.core.config import Settings
 from kitab.core.errors import BadValue, KitabError
 from kitab.core.locking import refresh_lock
-from kitab.core.params import RefreshParams, RunConfig, identity_of
+from kitab.core.params import RefreshParams, RunConfig
 from kitab.core.progress import Progress, active, tracking
 from kitab.core.refs import TableRef, duck, read_rows, write_query, write_rows
 from kitab.core.reviews import label_tuples
@@ -33,7 +34,14 @@ from kitab.core.stages import GENERATE_CONSTRAINTS, SAMPLE_AUTHORS, TAG_ENTITIES
 from kitab.core.warehouse import Warehouse
 from kitab.core.workdir import StepResult, WorkDir
 from kitab.sources import Origin, SourceSpec, close_sources, source_kind, sources_for
-from tasks.publish import excluded_releases, other_releases, publish, rejected_authors, released_authors_rows
+from tasks.publish import (
+    excluded_releases,
+    other_releases,
+    publish,
+    rejected_authors,
+    released_authors_rows,
+    released_since,
+)
 from tasks.sample_queries import SamplingRates
 from tasks.steps import (
     Batch,
@@ -134,33 +142,6 @@ def ran_out(eligible: int, stats: dict) -> str:
     )
 
 
-def check_rebuild(wh: Warehouse, config: RunConfig, snapshot_id: str | None) -> None:
-    """A committed release is a fixed thing: a rebuild that asks other parameters or reads
-    other inputs (IDENTITY) is refused in one line naming what differs, unless --replace."""
-    release = config.params.release
-    if config.params.replace or release not in wh.committed_releases():
-        return
-    row = wh.ledger_row(release)
-    recorded = json.loads(row["config"]) if row.get("config") else None
-    if recorded is not None:
-        before = identity_of(recorded, row["snapshot_id"])
-    else:  # a release made before the config was recorded: what its columns say
-        before = {
-            "source": row["source"],
-            "snapshot_id": row["snapshot_id"],
-            "seed": row["seed"],
-            "authors": row["n_authors_requested"],
-        }
-    now = identity_of(recorded_config(config), snapshot_id)
-    differs = [k for k in before if before[k] != now[k]]
-    if differs:
-        said = ", ".join(f"{k} {before[k]} -> {now[k]}" for k in differs)
-        raise BadValue(
-            f"release {release} is committed and this run would change it ({said}): refused; pass --replace "
-            "to replace it (the old version stays in `kitab releases --history`), or choose another --release"
-        )
-
-
 def run_pipeline(config: RunConfig, runner, *, progress: Progress) -> dict:
     """Draw authors not released (nor rejected) before until ``config.params.authors`` of them
     pass every stage or the candidates run out, collect their Open Library works and publish
@@ -197,11 +178,11 @@ def _run_pipeline(config: RunConfig, runner, today: date, progress: Progress) ->
     params, wh = config.params, Warehouse(config.settings.warehouse)
     progress.stage("start")
     with open_source(config, progress) as (spec, origin):
-        check_rebuild(wh, config, origin.snapshot_id)
-        excluded = excluded_releases(wh, params.release, replace=params.replace)
-        ledger = other_releases(wh, params.release, excluded)
-        ctx = run_context(config, wh, spec, today, ledger)
-        sampled = sample(runner, ctx, config, today, ledger, rejected_before(wh, config, excluded), progress)
+        because = check_rebuild(wh, config, origin.snapshot_id)  # refused here, before any work
+        excluded = excluded_releases(wh, params.release)  # the row's own, never releases made since
+        ledger, since = other_releases(wh, params.release, excluded), released_since(wh, params.release, excluded)
+        ctx = run_context(config, wh, spec, today, ledger, since)
+        sampled = sample(runner, ctx, config, today, ledger, since, rejected_before(wh, config, excluded), progress)
         collected = collect(runner, ctx, config, sampled, progress)
         titles, chunks, tags = tag(runner, ctx, config, collected, progress)
         constrained = constrain(runner, ctx, config, collected, tags, progress)
@@ -214,7 +195,10 @@ def _run_pipeline(config: RunConfig, runner, today: date, progress: Progress) ->
         tables = release_tables(ctx, sampled, collected.results, constrained, queries, claims.outputs["claims"])
         rejected_reasons = rejected_author_reasons(tables["rejects"])
         requests_made = sampled.stats["requests_sent"] + sum(c.stats["requests_sent"] for c in collected.results)
-        committed = publish_release(wh, config, origin, tables, excluded, requests_made, progress)
+        labels = built_review_labels(config, ctx.review_labels, tables["books"], tables["authors"])
+        committed = publish_release(
+            wh, config, origin, tables, requests_made, progress, excluded=excluded, labels=labels, because=because
+        )
         progress.end_stage(rows=sum(committed["row_counts"].values()))
     ctx.work.remove()
     return run_summary(
@@ -253,15 +237,17 @@ def open_source(config: RunConfig, progress: Progress) -> Iterator[tuple[SourceS
         yield spec, origin
 
 
-def run_context(config: RunConfig, wh: Warehouse, spec: SourceSpec, today: date, ledger) -> RunContext:
-    """What every step of the run shares, from the config (and the warehouse's ledger and reviews)."""
+def run_context(config: RunConfig, wh: Warehouse, spec: SourceSpec, today: date, ledger, since) -> RunContext:
+    """What every step of the run shares, from the config (and the warehouse's ledger and reviews).
+    ``ledger``: the authors of the releases the sample excludes; ``since``: of those made later
+    (tasks/publish.released_since): matching rejects an Open Library author of either."""
     return RunContext(
         release=config.params.release,
         seed=config.params.seed,
         today_year=today.year,
         work=WorkDir(str(wh.root / ".work" / config.params.release)),
         sources=spec,
-        released_ol_keys=tuple(sorted(ledger.ol_keys)),
+        released_ol_keys=tuple(sorted(ledger.ol_keys | since.ol_keys)),
         taggers=config.taggers,
         tagger_endpoint=config.tagger_endpoint,
         second_reader=config.second_reader,
@@ -275,9 +261,10 @@ def rejected_before(wh: Warehouse, config: RunConfig, excluded) -> tuple[str, ..
 
 
 def publish_release(
-    wh, config: RunConfig, origin: Origin, tables: dict, excluded, requests_made: int, progress
+    wh, config: RunConfig, origin: Origin, tables: dict, requests_made: int, progress, *, excluded, labels, because
 ) -> dict:
-    """The release committed (tasks/publish.py), its ledger row keeping the recorded config."""
+    """The release committed (tasks/publish.py), its ledger row keeping the recorded config, the
+    releases its sample excluded, the review labels its books read and why a rebuild differs."""
     params = config.params
     return publish(
         wh,
@@ -292,6 +279,8 @@ def publish_release(
         stages=[r for r in progress.records() if r["stage"] != "publish"],
         config=recorded_config(config),
         excluded=excluded,
+        review_labels=labels,
+        because=because,
         replace=params.replace,
     )
 
@@ -301,9 +290,12 @@ def sampling_rates(config: RunConfig) -> SamplingRates:
     return SamplingRates.from_dict(json.loads(config.sampling_rates))
 
 
-def sample(runner, ctx: RunContext, config: RunConfig, today: date, ledger, rejected: tuple, progress) -> StepResult:
+def sample(
+    runner, ctx: RunContext, config: RunConfig, today: date, ledger, since, rejected: tuple, progress
+) -> StepResult:
     """The seeded draw order of the eligible authors, by the config's settings (birth years,
-    works); fails in one line when it is shorter than asked (unless allow_fewer)."""
+    works): ``ledger``'s authors excluded, ``since``'s skipped (tasks/sample_authors.py); fails
+    in one line when it is shorter than asked (unless allow_fewer)."""
     params, settings = config.params, config.settings
     progress.stage(SAMPLE_AUTHORS)
     sampled = runner.run(
@@ -318,6 +310,7 @@ def sample(runner, ctx: RunContext, config: RunConfig, today: date, ledger, reje
         settings.min_works,
         settings.max_works,
         rejected,
+        (tuple(sorted(since.qids)), tuple(sorted(since.names))),
         name=SAMPLE_AUTHORS,
     )
     order = sampled.outputs["order"]

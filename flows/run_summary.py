@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import json
+
 from kitab.core.params import RunConfig
 from kitab.core.refs import TableRef, duck
 from kitab.core.stages import GENERATE_CONSTRAINTS, TAG_ENTITIES
@@ -46,6 +48,10 @@ def run_summary(
         "rejected_authors": rejected_reasons,
         "excluded_releases": excluded,
         "unchanged": bool(committed.get("unchanged")),
+        # a --replace: what this version changed of the one it replaced, and why (ledger ``changes``)
+        "rebuilt": None
+        if committed.get("unchanged") or not committed.get("changes")
+        else json.loads(committed["changes"]),
         "stage_counts": {
             "candidate authors": sampled.stats["candidates"],
             "drawn (authors)": collected.drawn,

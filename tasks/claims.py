@@ -31,6 +31,7 @@ Pure: rows in, rows out; ``sql/checks/claims.sql`` re-derives every label withou
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 from collections import defaultdict
@@ -168,8 +169,16 @@ def pairs_from_material(
     attributes: Iterable[dict], authors: Iterable[dict], books: Iterable[dict], seed: int
 ) -> dict[tuple[str, str | None], list[dict]]:
     """:func:`candidate_pairs` from every batch's :func:`claim_material` (in any order): one
-    seeded stream draws each pair's false side, attribute pairs first, in author order."""
-    rng = random.Random(f"claims-candidates:{seed}")
+    seeded stream per author draws its pairs' false sides, attribute pairs first, so an author's
+    draws depend on its own material only (a rebuild whose review labels changed one author's
+    states redraws that author's pairs, not every later author's)."""
+    streams: dict[str, random.Random] = {}
+
+    def rng(qid: str) -> random.Random:
+        if qid not in streams:
+            streams[qid] = random.Random(f"claims-candidates:{seed}:{qid}")
+        return streams[qid]
+
     names: dict[str, str] = {}
     keys: dict[str, set[str]] = {}
     for a in authors:
@@ -188,7 +197,7 @@ def pairs_from_material(
         if not sides[True] or not sides[False]:
             continue
         for true in sides[True]:
-            false = rng.choice(sides[False])
+            false = rng(qid).choice(sides[False])
             out["attribute", ctype].append(
                 _pair(qid, "attribute", true["constraint_id"], [_attribute_side(true), _attribute_side(false)], ctype)
             )
@@ -211,7 +220,7 @@ def pairs_from_material(
             others = Remaining(qids, excluded)
             if not others:
                 continue
-            other = rng.choice(others)
+            other = rng(qid).choice(others)
             title = b["title"]
             common = {"book_id": b["book_id"], "title": title, "year": None, "constraint_id": None}
             out["authorship", None].append(
@@ -239,7 +248,7 @@ def pairs_from_material(
             ]
             if not options:
                 continue
-            wrong = rng.choice(sorted(options))
+            wrong = rng(qid).choice(sorted(options))
             title = b["title"]
             common = {"book_id": b["book_id"], "title": title, "claim_author_qid": qid, "constraint_id": None}
             out["year", None].append(
@@ -287,16 +296,17 @@ def _attribute_side(material: dict) -> dict:
     }
 
 
-def _round_robin(pairs: list[dict], n: int, rng: random.Random) -> list[dict]:
+def _round_robin(pairs: list[dict], n: int, seed: int, stratum: str) -> list[dict]:
     """``n`` of ``pairs``, spread across authors: the authors in a seeded order, each author's
-    pairs shuffled, then one pair per author per round."""
+    pairs in a seeded order, then one pair per author per round. Both orders sort by a seeded
+    hash of the author or pair (:func:`_drawn`), not a shuffle: an author or pair that comes
+    or goes moves no other."""
     by_author: dict[str, list[dict]] = defaultdict(list)
     for p in pairs:
         by_author[p["author_qid"]].append(p)
-    order = sorted(by_author)
-    rng.shuffle(order)
+    order = sorted(by_author, key=lambda qid: _drawn(seed, stratum, qid))
     for qid in order:
-        rng.shuffle(by_author[qid])
+        by_author[qid].sort(key=lambda p: _drawn(seed, p["kind"], p["pair_key"]))
     chosen: list[dict] = []
     depth = 0
     while len(chosen) < n:
@@ -305,6 +315,11 @@ def _round_robin(pairs: list[dict], n: int, rng: random.Random) -> list[dict]:
                 chosen.append(by_author[qid][depth])
         depth += 1
     return chosen
+
+
+def _drawn(seed: int, *key: str) -> bytes:
+    """A seeded hash of ``key``: its place in a seeded order (the same on every machine)."""
+    return hashlib.blake2b("\x1f".join(("claims", str(seed), *key)).encode(), digest_size=8).digest()
 
 
 def split_quota(
@@ -356,17 +371,16 @@ def select_claims(
     with books, as the claims table's rows (two per pair), and the stage's stats."""
     available = {kind: sum(len(v) for (k, _), v in candidates.items() if k == kind) for kind in KINDS}
     per_kind = min(per_author * n_authors, *available.values())
-    rng = random.Random(f"claims:{seed}")
     chosen: list[dict] = []
     for kind in KINDS:
         strata = {t: len(v) for (k, t), v in candidates.items() if k == kind}
         quota = split_quota(per_kind, {t or "": n for t, n in strata.items()})
         for t in sorted(strata, key=lambda t: t or ""):
-            chosen += _round_robin(candidates[kind, t], quota[t or ""], rng)
+            chosen += _round_robin(candidates[kind, t], quota[t or ""], seed, f"{kind}:{t or ''}")
     rows = []
     for pair in sorted(chosen, key=lambda p: (p["author_qid"], p["kind"], p["pair_key"])):
         pair_id = f"{pair['kind']}:{pair['pair_key']}"
-        sides = pair["sides"] if rng.random() < 0.5 else pair["sides"][::-1]
+        sides = pair["sides"] if _drawn(seed, "flip", pair_id)[0] < 128 else pair["sides"][::-1]
         for position, side in enumerate(sides, 1):
             rows.append(
                 {

@@ -89,12 +89,16 @@ def sample_authors(
     exclude_qids: set[str],
     exclude_names: frozenset[str] = frozenset(),
     exclude_rejected: frozenset[str] = frozenset(),
+    skip_qids: frozenset[str] = frozenset(),
+    skip_names: frozenset[str] = frozenset(),
 ) -> StageResult:
     """The seeded draw order of the eligible authors (``order``) and its first ``n``
     (``sampled``). Never an author in ``exclude_qids`` nor one whose normalised name was
     released before (a duplicate WikiData item of a released author; the price is that a
     namesake is not sampled either), nor one in ``exclude_rejected`` (rejected by an earlier
-    release).
+    release). ``skip_qids`` / ``skip_names``: authors another release took since this one was
+    first made (a rebuild's; tasks/publish.released_since): left out of the order after the
+    shuffle, so the order of every other author stays as it was.
 
     Deterministic: candidates are put in QID order before ``random.Random(seed)`` shuffles them,
     so the same candidates and seed give the same order on any machine, and drawing more
@@ -111,12 +115,16 @@ def sample_authors(
         else:
             pool.append(c)
     order = random.Random(seed).sample(pool, len(pool))
+    skipped = [c for c in order if c["qid"] in skip_qids or name_key(c["name"]) in skip_names]
+    if skipped:
+        order = [c for c in order if c["qid"] not in skip_qids and name_key(c["name"]) not in skip_names]
     chosen = order[:n]
     stats = {
         "candidates": len(pool) + len(rejects) + excluded + rejected_before,
         "excluded_released": excluded,
         "excluded_rejected_before": rejected_before,
-        "eligible": len(pool),
+        "skipped_released_since": len(skipped),
+        "eligible": len(order),
         "sampled": len(chosen),
         "shortfall": max(0, n - len(chosen)),
     }

@@ -149,12 +149,16 @@ def sample_step(
     min_works: int,
     max_works: int,
     exclude_rejected: tuple[str, ...] = (),
+    skip: tuple[tuple[str, ...], tuple[str, ...]] = ((), ()),
 ) -> StepResult:
     """The seeded draw order of the eligible authors (``order``): the pipeline draws its
-    batches from the front of it. ``n`` only sizes the stats' first draw."""
+    batches from the front of it. ``n`` only sizes the stats' first draw; ``skip``: the QIDs
+    and normalised names of authors released since this release was first made
+    (tasks/sample_authors.sample_authors)."""
     params = dict(
         n=n,
         exclude_rejected=exclude_rejected,
+        skip=skip,
         seed=ctx.seed,
         exclude_qids=exclude_qids,
         exclude_names=exclude_names,
@@ -183,6 +187,8 @@ def sample_step(
             exclude_qids=set(exclude_qids),
             exclude_names=frozenset(exclude_names),
             exclude_rejected=frozenset(exclude_rejected),
+            skip_qids=frozenset(skip[0]),
+            skip_names=frozenset(skip[1]),
         )
         outputs = _write(
             ctx, SAMPLE_AUTHORS, "all", {"order": result.tables["order"], "rejects.sample_authors": result.rejects}

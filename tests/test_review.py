@@ -75,8 +75,8 @@ def test_round_trip_export_label_import_rebuild(tmp_path):
     assert f"| {kind} | 2 | 1 | 0.000 [0.000, 0.793] | n/a |" in before  # the wrong yes; the unsure one uncounted
 
     refused = runner.invoke(app, ["demo", "--warehouse", str(first), "--authors", "10"])
-    # the labels would change the committed release: refused, naming what differs, unless --replace
-    assert refused.exit_code != 0 and "book_entities" in str(refused.exception)
+    # the labels would change the committed release: refused before any work, naming them, unless --replace
+    assert refused.exit_code != 0 and "review labels changed (2 labels since the last build" in str(refused.exception)
     assert "--replace" in str(refused.exception)
     kitab("demo", "--warehouse", first, "--authors", 10, "--replace")
     with Warehouse(first).connect(release="demo") as con:

@@ -61,9 +61,11 @@ def run_refresh(
                 return run_pipeline(config, runner, progress=progress)
             finally:
                 runner.close()
+        from flows.rebuild import check_rebuild_early
         from flows.refresh import with_task_runner
         from kitab.app.prefect_guard import guard_server, quiet_user_errors
 
+        check_rebuild_early(config)  # a refused rebuild: one line before Prefect's server starts
         guard_server()  # Prefect's temporary server goes when this process goes, kill -9 included
 
         with quiet_user_errors():  # a KitabError reaches the caller whole; Prefect's traceback of it is noise

@@ -73,6 +73,8 @@ def print_summary(
         reasons = summary.get("rejected_authors") or {}
         if reasons:
             console.print("drawn authors rejected: " + ", ".join(f"{n} {reason}" for reason, n in reasons.items()))
+    if summary.get("rebuilt"):
+        console.print(f"rebuilt {release} with --replace: {change_text(summary['rebuilt'])}", soft_wrap=True)
     with wh.connect(release=release) as con:
         # the unit of each count: an author rejected (not released) or a work (a title left out)
         rows = con.execute(
@@ -98,6 +100,16 @@ def print_summary(
         soft_wrap=True,
         markup=False,
     )
+
+
+def change_text(changes: dict) -> str:
+    """A replacing version's ``changes`` (the ledger's) in one line: why, then the rows each
+    changed table lost and gained (whole rows compared), e.g. "review labels changed (12 labels
+    since the last build: 12 new): book_entities -12/+12 rows, constraints -3/+1"."""
+    tables = changes.get("tables") or {}
+    rows = ", ".join(f"{t} -{c['removed']}/+{c['added']}" for t, c in sorted(tables.items()))
+    kept = "" if "released_authors" in tables else "; released authors the same"
+    return f"{'; '.join(changes.get('because') or ['?'])}: {rows + ' rows' if rows else 'no table changed'}{kept}"
 
 
 # -- kitab releases ---------------------------------------------------------------------------

@@ -121,6 +121,8 @@ def commit_release(
                 )
         row = ledger_row(release, run, written, stages, round(time.monotonic() - started, 2))
         row["history"] = history_with(existing)
+        if existing is not None:  # what this version changes of the one it replaces, and why
+            row["changes"] = json.dumps(rebuild_changes(warehouse, release, existing, written, run), sort_keys=True)
         # The swap: new files go beside the committed ones (named by content), then one
         # rename of the ledger row switches readers to them; only then are the old ones
         # removed. A crash before the commit leaves the old version readable, after it the
@@ -146,6 +148,38 @@ def changed_tables(existing: dict, written: dict[str, WrittenTable]) -> list[str
     return [
         n for n in names if n not in PROVENANCE_TABLES and old.get(n) != (written[n].sha256 if n in written else None)
     ]
+
+
+def rebuild_changes(
+    warehouse: Warehouse, release: str, existing: dict, written: dict[str, WrittenTable], run: dict
+) -> dict:
+    """A replacing version against the one it replaces (the ledger's ``changes``): ``because``,
+    the causes the rebuild check named (``run["because"]``; else the code version, else "other
+    inputs"), and per changed table the rows ``removed`` and ``added`` (whole rows compared)."""
+    because = list(run.get("because") or [])
+    if not because:
+        before, now = existing.get("code_version"), code_version()
+        because = [f"code {before} -> {now}" if before != now else "other inputs"]
+    sums, tables = json.loads(existing["checksums"]), {}
+    for name in changed_tables(existing, written):
+        old = warehouse.committed_file(name, release, sums[name]) if name in sums else None
+        tables[name] = row_changes(old, written[name].path if name in written else None)
+    return {"because": because, "tables": tables}
+
+
+def row_changes(old: Path | None, new: Path | None) -> dict[str, int]:
+    """Rows of the Parquet file ``old`` not in ``new`` (``removed``) and the reverse (``added``),
+    as multisets of whole rows (None: no such file)."""
+    with duck() as con:
+        if old is None or new is None:
+            only = old or new
+            n = con.execute("SELECT count(*) FROM read_parquet(?)", [str(only)]).fetchall()[0][0] if only else 0
+            return {"removed": n if new is None else 0, "added": n if old is None else 0}
+        count = "SELECT count(*) FROM (SELECT * FROM read_parquet(?) EXCEPT ALL SELECT * FROM read_parquet(?))"
+        return {
+            "removed": con.execute(count, [str(old), str(new)]).fetchall()[0][0],
+            "added": con.execute(count, [str(new), str(old)]).fetchall()[0][0],
+        }
 
 
 def history_with(existing: dict | None) -> str | None:
@@ -217,7 +251,9 @@ def ledger_row(
         "requests_made": run["requests_made"],
         "config": run.get("config"),
         "excluded_releases": run.get("excluded_releases"),
+        "review_labels": run.get("review_labels"),
         "history": None,
+        "changes": None,
         "inputs": None if run.get("inputs") is None else json.dumps(run["inputs"], sort_keys=True),
         "stages": None
         if stages is None

@@ -55,8 +55,10 @@ def refresh(
     replace: bool = typer.Option(
         False,
         "--replace",
-        help="rebuild a committed release even if its parameters or tables change (the old version stays in "
-        "`kitab releases --history`; its evaluations become stale); without it such a rebuild is refused",
+        help="rebuild a committed release even if its parameters, review labels or tables change (the same "
+        "exclusions, so the same authors unless the sample's settings changed; the old version stays in "
+        "`kitab releases --history`, with what changed and why; its evaluations become stale); without it such "
+        "a rebuild is refused",
     ),
     redraw_rejected: bool = typer.Option(
         False,

@@ -17,7 +17,10 @@ RELEASES_OUTPUTS = ("table", "json", "csv")
 @app.command()
 def releases(
     show: str | None = typer.Option(
-        None, "--show", help="print this release's whole run configuration (its ledger row's config) as JSON"
+        None,
+        "--show",
+        help="print this release's whole run configuration (its ledger row's config), the releases its sample "
+        "excludes, the review labels its books read and what its last --replace changed, as JSON",
     ),
     history: bool = typer.Option(
         False, "--history", help="also list the earlier versions of each release replaced with --replace"
@@ -32,7 +35,7 @@ def releases(
     """List committed releases with their counts, and each one's time and rows per stage."""
     import json
 
-    from kitab.app.summary import releases_records, releases_tables
+    from kitab.app.summary import change_text, releases_records, releases_tables
     from kitab.core.warehouse import Warehouse
 
     if output not in RELEASES_OUTPUTS:
@@ -42,18 +45,21 @@ def releases(
         wh.require_release(show)
         row = wh.ledger_row(show)
         config = json.loads(row["config"]) if row.get("config") else None
-        excluded = json.loads(row["excluded_releases"]) if row.get("excluded_releases") else None
-        print(json.dumps({"release": show, "config": config, "excluded_releases": excluded}, indent=2, default=str))
+        recorded = {k: json.loads(row[k]) if row.get(k) else None for k in ("excluded_releases", "review_labels")}
+        changes = json.loads(row["changes"]) if row.get("changes") else None
+        print(json.dumps({"release": show, "config": config, **recorded, "changes": changes}, indent=2, default=str))
         return
-    if history:
+    if history:  # newest first; each replacing version says what it changed of the one before, and why
         for release in wh.committed_releases():
             row = wh.ledger_row(release)
             versions = json.loads(row.get("history") or "[]")
-            current = json.loads(row["checksums"]).get("queries", "")[:16]
-            print(f"{release}\tcurrent\tcreated {row['created_at']}\tqueries {current}")
-            for v in reversed(versions):
+            for n, v in enumerate([row, *reversed(versions)]):
+                when = "current" if n == 0 else f"replaced {v['replaced_at']}"
                 queries = json.loads(v["checksums"]).get("queries", "")[:16]
-                print(f"{release}\treplaced {v['replaced_at']}\tcreated {v['created_at']}\tqueries {queries}")
+                created = v["created_at"].isoformat() if hasattr(v["created_at"], "isoformat") else v["created_at"]
+                line = f"{release}\t{when}\tcreated {created}\tqueries {queries}"
+                changes = json.loads(v["changes"]) if v.get("changes") else None
+                print(line + (f"\tchanged: {change_text(changes)}" if changes else ""))
         return
     with wh.connect() as con:
         ledger = con.sql("SELECT * FROM releases ORDER BY created_at, release").to_arrow_table().to_pylist()

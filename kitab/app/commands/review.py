@@ -56,4 +56,6 @@ def import_(
 
     with user_errors():
         counts = import_review(warehouse_root(warehouse), file)
-    console.print(f"{counts['imported']} labels imported ({counts['stored']} stored); rebuild a release to use them")
+    console.print(
+        f"{counts['imported']} labels imported ({counts['stored']} stored); rebuild a release with --replace to use them (the same authors; only what the labels decide changes)"
+    )

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from datetime import datetime
 
 from kitab.core.release_commit import ReleasedAuthors, commit_release, other_releases
 from kitab.core.warehouse import Warehouse
@@ -48,9 +49,14 @@ def excluded_releases(warehouse: Warehouse, release: str) -> list[str]:
 def first_made(row: dict) -> str:
     """When a release was first committed: its oldest version's ``created_at`` (ISO text)."""
     versions = json.loads(row.get("history") or "[]")
-    times = [str(v["created_at"]) for v in versions if v.get("created_at")]
-    created = row["created_at"]
-    return min([*times, created.isoformat() if hasattr(created, "isoformat") else str(created)])
+    # the ledger's timestamp and the history's ISO text, as one type (str() of a datetime has
+    # a space where isoformat has a "T": as text they would not compare)
+    times = [_moment(v["created_at"]) for v in versions if v.get("created_at")]
+    return min([*times, _moment(row["created_at"])]).isoformat()
+
+
+def _moment(value: datetime | str) -> datetime:
+    return value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
 
 
 def released_since(warehouse: Warehouse, release: str, excluded: list[str]) -> ReleasedAuthors:

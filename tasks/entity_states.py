@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from tasks.entities.registry import entity_kind, find_kind
@@ -268,11 +268,6 @@ def book_error(kind: str, state: str, evidence: str, version: str | None = None)
     return min(measured, key=lambda r: r[0]) if measured else (1.0, 1.0, 1.0)
 
 
-def evidence_error(kind: str, state: str, evidence: str, version: str | None = None) -> float:
-    """The stated error of :func:`book_error` alone."""
-    return book_error(kind, state, evidence, version)[0]
-
-
 def state_error(row: Mapping, version: str | None = None) -> tuple[float, float, float]:
     """A ``book_entities`` row's (stated, low, high) error: its stored columns, or, for a release
     written before they existed, :func:`book_error` of its evidence."""
@@ -292,17 +287,12 @@ def deciding_index(states: Iterable[Mapping]) -> Deciding:
     return books
 
 
-def deciding_books(author_qid: str, criterion: Mapping, members: Sequence[Mapping], books: Mapping) -> list:
-    """The entries of ``books`` ((author, kind) -> the author's books) that decide the entity
-    ``criterion`` of the query ``members``: the author's books meeting every other criterion
-    (all of them for a one-constraint query). The one definition (key quality, the bound, the
-    review queue)."""
+def meets_other_criteria(criterion: Mapping, members: Sequence[Mapping]) -> Callable[[str], bool]:
+    """Whether a book decides the entity ``criterion`` of the query ``members``: it meets every
+    other criterion (every book does for a one-constraint query). The one definition of a
+    *deciding book* (key quality, the bound, the review queue)."""
     others = [set(o["mapped_book_ids"]) for o in members if o is not criterion]
-    return [
-        b
-        for b in books.get((author_qid, criterion["entity_kind"]), [])
-        if all((b[0] if isinstance(b, tuple) else b) in o for o in others)
-    ]
+    return lambda book_id: all(book_id in o for o in others)
 
 
 def query_key_error(
@@ -318,7 +308,8 @@ def query_key_error(
     for c in members:
         if not c.get("entity_kind"):
             continue
-        deciding = deciding_books(author_qid, c, members, books)
+        decides = meets_other_criteria(c, members)
+        deciding = [b for b in books.get((author_qid, c["entity_kind"]), []) if decides(b[0])]
         for _, state, err in deciding:
             if state != UNSURE:
                 for i in range(3):

@@ -152,28 +152,28 @@ def test_second_readers_wired_per_batch_decide_risky_books():
 
 
 # -- key quality (item 7) -----------------------------------------------------------------------
-def test_evidence_error_reads_the_deciding_evidence():
+def test_book_error_reads_the_deciding_evidence():
     from tasks.entities.calibration import calibrated_counts, rate
-    from tasks.entity_states import SOURCE_ERRORS, evidence_error
+    from tasks.entity_states import SOURCE_ERRORS, book_error
 
     def calibrated(cls: str) -> float:  # the held-out counts of human_v6's class (tasks/entities/data/)
         wrong, n = calibrated_counts("human_v6", cls)
         return (wrong + 1) / (n + 2)
 
-    assert evidence_error("human", YES, "title:name_list", "human_v6") == pytest.approx(calibrated("name_list"))
+    assert book_error("human", YES, "title:name_list", "human_v6")[0] == pytest.approx(calibrated("name_list"))
     # several title classes: the worst; a class never measured: no credit
     worst = max(calibrated("plain"), calibrated("listed_name"))
-    assert evidence_error("human", NO, "title:plain+listed_name", "human_v6") == pytest.approx(worst)
-    assert evidence_error("city", YES, "title:brand_new_class") == 1.0
+    assert book_error("human", NO, "title:plain+listed_name", "human_v6")[0] == pytest.approx(worst)
+    assert book_error("city", YES, "title:brand_new_class")[0] == 1.0
     # a measured second reader that agrees beats a worse title class; an unmeasured model gives no credit
     record = rate(SOURCE_ERRORS["record"])[0]  # under 30 decisions: the upper end
-    assert evidence_error("human", YES, "title:proper_title|record:yes", "human_v6") == pytest.approx(record)
-    assert evidence_error("human", YES, "title:proper_title|model:yes", "human_v6") == pytest.approx(
+    assert book_error("human", YES, "title:proper_title|record:yes", "human_v6")[0] == pytest.approx(record)
+    assert book_error("human", YES, "title:proper_title|model:yes", "human_v6")[0] == pytest.approx(
         calibrated("proper_title")
     )
-    assert evidence_error("human", NO, "title:rule|record:no") == pytest.approx(record)  # the record overruled
-    assert evidence_error("human", YES, "title:unknown_word|review:yes") == 0.0
-    assert evidence_error("human", UNSURE, "title:unknown_word") == 0.0
+    assert book_error("human", NO, "title:rule|record:no")[0] == pytest.approx(record)  # the record overruled
+    assert book_error("human", YES, "title:unknown_word|review:yes")[0] == 0.0
+    assert book_error("human", UNSURE, "title:unknown_word")[0] == 0.0
 
 
 def _state(book, author, kind, state, evidence):
@@ -183,7 +183,7 @@ def _state(book, author, kind, state, evidence):
 def test_key_quality_multiplies_the_deciding_books_and_leaves_unsure_ones_out():
     from tasks.constraints import spec_type
     from tasks.constraints.registry import spec_to_json
-    from tasks.entity_states import evidence_error, key_quality
+    from tasks.entity_states import book_error, key_quality
 
     human, starts = spec_type("human_name"), spec_type("starts_with")
     states = [
@@ -208,7 +208,7 @@ def test_key_quality_multiplies_the_deciding_books_and_leaves_unsure_ones_out():
         {"query_id": "q3", "author_qid": "Q1", "n_constraints": 1, "constraint_ids": ["s"]},  # no entity: not counted
     ]
     out = key_quality(queries, constraints, states)
-    e = {s["book_id"]: evidence_error("human", s["state"], s["evidence"]) for s in states}
+    e = {s["book_id"]: book_error("human", s["state"], s["evidence"])[0] for s in states}
     one = 1 - (1 - e["b1"]) * (1 - e["b2"]) * (1 - e["b4"])  # every book decides q1; b3 is unsure
     two = 1 - (1 - e["b1"]) * (1 - e["b2"])  # only b1, b2 start with b
     assert out["human-name"] == {

@@ -20,17 +20,12 @@ from kitab.core.progress import ROWS, STAGES, format_count, format_seconds, pars
 def print_key_quality(con: duckdb.DuckDBPyConnection) -> None:
     """Per entity slice: the queries kept, those the key-error bound left out and the authors who
     lost the slice, the estimated wrong-key share and the ceiling (kitab/release/key_quality.py)."""
-    from kitab.release.key_quality import release_key_quality
+    from kitab.release.key_quality import bound_of, pct_range, release_key_quality
 
     quality = release_key_quality(con)
     if not quality:
         return
-    bound = next((q["max_key_error"] for q in quality.values() if q.get("max_key_error") is not None), None)
-
-    def pct(q: dict, key: str) -> str:
-        if q.get(key) is None:
-            return "–"
-        return f"{100 * q[key]:.1f}% ({100 * q[key + '_low']:.1f}–{100 * q[key + '_high']:.1f}%)"
+    bound = bound_of(quality)
 
     print_rows(
         ["slice", "queries", "left out (one / two)", "authors who lost it", "key wrong (est., 95%)", "ceiling"],
@@ -40,8 +35,8 @@ def print_key_quality(con: duckdb.DuckDBPyConnection) -> None:
                 q["queries"],
                 f"{q.get('dropped_one', 0)} / {q.get('dropped_two', 0)}",
                 len(q.get("authors_lost") or []),
-                pct(q, "wrong_key"),
-                pct(q, "ceiling"),
+                pct_range(q, "wrong_key"),
+                pct_range(q, "ceiling"),
             )
             for label, q in quality.items()
         ],

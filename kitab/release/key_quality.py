@@ -100,11 +100,16 @@ def _kinds_text(quality: dict) -> str:
     return text[:1].upper() + text[1:]
 
 
-def _range(q: dict, key: str) -> str:
-    """ "12.3% (8.1–17.0%)": a figure with its interval."""
+def pct_range(q: dict, key: str) -> str:
+    """A figure of ``q`` with its range (``<key>_low``, ``<key>_high``): "12.3% (8.1%–17.0%)"."""
     if q.get(key) is None:
         return "–"
     return f"{_pct(q[key])} ({_pct(q.get(key + '_low'))}–{_pct(q.get(key + '_high'))})"
+
+
+def bound_of(quality: dict) -> float | None:
+    """The key-error bound the release's drops record (None: nothing was dropped)."""
+    return next((q["max_key_error"] for q in quality.values() if q.get("max_key_error") is not None), None)
 
 
 def _names(names: list[str], most: int = 8) -> str:
@@ -116,11 +121,11 @@ def format_key_quality(quality: dict) -> str:
     """The markdown section of the card and ``kitab report``."""
     if not quality:
         return "### Answer-key quality (entity constraints)\n\nThis release has no entity query.\n"
-    bound = next((q["max_key_error"] for q in quality.values() if q.get("max_key_error") is not None), None)
+    bound = bound_of(quality)
     rows = [
         f"| {label} | {q['queries']} | {q.get('dropped_one', 0)} / {q.get('dropped_two', 0)} "
         f"| {_pct(q.get('unsure_share'))} | {_pct(q.get('wrong_key_one'))} | {_pct(q.get('wrong_key_two'))} "
-        f"| {_range(q, 'wrong_key')} | {_range(q, 'ceiling')} |"
+        f"| {pct_range(q, 'wrong_key')} | {pct_range(q, 'ceiling')} |"
         for label, q in quality.items()
     ]
     lost = [

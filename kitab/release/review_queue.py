@@ -24,7 +24,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from tasks.entity_states import UNSURE, deciding_books, state_error
+from tasks.entity_states import UNSURE, meets_other_criteria, state_error
 
 Row = tuple[str, str]  # (book_id, kind): one row of book_entities
 
@@ -75,8 +75,8 @@ def entity_queries(
         for c in members:
             if not c.get("entity_kind"):
                 continue
-            kind = c["entity_kind"]
-            rows = tuple((b, kind) for b in deciding_books(q["author_qid"], c, members, books))
+            kind, deciding = c["entity_kind"], meets_other_criteria(c, members)
+            rows = tuple((b, kind) for b in books.get((q["author_qid"], kind), []) if deciding(b))
             criteria.append((spec_from_json(c["spec"]).label, rows))
         if criteria:
             out.append(EntityQuery(q["query_id"], q["n_constraints"], tuple(criteria)))

@@ -214,11 +214,17 @@ def _write_plots(stats: _Stats, plots_dir: Path) -> None:
 
 
 # -- markdown --------------------------------------------------------------------------
+def markdown_cell(value) -> str:
+    """``value`` as one cell of a markdown table: a ``|`` escaped (else it starts a new column)
+    and line breaks made spaces (else they end the row)."""
+    return " ".join(str(value).replace("|", "\\|").splitlines())
+
+
 def _table(header: tuple[str, ...], rows: list[tuple], align: str | None = None) -> str:
     align = align or "l" + "r" * (len(header) - 1)
     rule = ["---:" if a == "r" else "---" for a in align]
-    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(rule) + " |"]
-    lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in rows]
+    lines = ["| " + " | ".join(map(markdown_cell, header)) + " |", "| " + " | ".join(rule) + " |"]
+    lines += ["| " + " | ".join(map(markdown_cell, row)) + " |" for row in rows]
     return "\n".join(lines)
 
 

@@ -72,14 +72,30 @@ def size(path: Path) -> int:
     return path.stat().st_size if path.is_file() else sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
-def screenshot(page: Path, png: Path, width: int = 1400, height: int = 2200) -> None:
+SHOT = """<!DOCTYPE html><html><body style="margin:0">
+<iframe id="f" src="%s" style="width:%dpx;height:%dpx;border:0"></iframe>
+<script>document.getElementById("f").onload = function () {
+  var img = this.contentDocument.querySelector('img[alt^="Leaderboard overall"]');
+  if (img) { img.scrollIntoView(); }
+};</script></body></html>"""
+
+
+def screenshot(page: Path, png: Path, width: int = 1400, height: int = 1900, scale: float = 0.7) -> None:
+    """The leaderboard's overall plot and what follows, as Chromium draws the page (``scale``
+    keeps the PNG small). Through an iframe: headless Chromium wrote a blank image for a page
+    opened scrolled (a #hash, or with --virtual-time-budget)."""
     chromium = shutil.which("chromium")
-    subprocess.run(
-        [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-         f"--window-size={width},{height}", "--virtual-time-budget=10000", f"--screenshot={png}",
-         page.as_uri() + "#model-evaluations"],
-        check=True, capture_output=True, timeout=180,
-    )  # fmt: skip
+    shot = page.parent / ".screenshot.html"
+    shot.write_text(SHOT % (page.name, width, height))
+    try:
+        subprocess.run(
+            [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+             "--allow-file-access-from-files", f"--window-size={width},{height}",
+             f"--force-device-scale-factor={scale}", f"--screenshot={png.resolve()}", shot.as_uri()],
+            check=True, capture_output=True, timeout=180,
+        )  # fmt: skip
+    finally:
+        shot.unlink()
 
 
 def main() -> None:

@@ -327,17 +327,17 @@ def test_a_3000_character_title_wraps_and_a_right_to_left_override_shows_as_text
     # the RLO title, listed in every row, is drawn as its text, left to right: e, v, i, l
     assert len(out["evil"]) == out["shown"]
     for item in out["evil"]:
+        assert item["x"] == sorted(item["x"]) and len(set(item["x"])) == 4, item  # drawn "live": x falls
         assert item["text"] == "[U+202E]evil", item
-        assert item["x"] == sorted(item["x"]) and len(set(item["x"])) == 4, item
 
 
-def test_report_md_escapes_a_pipe_in_a_model_name(many):
+def test_report_md_escapes_a_pipe_and_shows_a_bidi_control_in_a_model_name(many):
     copy, _ = many
     result = runner.invoke(app, ["report", "--release", RELEASE, "--warehouse", str(copy)])
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     header = next(x for x in lines if x.startswith("| # | model |"))
     row = next(x for x in lines if "odd" in x and x.startswith("| "))
-    assert "odd\\|model" in row
+    assert "odd\\|model [U+202E]evil" in row  # the | escaped, the override shown, as on the page
     columns = lambda line: len(re.split(r"(?<!\\)\|", line))  # noqa: E731
     assert columns(row) == columns(header)

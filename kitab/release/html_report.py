@@ -30,6 +30,7 @@ from importlib.resources import files
 from pathlib import Path
 
 from kitab.core.files import write_bytes
+from kitab.release.report import neutral_bidi
 
 OUTCOMES = ("all-correct", "wrong", "abstained", "unanswered")
 MARKS = {  # match kind -> (css class, what it means)
@@ -47,8 +48,6 @@ SCORE_NAMES = (
     ("completeness", "completeness"),
 )
 SCORES = tuple(col for _, col in SCORE_NAMES)
-# LRE RLE PDF LRO RLO, LRI RLI FSI PDI, LRM RLM, ALM: what can reorder the text around it
-BIDI_CONTROLS = re.compile("[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]")
 
 
 def outcome(row: dict) -> str:
@@ -124,12 +123,6 @@ def _query_data(rows: list[dict], queries: dict[str, dict]) -> tuple[dict, dict[
             ]
         )
     return info, by_model
-
-
-def neutral_bidi(text: str) -> str:
-    """``text`` with every bidirectional control shown as ``[U+202E]``: an override in a title or a
-    model's name would otherwise reorder what the page shows ("evil" read as "live")."""
-    return BIDI_CONTROLS.sub(lambda m: f"[U+{ord(m.group(0)):04X}]", text)
 
 
 def _json(value) -> str:

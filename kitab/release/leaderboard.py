@@ -8,8 +8,10 @@ One builder (:func:`leaderboard`, from the ``evaluations`` rows :func:`per_query
 so a model cannot rise by answering less; coverage says how much it answered.
 
 Plots draw one bar per evaluation, named beside it: two models with the same score stay
-visible, which lines drawn over each other did not. Every score carries its 95% interval (a cluster bootstrap over authors, kitab/release/intervals.py): in brackets in the
-tables, ``<metric>_ci`` in the JSON, an error bar in the plots.
+visible, which lines drawn over each other did not. Every score carries its 95% interval (a
+cluster bootstrap over authors, kitab/release/intervals.py): in brackets in the tables,
+``<metric>_ci`` in the JSON, an error bar in the plots. Each bin counts its ``authors``; one of
+fewer than 5 is flagged in the tables and drawn hollow.
 """
 
 from __future__ import annotations

@@ -30,9 +30,11 @@ def few_authors(scores: dict) -> bool:
 
 
 def plot_label(label: str, limit: int = LABEL_CHARS) -> str:
-    """A model's name as the plots show it: control characters (bidi overrides too) dropped,
-    cut to ``limit`` characters."""
-    text = re.sub(r"[\x00-\x1f\x7f\u200e\u200f\u061c\u202a-\u202e\u2066-\u2069]", "", label)
+    """A model's name as the plots show it: bidi controls shown as ``[U+202E]`` (as on the page),
+    other control characters dropped, cut to ``limit`` characters."""
+    from kitab.release.report import neutral_bidi
+
+    text = re.sub(r"[\x00-\x1f\x7f]", "", neutral_bidi(label))
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

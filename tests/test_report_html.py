@@ -315,7 +315,7 @@ def measured(chromium: str, page: Path, hash_: str) -> dict:
 def test_a_3000_character_title_wraps_and_a_right_to_left_override_shows_as_text(chromium, many):
     from urllib.parse import quote
 
-    from kitab.release.html_report import neutral_bidi
+    from kitab.release.markup import neutral_bidi
 
     _, big = many
     shown_as = neutral_bidi(ODD_MODEL)

@@ -14,7 +14,7 @@ live in the URL's hash (``#model=...&type=...&outcome=...``), so a filtered view
 
 Every text from the data (titles, answers, model names) reaches the page as text, never markup:
 escaped in the report's HTML, JSON the script puts in place with ``textContent``; bidirectional
-controls are shown as ``[U+202E]`` (:func:`neutral_bidi`) and each title is isolated
+controls are shown as ``[U+202E]`` (kitab/release/markup.py) and each title is isolated
 (``dir="auto"``), so a title cannot reorder what stands around it. Long titles wrap.
 """
 
@@ -30,7 +30,7 @@ from importlib.resources import files
 from pathlib import Path
 
 from kitab.core.files import write_bytes
-from kitab.release.report import neutral_bidi
+from kitab.release.markup import neutral_bidi
 
 OUTCOMES = ("all-correct", "wrong", "abstained", "unanswered")
 MARKS = {  # match kind -> (css class, what it means)

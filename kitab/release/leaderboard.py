@@ -19,6 +19,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from kitab.release.intervals import LEVEL, SEED, B, compare, differs, metric_intervals
+from kitab.release.leaderboard_plots import FEW_AUTHORS, few_authors, write_leaderboard_plots
+from kitab.release.markup import markdown_cell  # a model's name may hold a | (issue 38)
 
 METRICS = (
     ("all_correct", "all correct ↑"),
@@ -220,9 +222,7 @@ def evaluation_section(
     if not board["evaluations"]:
         return "\n".join(["## Model evaluations", "", stale_note, ""]) if stale_note else ""
     if plots_dir is not None:
-        from kitab.release.leaderboard_plots import write_leaderboard_plots
-
-        write_leaderboard_plots(board, Path(plots_dir))
+        write_leaderboard_plots(board, Path(plots_dir), METRICS, DIMENSIONS, PLOTS)
     captions = ("overall", "by constraint type", "by constrainedness", "by author popularity")
     return "\n".join(
         [
@@ -311,8 +311,6 @@ def _ci_cell(scores: dict, metric: str) -> str:
 
 
 def _table(header: list[str], rows: list[list[str]], align: str) -> str:
-    from kitab.release.report import markdown_cell  # a model's name may hold a | (issue 38)
-
     rule = ["---:" if a == "r" else "---" for a in align]
     return "\n".join(
         [
@@ -330,8 +328,6 @@ def format_leaderboard(board: dict) -> str:
     """The leaderboard as markdown: one table of every evaluation overall (coverage, abstention
     and cut-answer rates, every metric with its 95% interval, the one- and two-constraint
     all-correct), then every metric per bin of each dimension (a row per bin and evaluation)."""
-    from kitab.release.leaderboard_plots import FEW_AUTHORS, few_authors
-
     evaluations = board["evaluations"]
     if not evaluations:
         return "No evaluation of this release yet (`kitab evaluate`, `kitab answer --evaluate`).\n"

@@ -17,6 +17,7 @@ import re
 from pathlib import Path
 
 from kitab.release.figures import figure, save_png
+from kitab.release.markup import neutral_bidi
 
 FEW_AUTHORS = 5  # a bin with fewer authors is flagged (tables) and drawn hollow (plots)
 WIDTH = 14.0  # inches at 100 dpi: the page's column, so 1 pt of text stays ~1.4 px on screen
@@ -32,8 +33,6 @@ def few_authors(scores: dict) -> bool:
 def plot_label(label: str, limit: int = LABEL_CHARS) -> str:
     """A model's name as the plots show it: bidi controls shown as ``[U+202E]`` (as on the page),
     other control characters dropped, cut to ``limit`` characters."""
-    from kitab.release.report import neutral_bidi
-
     text = re.sub(r"[\x00-\x1f\x7f]", "", neutral_bidi(label))
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
@@ -83,35 +82,34 @@ def _grid(n_panels: int, n_models: int, most_columns: int):
     return fig, fig.subplots(rows, columns, squeeze=False)
 
 
-def write_leaderboard_plots(board: dict, plots_dir: Path) -> list[Path]:
-    """``leaderboard.png`` and ``leaderboard_<dimension>.png`` for each dimension with bins (see
-    the module's docstring). Returns the files written."""
+def write_leaderboard_plots(board: dict, plots_dir: Path, metrics, dimensions, names) -> list[Path]:
+    """``names``: ``leaderboard.png`` and ``leaderboard_<dimension>.png`` for each of the
+    leaderboard's ``dimensions`` with bins, panels for its ``metrics`` (see the module's
+    docstring). Returns the files written."""
     import matplotlib.style
-
-    from kitab.release.leaderboard import DIMENSIONS, METRICS, PLOTS
 
     evaluations = board["evaluations"]
     if not evaluations:
         return []
     plots_dir = Path(plots_dir)
-    names = [plot_label(e["label"]) for e in evaluations]
+    labels = [plot_label(e["label"]) for e in evaluations]
     colors = _colors(len(evaluations))
     written = []
-    panels = [("coverage", "coverage ↑"), ("abstention_rate", "abstained ↓"), ("cut_rate", "cut ↓"), *METRICS]
+    panels = [("coverage", "coverage ↑"), ("abstention_rate", "abstained ↓"), ("cut_rate", "cut ↓"), *metrics]
     with matplotlib.style.context("default"):
         fig, axes = _grid(len(panels), len(evaluations), 4)
         for j, (ax, (metric, label)) in enumerate(zip(axes.ravel(), panels)):
             o = [e["overall"] for e in evaluations]
-            _panel(ax, names, [x.get(metric) for x in o], [x.get(f"{metric}_ci") for x in o], colors,
+            _panel(ax, labels, [x.get(metric) for x in o], [x.get(f"{metric}_ci") for x in o], colors,
                    labels=j % axes.shape[1] == 0)  # fmt: skip
             ax.set_title(label, fontsize=11)
         for ax in axes.ravel()[len(panels) :]:
             ax.set_visible(False)
         fig.suptitle(f"kitab release {board['release']}: leaderboard ({len(evaluations)} evaluations, best first; "
                      "95% intervals)", fontsize=12)  # fmt: skip
-        save_png(fig, plots_dir / PLOTS[0])
-        written.append(plots_dir / PLOTS[0])
-        for (dimension, heading), name in zip(DIMENSIONS, PLOTS[1:]):
+        save_png(fig, plots_dir / names[0])
+        written.append(plots_dir / names[0])
+        for (dimension, heading), name in zip(dimensions, names[1:]):
             bins = list(dict.fromkeys(b["bin"] for e in evaluations for b in e["by"][dimension]))
             if not bins:
                 continue
@@ -120,7 +118,7 @@ def write_leaderboard_plots(board: dict, plots_dir: Path) -> list[Path]:
                 found = [next((b for b in e["by"][dimension] if b["bin"] == bin_), {}) for e in evaluations]
                 authors = max((f.get("authors") or 0 for f in found), default=0)
                 hollow = any(few_authors(f) for f in found)
-                _panel(ax, names, [f.get("all_correct") for f in found], [f.get("all_correct_ci") for f in found],
+                _panel(ax, labels, [f.get("all_correct") for f in found], [f.get("all_correct_ci") for f in found],
                        colors, hollow=hollow, labels=j % axes.shape[1] == 0)  # fmt: skip
                 queries = max((f.get("queries") or 0 for f in found), default=0)
                 flag = f"\n{authors} authors (< {FEW_AUTHORS}): hollow" if hollow else f"\n{queries} queries"

@@ -12,7 +12,6 @@ no ``Software`` entry in the PNG metadata, so the same release gives byte-identi
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from statistics import median
@@ -23,6 +22,7 @@ from kitab.core.files import write_bytes
 from kitab.release.bins import KAPPA_BINS, bin_index, kappa_labels, sitelink_bucket, sitelink_labels
 from kitab.release.figures import figure, save_png
 from kitab.release.key_quality import format_key_quality, release_key_quality
+from kitab.release.markup import markdown_cell
 from tasks.constraints.table2 import format_table2, table2
 from tasks.entities.registry import entity_phrase, release_kinds
 
@@ -215,22 +215,6 @@ def _write_plots(stats: _Stats, plots_dir: Path) -> None:
 
 
 # -- markdown --------------------------------------------------------------------------
-# LRE RLE PDF LRO RLO, LRI RLI FSI PDI, LRM RLM, ALM: what can reorder the text around it
-BIDI_CONTROLS = re.compile("[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]")
-
-
-def neutral_bidi(text: str) -> str:
-    """``text`` with every bidirectional control shown as ``[U+202E]``: an override in a title or a
-    model's name would otherwise reorder what the page shows ("evil" read as "live")."""
-    return BIDI_CONTROLS.sub(lambda m: f"[U+{ord(m.group(0)):04X}]", text)
-
-
-def markdown_cell(value) -> str:
-    """``value`` as one cell of a markdown table: a ``|`` escaped (else it starts a new column),
-    line breaks made spaces (else they end the row), bidi controls shown (:func:`neutral_bidi`)."""
-    return neutral_bidi(" ".join(str(value).replace("|", "\\|").splitlines()))
-
-
 def _table(header: tuple[str, ...], rows: list[tuple], align: str | None = None) -> str:
     align = align or "l" + "r" * (len(header) - 1)
     rule = ["---:" if a == "r" else "---" for a in align]

@@ -210,9 +210,134 @@ def test_the_filters_show_what_they_say_and_a_row_shows_what_the_evaluations_tab
     assert INVENTED in titles and any(c in INVENTED for c in '<>"')
     assert dict((t, c) for c, t in listed)[html_escape(INVENTED, quote=False)] == "t-nfa" and kinds[-1] == "none"
     assert all(c == "t-ok" for c, t in listed if t != html_escape(INVENTED, quote=False))
-    # the title's markup stayed text: no element of it in the page or in the DOM the browser built
-    assert '<b id="pwned">' not in html and 'id="pwned"' not in page.read_text()
-    assert html_escape(INVENTED) in page.read_text()  # as written: &lt; &gt; &quot; &amp;
+    # the title's markup stayed text: no element of it in the DOM the browser built, nor in the
+    # page or the rows' files, where it is JSON with < > & written as \u003c \u003e \u0026
+    assert '<b id="pwned">' not in html
+    written = [page, *page.parent.joinpath(f"{page.stem}_files").glob("*.js")]
+    assert all('id="pwned"' not in p.read_text() for p in written)
+    assert any(json.dumps(INVENTED).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+               in p.read_text() for p in written)  # fmt: skip
     # and the raw answer the evaluations table keeps for it, so a person can see why it scored so
     last_line = response.strip().splitlines()[-1]
     assert html_escape(last_line, quote=False) in row
+
+
+# -- the page at 20 models (issue 38) ---------------------------------------------------------
+LONG_TITLE = "Aa" * 1500  # 3,000 characters, no space to break at
+ODD_MODEL = "odd|model \u202eevil"  # a | for report.md's table, a right-to-left override for the page
+RLO_TITLE = "\u202eevil"  # shown with the override, "evil" would read "live"
+
+
+@pytest.fixture(scope="module")
+def many(warehouse, models, tmp_path_factory) -> tuple[Path, Path]:
+    """A copy of the release with 20 evaluations: the 5 above, 14 more (perfect with a seeded
+    share of titles dropped) and ODD_MODEL, which lists LONG_TITLE and RLO_TITLE on every query.
+    Returns (warehouse, page)."""
+    root = tmp_path_factory.mktemp("many")
+    copy = Path(shutil.copytree(warehouse, root / "warehouse"))
+    perfect = models["perfect"]
+    extra = {f"m{i:02d}": {q: [t for t in ts if random.Random(f"{i}{q}{t}").random() < 0.8] for q, ts in perfect.items()}
+             for i in range(14)}  # fmt: skip
+    extra[ODD_MODEL] = {q: [*ts, LONG_TITLE, RLO_TITLE] for q, ts in perfect.items()}
+    for i, (model, answers) in enumerate(extra.items()):
+        path = root / f"extra{i}.jsonl"
+        path.write_text(
+            "".join(json.dumps({"query_id": q, "response": answer_text(t)}) + "\n" for q, t in answers.items())
+        )
+        evaluate_release(copy, RELEASE, path, model=model)
+    page = root / "html" / "report.html"
+    result = runner.invoke(app, ["report", "--release", RELEASE, "--html", str(page), "--warehouse", str(copy)])
+    assert result.exit_code == 0, result.output
+    return copy, page
+
+
+def test_the_page_at_20_models_keeps_its_rows_beside_it_and_loads_them_when_shown(chromium, page, many, models):
+    _, big = many
+    files = sorted(big.parent.joinpath("report_files").glob("model-*.js"))
+    assert len(files) == 20
+    # the page carries the plots, the tables and each query once; every model's rows (titles,
+    # raw answers) are in its file: a model adds ~42 KB (taller plots, table rows), not its rows
+    assert big.stat().st_size <= 5_000_000
+    assert big.stat().st_size - page.stat().st_size < 15 * 60_000, (big.stat().st_size, page.stat().st_size)
+    raw = json.dumps("Output:\n")[1:-1]  # every answer's start, as the rows' JSON holds it
+    assert raw not in big.read_text() and all(raw in f.read_text() for f in files)
+    html, log = dom(chromium, big, "#model=m03")
+    assert ":CONSOLE" not in log and "data-errors=" not in html
+    n = len(models["perfect"])
+    assert shown(html) == n == len(visible_rows(html))
+    assert all('data-model="m03"' in r for r in visible_rows(html))
+    html, _ = dom(chromium, big, "#model=*")  # every model: all 20 files loaded
+    assert shown(html) == 20 * n
+
+
+# measured in the browser: the page in an iframe, read by a script beside it (Chromium lets a
+# file:// page read another only with --allow-file-access-from-files)
+HARNESS = """<!DOCTYPE html><html><body style="margin:0">
+<iframe id="f" src="%s" style="width:1200px;height:900px;border:0"></iframe>
+<script>
+var f = document.getElementById("f");
+var timer = setInterval(function () {
+  var doc = f.contentDocument, shown = doc && doc.getElementById("shown");
+  if (!shown || !shown.dataset.shown) { return; }
+  clearInterval(timer);
+  var out = {shown: Number(shown.dataset.shown), scrollWidth: doc.documentElement.scrollWidth,
+             clientWidth: doc.documentElement.clientWidth, evil: [], widest: 0};
+  doc.querySelectorAll("#query-table tr.q").forEach(function (tr) {
+    if (!tr.hidden) { out.widest = Math.max(out.widest, tr.getBoundingClientRect().right); }
+  });
+  doc.querySelectorAll("li").forEach(function (li) {
+    var text = li.firstChild, at = li.textContent.indexOf("evil");
+    var tr = li.closest("tr.q");
+    if (!text || at < 0 || !tr || tr.hidden) { return; }
+    var r = doc.createRange(), x = [];
+    for (var i = 0; i < 4; i++) { r.setStart(text, at + i); r.setEnd(text, at + i + 1); x.push(r.getBoundingClientRect().left); }
+    out.evil.push({text: li.textContent, x: x});
+  });
+  document.body.setAttribute("data-result", JSON.stringify(out));
+}, 100);
+</script></body></html>"""
+
+
+def measured(chromium: str, page: Path, hash_: str) -> dict:
+    harness = page.parent / "harness.html"
+    harness.write_text(HARNESS % (page.name + hash_))
+    done = subprocess.run(
+        [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--allow-file-access-from-files",
+         "--window-size=1200,900", "--virtual-time-budget=20000", "--dump-dom", harness.as_uri()],
+        capture_output=True, text=True, timeout=180,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    found = re.search(r'data-result="([^"]*)"', done.stdout)
+    assert found, done.stdout[-2000:]
+    return json.loads(found.group(1).replace("&quot;", '"').replace("&amp;", "&"))
+
+
+def test_a_3000_character_title_wraps_and_a_right_to_left_override_shows_as_text(chromium, many):
+    from urllib.parse import quote
+
+    from kitab.release.markup import neutral_bidi
+
+    _, big = many
+    shown_as = neutral_bidi(ODD_MODEL)
+    assert shown_as == "odd|model [U+202E]evil"
+    out = measured(chromium, big, "#model=" + quote(shown_as))
+    assert out["shown"] > 0
+    # no horizontal scroll: the 3,000-character title and the wide tables stay inside the window
+    assert out["scrollWidth"] <= out["clientWidth"] <= 1200 and out["widest"] <= out["clientWidth"], out
+    # the RLO title, listed in every row, is drawn as its text, left to right: e, v, i, l
+    assert len(out["evil"]) == out["shown"]
+    for item in out["evil"]:
+        assert item["x"] == sorted(item["x"]) and len(set(item["x"])) == 4, item  # drawn "live": x falls
+        assert item["text"] == "[U+202E]evil", item
+
+
+def test_report_md_escapes_a_pipe_and_shows_a_bidi_control_in_a_model_name(many):
+    copy, _ = many
+    result = runner.invoke(app, ["report", "--release", RELEASE, "--warehouse", str(copy)])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    header = next(x for x in lines if x.startswith("| # | model |"))
+    row = next(x for x in lines if "odd" in x and x.startswith("| "))
+    assert "odd\\|model [U+202E]evil" in row  # the | escaped, the override shown, as on the page
+    columns = lambda line: len(re.split(r"(?<!\\)\|", line))  # noqa: E731
+    assert columns(row) == columns(header)

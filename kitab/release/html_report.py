@@ -1,5 +1,8 @@
-"""``kitab report --html FILE``: the whole report as one self-contained HTML page a person opens
-(no network at view time: the CSS and the script inline, every plot a PNG data URI).
+"""``kitab report --html FILE``: the whole report as an HTML page a person opens from disk (no
+network at view time: the CSS and the script inline, every plot a PNG data URI), with each
+model's per-query rows in a script file beside it (``<stem>_files/model-NN.js``), loaded only
+when the view shows that model: the page stays small at many models (≤ 5 MB at 20, where one
+file with every row was 42 MB; docs/evaluate.md).
 
 The page holds the release's quality section (the dataset card's), the leaderboard with its
 95% intervals and plots (kitab/release/leaderboard.py), and a per-query view: each query, its
@@ -8,6 +11,11 @@ the author / raw (found only in raw_books, not scored), with the raw answer wher
 evaluations table holds it. The rows come from ``per_query_scores``, the leaderboard's own
 read. The view filters by model, constraint type and outcome in plain JavaScript; the filters
 live in the URL's hash (``#model=...&type=...&outcome=...``), so a filtered view is a link.
+
+Every text from the data (titles, answers, model names) reaches the page as text, never markup:
+escaped in the report's HTML, JSON the script puts in place with ``textContent``; bidirectional
+controls are shown as ``[U+202E]`` (kitab/release/markup.py) and each title is isolated
+(``dir="auto"``), so a title cannot reorder what stands around it. Long titles wrap.
 """
 
 from __future__ import annotations
@@ -15,12 +23,14 @@ from __future__ import annotations
 import ast
 import base64
 import html
+import json
 import re
 import tempfile
 from importlib.resources import files
 from pathlib import Path
 
 from kitab.core.files import write_bytes
+from kitab.release.markup import neutral_bidi
 
 OUTCOMES = ("all-correct", "wrong", "abstained", "unanswered")
 MARKS = {  # match kind -> (css class, what it means)
@@ -29,6 +39,15 @@ MARKS = {  # match kind -> (css class, what it means)
     "none": ("t-nfa", "not from the author"),
     "raw": ("t-raw", "found only in raw_books (not scored)"),
 }
+
+MARK_CODES = tuple(MARKS)  # the per-query data names a mark by its index here
+SCORE_NAMES = (
+    ("satisfied", "satisfied_rate"),
+    ("unsatisfied", "unsatisfied_rate"),
+    ("not from author", "not_from_author_rate"),
+    ("completeness", "completeness"),
+)
+SCORES = tuple(col for _, col in SCORE_NAMES)
 
 
 def outcome(row: dict) -> str:
@@ -69,6 +88,8 @@ def _markdown_html(text: str) -> str:
     from markdown_it import MarkdownIt
 
     page = MarkdownIt("commonmark", {"html": False}).enable("table").render(text)
+    # a wide table scrolls in its own box, never the page
+    page = page.replace("<table>", '<div class="wide"><table>').replace("</table>", "</table></div>")
     return re.sub(  # ids for the page's links: <h2>Model evaluations</h2> -> id="model-evaluations"
         r"<h2>([^<]+)</h2>",
         lambda m: f'<h2 id="{re.sub(r"[^a-z0-9]+", "-", m.group(1).lower()).strip("-")}">{m.group(1)}</h2>',
@@ -76,59 +97,59 @@ def _markdown_html(text: str) -> str:
     )
 
 
-def _query_rows(rows: list[dict], queries: dict[str, dict]) -> str:
-    out = []
+def _query_data(rows: list[dict], queries: dict[str, dict]) -> tuple[dict, dict[str, list]]:
+    """What the per-query view shows, as plain data the page's script renders (text only, never
+    markup): each query once (author, constraints, key, types, κ) and each model's rows."""
+    info: dict[str, list] = {}
+    by_model: dict[str, list] = {}
     for row in rows:
         q = queries.get(row["query_id"], {})
         key = q.get("mapped", [])
-        titles = title_marks(row, set(key))
-        listed = (
-            "".join(f'<li class="{MARKS[m][0]}" title="{MARKS[m][1]}">{html.escape(t)}</li>' for t, m in titles)
-            or "<li class='t-none'>(no title)</li>"
+        info.setdefault(
+            row["query_id"],
+            [q.get("author", ""), q.get("constraints", ""), key, row["type_labels"], round(row["constrainedness"], 2)],
         )
-        raw = ""
-        for field, label in (("response", "raw answer"), ("reasoning", "reasoning")):
-            if row.get(field):
-                raw += f"<details><summary>{label}</summary><pre>{html.escape(row[field])}</pre></details>"
-        if row.get("finish_reason"):
-            raw += f"<div class='small'>finish_reason: {html.escape(str(row['finish_reason']))}</div>"
-        scores = " · ".join(
-            f"{name} {'–' if row[col] is None else f'{float(row[col]):.2f}'}"
-            for name, col in (
-                ("satisfied", "satisfied_rate"),
-                ("unsatisfied", "unsatisfied_rate"),
-                ("not from author", "not_from_author_rate"),
-                ("completeness", "completeness"),
-            )
+        scores = [None if row[c] is None else round(float(row[c]), 2) for c in SCORES]
+        by_model.setdefault(row["model"], []).append(
+            [
+                row["query_id"],
+                outcome(row),
+                bool(row["cut"]),
+                scores,
+                [[t, MARK_CODES.index(m)] for t, m in title_marks(row, set(key))],
+                row.get("response"),
+                row.get("reasoning"),
+                row.get("finish_reason"),
+            ]
         )
-        kind = outcome(row)
-        out.append(
-            f'<tr class="q" data-query="{html.escape(row["query_id"])}" data-model="{html.escape(row["model"])}" '
-            f'data-types="{html.escape(" ".join(row["type_labels"]))}" data-outcome="{kind}">'
-            f"<td><code>{html.escape(row['query_id'])}</code><div>{html.escape(q.get('author', ''))}</div>"
-            f"<div class='small'>{html.escape(', '.join(row['type_labels']))} · κ {row['constrainedness']:.2f}</div>"
-            f"</td><td>{html.escape(q.get('constraints', ''))}</td>"
-            f"<td><ul class='key'>{''.join(f'<li>{html.escape(t)}</li>' for t in key) or '<li>(empty: unsatisfiable)</li>'}"
-            f"</ul></td><td>{html.escape(row['model'])}</td>"
-            f"<td><span class='o o-{kind}'>{kind}</span>{' <span class=o>cut</span>' if row['cut'] else ''}"
-            f"<div class='small'>{scores}</div></td><td><ul class='titles'>{listed}</ul>{raw}</td></tr>"
-        )
-    return "\n".join(out)
+    return info, by_model
+
+
+def _json(value) -> str:
+    """JSON safe inside a <script> element (no ``</script>``, no ``<!--``) with bidi controls shown."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return neutral_bidi(text).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
 def _options(values: list[str]) -> str:
-    return "".join(f'<option value="{html.escape(v)}">{html.escape(v)}</option>' for v in values)
+    # the value as the rows' data holds it (bidi controls shown), so a filter matches its rows
+    return "".join(
+        f'<option value="{html.escape(neutral_bidi(v))}">{html.escape(neutral_bidi(v))}</option>' for v in values
+    )
 
 
-def render_html(warehouse: Path, release: str, *, snapshot: Path | None = None, seed=None, resamples=None) -> str:
-    """The page as a string (see the module's docstring)."""
+def render_html(
+    warehouse: Path, release: str, *, snapshot: Path | None = None, seed=None, resamples=None, files_dir: str = "files"
+) -> tuple[str, dict[str, str]]:
+    """The page and the files beside it (``files_dir/model-NN.js``: one model's per-query rows,
+    loaded when the view shows that model), as ``(page, {relative path: text})``."""
     from kitab.core.warehouse import Warehouse
     from kitab.release.leaderboard import per_query_scores, type_order
     from kitab.release.report import render_report
 
     with tempfile.TemporaryDirectory(prefix="kitab-html-") as tmp:
         text = render_report(warehouse, release, Path(tmp), snapshot, seed=seed, resamples=resamples)
-        body = _inline_images(_markdown_html(text), Path(tmp) / "plots")
+        body = _inline_images(_markdown_html(neutral_bidi(text)), Path(tmp) / "plots")
     with Warehouse(Path(warehouse)).connect(release=release) as con:
         rows = [r for r in per_query_scores(con) if not r["stale"]]  # scores of a replaced version: not this one's
         queries = {
@@ -137,7 +158,9 @@ def render_html(warehouse: Path, release: str, *, snapshot: Path | None = None, 
                 'SELECT query_id, "Author", constraints, mapped_books FROM kitab_book_constraints'
             ).fetchall()
         }
-    models = sorted({r["model"] for r in rows})
+    info, by_model = _query_data(rows, queries)
+    models = sorted(by_model)
+    beside = {f"{files_dir}/model-{i:02d}.js": f"kitabRows({i},{_json(by_model[m])});\n" for i, m in enumerate(models)}
     types = sorted({t for r in rows for t in r["type_labels"]}, key=lambda t: (type_order(t), t))
     template = files("kitab.release").joinpath("templates/report.html").read_text(encoding="utf-8")
     legend = "".join(f'<span class="{c}">{html.escape(m)}: {html.escape(d)}</span> ' for m, (c, d) in MARKS.items())
@@ -148,16 +171,29 @@ def render_html(warehouse: Path, release: str, *, snapshot: Path | None = None, 
         "types": _options(types),
         "outcomes": _options(list(OUTCOMES)),
         "legend": legend,
-        "rows": _query_rows(rows, queries),
+        "data": _json(
+            {
+                "queries": info,
+                "models": [[m, f"{files_dir}/model-{i:02d}.js", len(by_model[m])] for i, m in enumerate(models)],
+                "marks": [[MARKS[m][0], MARKS[m][1]] for m in MARK_CODES],
+                "scores": [name for name, _ in SCORE_NAMES],
+            }
+        ),
         "n_rows": str(len(rows)),
     }
-    return re.sub(r"\{\{(\w+)\}\}", lambda m: values[m.group(1)], template)
+    return re.sub(r"\{\{(\w+)\}\}", lambda m: values[m.group(1)], template), beside
 
 
 def write_html_report(
     warehouse: Path, release: str, path: Path, *, snapshot: Path | None = None, seed=None, resamples=None
 ) -> Path:
-    """Write :func:`render_html` to ``path`` (temp file, then rename)."""
-    page = render_html(warehouse, release, snapshot=snapshot, seed=seed, resamples=resamples)
-    write_bytes(Path(path), page.encode("utf-8"))
-    return Path(path)
+    """Write :func:`render_html`: the page at ``path`` and its rows in ``<stem>_files/`` beside it
+    (each through a temp file, then a rename)."""
+    path = Path(path)
+    page, beside = render_html(
+        warehouse, release, snapshot=snapshot, seed=seed, resamples=resamples, files_dir=f"{path.stem}_files"
+    )
+    for name, text in beside.items():  # the rows first: a page never points at files not yet there
+        write_bytes(path.parent / name, text.encode("utf-8"))
+    write_bytes(path, page.encode("utf-8"))
+    return path

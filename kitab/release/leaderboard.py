@@ -4,13 +4,14 @@ Tables 6-7 and Figures 2-3), with coverage beside every score.
 
 One builder (:func:`leaderboard`, from the ``evaluations`` rows :func:`per_query_scores` reads) feeds every view: the markdown of ``kitab evaluate`` and ``kitab report``
 (:func:`format_leaderboard`), their ``--output json`` (the builder's dict as is) and the plots
-(:func:`write_leaderboard_plots`). Scores count an unanswered query as wrong (docs/evaluate.md),
+(kitab/release/leaderboard_plots.py). Scores count an unanswered query as wrong (docs/evaluate.md),
 so a model cannot rise by answering less; coverage says how much it answered.
 
-Plots draw grouped bars (one bar per evaluation in each bin, side by side): two models with the
-same score stay visible, which lines drawn over each other did not. Every score carries its 95%
-interval (a cluster bootstrap over authors, kitab/release/intervals.py): in brackets in the
-tables, ``<metric>_ci`` in the JSON, an error bar in the plots.
+Plots draw one bar per evaluation, named beside it: two models with the same score stay
+visible, which lines drawn over each other did not. Every score carries its 95% interval (a
+cluster bootstrap over authors, kitab/release/intervals.py): in brackets in the tables,
+``<metric>_ci`` in the JSON, an error bar in the plots. Each bin counts its ``authors``; one of
+fewer than 5 is flagged in the tables and drawn hollow.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from kitab.release.intervals import LEVEL, SEED, B, compare, differs, metric_intervals
+from kitab.release.leaderboard_plots import FEW_AUTHORS, few_authors, write_leaderboard_plots
+from kitab.release.markup import markdown_cell  # a model's name may hold a | (issue 38)
 
 METRICS = (
     ("all_correct", "all correct ↑"),
@@ -88,7 +91,11 @@ def per_query_scores(con, *, model: str | None = None, answers_sha256: str | Non
 def _scores(rows: list[dict], b: int, seed: int) -> dict:
     """Counts, every metric's point value (``<metric>``) and its 95% interval (``<metric>_ci``:
     [low, high]) over ``rows``."""
-    out = {"queries": len(rows), "answered": sum(1 for r in rows if r["answered"])}
+    out = {
+        "queries": len(rows),
+        "authors": len({r["author_qid"] for r in rows}),  # the bootstrap's clusters: few make a thin interval
+        "answered": sum(1 for r in rows if r["answered"]),
+    }
     for metric, ci in metric_intervals(rows, b=b, seed=seed).items():
         out[metric] = ci["value"]
         out[f"{metric}_ci"] = [ci["low"], ci["high"]]
@@ -215,7 +222,7 @@ def evaluation_section(
     if not board["evaluations"]:
         return "\n".join(["## Model evaluations", "", stale_note, ""]) if stale_note else ""
     if plots_dir is not None:
-        write_leaderboard_plots(board, Path(plots_dir))
+        write_leaderboard_plots(board, Path(plots_dir), METRICS, DIMENSIONS, PLOTS)
     captions = ("overall", "by constraint type", "by constrainedness", "by author popularity")
     return "\n".join(
         [
@@ -307,9 +314,9 @@ def _table(header: list[str], rows: list[list[str]], align: str) -> str:
     rule = ["---:" if a == "r" else "---" for a in align]
     return "\n".join(
         [
-            "| " + " | ".join(header) + " |",
+            "| " + " | ".join(map(markdown_cell, header)) + " |",
             "| " + " | ".join(rule) + " |",
-            *("| " + " | ".join(row) + " |" for row in rows),
+            *("| " + " | ".join(map(markdown_cell, row)) + " |" for row in rows),
         ]
     )
 
@@ -371,9 +378,12 @@ def format_leaderboard(board: dict) -> str:
                 wrong = (found.get("key_quality") or {}).get("wrong_key")
                 # an entity type carries its key's estimated share of wrong keys (issue 28)
                 shown = f"{label} ({found['queries']}; key wrong ≈{100 * wrong:.0f}%)" if wrong is not None else None
+                shown = shown or f"{label} ({found['queries']})"
+                if few_authors(found):  # its interval, a bootstrap over authors, says little
+                    shown += f" ⚠ {found['authors']} authors"
                 cells.append(
                     [
-                        shown or f"{label} ({found['queries']})",
+                        shown,
                         e["label"],
                         _cell(found["coverage"]),
                         *(_cell(found.get(m)) for m, _ in RATES),
@@ -382,7 +392,8 @@ def format_leaderboard(board: dict) -> str:
                 )
         parts += [
             "",
-            f"**Scores by {heading}** (queries per bin in brackets)",
+            f"**Scores by {heading}** (queries per bin in brackets; ⚠ n authors: a bin of fewer than "
+            f"{FEW_AUTHORS} authors, whose interval says little)",
             "",
             _table(
                 [dimension if dimension != "kappa" else "κ", "model", "coverage", *(x for _, x in RATES)]
@@ -419,130 +430,4 @@ def format_comparison(result: dict) -> str:
         f"**{result['a']} − {result['b']} on release `{result['release']}`** (paired bootstrap over authors: "
         f"the same {result['resamples']} resampled author sets for both, seed {result['seed']}; told apart: "
         "the interval leaves out 0)\n\n" + _table(header, rows, "llrrrl") + "\n"
-    )
-
-
-# -- plots -------------------------------------------------------------------------------------------
-def write_leaderboard_plots(board: dict, plots_dir: Path) -> list[Path]:
-    """``leaderboard.png`` (every evaluation's overall scores and coverage) and one figure per
-    dimension (a panel per metric plus coverage, grouped bars per bin). Deterministic PNGs
-    (kitab/release/figures.py). Returns the files written."""
-    import matplotlib.style
-
-    from kitab.release.figures import figure as _figure
-    from kitab.release.figures import save_png as _save_png
-
-    evaluations = board["evaluations"]
-    if not evaluations:
-        return []
-    plots_dir = Path(plots_dir)
-    written = []
-    colors = [f"C{i % 10}" for i in range(len(evaluations))]
-    panels = [("coverage", "coverage ↑"), ("abstention_rate", "abstained ↓"), ("cut_rate", "cut ↓"), *METRICS]
-    with matplotlib.style.context("default"):
-        # overall: one group per metric, one bar per evaluation
-        fig = _figure(max(9.0, 1.6 * len(panels) + 0.35 * len(panels) * len(evaluations)), 4.2)
-        fig.subplots_adjust(left=0.06, right=0.99, bottom=0.16, top=0.78)
-        ax = fig.subplots(1, 1)
-        _grouped_bars(
-            ax,
-            [label for _, label in panels],
-            [[e["overall"][m] for m, _ in panels] for e in evaluations],
-            evaluations,
-            colors,
-            intervals=[[e["overall"].get(f"{m}_ci") for m, _ in panels] for e in evaluations],
-        )
-        ax.set_ylabel("score", fontsize=10)
-        _legend(fig, ax, evaluations)
-        fig.suptitle(f"kitab release {board['release']}: leaderboard ({len(evaluations)} evaluations)", fontsize=12)
-        _save_png(fig, plots_dir / "leaderboard.png")
-        written.append(plots_dir / "leaderboard.png")
-        for dimension, heading in DIMENSIONS:
-            bins = list(dict.fromkeys(b["bin"] for e in evaluations for b in e["by"][dimension]))
-            if not bins:
-                continue
-            columns = 3
-            rows = (len(panels) + columns - 1) // columns
-            width = max(12.0, columns * (0.9 + 0.18 * len(bins) * max(2, len(evaluations))))
-            fig = _figure(width, 3.3 * rows + 1.0)
-            fig.subplots_adjust(
-                left=0.05, right=0.99, bottom=0.12, top=1 - 0.9 / (3.3 * rows + 1.0), hspace=0.75, wspace=0.15
-            )
-            axes = fig.subplots(rows, columns, squeeze=False).ravel()
-            for ax, (metric, label) in zip(axes, panels):
-                values, intervals = [], []
-                for e in evaluations:
-                    found = {b["bin"]: b for b in e["by"][dimension]}
-                    values.append([found[b][metric] if b in found else None for b in bins])
-                    intervals.append([found[b].get(f"{metric}_ci") if b in found else None for b in bins])
-                _grouped_bars(
-                    ax, bins, values, evaluations, colors, rotate=dimension != "popularity", intervals=intervals
-                )
-                ax.set_title(label, fontsize=11)
-            for ax in axes[len(panels) :]:
-                ax.set_visible(False)
-            _legend(fig, axes[0], evaluations)
-            fig.suptitle(f"kitab release {board['release']}: scores by {heading}", fontsize=12, y=0.995)
-            path = plots_dir / f"leaderboard_{dimension}.png"
-            _save_png(fig, path)
-            written.append(path)
-    return written
-
-
-def _grouped_bars(
-    ax,
-    groups: list[str],
-    values: list[list[float | None]],
-    evaluations: list[dict],
-    colors: list[str],
-    rotate: bool = False,
-    intervals: list[list] | None = None,
-) -> None:
-    """One bar per evaluation in each group, with its 95% interval as an error bar. A score of
-    zero is drawn as zero: a thick line on the axis and a "0" above it (an empty slot would read
-    as a missing bar); no score is a short hatched stub."""
-    n = len(evaluations)
-    width = 0.8 / n
-    for i, (series, color) in enumerate(zip(values, colors)):
-        x = [g - 0.4 + width * (i + 0.5) for g in range(len(groups))]
-        heights = [0.0 if v is None else v for v in series]
-        bars = ax.bar(x, heights, width=width * 0.92, color=color, label=evaluations[i]["label"])
-        for xi, bar, v in zip(x, bars, series):
-            if v is None:  # no score in this bin: a hatched stub, not a zero that reads as a score
-                bar.set_height(0.02)
-                bar.set_hatch("//")
-                bar.set_alpha(0.4)
-            elif v == 0:
-                ax.hlines(0.004, xi - width * 0.46, xi + width * 0.46, colors=color, linewidth=3)
-                ax.text(xi, 0.015, "0", ha="center", va="bottom", fontsize=7, color=color)
-        ci = (intervals or [None] * n)[i] or [None] * len(series)
-        points = [(xi, v, c) for xi, v, c in zip(x, series, ci) if v is not None and c and c[0] is not None]
-        if points:
-            ax.errorbar(
-                [p[0] for p in points],
-                [p[1] for p in points],
-                yerr=[[max(0.0, p[1] - p[2][0]) for p in points], [max(0.0, p[2][1] - p[1]) for p in points]],
-                fmt="none",
-                ecolor="black",
-                elinewidth=0.9,
-                capsize=2,
-            )
-    ax.set_xticks(
-        range(len(groups)), groups, rotation=25 if rotate else 0, ha="right" if rotate else "center", fontsize=9
-    )
-    ax.tick_params(axis="y", labelsize=9)
-    ax.set_ylim(0, 1.05)
-    ax.grid(axis="y", alpha=0.3)
-
-
-def _legend(fig, ax, evaluations: list[dict]) -> None:
-    handles, labels = ax.get_legend_handles_labels()
-    fig.legend(
-        handles,
-        labels,
-        loc="upper center",
-        bbox_to_anchor=(0.5, 0.955),
-        ncol=min(len(evaluations), 5),
-        fontsize=9,
-        frameon=False,
     )

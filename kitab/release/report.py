@@ -22,6 +22,7 @@ from kitab.core.files import write_bytes
 from kitab.release.bins import KAPPA_BINS, bin_index, kappa_labels, sitelink_bucket, sitelink_labels
 from kitab.release.figures import figure, save_png
 from kitab.release.key_quality import format_key_quality, release_key_quality
+from kitab.release.markup import markdown_cell
 from tasks.constraints.table2 import format_table2, table2
 from tasks.entities.registry import entity_phrase, release_kinds
 
@@ -217,8 +218,8 @@ def _write_plots(stats: _Stats, plots_dir: Path) -> None:
 def _table(header: tuple[str, ...], rows: list[tuple], align: str | None = None) -> str:
     align = align or "l" + "r" * (len(header) - 1)
     rule = ["---:" if a == "r" else "---" for a in align]
-    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(rule) + " |"]
-    lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in rows]
+    lines = ["| " + " | ".join(map(markdown_cell, header)) + " |", "| " + " | ".join(rule) + " |"]
+    lines += ["| " + " | ".join(map(markdown_cell, row)) + " |" for row in rows]
     return "\n".join(lines)
 
 

@@ -78,7 +78,8 @@ def report(
         "files, kept and skipped counts: kitab snapshot from-dumps)",
     ),
     html: Path | None = typer.Option(
-        None, help="also write the whole report as one self-contained HTML page here (plots inline, no network)"
+        None,
+        help="also write the whole report as an HTML page here (plots inline, no network; each model's rows in <stem>_files/ beside it)",
     ),
     compare: tuple[str, str] | None = typer.Option(
         None,

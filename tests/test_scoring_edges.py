@@ -196,3 +196,51 @@ def test_a_refusal_is_an_abstention(case):
 )
 def test_titles_that_sound_negative_stay_titles(response, titles):
     assert read_answer(response).titles == titles
+
+
+# --- issue 38's "done when", on the demo's release --------------------------------------------
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory) -> Path:
+    """The demo's authors (40, seed 42) from the bundled dump, with the key-error bound off so
+    that both edges occur (with the bound the demo keeps 2 queries with unsure books, and no
+    unsatisfiable one): ~20 s."""
+    from kitab.core.params import DEFAULTS
+    from tests.releases import dump_release
+
+    root = tmp_path_factory.mktemp("scoring_edges") / "wh"
+    return dump_release(root, authors=DEFAULTS.authors, seed=42, release="demo", max_key_error=1.0)
+
+
+def _evaluate(warehouse: Path, path: Path, answers: dict[str, str]) -> float:
+    from kitab.release.evaluation.run import evaluate_release
+
+    path.write_text("".join(json.dumps({"query_id": q, "response": r}) + "\n" for q, r in answers.items()))
+    result = evaluate_release(warehouse, "demo", path, model=path.stem)
+    assert result["answered"] == result["queries"] == len(answers)
+    (overall,) = [a for a in result["aggregates"] if a["dimension"] == "all" and a["n_constraints"] is None]
+    return overall["all_correct"]
+
+
+def _kitab_text(titles) -> str:
+    lines = "".join(f"{n}. Reason: It satisfies the criteria. Title: {t}\n" for n, t in enumerate(titles, 1))
+    return f"Let me think step by step.\n\nOutput:\n{lines}"
+
+
+def test_perfect_answers_with_every_dont_care_book_and_natural_no_books_score_all_correct(demo, tmp_path):
+    from kitab.core.warehouse import Warehouse
+    from kitab.release.evaluation.run import load_truths
+
+    with Warehouse(demo).connect(release="demo") as con:
+        truths = {q: info.truth for q, info in load_truths(con).items()}
+    extra = {q: [b.title for b in dont_care_books(t)] for q, t in truths.items()}
+    unsatisfiable = [q for q, t in truths.items() if not t.mapped]
+    # both edges occur: unsatisfiable queries with unsure books, books don't care by ±1 alone
+    assert sum(1 for q in unsatisfiable if extra[q]) >= 2
+    assert sum(len(extra[q]) - len(truths[q].unsure) for q in truths) >= 2
+    with_unsure = {q: _kitab_text([*t.mapped, *extra[q]]) for q, t in truths.items()}
+    assert _evaluate(demo, tmp_path / "perfect-and-unsure.jsonl", with_unsure) == 1.0
+    phrasings = [c["response"] for c in NO_BOOKS]
+    natural = {q: _kitab_text(t.mapped) for q, t in truths.items()}
+    natural.update({q: phrasings[n % len(phrasings)] for n, q in enumerate(unsatisfiable)})
+    assert len(unsatisfiable) >= len(phrasings)  # every phrasing is used at least once
+    assert _evaluate(demo, tmp_path / "perfect-natural-none.jsonl", natural) == 1.0

@@ -86,6 +86,13 @@ def read_answer(text: str | None) -> ParsedAnswer:
 
 # -- reasoning, markers --------------------------------------------------------------------
 def _strip_reasoning(text: str) -> str:
+    return _ANSWER_TAG.sub("", strip_reasoning_blocks(text))
+
+
+def strip_reasoning_blocks(text: str) -> str:
+    """``text`` without its reasoning: ``<think>``-style blocks by depth (a closing tag with no
+    opening one: everything before it; an opening one never closed: everything after it) and
+    leaked harmony text before the final channel. Other tags (``<answer>``) are kept."""
     at = text.rfind(_HARMONY_FINAL)
     if at >= 0:
         text = text[at + len(_HARMONY_FINAL) :]
@@ -105,7 +112,7 @@ def _strip_reasoning(text: str) -> str:
                 start = m.end()
     if depth == 0:
         kept.append(text[start:])  # else: opened and never closed (cut): the rest is reasoning
-    return _ANSWER_TAG.sub("", "".join(kept))
+    return "".join(kept)
 
 
 def _normalise(text: str) -> str:

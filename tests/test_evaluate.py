@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -266,8 +267,11 @@ def test_an_unsure_book_is_neither_rewarded_nor_penalised():
     assert with_it.match_kinds == ["exact", "unsure", "exact"] and with_it.matched_titles[1] == "Sula"
     assert rates(with_it) == rates(score_answer(t, ["Beloved", "Jazz"])) == (0.5, 0.5, 0.0, 1.0, False)
     assert rates(score_answer(t, ["Beloved", "sula", "Bodwin"])) == (1.0, 0.0, 0.0, 1.0, True)
-    # the same book is scored (wrong) where the key does not leave it out
-    plain = QueryTruth("q", t.specs, t.books, t.mapped)
+    # the same book is scored (wrong) where its state is decided
+    decided = tuple(
+        replace(b, entities=(("city", False), ("human", False))) if b.book_id == "b3" else b for b in t.books
+    )
+    plain = QueryTruth("q", t.specs, decided, t.mapped)
     assert rates(score_answer(plain, ["Beloved", "Sula"])) == (0.5, 0.5, 0.0, 1.0, False)
 
 
@@ -283,7 +287,10 @@ def test_listing_an_unsure_book_changes_no_metric(criteria, titles, data):
     names = [b.title for b in UNSURE_BOOKS if b.book_id in unsure]
     extra = data.draw(st.sampled_from(names))
     at = data.draw(st.integers(0, len(titles)))
-    base, more = score_answer(t, titles), score_answer(t, [*titles[:at], extra, *titles[at:]])
+    # an answer that commits to a list: its titles, or "no books" when it lists none (a list of
+    # don't-care books only is that empty list; a refusal is not, issue 38)
+    base = score_answer(t, titles, no_books=not titles)
+    more = score_answer(t, [*titles[:at], extra, *titles[at:]])
     assert rates(more) == rates(base)
     counts = ("n_clusters", "n_satisfied", "n_unsatisfied", "n_not_from_author", "n_raw_unmapped")
     assert [getattr(more, c) for c in counts] == [getattr(base, c) for c in counts]

@@ -5,10 +5,13 @@ verdicts, scoring them NoCha's way and keeping the scores.
   JSON lines ``{query_id, template, prompt}``, so prompts -> model -> ``kitab evaluate --task
   claims`` is the same loop as for list queries; ``kitab answer --task claims`` asks them.
   The commands reach this module through its task object (kitab/release/task.py).
-- A response is read as True, False or no answer (:func:`read_verdict`): the first word
-  ``true`` / ``false`` (after optional "Answer:" and markup), else the only one of the two
-  words it contains; both or neither: no answer. No answer is wrong (an abstention never
-  scores).
+- A response is read as True, False or no answer (``read_verdict``,
+  kitab/release/evaluation/verdict.py: reasoning blocks removed; NoCha's ``<answer>``
+  element, JSON, "Answer: TRUE", the first word, "the claim is false", else the only verdict
+  word). No answer is wrong (an abstention never scores).
+- Two denominators: kitab's pair accuracy divides by every pair of the release (a pair the
+  answers file leaves out is wrong); NoCha's divides by the pairs the model processed (both
+  claims answered), ``pair_accuracy_processed`` beside it.
 - Pair accuracy: a pair is right when both of its claims are judged right (chance 0.25;
   always "True" or always "False" 0). Claim accuracy: share of claims judged right (chance
   0.5). Overall, per kind, per constraint type (attribute pairs) and per author-popularity bin,
@@ -20,7 +23,6 @@ verdicts, scoring them NoCha's way and keeping the scores.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -31,6 +33,7 @@ from kitab.core.errors import KitabError
 from kitab.core.warehouse import Warehouse
 from kitab.release.bins import popularity_bin_label, sitelink_labels
 from kitab.release.evaluation.answers import read_answers
+from kitab.release.evaluation.verdict import read_verdict
 from kitab.release.intervals import LEVEL, SEED, B, clusters, interval
 from kitab.release.prompts import intact_release, sample_across_authors
 
@@ -43,22 +46,10 @@ CLAIM_TEMPLATE = (
     "on the next line."
 )
 DIMENSIONS = (("kind", "kind"), ("constraint_type", "constraint type"), ("popularity_bin", "author popularity"))
-_FIRST_WORD = re.compile(r"^[\s*_#>`\"'“(\[]*(?:(?:final\s+)?answer\s*[:\-]\s*[*_`\"'“]*)?(true|false)\b", re.I)
 
 
 def render_claim_prompt(claim: str) -> str:
     return CLAIM_TEMPLATE.format(claim=claim)
-
-
-def read_verdict(response: str | None) -> bool | None:
-    """A model's text -> True / False / None (no answer)."""
-    if not response:
-        return None
-    found = _FIRST_WORD.match(response)
-    if found:
-        return found[1].lower() == "true"
-    words = {w.lower() for w in re.findall(r"\b(true|false)\b", response, flags=re.I)}
-    return (words.pop() == "true") if len(words) == 1 else None
 
 
 def _claims(con) -> list[dict]:
@@ -137,14 +128,23 @@ def pair_rows(rows: list[dict]) -> list[dict]:
             | {"pair_correct": True, "n": 0},
         )
         p["pair_correct"] = p["pair_correct"] and r["correct"]
+        p["answered"] = p.get("answered", True) and r["answered"]
         p["n"] += 1
-    return [{**p, "pair_correct": p["pair_correct"] and p["n"] == 2} for p in pairs.values()]
+    # processed (NoCha's denominator): both claims have an answer, read or not
+    return [
+        {**p, "pair_correct": p["pair_correct"] and p["n"] == 2, "processed": p["answered"] and p["n"] == 2}
+        for p in pairs.values()
+    ]
 
 
 def _scores(claim_rows: list[dict], pairs: list[dict], b: int, seed: int) -> dict:
+    processed = [p for p in pairs if p["processed"]]
     return {
         "pairs": len(pairs),
         "pair_accuracy": interval(clusters(pairs, "pair_correct"), b=b, seed=seed),
+        # NoCha's: correct pairs / pairs the model processed
+        "pairs_processed": len(processed),
+        "pair_accuracy_processed": interval(clusters(processed, "pair_correct"), b=b, seed=seed),
         "claim_accuracy": interval(clusters(claim_rows, "correct"), b=b, seed=seed),
         "answered": sum(r["answered"] for r in claim_rows) / len(claim_rows) if claim_rows else None,
     }
@@ -217,7 +217,16 @@ def format_claim_entries(entries: list[dict]) -> str:
     if not entries:
         return ""
     kinds = sorted({b["bin"] for e in entries for b in e["by"]["kind"]})
-    header = ["rank", "model", "pairs", "pair accuracy", "claim accuracy", *(f"pairs: {k}" for k in kinds)]
+    header = [
+        "rank",
+        "model",
+        "pairs",
+        "pair accuracy",
+        "processed",
+        "pair accuracy of processed (NoCha)",
+        "claim accuracy",
+        *(f"pairs: {k}" for k in kinds),
+    ]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for e in entries:
         per_kind = {b["bin"]: b["pair_accuracy"] for b in e["by"]["kind"]}
@@ -226,15 +235,17 @@ def format_claim_entries(entries: list[dict]) -> str:
             e["model"],
             str(e["overall"]["pairs"]),
             _ci(e["overall"]["pair_accuracy"]),
+            str(e["overall"]["pairs_processed"]),
+            _ci(e["overall"]["pair_accuracy_processed"]),
             _ci(e["overall"]["claim_accuracy"]),
             *(_ci(per_kind[k]) if k in per_kind else "–" for k in kinds),
         ]
         lines.append("| " + " | ".join(cells) + " |")
     return (
         "## Claim pairs\n\nNoCha-style minimal pairs (docs/claims.md): a pair counts only when both claims are "
-        f"judged right (chance 0.25; always True 0). {int(LEVEL * 100)}% intervals: bootstrap over authors.\n\n"
-        + "\n".join(lines)
-        + "\n"
+        "judged right (chance 0.25; always True 0). Pair accuracy divides by every pair (one left unanswered is "
+        "wrong); NoCha divides by the pairs the model processed (both claims answered). "
+        f"{int(LEVEL * 100)}% intervals: bootstrap over authors.\n\n" + "\n".join(lines) + "\n"
     )
 
 

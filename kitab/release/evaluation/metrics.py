@@ -3,9 +3,12 @@
 1. Each title the model gave is mapped to one of the author's books (``all_books``) by
    ``tasks.constraints.matching.match_title``; a title that names none is looked up in
    ``raw_books`` (the author's titles cleaning did not score: forgiven, left out of every
-   rate), and otherwise is **not from the author**. A title naming a book the query's key
-   leaves out as unsure (``QueryTruth.unsure``, issue 28) is skipped: in no cluster, rate or
-   completeness, so listing it neither rewards nor penalises (match kind ``unsure``).
+   rate), and otherwise is **not from the author**. A listed book is "don't care" (match kind
+   ``unsure``, issues 28 and 38) when the query's key leaves it out as unsure
+   (``QueryTruth.unsure``) or when its verdict would hinge on an unsure entity state alone
+   (every other criterion accepts a listed title of it, with the evaluator's leniency: ±1
+   word, a leading stopword): in no cluster, rate or completeness, so listing it neither
+   rewards nor penalises.
 2. Titles mapped to the same book form one cluster; each not-from-author title (after
    normalisation) is a cluster of its own.
 3. A book cluster **satisfies** the query when, for every criterion, one of the model's
@@ -21,7 +24,8 @@
 7. **Unsatisfiable query** (``mapped_books`` empty): completeness is undefined (None, nothing
    to recall, for every answer); all correct only for an explicit empty answer
    (``no_books``: "No books found.", ``[]``, ``Title: None``, an empty list after the
-   answer marker), whose rates are then perfect. A refusal lists nothing but claims nothing:
+   answer marker) or a list of "don't care" books only (the same list once they are set
+   aside), whose rates are then perfect. A refusal lists nothing but claims nothing:
    rates undefined, not all correct. Titles listed: not all correct.
 8. **Unanswered** (the answers file has nothing for the query): nothing listed, so the rates
    are undefined; completeness 0 (None on an unsatisfiable query), not all correct
@@ -37,7 +41,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
-from tasks.constraints import Book, Spec
+from tasks.constraints import Book, EntitySpec, Spec
 from tasks.constraints.counting import normalise_title
 from tasks.constraints.matching import TitleMatcher
 
@@ -134,6 +138,10 @@ def score_answer(truth: QueryTruth, titles: Sequence[str], *, no_books: bool = F
             n_raw += 1
         else:
             irrelevant.add(key)
+    dont_care = {i for i, answers in clusters.items() if _dont_care(truth, truth.books[i], answers)}
+    for index in dont_care:  # its verdict would hinge on a state the key does not know
+        del clusters[index]
+    mapped = [(i, UNSURE) if i in dont_care else (i, kind) for i, kind in mapped]
     satisfied = {
         index
         for index, answers in clusters.items()
@@ -154,8 +162,8 @@ def score_answer(truth: QueryTruth, titles: Sequence[str], *, no_books: bool = F
         wanted = [truth.book_matcher(normalise_title(m)) for m in truth.mapped]
         completeness = sum(1 for w in wanted if w is not None and w[0] in satisfied) / len(truth.mapped)
         all_correct = completeness == 1.0 and sat == 1.0 and nfa == 0.0
-    else:  # nothing to list: right only when the answer says so ("don't care" books listed or not)
-        all_correct = not scored and no_books
+    else:  # nothing to list: right when the answer says so, or lists only "don't care" books
+        all_correct = not scored and (no_books or bool(titles))
         if all_correct:
             sat, unsat, nfa = 1.0, 0.0, 0.0
     return QueryScore(
@@ -172,7 +180,21 @@ def score_answer(truth: QueryTruth, titles: Sequence[str], *, no_books: bool = F
         not_from_author_rate=nfa,
         completeness=completeness,
         all_correct=all_correct,
-        abstained=bool(truth.mapped) and not titles,
+        abstained=bool(truth.mapped) and not scored,
+    )
+
+
+def _dont_care(truth: QueryTruth, book: Book, answers: Sequence[str]) -> bool:
+    """Whether a listed book is "don't care": the key leaves it out as unsure, or its verdict
+    hinges on an unsure state alone (some criterion's entity state is unsure, and every other
+    criterion accepts one of the listed titles under the evaluator's own leniency, e.g. ±1 word:
+    the key's exact rule would miss "A Tower in Calcutta" for a 2-word query)."""
+    if book.book_id in truth.unsure:
+        return True
+    open_ = [isinstance(spec, EntitySpec) and book.unsure(spec.KIND) for spec in truth.specs]
+    return any(open_) and all(
+        unsure or any(spec.accepts(answer, book) for answer in dict.fromkeys(answers))
+        for spec, unsure in zip(truth.specs, open_)
     )
 
 

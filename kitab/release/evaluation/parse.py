@@ -16,6 +16,8 @@ import json
 import re
 from dataclasses import dataclass
 
+from kitab.release.evaluation.no_books import is_refusal, says_no_books
+
 MAX_LINE_CHARS = 4_096
 # reasoning blocks, matched by depth whatever their spelling (<think> inside <reasoning> goes whole)
 _BLOCK_TAG = re.compile(r"<(/?)(?:think|thinking|reasoning)>|\[(/?)THINK\]", re.IGNORECASE)
@@ -69,20 +71,28 @@ def read_answer(text: str | None) -> ParsedAnswer:
     if structured is not None:
         return structured
     lines = [line for line in body.split("\n") if len(line) <= MAX_LINE_CHARS]
-    titles, said_none = _table(lines)
+    titles, table_none = _table(lines)
+    said_none = False
     if not titles and not any(_TITLE_KEY.search(line) for line in lines):
         titles, said_none = _list_items(lines)
     elif not titles:
         titles, said_none = _kitab_lines(lines)
     if titles:
         return ParsedAnswer(titles, False)
-    said_none = said_none or any(_is_no_books(line) for line in lines)
+    said_none = said_none or table_none or any(_is_no_books(line) for line in lines)
     # an answer marker followed by nothing: the requested list, empty
     return ParsedAnswer([], said_none or (marked and not body.strip()))
 
 
 # -- reasoning, markers --------------------------------------------------------------------
 def _strip_reasoning(text: str) -> str:
+    return _ANSWER_TAG.sub("", strip_reasoning_blocks(text))
+
+
+def strip_reasoning_blocks(text: str) -> str:
+    """``text`` without its reasoning: ``<think>``-style blocks by depth (a closing tag with no
+    opening one: everything before it; an opening one never closed: everything after it) and
+    leaked harmony text before the final channel. Other tags (``<answer>``) are kept."""
     at = text.rfind(_HARMONY_FINAL)
     if at >= 0:
         text = text[at + len(_HARMONY_FINAL) :]
@@ -102,7 +112,7 @@ def _strip_reasoning(text: str) -> str:
                 start = m.end()
     if depth == 0:
         kept.append(text[start:])  # else: opened and never closed (cut): the rest is reasoning
-    return _ANSWER_TAG.sub("", "".join(kept))
+    return "".join(kept)
 
 
 def _normalise(text: str) -> str:
@@ -164,8 +174,12 @@ def _load(candidate: str):
 def _titles_of(value) -> list[str] | None:
     if isinstance(value, dict):
         for key, inner in value.items():
-            if isinstance(key, str) and key.lower() in ("books", "titles") and isinstance(inner, list):
-                return _titles_of(inner)
+            if (
+                isinstance(key, str)
+                and key.lower() in ("books", "titles")
+                and (inner is None or isinstance(inner, list))
+            ):
+                return _titles_of(inner or [])  # {"books": null}: the empty list
         return None
     if not isinstance(value, list):
         return None
@@ -193,7 +207,7 @@ def _table(lines: list[str]) -> tuple[list[str], bool]:
     column = next((i for i, cell in enumerate(header) if cell.startswith(("title", "book"))), None)
     if column is None:
         return [], False
-    titles = []
+    titles, said_none = [], False
     for row in rows[1:]:
         cells = _cells(row)
         if column >= len(cells) or not cells[column].strip("-: "):
@@ -201,7 +215,9 @@ def _table(lines: list[str]) -> tuple[list[str], bool]:
         title = clean_title(cells[column])
         if title.lower() not in _NO_TITLE:
             titles.append(title)
-    return titles, False
+        elif title.lower() in _NO_BOOKS_LINES:  # "| None | - |"
+            said_none = True
+    return titles, said_none
 
 
 def _kitab_lines(lines: list[str]) -> tuple[list[str], bool]:
@@ -295,10 +311,14 @@ def _is_no_books(line: str) -> bool:
     m = _LIST_ITEM.fullmatch(text)
     if m:
         text = m.group(2)
-    text = text.strip(" \t*_#`").rstrip(".!").strip(" \t*_").lower().replace("’", "'")
-    if text in _NO_BOOKS_LINES or text.startswith(_NO_BOOKS_STARTS):
+    if _YEAR.search(text):  # "Nothing Found in the Attic (2001)": a title with its year
+        return False
+    text = text.strip(" \t*_#`()[]").rstrip(".!").strip(" \t*_()").lower().replace("’", "'")
+    if text in _NO_BOOKS_LINES or (text.startswith(_NO_BOOKS_STARTS) and not is_refusal(text)):
         return True
-    return text.startswith("none of ") and any(verb in text for verb in _NO_BOOKS_VERBS)
+    if text.startswith("none of ") and any(verb in text for verb in _NO_BOOKS_VERBS):
+        return True
+    return says_no_books(text)
 
 
 # -- one title -----------------------------------------------------------------------------

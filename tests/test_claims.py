@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 from kitab.app.cli import app
 from kitab.core.warehouse import Warehouse
 from kitab.release.claims import evaluate_claims, read_verdict
-from tasks.claims import candidate_pairs, claims_from_rows, select_claims, stratum_capacity
+from tasks.claims import candidate_pairs, claims_from_rows, stratum_capacity
 from tasks.constraints import Spec, registry, spec_to_json
 from tests.releases import dump_release, run_sql_check
 

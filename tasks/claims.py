@@ -7,10 +7,11 @@ model scores a pair only when it judges both right (docs/claims.md). Three kinds
   satisfiable constraint vs the same sentence from an unsatisfiable constraint of the same type
   (slot: ``constraint_id``);
 - ``authorship``: "<author> wrote a book titled <title>." vs the same title with another author
-  of the release who has no book with that title or any title of the same match key (slot:
-  ``claim_author_qid``);
+  of the release, born near the author, who has no book with that title or any title of the
+  same match key (slot: ``claim_author_qid``);
 - ``year``: "<title> by <author> was first published in <year>." with the book's first year vs
-  a year at least ``YEAR_GAP`` off every year of the book's variants (slot: ``year``).
+  a year ``YEAR_GAP`` to ``YEAR_SPAN`` off, at least ``YEAR_GAP`` off every year of the book's
+  variants (slot: ``year``). A book makes a year pair or an authorship pair, never both.
 
 Truth is the release's: "wrote a book" means a book of the author in this release, and every
 title of a book counts (the canonical title and every variant), not only those the list
@@ -25,6 +26,11 @@ Sampling is seeded and balanced: the same number of pairs per kind (``per_author
 at most what the scarcest kind offers), an attribute quota split evenly across constraint types
 (a type short of candidates passes its remainder on), each stratum drawn round-robin across
 authors in a seeded order. Which claim comes first is a seeded coin, recorded in ``position``.
+Balanced against the wording too (issue 38), so that no rule on the text beats a coin
+(benchmarks/claim_floor.py): within a constraint type every value (a letter, a count, a
+window, present / absent) is true as often as false (within ``VALUE_SLACK``), false values are
+drawn with the weight of how often they are true in the release, and year pairs put the false
+year later / earlier and nearer / farther from the author's median year alike.
 
 Pure: rows in, rows out; ``sql/checks/claims.sql`` re-derives every label without this code.
 """

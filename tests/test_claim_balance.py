@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kitab.core.warehouse import Warehouse
-from tasks.claims import VALUE_SLACK, candidate_pairs, select_claims
+from tasks.claims import candidate_pairs, select_claims
 from tests.releases import dump_release
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
@@ -49,11 +49,11 @@ def _value_balance(claims: list[dict], constraints: list[dict]) -> Counter:
 def test_every_attribute_value_is_as_often_true_as_false(releases):
     for tables in releases.values():
         balance = _value_balance(tables["claims"], tables["constraints"])
-        assert balance and all(abs(n) <= VALUE_SLACK for n in balance.values()), balance
+        assert balance and all(abs(n) <= 1 for n in balance.values()), balance
         # entity pairs: "contains" true in half (within the slack), not the negated claim always
         for (ctype, value), n in balance.items():
             if value in ("[true]", "[false]"):
-                assert abs(n) <= VALUE_SLACK, (ctype, value, n)
+                assert abs(n) <= 1, (ctype, value, n)
 
 
 def test_year_pairs_put_the_false_year_later_and_earlier_alike(releases):
@@ -78,7 +78,7 @@ def test_over_seeds_the_true_claim_is_first_about_half_the_time_and_values_stay_
     rows, stats = select_claims(candidates, n_authors, seed=seed)
     assert 0.35 <= stats["true_first"] / stats["pairs"] <= 0.65, stats
     balance = _value_balance(rows, releases["test"]["constraints"])
-    assert all(abs(n) <= VALUE_SLACK for n in balance.values()), balance
+    assert all(abs(n) <= 1 for n in balance.values()), balance
 
 
 def test_no_knowledge_baselines_stay_within_chance_on_another_releases_claims(releases):

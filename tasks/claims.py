@@ -47,7 +47,7 @@ from tasks.constraints import Book, spec_from_dict, spec_from_json
 
 KINDS = ("attribute", "authorship", "year")
 YEAR_GAP = 5  # a false year is at least this far from every year of the book's variants
-YEAR_SPAN = 9  # and at most this far from its first year (the same decade when it can)
+YEAR_SPAN = 14  # and at most this far: the offsets 5-14 shift the last digit by each of 0-9 once
 VALUE_SLACK = 1  # how much more often a value may be true than false in a stratum (or less)
 PEERS = 8  # an authorship pair's other author: one of the this many born nearest the author
 
@@ -292,7 +292,6 @@ def pairs_from_material(
             centre = medians[qid]
             target = _target(seed, b["book_id"], 2)
             options = [y for y in options if _year_cell(year, y, centre) == target] or options
-            options = [y for y in options if y // 10 == year // 10] or options
             wrong = rng(qid).choice(sorted(options))
             title = b["title"]
             common = {"book_id": b["book_id"], "title": title, "claim_author_qid": qid, "constraint_id": None}

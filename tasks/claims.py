@@ -270,8 +270,8 @@ def pairs_from_material(
                 ]) | {"cell": ()}
             )  # fmt: skip
 
-    # year: the first year vs a year far from every year of the book's variants, in the same
-    # decade when one is (as plausible as the truth: no far-off or future year to spot)
+    # year: the first year vs a year 5-14 off and far from every year of the book's variants
+    # (no future year; not the same decade: that ties the two last digits to opposite halves)
     latest = max((b["first_year"] for q in by_author for b in by_author[q] if b["first_year"] is not None), default=0)
     medians = {q: _median([b["first_year"] for b in by_author[q] if b["first_year"] is not None]) for q in qids}
     for qid in qids:

@@ -7,10 +7,11 @@ model scores a pair only when it judges both right (docs/claims.md). Three kinds
   satisfiable constraint vs the same sentence from an unsatisfiable constraint of the same type
   (slot: ``constraint_id``);
 - ``authorship``: "<author> wrote a book titled <title>." vs the same title with another author
-  of the release who has no book with that title or any title of the same match key (slot:
-  ``claim_author_qid``);
+  of the release, born near the author, who has no book with that title or any title of the
+  same match key (slot: ``claim_author_qid``);
 - ``year``: "<title> by <author> was first published in <year>." with the book's first year vs
-  a year at least ``YEAR_GAP`` off every year of the book's variants (slot: ``year``).
+  a year ``YEAR_GAP`` to ``YEAR_SPAN`` off, at least ``YEAR_GAP`` off every year of the book's
+  variants (slot: ``year``). A book makes a year pair or an authorship pair, never both.
 
 Truth is the release's: "wrote a book" means a book of the author in this release, and every
 title of a book counts (the canonical title and every variant), not only those the list
@@ -25,6 +26,11 @@ Sampling is seeded and balanced: the same number of pairs per kind (``per_author
 at most what the scarcest kind offers), an attribute quota split evenly across constraint types
 (a type short of candidates passes its remainder on), each stratum drawn round-robin across
 authors in a seeded order. Which claim comes first is a seeded coin, recorded in ``position``.
+Balanced against the wording too (issue 38), so that no rule on the text beats a coin
+(benchmarks/claim_floor.py): within a constraint type every value (a letter, a count, a
+window, present / absent) is true as often as false (within ``VALUE_SLACK``), false values are
+drawn with the weight of how often they are true in the release, and year pairs put the false
+year later / earlier and nearer / farther from the author's median year alike.
 
 Pure: rows in, rows out; ``sql/checks/claims.sql`` re-derives every label without this code.
 """
@@ -34,14 +40,16 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 
 from tasks.constraints import Book, spec_from_dict, spec_from_json
 
 KINDS = ("attribute", "authorship", "year")
 YEAR_GAP = 5  # a false year is at least this far from every year of the book's variants
-YEAR_SPAN = 15  # and at most this far from its first year
+YEAR_SPAN = 14  # and at most this far: the offsets 5-14 shift the last digit by each of 0-9 once
+VALUE_SLACK = 1  # how much more often a value may be true than false in a stratum (or less)
+PEERS = 8  # an authorship pair's other author: one of the this many born nearest the author
 
 
 def claim_books(books: list[dict], states: dict[str, tuple[tuple[str, bool | None], ...]]) -> list[Book]:
@@ -113,6 +121,7 @@ def claim_material(
                     "constraint_type": c["constraint_type"],
                     "constraint_id": c["constraint_id"],
                     "label": holds,
+                    "value": _value(c["spec"]),
                     "claim": claim_text("attribute", author=names[qid], clause=clause_of(json.loads(c["spec"]))),
                 }
             )
@@ -128,7 +137,10 @@ def claim_material(
                 years[v["book_id"]].add(int(y))
     return {
         "claim_attributes": attributes,
-        "claim_authors": [{"qid": a["qid"], "name": a["name"], "keys": sorted(keys[a["qid"]])} for a in authors],
+        "claim_authors": [
+            {"qid": a["qid"], "name": a["name"], "birth_year": a.get("birth_year"), "keys": sorted(keys[a["qid"]])}
+            for a in authors
+        ],
         "claim_books": [
             {
                 "author_qid": b["author_qid"],
@@ -180,27 +192,47 @@ def pairs_from_material(
         return streams[qid]
 
     names: dict[str, str] = {}
+    birth: dict[str, int | None] = {}
     keys: dict[str, set[str]] = {}
     for a in authors:
         names[a["qid"]] = a["name"]
+        birth[a["qid"]] = a.get("birth_year")
         keys.setdefault(a["qid"], set()).update(a["keys"])
     by_author = _books_by_author(books)
     out: dict[tuple[str, str | None], list[dict]] = defaultdict(list)
     qids = sorted(q for q in by_author if q in names)
 
     # attribute: per author and type, satisfiable x unsatisfiable constraints (one pair each
-    # true one); the constraint's own spec said whether its claim holds (Spec.claim_holds)
+    # true one); the constraint's own spec said whether its claim holds (Spec.claim_holds).
+    # The false value is drawn with the weight of how often it is a true value in the release
+    # (per type), so false values look like true ones (no rare letter, no "only 1 word" give-
+    # away), and without replacement within an author while it can (a value in two pairs of
+    # one author would mark it false).
     per_type: dict[tuple[str, str], dict[bool, list[dict]]] = defaultdict(lambda: {True: [], False: []})
+    true_values: dict[str, Counter] = defaultdict(Counter)
     for c in sorted(attributes, key=lambda c: c["constraint_id"]):
         per_type[c["author_qid"], c["constraint_type"]][c["label"]].append(c)
+        if c["label"]:
+            true_values[c["constraint_type"]][c["value"]] += 1
     for (qid, ctype), sides in sorted(per_type.items()):
         if not sides[True] or not sides[False]:
             continue
+        unused = list(sides[False])
         for true in sides[True]:
-            false = rng(qid).choice(sides[False])
-            out["attribute", ctype].append(
-                _pair(qid, "attribute", true["constraint_id"], [_attribute_side(true), _attribute_side(false)], ctype)
-            )
+
+            def cell(false: dict, true: dict = true, ctype: str = ctype) -> tuple[bool, ...]:
+                return _attribute_cell(true["value"], false["value"], true_values[ctype])
+
+            # aim at a seeded cell (which side is commoner, which is larger) so every cell fills
+            target = _target(seed, true["constraint_id"], len(cell(sides[False][0])))
+            pool = [c for c in unused if cell(c) == target] or unused or sides[False]
+            weights = [true_values[ctype][c["value"]] for c in pool]
+            false = rng(qid).choices(pool, weights)[0] if any(weights) else rng(qid).choice(pool)
+            if false in unused:
+                unused.remove(false)
+            key = "|".join(sorted((true["constraint_id"], false["constraint_id"])))  # names neither side true
+            pair = _pair(qid, "attribute", key, [_attribute_side(true), _attribute_side(false)], ctype)
+            out["attribute", ctype].append({**pair, "cell": cell(false), "values": (true["value"], false["value"])})
 
     # authorship: a title of the author's vs the same title with an author who has no such title
     # (nor the same name); the candidates are every such author in QID order, indexed so a book
@@ -212,12 +244,18 @@ def pairs_from_material(
         by_name[names[q]].append(position[q])
         for key in keys[q]:
             by_key[key].append(position[q])
+    born = {q: birth[q] for q in qids if birth.get(q) is not None}
+    by_birth = sorted(born, key=lambda q: (born[q], q))
+    birth_rank = {q: i for i, q in enumerate(by_birth)}
     for qid in qids:
         for b in by_author[qid]:
+            if _year_book(seed, b["book_id"]):
+                continue
             excluded = set(by_name[names[qid]])
             for key in b["keys"]:
                 excluded.update(by_key.get(key, ()))
-            others = Remaining(qids, excluded)
+            peers = _peers(by_birth, born, birth_rank.get(qid), {qids[i] for i in excluded}, PEERS)
+            others = peers or Remaining(qids, excluded)
             if not others:
                 continue
             other = rng(qid).choice(others)
@@ -229,15 +267,17 @@ def pairs_from_material(
                      "claim": claim_text("authorship", author=names[qid], title=title)},
                     {**common, "claim_author_qid": other, "label": False,
                      "claim": claim_text("authorship", author=names[other], title=title)},
-                ])
+                ]) | {"cell": ()}
             )  # fmt: skip
 
-    # year: the first year vs a year far from every year of the book's variants
+    # year: the first year vs a year 5-14 off and far from every year of the book's variants
+    # (no future year; not the same decade: that ties the two last digits to opposite halves)
     latest = max((b["first_year"] for q in by_author for b in by_author[q] if b["first_year"] is not None), default=0)
+    medians = {q: _median([b["first_year"] for b in by_author[q] if b["first_year"] is not None]) for q in qids}
     for qid in qids:
         for b in by_author[qid]:
             year = b["first_year"]
-            if year is None:
+            if year is None or not _year_book(seed, b["book_id"]):
                 continue
             taken = set(b["years"]) | {year}
             options = [
@@ -248,6 +288,10 @@ def pairs_from_material(
             ]
             if not options:
                 continue
+            # aim at a seeded cell (false year later or earlier, nearer the author's median or not)
+            centre = medians[qid]
+            target = _target(seed, b["book_id"], 2)
+            options = [y for y in options if _year_cell(year, y, centre) == target] or options
             wrong = rng(qid).choice(sorted(options))
             title = b["title"]
             common = {"book_id": b["book_id"], "title": title, "claim_author_qid": qid, "constraint_id": None}
@@ -257,7 +301,7 @@ def pairs_from_material(
                      "claim": claim_text("year", author=names[qid], title=title, year=year)},
                     {**common, "year": wrong, "label": False,
                      "claim": claim_text("year", author=names[qid], title=title, year=wrong)},
-                ])
+                ]) | {"cell": _year_cell(year, wrong, centre)}
             )  # fmt: skip
     return dict(out)
 
@@ -281,6 +325,43 @@ class Remaining(Sequence):
                 break
             i += 1
         return self.items[i]
+
+
+def _peers(by_birth: list[str], born: dict[str, int], rank: int | None, excluded: set[str], k: int) -> list[str]:
+    """The ``k`` authors born nearest the one at ``rank`` of ``by_birth`` (authors sorted by
+    birth year), none of ``excluded``, in QID order ([] when the author's birth year is unknown):
+    an authorship pair's other author is of the same period, as plausible as the true one."""
+    if rank is None:
+        return []
+    year = born[by_birth[rank]]
+    low, high, found = rank - 1, rank + 1, []
+    while len(found) < k and (low >= 0 or high < len(by_birth)):
+        below = abs(year - born[by_birth[low]]) if low >= 0 else None
+        above = abs(born[by_birth[high]] - year) if high < len(by_birth) else None
+        if above is None or (below is not None and below <= above):
+            q, low = by_birth[low], low - 1
+        else:
+            q, high = by_birth[high], high + 1
+        if q not in excluded:
+            found.append(q)
+    return sorted(found)
+
+
+def _value(spec: str) -> str:
+    """A constraint spec's fields but its type, as JSON in field order (the slot an attribute
+    pair's two claims differ in: a letter, a count, a window, present or absent)."""
+    fields = json.loads(spec)
+    return json.dumps([fields[k] for k in sorted(fields) if k != "type"])
+
+
+def _order(value: str) -> list:
+    return json.loads(value)
+
+
+def _year_book(seed: int, book_id: str) -> bool:
+    """Whether ``book_id`` may make a year pair (else an authorship pair): a seeded half each, so
+    no title is quoted by both kinds (a year claim names a book's author, both its sides)."""
+    return _drawn(seed, "year-book", book_id)[0] % 2 == 1
 
 
 def _attribute_side(material: dict) -> dict:
@@ -315,6 +396,88 @@ def _round_robin(pairs: list[dict], n: int, seed: int, stratum: str) -> list[dic
                 chosen.append(by_author[qid][depth])
         depth += 1
     return chosen
+
+
+def _cells(pairs: list[dict]) -> list[tuple[bool, ...]]:
+    """Every cell a stratum's pairs can fall in: each orientation true or false."""
+    width = len(pairs[0]["cell"]) if pairs else 0
+    return [tuple(bool(i >> j & 1) for j in range(width)) for i in range(2**width)]
+
+
+def _capacity(pairs: list[dict], seed: int, stratum: str) -> int:
+    """How many of a stratum's ``pairs`` :func:`_balanced` can draw."""
+    if pairs and "values" in pairs[0]:
+        return len(_value_balanced(pairs, len(pairs), seed, stratum))
+    cells = _cells(pairs)
+    return len(cells) * min(sum(1 for p in pairs if p["cell"] == c) for c in cells)
+
+
+def _value_balanced(pairs: list[dict], n: int, seed: int, stratum: str) -> list[dict]:
+    """Up to ``n`` of an attribute stratum's ``pairs`` in :func:`_round_robin` order, each taken
+    only while every value (a letter, a count, a window, present / absent) stays true at most
+    once more or less often than it is false: so a value says nothing about a claim's truth
+    (no "only 1 word is false", no rare false letters, "contains" true in half the entity pairs)."""
+    balance: Counter = Counter()  # value -> times true - times false
+    chosen = []
+    for p in _round_robin(pairs, len(pairs), seed, stratum):
+        t, f = p["values"]
+        if balance[t] < VALUE_SLACK and balance[f] > -VALUE_SLACK:
+            balance[t] += 1
+            balance[f] -= 1
+            chosen.append(p)
+            if len(chosen) == n:
+                break
+    return chosen
+
+
+def _balanced(pairs: list[dict], n: int, seed: int, stratum: str) -> list[dict]:
+    """``n`` of ``pairs`` (at most :func:`_capacity`): attribute pairs by
+    :func:`_value_balanced`; else the same number from every cell (the odd ones in a seeded
+    order of cells), each cell's :func:`_round_robin`, so no one-sided rule ("the later year /
+    the year nearer the author's others is true") beats a coin."""
+    if pairs and "values" in pairs[0]:
+        return _value_balanced(pairs, n, seed, stratum)
+    cells = sorted(_cells(pairs), key=lambda c: _drawn(seed, "cells", stratum, str(c)))
+    share, extra = divmod(n, len(cells))
+    return [
+        p
+        for i, c in enumerate(cells)
+        for p in _round_robin(
+            [p for p in pairs if p["cell"] == c],
+            share + (i < extra),
+            seed,
+            f"{stratum}:{''.join(map(str, map(int, c)))}",
+        )
+    ]
+
+
+def _attribute_cell(true: str, false: str, frequency: Counter) -> tuple[bool, ...]:
+    """An attribute pair's orientation: for numbers (a count, a window), is the true value the
+    smaller one (the false one as often above as below); else is it the commoner one in the
+    release (ties: the first)."""
+    t, f = _order(true), _order(false)
+    if all(isinstance(v, int | float) and not isinstance(v, bool) for v in t):
+        return (t < f,)
+    return ((frequency[true], f) > (frequency[false], t),)
+
+
+def _year_cell(year: int, wrong: int, centre: float | None) -> tuple[bool, bool]:
+    """A year pair's orientation: is the false year the later one, and is it the nearer one to
+    the author's median year."""
+    return (wrong > year, centre is not None and abs(wrong - centre) < abs(year - centre))
+
+
+def _target(seed: int, key: str, width: int) -> tuple[bool, ...]:
+    bits = _drawn(seed, "target", key)[0]
+    return tuple(bool(bits >> j & 1) for j in range(width))
+
+
+def _median(values: list[int]) -> float | None:
+    values = sorted(values)
+    if not values:
+        return None
+    mid = len(values) // 2
+    return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
 
 
 def _drawn(seed: int, *key: str) -> bytes:
@@ -364,19 +527,25 @@ def claims_from_material(
     return select_claims(candidates, len({b["author_qid"] for b in books}), seed=seed, per_author=per_author)
 
 
+def stratum_capacity(candidates: dict[tuple[str, str | None], list[dict]], seed: int) -> dict:
+    """How many pairs each stratum of ``candidates`` can give while staying balanced."""
+    return {(k, t): _capacity(pairs, seed, f"{k}:{t or ''}") for (k, t), pairs in candidates.items()}
+
+
 def select_claims(
     candidates: dict[tuple[str, str | None], list[dict]], n_authors: int, *, seed: int, per_author: int = 2
 ) -> tuple[list[dict], dict]:
     """The pairs drawn from ``candidates`` (:func:`candidate_pairs`) for ``n_authors`` authors
     with books, as the claims table's rows (two per pair), and the stage's stats."""
-    available = {kind: sum(len(v) for (k, _), v in candidates.items() if k == kind) for kind in KINDS}
+    capacity = stratum_capacity(candidates, seed)
+    available = {kind: sum(n for (k, _), n in capacity.items() if k == kind) for kind in KINDS}
     per_kind = min(per_author * n_authors, *available.values())
     chosen: list[dict] = []
     for kind in KINDS:
-        strata = {t: len(v) for (k, t), v in candidates.items() if k == kind}
+        strata = {t: n for (k, t), n in capacity.items() if k == kind}
         quota = split_quota(per_kind, {t or "": n for t, n in strata.items()})
         for t in sorted(strata, key=lambda t: t or ""):
-            chosen += _round_robin(candidates[kind, t], quota[t or ""], seed, f"{kind}:{t or ''}")
+            chosen += _balanced(candidates[kind, t], quota[t or ""], seed, f"{kind}:{t or ''}")
     rows = []
     for pair in sorted(chosen, key=lambda p: (p["author_qid"], p["kind"], p["pair_key"])):
         pair_id = f"{pair['kind']}:{pair['pair_key']}"

@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 from kitab.app.cli import app
 from kitab.core.warehouse import Warehouse
 from kitab.release.claims import evaluate_claims, read_verdict
-from tasks.claims import candidate_pairs, claims_from_rows
+from tasks.claims import candidate_pairs, claims_from_rows, stratum_capacity
 from tasks.constraints import Spec, registry, spec_to_json
 from tests.releases import dump_release, run_sql_check
 
@@ -52,10 +52,8 @@ def test_the_release_holds_balanced_minimal_pairs(tables):
     assert set(kinds) == {"attribute", "authorship", "year"} and len(set(kinds.values())) == 1, kinds
     types = Counter(p[0]["constraint_type"] for p in pairs.values() if p[0]["kind"] == "attribute")
     # even shares (within one) across types, except a type short of candidates, which gives all it has
-    available = Counter(
-        t for (k, t), v in candidate_pairs(*(tables[n].to_pylist() for n in INPUTS), seed=13).items() for _ in v
-        if k == "attribute"
-    )  # fmt: skip
+    capacity = stratum_capacity(candidate_pairs(*(tables[n].to_pylist() for n in INPUTS), seed=13), 13)
+    available = {t: n for (k, t), n in capacity.items() if k == "attribute"}
     top = max(types.values())
     assert len(types) >= 5 and all(n >= top - 1 or n == available[t] for t, n in types.items()), (types, available)
     first_true = sum(1 for p in pairs.values() for c in p if c["position"] == 1 and c["label"])
@@ -270,16 +268,17 @@ def test_a_constraint_type_registered_elsewhere_makes_claim_pairs_through_its_sp
         "books": books,
         "title_variants": variants,
         "book_entities": [],
-        # "jungle" holds through a variant title only; "ocean" through none
-        "constraints": [constraint("farm", True), constraint("jungle", True), constraint("ocean", False)],
+        # "jungle" holds through a variant title only; "ocean" and "river" through none
+        "constraints": [constraint(w, w in ("farm", "jungle")) for w in ("farm", "jungle", "ocean", "river")],
     }
     pairs = candidate_pairs(*(tables[n] for n in INPUTS), seed=1)[("attribute", _ContainsWord.TYPE)]
-    assert sorted(p["pair_key"] for p in pairs) == ["Q1:contains_word_test:farm", "Q1:contains_word_test:jungle"]
-    rows, stats = claims_from_rows(tables, seed=1)
-    attribute = {(r["label"], r["claim"]) for r in rows if r["kind"] == "attribute"}
-    assert stats["per_constraint_type"] == {_ContainsWord.TYPE: 2}
+    # one pair per true constraint, each with its own false one while there is one unused; the
+    # pair's key names both constraints in sorted order, so it does not say which is true
+    assert len(pairs) == 2 and all(p["pair_key"].count("|") == 1 for p in pairs)
+    attribute = {(s["label"], s["claim"]) for p in pairs for s in p["sides"]}
     assert attribute == {
         (False, "Ann Author wrote a book whose title contains the word ocean."),
+        (False, "Ann Author wrote a book whose title contains the word river."),
         (True, "Ann Author wrote a book whose title contains the word farm."),
         (True, "Ann Author wrote a book whose title contains the word jungle."),
     }

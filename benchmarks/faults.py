@@ -55,6 +55,9 @@ runs both), each through the real ``kitab`` command on the clean release or a co
   ``--out`` a user's folder and ``--out`` the ``--openlibrary`` folder refused with nothing
   deleted; an empty ``ol_dump_works`` file refused in <= 2 lines.
 
+Issue 39's probes (``--cases issue39``): one module per surface in benchmarks/round4/, each
+through the real ``kitab`` command on a copy of the clean release.
+
 Every hostile row names its surface (warehouse reads, sql, refresh, export/push, answer,
 evaluate, from-dumps) and the summary ends with "probes tried / held, by surface". With only
 ``hostile`` / ``issue31`` the uninterrupted CLI refresh (the kill cases' reference) is skipped.
@@ -1053,12 +1056,15 @@ def main() -> None:
     parser.add_argument("--kill-seed", type=int, default=10)
     parser.add_argument("--rerun", choices=("direct", "cli"), default="direct")
     parser.add_argument(
-        "--cases", default="faults,kills,hostile", help="which groups of cases to run (faults, kills, hostile, issue31)"
+        "--cases",
+        default="faults,kills,hostile",
+        help="which groups of cases to run (faults, kills, hostile, issue31, issue39)",
     )
     args = parser.parse_args()
     groups = set(args.cases.split(","))
-    if groups - {"faults", "kills", "hostile", "issue31"}:
-        parser.error(f"--cases: unknown {', '.join(sorted(groups - {'faults', 'kills', 'hostile', 'issue31'}))}")
+    known = {"faults", "kills", "hostile", "issue31", "issue39"}
+    if groups - known:
+        parser.error(f"--cases: unknown {', '.join(sorted(groups - known))}")
 
     from kitab.core.env import BUNDLED_SNAPSHOT
     from kitab.simulate.mirror.faults import RandomFaults
@@ -1107,6 +1113,11 @@ def main() -> None:
                 report(case)
         if "issue31" in groups:
             for case in issue31_cases(clean, out):
+                report(case)
+        if "issue39" in groups:
+            from round4 import all_probes  # benchmarks/round4/: one module per surface
+
+            for case in all_probes(clean, out):
                 report(case)
         mark = len(mirror.log())
         if "kills" not in groups:

@@ -1115,7 +1115,7 @@ def main() -> None:
             for case in issue31_cases(clean, out):
                 report(case)
         if "issue39" in groups:
-            from round4 import all_probes  # benchmarks/round4/: one module per surface
+            from benchmarks.round4 import all_probes  # one module per surface
 
             for case in all_probes(clean, out):
                 report(case)

@@ -1,7 +1,8 @@
 """Issue 39's probes (reliability round 4), one module per surface: each module here defines
 ``probes(clean: Path, out: Path) -> list[dict]`` returning ``faults.probe(...)`` rows, run by
 ``benchmarks/faults.py --cases issue39`` on the clean release (``clean``; copy it with
-``faults.copy_release`` before anything destructive) in the scratch folder ``out``."""
+``faults.copy_release`` before anything destructive) in the scratch folder ``out``. A module
+imports the helpers with ``from benchmarks import faults`` (faults.probe, kitab_cli, spoke)."""
 
 from __future__ import annotations
 

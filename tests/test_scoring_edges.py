@@ -192,6 +192,8 @@ def test_a_refusal_is_an_abstention(case):
         ("- Sula — not a match for the letter\n- Jazz", ["Sula", "Jazz"]),
         ("Output:\n1. Reason: Published in 1939. Title: And Then There Were None", ["And Then There Were None"]),
         ("Output:\n1. Reason: Her debut. Title: None of the Above (2015)", ["None of the Above"]),
+        ("1. Then There Were None\n2. I Found Nothing (2001)", ["Then There Were None", "I Found Nothing"]),
+        ("Output:\n1. Reason: Her 1994 novel. Title: None to Accompany Me", ["None to Accompany Me"]),
     ],
 )
 def test_titles_that_sound_negative_stay_titles(response, titles):

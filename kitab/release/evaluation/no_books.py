@@ -66,6 +66,12 @@ _NOUNS = frozenset(
     }
 )
 _PLURALS = frozenset(n for n in _NOUNS if n.endswith(("s", "es")))
+_BE = frozenset({"is", "are", "was", "were"})
+# words a model puts before "there are none" ("I'm afraid", "Sadly,", "No,")
+_LEAD_IN = frozenset({"i'm", "i", "am", "afraid", "sadly", "unfortunately", "no", "well", "so"})
+# "None that fit.", "None whatsoever.", "None found by me." (not "None of the Above", "None to
+# Accompany Me": titles)
+_NONE_THEN = frozenset({"that", "whatsoever", "found"})
 _VERBS = (
     "satisf",
     "meet",
@@ -123,10 +129,17 @@ def _sentence_says_none(sentence: str) -> bool:
     if " ".join(words) in SHORT or " ".join(words).rstrip(" -") in SHORT:
         return True
     has_verb = any(w.startswith(_VERBS) and w not in _NOUNS for w in words)  # ("a match" names, "match" says)
+    if _there_are_none(words):
+        return True
+    if words[0] == "none" and 1 < len(words) <= 6 and (words[1] in _NONE_THEN or words == ["none", "at", "all"]):
+        return True
+    if words[-1] == "nothing" and len(words) >= 2 and words[-2].startswith(_VERBS):  # "I found nothing"
+        return True
     for i, word in enumerate(words):
         if word in _NEGATIONS or word.endswith("n't"):
-            # "no books", "zero books satisfy", "has not written any books that …"
-            for j in range(i + 1, min(i + 6, len(words))):
+            # "no books", "zero books satisfy", "has not written any books that …",
+            # "not a single one of her books fits"
+            for j in range(i + 1, min(i + (8 if has_verb else 6), len(words))):
                 if words[j] in _NOUNS and (has_verb or (j <= i + 2 and words[j] in _PLURALS)):
                     return True
             # "none match", "nothing matches", "none were found", "none qualify"
@@ -136,3 +149,19 @@ def _sentence_says_none(sentence: str) -> bool:
                     return True
     # "the answer is none", "the list is empty" (not "And Then There Were None")
     return len(words) >= 2 and words[-1] in ("none", "empty") and words[-2] in ("is", "be")
+
+
+def _there_are_none(words: list[str]) -> bool:
+    """ "There aren't any.", "There are none.", "I'm afraid there is none." as a whole
+    sentence: it must open with "there" after a lead-in, so the title "And Then There Were
+    None" stays a title."""
+    start = 0
+    while start < len(words) and words[start] in _LEAD_IN and words[start] != "there":
+        start += 1
+    rest = words[start:]
+    if len(rest) < 3 or rest[0] != "there":
+        return False
+    be, tail = rest[1], rest[2:]
+    if be in _BE:
+        return tail in (["none"], ["not", "any"], ["none", "at", "all"], ["nothing"])
+    return be.endswith("n't") and be[:-3] in _BE and tail[:1] == ["any"] and len(tail) <= 3

@@ -4,6 +4,9 @@ leaderboard name bins the same way from here."""
 
 from __future__ import annotations
 
+# A bin of fewer authors is flagged wherever its interval is shown (tables, JSON ``few_authors``)
+# and drawn hollow (plots): the intervals are a bootstrap over authors, so few say little.
+FEW_AUTHORS = 5
 # Author popularity: WikiData sitelinks, bucketed (lower bound inclusive).
 SITELINK_EDGES = (0, 5, 10, 20, 50, 100)
 # Constrainedness: kappa = 1 - S/N in [0, 1]; 1 exactly is an unsatisfiable query.

@@ -31,10 +31,11 @@ import pyarrow.parquet as pq
 
 from kitab.core.errors import KitabError
 from kitab.core.warehouse import Warehouse
-from kitab.release.bins import popularity_bin_label, sitelink_labels
-from kitab.release.evaluation.answers import read_answers
+from kitab.release.bins import FEW_AUTHORS, popularity_bin_label, sitelink_labels
+from kitab.release.evaluation.answers import answers_model, read_answers
 from kitab.release.evaluation.verdict import read_verdict
 from kitab.release.intervals import LEVEL, SEED, B, clusters, interval
+from kitab.release.markup import markdown_cell
 from kitab.release.prompts import intact_release, sample_across_authors
 
 TABLE = "claim_evaluations"
@@ -139,8 +140,11 @@ def pair_rows(rows: list[dict]) -> list[dict]:
 
 def _scores(claim_rows: list[dict], pairs: list[dict], b: int, seed: int) -> dict:
     processed = [p for p in pairs if p["processed"]]
+    authors = len({p["author_qid"] for p in pairs})  # the bootstrap's clusters
     return {
         "pairs": len(pairs),
+        "authors": authors,
+        "few_authors": authors < FEW_AUTHORS,  # an interval over so few authors says little
         "pair_accuracy": interval(clusters(pairs, "pair_correct"), b=b, seed=seed),
         # NoCha's: correct pairs / pairs the model processed
         "pairs_processed": len(processed),
@@ -212,6 +216,12 @@ def _ci(score: dict) -> str:
     return f"{score['value']:.3f} [{score['low']:.3f}, {score['high']:.3f}]"
 
 
+def _kind_cell(scores: dict) -> str:
+    """A kind's pair accuracy with its interval, flagged when it rests on few authors."""
+    flag = f" ⚠ {scores['authors']} authors" if scores["few_authors"] else ""
+    return _ci(scores["pair_accuracy"]) + flag
+
+
 def format_claim_entries(entries: list[dict]) -> str:
     """The claim-pairs leaderboard as markdown: overall, then pair accuracy per kind."""
     if not entries:
@@ -227,9 +237,10 @@ def format_claim_entries(entries: list[dict]) -> str:
         "claim accuracy",
         *(f"pairs: {k}" for k in kinds),
     ]
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    # a model's name may hold a | or a line break: escaped, it keeps the columns (issue 38)
+    lines = ["| " + " | ".join(map(markdown_cell, header)) + " |", "|" + "---|" * len(header)]
     for e in entries:
-        per_kind = {b["bin"]: b["pair_accuracy"] for b in e["by"]["kind"]}
+        per_kind = {b["bin"]: b for b in e["by"]["kind"]}
         cells = [
             str(e["rank"]),
             e["model"],
@@ -238,14 +249,15 @@ def format_claim_entries(entries: list[dict]) -> str:
             str(e["overall"]["pairs_processed"]),
             _ci(e["overall"]["pair_accuracy_processed"]),
             _ci(e["overall"]["claim_accuracy"]),
-            *(_ci(per_kind[k]) if k in per_kind else "–" for k in kinds),
+            *(_kind_cell(per_kind[k]) if k in per_kind else "–" for k in kinds),
         ]
-        lines.append("| " + " | ".join(cells) + " |")
+        lines.append("| " + " | ".join(map(markdown_cell, cells)) + " |")
     return (
         "## Claim pairs\n\nNoCha-style minimal pairs (docs/claims.md): a pair counts only when both claims are "
         "judged right (chance 0.25; always True 0). Pair accuracy divides by every pair (one left unanswered is "
         "wrong); NoCha divides by the pairs the model processed (both claims answered). "
-        f"{int(LEVEL * 100)}% intervals: bootstrap over authors.\n\n" + "\n".join(lines) + "\n"
+        f"{int(LEVEL * 100)}% intervals: bootstrap over authors (⚠ n authors: fewer than {FEW_AUTHORS}, "
+        "the interval says little).\n\n" + "\n".join(lines) + "\n"
     )
 
 
@@ -287,7 +299,10 @@ def evaluate_claims(warehouse: Path, release: str, answers_path: Path, *, model:
     wh.require_release(release)
     answers_path = Path(answers_path)
     answers, sha256 = read_answers(answers_path)
-    model = model or answers_path.stem
+    # --model, else the name the lines give (kitab answer writes it), else the file's name;
+    # lines naming two models are refused even with --model (the file mixes two evaluations)
+    named = answers_model(answers, answers_path)
+    model = model or named or answers_path.stem
     with wh.connect(release=release) as con:
         claims = _claims(con)
         ledger = con.execute("SELECT checksums FROM releases").fetchall()

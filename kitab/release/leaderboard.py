@@ -4,8 +4,11 @@ Tables 6-7 and Figures 2-3), with coverage beside every score.
 
 One builder (:func:`leaderboard`, from the ``evaluations`` rows :func:`per_query_scores` reads) feeds every view: the markdown of ``kitab evaluate`` and ``kitab report``
 (:func:`format_leaderboard`), their ``--output json`` (the builder's dict as is) and the plots
-(kitab/release/leaderboard_plots.py). Scores count an unanswered query as wrong (docs/evaluate.md),
-so a model cannot rise by answering less; coverage says how much it answered.
+(kitab/release/leaderboard_plots.py). Completeness and all-correct count an unanswered query (and an
+abstention) as wrong, so a model cannot rise on them by answering less; the three rates over listed
+books (satisfied, unsatisfied, not-from-author) are shares of what a model listed, so they are
+means over the queries where it listed something (``rated``), shown beside coverage
+(docs/evaluate.md, "Unanswered").
 
 Plots draw one bar per evaluation, named beside it: two models with the same score stay
 visible, which lines drawn over each other did not. Every score carries its 95% interval (a
@@ -18,7 +21,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kitab.release.intervals import LEVEL, SEED, B, compare, differs, metric_intervals
+from kitab.release.intervals import LEVEL, METRIC_COLUMNS, SEED, B, compare, differs, metric_intervals
 from kitab.release.leaderboard_plots import FEW_AUTHORS, few_authors, write_leaderboard_plots
 from kitab.release.markup import markdown_cell  # a model's name may hold a | (issue 38)
 
@@ -90,11 +93,16 @@ def per_query_scores(con, *, model: str | None = None, answers_sha256: str | Non
 
 def _scores(rows: list[dict], b: int, seed: int) -> dict:
     """Counts, every metric's point value (``<metric>``) and its 95% interval (``<metric>_ci``:
-    [low, high]) over ``rows``."""
+    [low, high]) over ``rows``. ``rated``: the queries the rates over listed books are means over
+    (those that listed something); ``few_authors``: fewer than ``FEW_AUTHORS`` authors, so the
+    intervals (a bootstrap over authors) say little."""
+    authors = len({r["author_qid"] for r in rows})  # the bootstrap's clusters: few make a thin interval
     out = {
         "queries": len(rows),
-        "authors": len({r["author_qid"] for r in rows}),  # the bootstrap's clusters: few make a thin interval
+        "authors": authors,
+        "few_authors": authors < FEW_AUTHORS,
         "answered": sum(1 for r in rows if r["answered"]),
+        "rated": sum(1 for r in rows if r["satisfied_rate"] is not None),
     }
     for metric, ci in metric_intervals(rows, b=b, seed=seed).items():
         out[metric] = ci["value"]
@@ -241,12 +249,12 @@ def evaluation_section(
 
 def format_evaluation(result: dict) -> str:
     """``kitab evaluate``'s result as markdown: the leaderboard entry of this evaluation, coverage
-    first (an unanswered query is scored wrong)."""
+    first (an unanswered query is wrong in completeness and all-correct)."""
     coverage = result["coverage"]
     return (
         f"{result['model']} on release {result['release']}: {result['answered']} of {result['queries']} queries "
-        f"answered (coverage {coverage:.3f}; an unanswered query is scored wrong; abstention rate "
-        f"{result['abstention_rate']:.3f}: no titles for a query that has some, scored wrong; "
+        f"answered (coverage {coverage:.3f}; an unanswered query is wrong in completeness and all-correct; "
+        f"abstention rate {result['abstention_rate']:.3f}: no titles for a query that has some, wrong there too; "
         f"cut rate {result['cut_rate']:.3f}), answers sha256 "
         f"{result['answers_sha256'][:16]}…, scores in table evaluations\n\n"
         f"{format_leaderboard(result['leaderboard'])}\n"
@@ -271,11 +279,50 @@ def find_evaluation(rows: list[dict], name: str) -> list[dict]:
     return [r for r in rows if (r["model"], r["answers_sha256"]) == found[0]]
 
 
+def _key(row: dict) -> tuple:
+    return row["query_id"], row["sample"]
+
+
+def _paired(rows_a: list[dict], rows_b: list[dict], answered: set[tuple], b: int, seed: int) -> dict[str, dict]:
+    """Every metric's A − B on the same queries, ``queries`` saying how many: coverage on every
+    query both evaluations have a row for; every other metric on the queries both ``answered``
+    where both define it (a rate over listed books is undefined where a model listed nothing)."""
+    out = {}
+    for metric, column in METRIC_COLUMNS.items():
+        keys = {_key(r) for r in rows_a} & {_key(r) for r in rows_b}
+        if metric != "coverage":
+            keys &= answered
+            keys &= {_key(r) for r in rows_a if r[column] is not None}
+            keys &= {_key(r) for r in rows_b if r[column] is not None}
+        ra = [r for r in rows_a if _key(r) in keys]
+        rb = [r for r in rows_b if _key(r) in keys]
+        (d,) = compare(ra, rb, b=b, seed=seed, metrics=(metric,)).values()
+        out[metric] = {**d, "differs": differs(d), "queries": len(keys)}
+    return out
+
+
 def comparison(con, release: str, a: str, b_name: str, *, b: int = B, seed: int = SEED) -> dict:
     """``kitab report --compare A B``: A − B per metric with its paired cluster-bootstrap
-    interval (the same resampled authors for both), overall and per number of constraints."""
+    interval (the same resampled authors for both), overall and per number of constraints.
+
+    A paired difference compares the same queries: coverage on every query of both, every
+    other metric on the queries (and samples) **both answered**, each where both define it
+    (issue 38: a half-covered model's satisfied 1.000 is a mean over its half; set against a
+    mean over every query it "told apart" what was only coverage). ``common``, ``answered_a``
+    and ``answered_b`` count the queries, and each difference its ``queries``. A clear error
+    when the two answered no query in common."""
+    from kitab.core.errors import KitabError
+
     rows = per_query_scores(con)
     rows_a, rows_b = find_evaluation(rows, a), find_evaluation(rows, b_name)
+    answered_a = {_key(r) for r in rows_a if r["answered"]}
+    answered_b = {_key(r) for r in rows_b if r["answered"]}
+    common = answered_a & answered_b
+    if not common:
+        raise KitabError(
+            f"{a} and {b_name} answered no query in common ({a}: {len(answered_a)}, {b_name}: "
+            f"{len(answered_b)} answered): nothing to compare"
+        )
     parts = {"all": (rows_a, rows_b)}
     for size, label in ((1, "one"), (2, "two")):
         parts[label] = (
@@ -286,14 +333,13 @@ def comparison(con, release: str, a: str, b_name: str, *, b: int = B, seed: int 
         "release": release,
         "a": a,
         "b": b_name,
+        "common": len(common),
+        "answered_a": len(answered_a),
+        "answered_b": len(answered_b),
         "seed": seed,
         "resamples": b,
         "level": LEVEL,
-        "difference": {
-            part: {metric: {**d, "differs": differs(d)} for metric, d in compare(ra, rb, b=b, seed=seed).items()}
-            for part, (ra, rb) in parts.items()
-            if ra and rb
-        },
+        "difference": {part: _paired(ra, rb, common, b, seed) for part, (ra, rb) in parts.items() if ra and rb},
     }
 
 
@@ -336,6 +382,7 @@ def format_leaderboard(board: dict) -> str:
         "model",
         "answered",
         "coverage",
+        "rated",
         *(label for _, label in RATES),
         *(label for _, label in METRICS),
         "all correct (one)",
@@ -350,6 +397,7 @@ def format_leaderboard(board: dict) -> str:
                 e["label"],
                 f"{o['answered']} / {o['queries']}",
                 _cell(o["coverage"]),
+                str(o["rated"]),
                 *(_cell(o.get(m)) for m, _ in RATES),
                 *(_ci_cell(o, m) for m, _ in METRICS),
                 _ci_cell(e["by_size"].get("one", {}), "all_correct"),
@@ -358,8 +406,10 @@ def format_leaderboard(board: dict) -> str:
         )
     level = round(100 * board.get("level", LEVEL))
     parts = [
-        f"**Leaderboard, release `{board['release']}`** (an unanswered query is scored wrong on every "
-        "metric; coverage = answered / queries; abstained: satisfiable queries answered with no title; "
+        f"**Leaderboard, release `{board['release']}`** (an unanswered query, like an abstention, is wrong "
+        "in completeness and all-correct, which rank; satisfied, unsatisfied and not from author are shares "
+        "of the titles listed, means over the queries that listed something (rated), so read them beside "
+        "coverage = answered / queries and rated; abstained: satisfiable queries answered with no title; "
         f"cut: answers stopped at the token limit; [low, high]: {level}% interval, a bootstrap over authors "
         f"with {board.get('resamples', B)} resamples, seed {board.get('seed', SEED)})",
         "",
@@ -386,6 +436,7 @@ def format_leaderboard(board: dict) -> str:
                         shown,
                         e["label"],
                         _cell(found["coverage"]),
+                        str(found["rated"]),
                         *(_cell(found.get(m)) for m, _ in RATES),
                         *(_ci_cell(found, m) for m, _ in METRICS),
                     ]
@@ -396,10 +447,10 @@ def format_leaderboard(board: dict) -> str:
             f"{FEW_AUTHORS} authors, whose interval says little)",
             "",
             _table(
-                [dimension if dimension != "kappa" else "κ", "model", "coverage", *(x for _, x in RATES)]
+                [dimension if dimension != "kappa" else "κ", "model", "coverage", "rated", *(x for _, x in RATES)]
                 + [x for _, x in METRICS],
                 cells,
-                "ll" + "r" * (3 + len(METRICS)),
+                "ll" + "r" * (4 + len(METRICS)),
             ),
         ]
     return "\n".join(parts) + "\n"
@@ -407,27 +458,32 @@ def format_leaderboard(board: dict) -> str:
 
 def format_comparison(result: dict) -> str:
     """``kitab report --compare A B`` as markdown: A − B per metric with its paired interval and
-    whether the interval leaves out zero."""
+    whether the interval leaves out zero, on the queries both answered (said first)."""
     level = round(100 * result["level"])
-    header = ["queries", "metric", result["a"], result["b"], f"A − B [{level}% interval]", "told apart"]
+    header = ["queries", "metric", "compared on", result["a"], result["b"], f"A − B [{level}% interval]", "told apart"]
     rows = []
     for part, metrics in result["difference"].items():
         for metric, d in metrics.items():
             if d["value"] is None:
-                rows.append([part, metric, _cell(d["a"]), _cell(d["b"]), "–", "–"])
+                rows.append([part, metric, str(d["queries"]), _cell(d["a"]), _cell(d["b"]), "–", "–"])
                 continue
             rows.append(
                 [
                     part,
                     metric,
+                    str(d["queries"]),
                     _cell(d["a"]),
                     _cell(d["b"]),
                     f"{d['value']:+.3f} [{d['low']:+.3f}, {d['high']:+.3f}]",
                     "yes" if d["differs"] else "no",
                 ]
             )
+    a, b = markdown_cell(result["a"]), markdown_cell(result["b"])
     return (
-        f"**{result['a']} − {result['b']} on release `{result['release']}`** (paired bootstrap over authors: "
-        f"the same {result['resamples']} resampled author sets for both, seed {result['seed']}; told apart: "
-        "the interval leaves out 0)\n\n" + _table(header, rows, "llrrrl") + "\n"
+        f"**{a} − {b} on release `{result['release']}`**, compared on {result['common']} queries both "
+        f"answered; {a} answered {result['answered_a']}, {b} answered {result['answered_b']} (compared on: "
+        "the queries each row's means are over, the same for both: coverage over every query, the rates over "
+        "listed books where both listed something; paired bootstrap over authors: the same "
+        f"{result['resamples']} resampled author sets for both, seed {result['seed']}; told apart: the "
+        "interval leaves out 0)\n\n" + _table(header, rows, "llrrrrl") + "\n"
     )

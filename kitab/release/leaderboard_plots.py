@@ -16,10 +16,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from kitab.release.bins import FEW_AUTHORS
 from kitab.release.figures import figure, save_png
 from kitab.release.markup import neutral_bidi
 
-FEW_AUTHORS = 5  # a bin with fewer authors is flagged (tables) and drawn hollow (plots)
 WIDTH = 14.0  # inches at 100 dpi: the page's column, so 1 pt of text stays ~1.4 px on screen
 BAR = 0.28  # inches per model in a panel
 LABEL_CHARS = 32

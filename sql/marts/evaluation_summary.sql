@@ -4,8 +4,8 @@
 -- each of its types), per constrainedness bin and per author-popularity bin. n_constraints
 -- NULL: one- and two-constraint queries together. bin_order sorts the bins (smallest κ or
 -- sitelinks in the bin). Every query of the release has a row: an unanswered one (answered =
--- false) is scored wrong on every metric, so it counts against each mean; coverage is the
--- share of the bin's queries the answers file answered. abstention_rate: the share of the bin's
+-- false) lists nothing: completeness and all_correct count it as wrong (against each mean);
+-- coverage is the share of the bin's queries the answers file answered. abstention_rate: the share of the bin's
 -- rows answered with no titles to a satisfiable query; cut_rate: the share whose answer the
 -- endpoint cut (finish_reason = 'length'). The three rates over listed books are NULL for a row
 -- that lists nothing (abstained or unanswered), so their means are over rows that listed

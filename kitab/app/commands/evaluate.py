@@ -42,7 +42,10 @@ def evaluate(
     answers: Path = typer.Option(
         ..., help="JSON lines {query_id, response}, or a CSV with KITAB's columns and the model's text"
     ),
-    model: str | None = typer.Option(None, help="the model's name (default: the answers file's name)"),
+    model: str | None = typer.Option(
+        None,
+        help="the model's name (default: the model the answers name, as kitab answer writes it, else the file's name)",
+    ),
     response_column: str | None = typer.Option(
         None, help="CSV: the column with the model's text (default: the one column that is not KITAB's)"
     ),
@@ -52,7 +55,8 @@ def evaluate(
     task: str = TaskOpt,
     warehouse: Path | None = WarehouseOpt,
 ) -> None:
-    """Score a model's answers with KITAB's metrics (a query without an answer is scored wrong);
+    """Score a model's answers with KITAB's metrics (a query without an answer is wrong in
+    completeness and all-correct);
     store them in the table `evaluations` and print this evaluation's leaderboard. With
     --task claims: the claim pairs' verdicts, scored as pair accuracy (table claim_evaluations)."""
     check_report_output(output)

@@ -5,7 +5,9 @@ An answers file is either
 - **JSON lines**, one object per query: ``{"query_id": "...", "response": "<the model's raw
   text>"}``, optionally with ``finish_reason`` (the endpoint's, e.g. "length" for a cut
   answer) and ``sample`` (0, 1, ... with ``kitab answer --samples N``: one line per query and
-  sample); other keys are ignored (``reasoning`` is kept in the file, never read for titles),
+  sample) and ``model`` (``kitab answer`` names the model on every line: ``kitab evaluate``
+  takes it as the evaluation's name unless ``--model`` is given; two names in one file are
+  refused); other keys are ignored (``reasoning`` is kept in the file, never read for titles),
   so ``kitab prompts`` lines with a ``response`` added are a valid answers file; or
 - **CSV** with the columns of KITAB's published sample responses: KITAB's query columns
   (``Author``, ``constraint_type``, ``constraints``, ... as in the exported configs, or
@@ -63,6 +65,7 @@ class Answer:
     reasoning: str | None = (
         None  # a reasoning model's separate reasoning text, when the file has it (never read for titles)
     )
+    model: str | None = None  # the model the line names (kitab answer writes it on every line)
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -131,7 +134,10 @@ def _read_json_lines(path: Path, text: str) -> list[Answer]:
         reasoning = row.get("reasoning")
         if not (reasoning is None or isinstance(reasoning, str)):
             raise KitabError(f"{path}:{number}: reasoning must be a string or null")
-        for key in ("query_id", "response", "finish_reason", "reasoning"):
+        model = row.get("model")
+        if not (model is None or isinstance(model, str)):
+            raise KitabError(f"{path}:{number}: model must be a string or null")
+        for key in ("query_id", "response", "finish_reason", "reasoning", "model"):
             if isinstance(row.get(key), str) and not is_unicode(row[key]):
                 raise KitabError(f"{path}:{number}: {key} is not valid Unicode (a lone surrogate escape)")
         answers.append(
@@ -142,9 +148,26 @@ def _read_json_lines(path: Path, text: str) -> list[Answer]:
                 finish_reason=finish_reason,
                 sample=sample,
                 reasoning=reasoning,
+                model=model if model and model.strip() else None,  # a blank name names nothing
             )
         )
     return answers
+
+
+def answers_model(answers: list[Answer], path: Path) -> str | None:
+    """The model the answers name (``kitab answer`` writes ``model`` on every line), None when no
+    line names one; two different names are refused, naming the first line of each."""
+    first: dict[str, int] = {}
+    for answer in answers:
+        if answer.model is not None:
+            first.setdefault(answer.model, answer.line)
+    if len(first) > 1:
+        (a, la), (b, lb) = sorted(first.items(), key=lambda kv: kv[1])[:2]
+        raise KitabError(
+            f"{path}: lines name two models, {a!r} (line {la}) and {b!r} (line {lb}); "
+            "one answers file holds one model's answers: split it"
+        )
+    return next(iter(first), None)
 
 
 def _read_csv(path: Path, text: str, response_column: str | None) -> list[Answer]:

@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 from kitab.core.errors import KitabError
 from kitab.core.warehouse import Warehouse
 from kitab.release.bins import kappa_bin_label, popularity_bin_label
-from kitab.release.evaluation.answers import Answer, read_answers
+from kitab.release.evaluation.answers import Answer, answers_model, read_answers
 from kitab.release.evaluation.metrics import QueryTruth, score_answer, unanswered_score
 from kitab.release.evaluation.parse import read_answer
 from kitab.release.leaderboard import leaderboard
@@ -252,7 +252,10 @@ def evaluate_release(
     wh.require_release(release)
     answers_path = Path(answers_path)
     answers, sha256 = read_answers(answers_path, response_column=response_column)
-    model = model or answers_path.stem
+    # --model, else the name the lines give (kitab answer writes it), else the file's name;
+    # lines naming two models are refused even with --model (the file mixes two evaluations)
+    named = answers_model(answers, answers_path)
+    model = model or named or answers_path.stem
     with wh.connect(release=release) as con:
         queries = load_truths(con)
         ledger = con.execute("SELECT checksums FROM releases").fetchall()

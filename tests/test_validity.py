@@ -11,12 +11,13 @@ import sys
 
 import pytest
 
+from kitab.core.refs import duck
 from kitab.core.schemas import STORED_RELEASE, table_spec
-from kitab.core.views import DataTestFailure
+from kitab.core.views import DataTestFailure, create_views
 from kitab.core.warehouse import Warehouse
 from kitab.release.evaluation.metrics import QueryTruth, score_answer
 from kitab.release.evaluation.parse import read_answer
-from kitab.release.validity.battery import battery, sample_queries
+from kitab.release.validity.battery import battery, query_rows, sample_authors
 from kitab.release.validity.claims import (
     always_true,
     author_folds,
@@ -177,11 +178,12 @@ def test_none_and_longest_titles_go_through_the_real_scoring():
     assert not score_answer(truths["q1"], [], no_books=True).all_correct
 
 
-def test_a_large_release_scores_a_seeded_sample():
-    queries = {f"q{i}": i for i in range(100)}
-    kept = sample_queries(queries, limit=10)
-    assert len(kept) == 10 and kept == sample_queries(queries, limit=10)
-    assert sample_queries(queries, limit=1000) is queries
+def test_a_large_release_scores_a_seeded_sample_of_authors():
+    counts = {f"Q{i}": 1 + i % 5 for i in range(100)}
+    kept = sample_authors(counts, limit=30)
+    assert kept == sample_authors(counts, limit=30) != sample_authors(counts, limit=30, seed=1)
+    assert 30 <= sum(counts[a] for a in kept) < 30 + 5
+    assert sample_authors(counts, limit=1000) is None
 
 
 def test_the_floor_is_the_best_baseline_in_each_direction():
@@ -231,6 +233,13 @@ def test_the_battery_is_stored_and_checksummed_with_the_release(warehouse):
     always = next(r for r in rows if r["baseline"] == "always-true" and r["dimension"] == "overall")
     assert always["value"] == 0.0 and always["low"] == 0.0 and always["n"] > 0
     assert _kitab("verify", "--warehouse", str(warehouse)).returncode == 0
+    # above the limit, a seeded sample of whole authors is scored, and the rows say so
+    with duck() as con:
+        create_views(con, wh.view_files([RELEASE]))
+        sampled = query_rows(con, limit=40)
+    overall = [r for r in sampled if r["dimension"] == "overall"]
+    total = next(r["n"] for r in rows if r["task"] == "queries" and r["dimension"] == "overall")
+    assert all(40 <= r["n"] < total and "a seeded sample of" in r["trained_on"] for r in overall)
 
 
 def test_report_json_and_the_card_show_floor_and_ceiling(warehouse, tmp_path):

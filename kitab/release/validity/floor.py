@@ -69,14 +69,13 @@ def release_validity(con) -> dict:
         }
         ceiling = {m: {"perfect": 1.0 if HIGHER[m] else 0.0} for m in metrics}
         entry = {"floor": floor, "ceiling": ceiling}
-        if task == "claims":
-            entry["classifier_trained_on"] = next(r["trained_on"] for r in rows if r["baseline"] == "naive-bayes")
-            entry["chance"] = CHANCE
-            entry["fails_above"] = CHANCE + MARGIN
+        if "pair_accuracy" in metrics:  # judged claim by claim: a coin's chance level, and a classifier
+            trained = (r["trained_on"] for r in rows if r["task"] == task and r["baseline"] == "naive-bayes")
+            entry.update(classifier_trained_on=next(trained, None), chance=CHANCE, fails_above=CHANCE + MARGIN)
+        if "all_correct" in ceiling:  # the list queries' answer keys: what their errors leave a perfect model
+            ((n,),) = con.execute("SELECT count(*) FROM queries").fetchall()
+            ceiling["all_correct"]["key_error"] = key_error_ceiling(release_key_quality(con), n)
         out[task] = entry
-    if "queries" in out and "all_correct" in out["queries"]["ceiling"]:
-        ((n,),) = con.execute("SELECT count(*) FROM queries").fetchall()
-        out["queries"]["ceiling"]["all_correct"]["key_error"] = key_error_ceiling(release_key_quality(con), n)
     return out
 
 
@@ -108,8 +107,7 @@ def format_validity(validity: dict) -> str:
             arrow = "↑" if HIGHER[metric] else "↓"
             interval = f"{_num(f['value'])} ({_num(f['low'])}–{_num(f['high'])})"
             lines.append(f"| {task} | {metric.replace('_', ' ')} {arrow} | {interval} | {f['baseline']} | {ceiling} |")
-    if "claims" in validity:
-        c = validity["claims"]
+    for c in (entry for entry in validity.values() if "chance" in entry):
         lines += [
             "",
             f"Claims: chance is {c['chance']:.2f} (a coin per claim); a release whose claim floor exceeds "

@@ -113,4 +113,3 @@ def test_the_wording_rule_finds_the_old_give_aways():
     result = claim_floor.floor([], claims)
     assert result["wording-rule"]["overall"]["all"]["pair_accuracy"] == 1.0
     assert not result["wording-rule"]["meets_target"]
-

@@ -265,6 +265,8 @@ def publish_release(
 ) -> dict:
     """The release committed (tasks/publish.py), its ledger row keeping the recorded config, the
     releases its sample excluded, the review labels its books read and why a rebuild differs."""
+    from kitab.release.validity.battery import battery  # (loaded when a release is published)
+
     params = config.params
     return publish(
         wh,
@@ -282,6 +284,9 @@ def publish_release(
         review_labels=labels,
         because=because,
         replace=params.replace,
+        # the validity battery over the staged release; its classifier trains on the claims of
+        # the releases this one excludes (fixed when it was first made, so a rebuild scores the same)
+        derive=battery(lambda: wh.read_table("claims", excluded).to_pylist()),
     )
 
 

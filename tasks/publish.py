@@ -135,6 +135,7 @@ def publish(
     because: list[str] | None = None,
     replace: bool = False,
     inputs: list[dict] | None = None,
+    derive=None,
 ) -> dict:
     """Commit ``tables`` (per table: rows, or the Parquet parts the pipeline's batches wrote)
     as release ``release``, the run's parameters in its ledger row. ``stages``: the refresh's
@@ -144,7 +145,7 @@ def publish(
     excluded; ``review_labels``: the review labels its books read (:func:`review_labels_of`);
     ``because``: why a rebuild differs from the committed version (flows/pipeline.py's
     rebuild check), kept with what changed; ``replace``: replace a committed release whose
-    tables differ."""
+    tables differ; ``derive``: tables computed from the staged release (commit_release's)."""
     run = {
         "seed": seed,
         "source": source,
@@ -157,4 +158,4 @@ def publish(
         "because": because,
         "inputs": inputs,
     }
-    return commit_release(warehouse, release, tables, run, stages, replace=replace)
+    return commit_release(warehouse, release, tables, run, stages, replace=replace, derive=derive)

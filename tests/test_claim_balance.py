@@ -113,9 +113,3 @@ def test_the_wording_rule_finds_the_old_give_aways():
     result = claim_floor.floor([], claims)
     assert result["wording-rule"]["overall"]["all"]["pair_accuracy"] == 1.0
     assert not result["wording-rule"]["meets_target"]
-
-
-def test_wilson_interval():
-    low, high = claim_floor.wilson(25, 100)
-    assert 0.17 < low < 0.18 and 0.34 < high < 0.35
-    assert claim_floor.wilson(0, 0) == (0.0, 1.0)

@@ -72,6 +72,7 @@ EXPECTED = {
     "constraints": (None, "constraints"),
     "rejects": (None, "rejects"),
     "claim-pairs": (None, "claims"),
+    "baselines": (None, "baselines"),
 }
 
 

@@ -21,14 +21,17 @@ version committed. Committing again completes (and sweeps) either way.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+import duckdb
 import pyarrow.parquet as pq
 
 from kitab.core.errors import BadValue
@@ -81,6 +84,7 @@ def commit_release(
     stages: list[dict] | None = None,
     *,
     replace: bool = False,
+    derive: Callable[[duckdb.DuckDBPyConnection], dict[str, list[dict]]] | None = None,
 ) -> dict:
     """Commit ``tables`` (per table: rows, or the Parquet parts (TableRef) the pipeline's
     batches wrote) as release ``release`` of ``warehouse``, by the steps above. ``run``: the
@@ -93,7 +97,11 @@ def commit_release(
     ones (PROVENANCE_TABLES aside: their fetch times), the committed version stands untouched
     (``unchanged`` in the result); if they differ, the rebuild is refused (BadValue naming the
     tables) unless ``replace``, and the replaced version's row is kept in the new row's
-    ``history``."""
+    ``history``.
+
+    ``derive``: tables computed from the staged release (a DuckDB connection with the views over
+    exactly its staged files), staged and tested with it (the validity battery's ``baselines``,
+    kitab/release/validity)."""
     started = time.monotonic()
     validate_release_id(release)
     with warehouse.lock():
@@ -101,6 +109,10 @@ def commit_release(
         staged = staging(warehouse, release)
         shutil.rmtree(staged.root, ignore_errors=True)
         written = write_staged(staged, release, tables)
+        if derive is not None:
+            with staged_views(warehouse, written) as con:
+                derived = derive(con)
+            written.update(write_staged(staged, release, derived))
         checked = check_staged(warehouse, release, written)
         existing = warehouse.ledger_row(release) if release in warehouse.committed_releases() else None
         if existing is not None:
@@ -221,11 +233,18 @@ def write_staged(staged: Warehouse, release: str, tables: dict[str, list]) -> di
     }
 
 
+@contextlib.contextmanager
+def staged_views(warehouse: Warehouse, written: dict[str, WrittenTable]) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A DuckDB connection with the views over exactly the staged files."""
+    with duck(warehouse.root / ".duckdb_tmp", PUBLISH_MEMORY) as con:
+        create_views(con, {name: [w.path] for name, w in written.items()})
+        yield con
+
+
 def check_staged(warehouse: Warehouse, release: str, written: dict[str, WrittenTable]) -> dict[str, int]:
     """Step 3: the views over exactly the staged files, then the data tests; raises (nothing
     committed was touched) or returns the offending rows per test (all 0)."""
-    with duck(warehouse.root / ".duckdb_tmp", PUBLISH_MEMORY) as con:
-        create_views(con, {name: [w.path] for name, w in written.items()})
+    with staged_views(warehouse, written) as con:
         for name, w in written.items():  # the views see every row written, so no test passes vacuously
             seen = con.execute(f'SELECT count(*) FROM "{view_name(name)}"').fetchall()[0][0]
             if seen != w.rows:

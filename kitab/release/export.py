@@ -160,6 +160,12 @@ CONFIGS: tuple[Config, ...] = (
         "docs/claims.md)",
         table="claims",
     ),
+    Config(
+        "baselines",
+        "the validity battery: each no-knowledge baseline's score per task and metric with its 95% interval, "
+        "scored at publish time (kitab's table baselines; the floor and ceiling below)",
+        table="baselines",
+    ),
 )
 CONFIG_NAMES = tuple(c.name for c in CONFIGS)
 

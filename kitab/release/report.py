@@ -23,6 +23,7 @@ from kitab.release.bins import KAPPA_BINS, bin_index, kappa_labels, sitelink_buc
 from kitab.release.figures import figure, save_png
 from kitab.release.key_quality import format_key_quality, release_key_quality
 from kitab.release.markup import markdown_cell
+from kitab.release.validity.floor import format_validity, release_validity
 from tasks.constraints.table2 import format_table2, table2
 from tasks.entities.registry import entity_phrase, release_kinds
 
@@ -58,6 +59,7 @@ class _Stats:
     rejects: list[tuple[str, str, str, int]]
     table2_text: str
     key_quality_text: str = ""
+    validity_text: str = ""
 
 
 def _rows(con: duckdb.DuckDBPyConnection, sql: str) -> list[tuple]:
@@ -105,6 +107,7 @@ def _collect(con: duckdb.DuckDBPyConnection, release: str) -> _Stats:
         ],
         table2_text=format_table2(t2),
         key_quality_text=format_key_quality(release_key_quality(con)),
+        validity_text=format_validity(release_validity(con)),
     )
 
 
@@ -281,6 +284,7 @@ Summary row counts it once. The paper's columns are KITAB's full release (611 au
 ```
 
 {stats.key_quality_text}
+{stats.validity_text}
 ### Constrainedness
 
 κ = 1 − S/N, where S is the number of the author's books that satisfy the query and N the

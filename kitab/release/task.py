@@ -130,10 +130,14 @@ def report_sections(con, release: str, plots_dir: Path | None = None, include_st
 
 
 def report_json(con, release: str, *, b: int, seed: int, include_stale: bool = False) -> dict:
-    """``kitab report --output json``: every task's keys in one object."""
+    """``kitab report --output json``: every task's keys in one object, and ``validity``: each
+    task's floor and ceiling (kitab/release/validity/floor.py)."""
+    from kitab.release.validity.floor import release_validity
+
     out: dict = {}
     for t in _TASKS.values():
         out.update(t.report_json(con, release, b=b, seed=seed, include_stale=include_stale))
+    out["validity"] = release_validity(con)
     return out
 
 

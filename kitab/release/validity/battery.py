@@ -1,0 +1,144 @@
+"""The validity battery of a release (issue 38): every no-knowledge baseline of both tasks,
+scored when the release is published and stored with it (table ``baselines``, committed and
+checksummed like the release's other tables); each task's floor (the best baseline per metric)
+and ceiling (the perfect model, and for the list queries the answer keys' error), for the card
+and ``kitab report``.
+
+The baselines' logic is kitab/release/validity/claims.py and queries.py; the scores are the
+tasks' own: pair accuracy with its Wilson interval (as benchmarks/claim_floor.py), KITAB's
+metrics from kitab/release/evaluation with the leaderboard's cluster-bootstrap intervals.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from kitab.release.evaluation.answers import Answer
+from kitab.release.evaluation.run import load_truths, score_rows
+from kitab.release.intervals import SEED, metric_intervals
+from kitab.release.validity.claims import claim_verdicts, pair_scores, stable_hash
+from kitab.release.validity.queries import longest_titles, median_key_size, none_everywhere, title_pattern
+
+TABLE = "baselines"
+MARGIN = 0.07  # a release whose claim floor exceeds CHANCE + MARGIN fails its data tests (sql/tests)
+# KITAB's metrics the leaderboard shows, and whether higher is better
+QUERY_METRICS = {
+    "all_correct": True,
+    "completeness": True,
+    "satisfied": True,
+    "unsatisfied": False,
+    "not_from_author": False,
+}
+MAX_QUERIES = 20_000  # above this, a seeded sample of authors' queries is scored (~400 queries/s, 3 baselines, at load)
+_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)  # score_rows' evaluated_at, never stored
+
+
+def _row(task, baseline, metric, dimension, label, value, low, high, n, trained_on) -> dict:
+    return {
+        "task": task,
+        "baseline": baseline,
+        "metric": metric,
+        "dimension": dimension,
+        "bin": label,
+        "value": value,
+        "low": low,
+        "high": high,
+        "n": n,
+        "trained_on": trained_on,
+    }
+
+
+def claim_rows(claims: list[dict], train: list[dict]) -> list[dict]:
+    """The claim baselines' pair accuracy (overall, per kind, per constraint type)."""
+    out = []
+    for name, (verdicts, trained_on) in claim_verdicts(claims, train).items():
+        for dimension, bins in pair_scores(claims, verdicts).items():
+            for label, s in bins.items():
+                score = (s["pair_accuracy"], s["low"], s["high"], s["pairs"])
+                out.append(_row("claims", name, "pair_accuracy", dimension, label, *score, trained_on))
+    return out
+
+
+def sample_authors(counts: dict[str, int], limit: int = MAX_QUERIES, seed: int = SEED) -> list[str] | None:
+    """The authors whose queries are scored: all (None) when they have at most ``limit`` queries,
+    else authors in a seeded order until their queries reach ``limit`` (whole authors, the
+    bootstrap's clusters). ``counts``: queries per author."""
+    if sum(counts.values()) <= limit:
+        return None
+    kept, total = [], 0
+    for author in sorted(counts, key=lambda a: (stable_hash("baselines", seed, a), a)):
+        if total >= limit:
+            break
+        kept.append(author)
+        total += counts[author]
+    return sorted(kept)
+
+
+def _scope_to_sample(con, limit: int) -> str:
+    """Above ``limit`` queries, the connection's ``queries`` (and every view over it) shows a
+    seeded sample of authors only (a temporary view shadows it: the battery's own connection);
+    returns what ``trained_on`` says of it."""
+    counts = dict(con.execute("SELECT author_qid, count(*) FROM queries GROUP BY ALL").fetchall())
+    kept = sample_authors(counts, limit)
+    if kept is None:
+        return ""
+    con.execute("CREATE TEMP TABLE battery_authors (author_qid VARCHAR)")
+    con.executemany("INSERT INTO battery_authors VALUES (?)", [[a] for a in kept])
+    con.execute(
+        "CREATE TEMP TABLE battery_queries AS SELECT * FROM queries WHERE author_qid IN (SELECT * FROM battery_authors)"
+    )
+    con.execute("CREATE TEMP VIEW queries AS SELECT * FROM battery_queries")
+    n = sum(counts[a] for a in kept)
+    return f"; a seeded sample of {len(kept)} of {len(counts)} authors ({n} of {sum(counts.values())} queries)"
+
+
+def query_rows(con, limit: int = MAX_QUERIES) -> list[dict]:
+    """The list-query baselines' KITAB metrics (overall and per constraint type) over the
+    release ``con``'s views show, each with the leaderboard's interval."""
+    sampled = _scope_to_sample(con, limit)
+    infos = load_truths(con)
+    truths = {q: info.truth for q, info in infos.items()}
+    k = median_key_size(truths)
+    baselines = {
+        "none": (none_everywhere(truths), "none"),
+        "longest-titles": (longest_titles(truths, k), f"the release's books (k = {k}, the median key size)"),
+        "title-pattern": (title_pattern(truths), "none"),
+    }
+    out = []
+    for name, (responses, trained_on) in baselines.items():
+        learned = (trained_on + sampled).removeprefix("none; ")
+        answers = [(Answer(i, text, query_id=q), q) for i, (q, text) in enumerate(sorted(responses.items()), 1)]
+        rows = score_rows(
+            answers, infos, model=name, sha256="", answers_file="", evaluated_at=_EPOCH, queries_sha256=None
+        )
+        groups: dict[tuple[str, str], list[dict]] = {("overall", "all"): rows}
+        for row in rows:
+            for label in dict.fromkeys(row["type_labels"]):
+                groups.setdefault(("type", label), []).append(row)
+        for (dimension, label), group in groups.items():
+            for metric, ci in metric_intervals(group).items():
+                if metric in QUERY_METRICS:
+                    score = (ci["value"], ci["low"], ci["high"], len(group))
+                    out.append(_row("queries", name, metric, dimension, label, *score, learned))
+    return out
+
+
+def battery_rows(con, train_claims: list[dict], limit: int = MAX_QUERIES) -> list[dict]:
+    """The ``baselines`` table of the release ``con``'s views show (a staged release at publish
+    time); ``train_claims``: other releases' claims (with ``release``), the classifier's training."""
+    cursor = con.execute("SELECT * FROM claims ORDER BY query_id")
+    names = [d[0] for d in cursor.description]
+    claims = [dict(zip(names, r)) for r in cursor.fetchall()]
+    rows = claim_rows(claims, train_claims) + query_rows(con, limit)
+    return sorted(rows, key=lambda r: (r["task"], r["baseline"], r["metric"], r["dimension"], r["bin"]))
+
+
+def battery(read_claims: Callable[[], list[dict]], limit: int = MAX_QUERIES) -> Callable:
+    """What publishing runs over the staged release (kitab.core.release_commit's ``derive``):
+    ``read_claims`` returns the claims of the releases the classifier trains on."""
+
+    def derive(con) -> dict[str, list[dict]]:
+        return {TABLE: battery_rows(con, read_claims(), limit)}
+
+    return derive

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 
 from kitab.release.evaluation.answers import Answer
 from kitab.release.evaluation.run import load_truths, score_rows
-from kitab.release.intervals import SEED, metric_intervals
+from kitab.release.intervals import METRIC_COLUMNS, SEED, metric_intervals
 from kitab.release.validity.claims import claim_verdicts, pair_scores, stable_hash
 from kitab.release.validity.queries import longest_titles, median_key_size, none_everywhere, title_pattern
 
@@ -109,8 +109,8 @@ def query_rows(con, limit: int = MAX_QUERIES) -> list[dict]:
     for name, (responses, trained_on) in baselines.items():
         learned = (trained_on + sampled).removeprefix("none; ")
         answers = [(Answer(i, text, query_id=q), q) for i, (q, text) in enumerate(sorted(responses.items()), 1)]
-        rows = score_rows(
-            answers, infos, model=name, sha256="", answers_file="", evaluated_at=_EPOCH, queries_sha256=None
+        rows = list(  # every row is read twice (overall and per type)
+            score_rows(answers, infos, model=name, sha256="", answers_file="", evaluated_at=_EPOCH, queries_sha256=None)
         )
         groups: dict[tuple[str, str], list[dict]] = {("overall", "all"): rows}
         for row in rows:
@@ -119,7 +119,9 @@ def query_rows(con, limit: int = MAX_QUERIES) -> list[dict]:
         for (dimension, label), group in groups.items():
             for metric, ci in metric_intervals(group).items():
                 if metric in QUERY_METRICS:
-                    score = (ci["value"], ci["low"], ci["high"], len(group))
+                    # n: the queries the metric is a mean over (a rate: those that listed a title)
+                    n = sum(1 for r in group if r[METRIC_COLUMNS[metric]] is not None)
+                    score = (ci["value"], ci["low"], ci["high"], n)
                     out.append(_row("queries", name, metric, dimension, label, *score, learned))
     return out
 

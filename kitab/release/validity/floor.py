@@ -105,16 +105,17 @@ def format_validity(validity: dict) -> str:
                 k = c["key_error"]
                 ceiling += f"; key error: {_num(k['value'])} ({_num(k['low'])}–{_num(k['high'])})"
             arrow = "↑" if HIGHER[metric] else "↓"
-            interval = f"{_num(f['value'])} ({_num(f['low'])}–{_num(f['high'])})"
+            interval = f"{_num(f['value'])} ({_num(f['low'])}–{_num(f['high'])}; n = {f['n']:,})"
             lines.append(f"| {task} | {metric.replace('_', ' ')} {arrow} | {interval} | {f['baseline']} | {ceiling} |")
     for c in (entry for entry in validity.values() if "chance" in entry):
         lines += [
             "",
             f"Claims: chance is {c['chance']:.2f} (a coin per claim); a release whose claim floor exceeds "
-            f"{c['fails_above']:.2f} fails its data tests. Baselines: always-true, coin, wording-rule, naive-bayes "
+            f"{c['fails_above']:.2f} with its interval's low end above chance fails its data tests. Baselines: always-true, coin, wording-rule, naive-bayes "
             f"(trained on: {c['classifier_trained_on']}); "
             "queries: none (`[]` everywhere), longest-titles, title-pattern (docs/evaluate.md). Satisfied, "
             "unsatisfied and not-from-author are rates over the titles listed: `none` lists none on a "
-            "satisfiable query, so its rates come from the unsatisfiable ones, and reach the ceiling.",
+            "satisfiable query, so its rates come from the unsatisfiable ones (n: the queries a metric is a "
+            "mean over), and reach the ceiling.",
         ]
     return head + "\n".join(lines) + "\n"

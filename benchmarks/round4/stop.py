@@ -4,7 +4,7 @@ received. The release is only read (``kitab answer`` writes its answers and cach
 
 - a 400 whose message carries its own request id each time (queries, then claim pairs): the run
   stops after the first 10 queries, at most 10 + 4 requests (the default concurrency);
-- the same at ``--concurrency 64``: at most 20 + 64 requests before the stop;
+- a 400 (one text) at ``--concurrency 64``: at most 20 + 64 requests before the stop;
 - ``--base-url`` where nothing listens (connection refused on loopback): one line naming the
   URL, rc != 0, no time-left estimate, in seconds (the progress display on, as a person runs it);
 - an endpoint replying with reasoning only: rc 0, one warning with the count, every answers line
@@ -57,7 +57,7 @@ def probes(clean: Path, out: Path) -> list[dict]:
             )
         )
     with ChatServer() as server:
-        server.fail(1_000_000, 400, unique=True)
+        server.fail(1_000_000, 400)  # one text: the bound alone, as the probe
         r = _answer(server.url, clean, out / "stop-c64", "--concurrency", "64")
         sent = len(server.chat_requests)
     rows.append(

@@ -13,7 +13,8 @@ How it behaves (docs/evaluate.md):
   second (one limiter shared by every worker).
 - **Retries**: the session's policy (429, 5xx, timeouts, dropped connections; a ``Retry-After``
   pauses *every* worker until then; one longer than ``max_retry_after`` fails the query). 401,
-  403 and 404 stop the whole run at once (a wrong key, URL or model fails every query alike);
+  403 and 404 stop the whole run at once (a wrong key, URL or model fails every query alike),
+  and so does a refused connection (nothing listens at the base URL: one try, one line);
   another 4xx fails that query only.
 - **Cache**: every answer is committed to the response cache as soon as it arrives, keyed by
   sha256 of (model, prompt, parameters): a rerun, or a run resumed after a kill, sends 0

@@ -16,13 +16,16 @@ are tested on the functions below the command."""
 
 from __future__ import annotations
 
+import io
 import json
 import socket
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
+from kitab.app.progress_display import AnswerProgress
 from kitab.core.errors import KitabError
 from kitab.core.params import ModelEndpoint
 from kitab.core.policy import ChatPolicy, RetryPolicy
@@ -151,6 +154,30 @@ def test_the_time_left_comes_from_answers_and_is_not_shown_at_the_end():
     assert " left" not in stats.line()  # failures alone say nothing of how long answers take
     stats.add(answered=10, requests=10)
     assert " left" in stats.line() and " left" not in stats.line(final=True)
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("answered", [0, 3])
+def test_a_failed_run_leaves_no_estimate_on_a_terminal(monkeypatch, answered):
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    progress = AnswerProgress(quiet=False)
+    stats = RunStats(total=100)
+    stats.started -= 30
+    stats.add(answered=answered, requests=answered + 1)
+    stats.failed["q"] = "cannot connect"
+    progress._last = 0.0  # as after the first interval
+    progress(stats)
+    progress.end(stats, ended=False)
+    shown = terminal.getvalue().split("\r\x1b[2K")[-1]  # what is left on the terminal
+    if answered:
+        assert shown.startswith("kitab answer: answered 3/100") and shown.endswith("\n") and " left" not in shown
+    else:
+        assert shown == ""  # erased: the error line that follows is the only one
 
 
 # -- an endpoint that replies with reasoning only ------------------------------------------------

@@ -251,8 +251,12 @@ class AnswerProgress:
 
     def end(self, stats, ended: bool = True) -> None:
         """The last state, without a time left. A run that failed (``ended`` False) adds no line
-        of its own (its error is the line), but ends the one shown on a terminal."""
+        of its own (its error is the line): on a terminal the line shown is kept (without the
+        estimate) if answers came this run, else erased."""
         if self.quiet or stats is None:
+            return
+        if not ended and self.tty and self._text and not stats.answered:
+            print("\r\x1b[2K", end="", file=sys.stderr, flush=True)
             return
         if ended or (self.tty and self._text):
             self._show(stats.line(final=True))

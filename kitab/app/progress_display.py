@@ -232,7 +232,7 @@ class AnswerProgress:
 
     def __init__(self, quiet: bool, every: float = 5.0):
         self.quiet, self.tty, self.every = quiet, sys.stderr.isatty(), every if not sys.stderr.isatty() else 0.25
-        self._last = 0.0
+        self._last = time.monotonic()  # the first line after ``every``: a run that ends at once is its own line
         self._text = ""
 
     def __call__(self, stats) -> None:
@@ -249,8 +249,16 @@ class AnswerProgress:
         else:
             print(f"kitab answer: {text}", file=sys.stderr, flush=True)
 
-    def end(self, stats) -> None:
-        if not self.quiet and stats is not None:
-            self._show(stats.line())
-            if self.tty:
-                print(file=sys.stderr)
+    def end(self, stats, ended: bool = True) -> None:
+        """The last state, without a time left. A run that failed (``ended`` False) adds no line
+        of its own (its error is the line): on a terminal the line shown is kept (without the
+        estimate) if answers came this run, else erased."""
+        if self.quiet or stats is None:
+            return
+        if not ended and self.tty and self._text and not stats.answered:
+            print("\r\x1b[2K", end="", file=sys.stderr, flush=True)
+            return
+        if ended or (self.tty and self._text):
+            self._show(stats.line(final=True))
+        if self.tty and self._text:
+            print(file=sys.stderr)

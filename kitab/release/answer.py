@@ -13,20 +13,24 @@ How it behaves (docs/evaluate.md):
   second (one limiter shared by every worker).
 - **Retries**: the session's policy (429, 5xx, timeouts, dropped connections; a ``Retry-After``
   pauses *every* worker until then; one longer than ``max_retry_after`` fails the query). 401,
-  403 and 404 stop the whole run at once (a wrong key, URL or model fails every query alike);
+  403 and 404 stop the whole run at once (a wrong key, URL or model fails every query alike),
+  and so does a refused connection (nothing listens at the base URL: one try, one line);
   another 4xx fails that query only.
 - **Cache**: every answer is committed to the response cache as soon as it arrives, keyed by
   sha256 of (model, prompt, parameters): a rerun, or a run resumed after a kill, sends 0
   requests for what it has. The endpoint's URL is not part of the key (the same model behind
   another gateway gives the same answer); change ``--model`` or a parameter to ask again.
 - **Output**: one JSON line per query, ``{"query_id", "template", "model", "response",
-  "sample", "finish_reason", "reasoning", "prompt_tokens", "completion_tokens", "seconds",
-  "attempts"}`` (``reasoning``: a reasoning model's reasoning_content, never read for titles), written
-  atomically at the end, in the release's query order. A rerun from the cache writes the very
-  same bytes (the same answers file sha256, so the same evaluation).
+  "sample", "finish_reason", "reasoning", "reasoning_only", "prompt_tokens", "completion_tokens",
+  "seconds", "attempts"}`` (``reasoning``: a reasoning model's reasoning_content, never read for
+  titles; ``reasoning_only``: the reply was all reasoning, no answer: an abstention, counted in
+  the summary's warning), written atomically at the end, in the release's query order. A rerun
+  from the cache writes the very same bytes (the same answers file sha256, so the same evaluation).
 - **Stops early**: when the first ``stop_after`` (10, the session's policy) queries to finish
-  all failed with the same error (a gateway answering 400 to every request, a 500 that outlasts
-  every retry), the run stops there with that error in one line instead of asking every query.
+  all failed with the same error (one status and message, ids and numbers aside: a gateway
+  answering 400 to every request, a 500 that outlasts every retry), the run stops there with
+  that error in one line instead of asking every query; until then at most ``stop_after +
+  concurrency`` queries start (the session's admit). A refused connection stops it at once.
 - **Samples**: with ``samples`` N > 1 each query is asked N times (sample k's cache key holds
   k), and every line carries its ``sample`` (0 .. N-1); ``kitab evaluate`` scores each.
 - A query that got no answer (its retries used up, a 400) is listed in the error, and no
@@ -49,6 +53,7 @@ from kitab.core.files import write_via_temp
 from kitab.core.params import ModelEndpoint
 from kitab.core.policy import ChatPolicy
 from kitab.release.evaluation.answers import MAX_FILE_BYTES, MAX_RESPONSE_CHARS
+from kitab.release.evaluation.parse import is_reasoning_only
 from kitab.sources.chat import EndpointError, Params, Stopped
 from kitab.sources.chat_session import ChatSession, open_chat_session
 
@@ -88,13 +93,18 @@ class RunStats:
     def done(self) -> int:
         return self.from_cache + self.answered + len(self.failed)
 
-    def line(self) -> str:
+    @property
+    def done_new(self) -> int:
+        return self.answered + len(self.failed)
+
+    def line(self, final: bool = False) -> str:
+        """The progress line; the time left only while running, and from answers alone (failures
+        that come back at once, or after every retry, say nothing of how long answers take)."""
         elapsed = time.monotonic() - self.started
         rate = self.requests / elapsed if elapsed > 0 else 0.0
         eta = ""
-        new = self.answered + len(self.failed)
-        if 0 < new and self.done < self.total:
-            eta = f", about {_clock((self.total - self.done) * elapsed / new)} left"
+        if not final and self.answered and self.done < self.total:
+            eta = f", about {_clock((self.total - self.done) * elapsed / self.done_new)} left"
         return (
             f"answered {self.from_cache + self.answered:,}/{self.total:,} ({self.from_cache:,} cached, "
             f"{self.requests:,} requests, {self.retries:,} retries, {len(self.failed):,} failed), "
@@ -118,6 +128,7 @@ def _ask(session: ChatSession, prompt: Prompt, params: Params, stats: RunStats, 
     def on_retry(waited: float) -> None:
         stats.add(retries=1, waited_retry_after=waited)
 
+    session.admit()  # before the early stop's verdict, a bounded number of queries start
     answer = session.ask(
         prompt.text, params, system=system, on_request=lambda: stats.add(requests=1), on_retry=on_retry
     )
@@ -215,6 +226,9 @@ def answer_prompts(
             f"stopped: the first {stop_after} queries all failed with {fatal} ({stats.requests} requests); "
             f"check --base-url, --model, the parameters and OPENAI_API_KEY"
         )
+    if fatal is not None and fatal.refused:
+        cached = f"; {len(results)} answers are cached, a rerun asks only for the rest" if results else ""
+        raise KitabError(f"{fatal}: is the server running? check --base-url{cached}")
     if fatal is not None:
         raise KitabError(
             f"the endpoint refused the request ({fatal}): check --base-url, --model and "
@@ -247,6 +261,7 @@ def _answer_line(p: Prompt, sample: int, record: dict, model: str) -> str:
             "response": record["response"],
             "finish_reason": record["finish_reason"],
             "reasoning": record.get("reasoning"),
+            "reasoning_only": is_reasoning_only(record["response"], record.get("reasoning")),
             "prompt_tokens": record["prompt_tokens"],
             "completion_tokens": record["completion_tokens"],
             "seconds": record["seconds"],
@@ -336,6 +351,7 @@ def answer_release(
         "params": params.payload(),
         "samples": samples,
         "cut": sum(1 for r in results.values() if r.get("finish_reason") == "length"),
+        "reasoning_only": sum(1 for r in results.values() if is_reasoning_only(r["response"], r.get("reasoning"))),
     }
     if stats.failed and not allow_missing:
         first = next(iter(stats.failed.items()))

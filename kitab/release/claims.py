@@ -33,6 +33,7 @@ from kitab.core.errors import KitabError
 from kitab.core.warehouse import Warehouse
 from kitab.release.bins import FEW_AUTHORS, popularity_bin_label, sitelink_labels
 from kitab.release.evaluation.answers import answers_model, read_answers
+from kitab.release.evaluation.parse import is_reasoning_only
 from kitab.release.evaluation.verdict import read_verdict
 from kitab.release.intervals import LEVEL, SEED, B, clusters, interval
 from kitab.release.markup import markdown_cell
@@ -334,5 +335,6 @@ def evaluate_claims(warehouse: Path, release: str, answers_path: Path, *, model:
         "answered": answered,
         "claims": len(rows),
         "coverage": answered / len(rows) if rows else None,
+        "reasoning_only": sum(is_reasoning_only(a.response, a.reasoning) for a in answers),  # abstentions
         "pair_accuracy": [entry],
     }

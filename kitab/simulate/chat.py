@@ -3,25 +3,33 @@ benchmarks (as the mirror is the sources' side): ``POST /v1/chat/completions`` o
 answering each prompt with ``answer(prompt)`` (deterministic), and faults on demand:
 
 - ``throttle(n, retry_after)``: the next ``n`` requests get 429 with ``Retry-After``;
-- ``fail(n, status)``: the next ``n`` requests get ``status`` (500 by default) with an
-  OpenAI-style error body;
+- ``fail(n, status, unique=False)``: the next ``n`` requests get ``status`` (500 by default)
+  with an OpenAI-style error body; ``unique``: each message carries its own request id,
+  uuid and counter, as gateways write them (the same error, never the same text);
 - ``slow``: seconds to sleep before every answer;
 - ``hostile(kind, n)``: the next ``n`` requests get a hostile answer (:data:`HOSTILE`):
   ``hang`` (no headers, ever), ``endless`` (a 200 whose body trickles forever),
   ``gzip_bomb`` (a 1 MB gzip body inflating to 1 GiB), ``deep_json`` (200,000-deep nesting),
   ``huge_tokens`` (a token count of 10^26), ``surrogate`` (a lone surrogate in the text),
   ``echo_key`` (a 400 whose message echoes the key across its 160th character);
+- ``answer`` may return a dict (``content``, ``finish_reason``, ``reasoning_content`` or
+  ``reasoning``): :func:`thinker` answers with reasoning only, as a reasoning model whose
+  server puts the whole reply in the reasoning field (or in a ``<think>`` block);
 - ``key``: the key it expects (``Authorization: Bearer`` or Azure's ``api-key``); another one
   gets 401 with OpenAI's message, which names part of the key.
 
 Every request is recorded (time, path, prompt, status sent, whether the key matched), so a test
-can count what a client really sent. Used as a context manager."""
+can count what a client really sent. Used as a context manager; at its end the port is closed
+and so is every connection a client kept alive (the next request is refused, as from a server
+that went away)."""
 
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -44,6 +52,24 @@ def echo(prompt: str) -> str:
     return f"Output:\n1. Reason: it fits. Title: {prompt[:20]}\n"
 
 
+THINKING = ("reasoning_content", "reasoning", "think")  # where a reasoning-only reply puts its text
+
+
+def thinker(where: str = "reasoning_content") -> Callable[[str], dict]:
+    """An answer with no content but reasoning: in ``reasoning_content`` (vLLM, DeepSeek), in
+    ``reasoning`` (OpenRouter, newer vLLM), or as a content that is only a ``<think>`` block."""
+    if where not in THINKING:
+        raise ValueError(f"thinker where={where!r}: expected one of {THINKING}")
+    thought = "The user wants books. Title: Beloved might fit; I should list it after checking."
+
+    def answer(prompt: str) -> dict:
+        if where == "think":
+            return {"content": f"<think>{thought}</think>\n", "finish_reason": "stop"}
+        return {"content": "", where: thought, "finish_reason": "stop"}
+
+    return answer
+
+
 class ChatServer:
     def __init__(self, answer: Callable[[str], str] = echo, *, key: str | None = None, slow: float = 0.0):
         self.answer, self.key, self.slow = answer, key, slow
@@ -53,6 +79,7 @@ class ChatServer:
         self._lock = threading.Lock()
         self._closing = threading.Event()  # ends the endless answers at shutdown
         self._bomb: bytes | None = None
+        self._connections: set = set()  # open client connections, closed at exit (a server gone is gone)
         fixture = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -61,12 +88,17 @@ class ChatServer:
             def log_message(self, *args) -> None:  # quiet
                 pass
 
+            def setup(self) -> None:
+                super().setup()
+                with fixture._lock:
+                    fixture._connections.add(self.connection)
+
             def do_POST(self) -> None:  # noqa: N802
                 length = int(self.headers.get("content-length") or 0)
                 raw = self.rfile.read(length)
                 fixture._handle(self, raw)
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = _Listener(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         self._server.handle_error = lambda request, address: None  # a client that hangs up is no news
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}/v1"
@@ -83,11 +115,25 @@ class ChatServer:
                 )
             ] * n
 
-    def fail(self, n: int, status: int = 500) -> None:
+    def fail(self, n: int, status: int = 500, *, unique: bool = False) -> None:
+        message = "The server had an error while processing your request."
         with self._lock:
-            self._faults += [
-                (status, {}, _error("The server had an error while processing your request.", "server_error"))
-            ] * n
+            if not unique:
+                self._faults += [(status, {}, _error(message, "server_error"))] * n
+                return
+            for k in range(n):  # the same error in words, never the same text
+                rid = uuid.uuid4()
+                self._faults.append(
+                    (
+                        status,
+                        {"x-request-id": f"req_{rid.hex}"},
+                        _error(
+                            f"{message} (request id req_{rid.hex[:24]}, trace {rid}, attempt {k + 1}, "
+                            f"at 0x{rid.int & 0xFFFFFFFF:08x})",
+                            "server_error",
+                        ),
+                    )
+                )
 
     def hostile(self, kind: str, n: int = 1) -> None:
         if kind not in HOSTILE:
@@ -175,8 +221,9 @@ class ChatServer:
             reply = text if isinstance(text, dict) else {"content": text}
             text = reply.get("content") or ""
             message = {"role": "assistant", "content": reply.get("content")}
-            if reply.get("reasoning_content") is not None:
-                message["reasoning_content"] = reply["reasoning_content"]
+            for name in ("reasoning_content", "reasoning"):
+                if reply.get(name) is not None:
+                    message[name] = reply[name]
             payload = json.dumps(
                 {
                     "id": "chatcmpl-fixture",
@@ -205,6 +252,17 @@ class ChatServer:
         self._closing.set()
         self._server.shutdown()
         self._server.server_close()
+        with self._lock:
+            connections = list(self._connections)
+        for connection in connections:  # a kept-alive connection would otherwise still be answered
+            try:
+                connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+class _Listener(ThreadingHTTPServer):
+    request_queue_size = 256  # a client opening 64 connections at once meets no full backlog (5 by default)
 
 
 def _error(message: str, code: str) -> bytes:

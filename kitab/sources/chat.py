@@ -15,7 +15,12 @@ that sends them (kitab/simulate/chat.py is the loopback server tests and benchma
   HTTP 408/409/425/429, 5xx, timeouts, dropped connections and unreadable 200s are retryable,
   with the server's ``Retry-After`` (or OpenAI's ``retry-after-ms``) when it sends one. 401,
   403 and 404 are fatal (a wrong key, URL or model fails every request alike); another 4xx
-  fails that request only.
+  fails that request only. A refused connection (nothing listens at the URL) is not retried:
+  ``refused``, and fatal (the session retries it only once the endpoint has answered, a server
+  restarting).
+- **The same error**: :func:`error_signature`, the status and the message with its request
+  ids, uuids, numbers and hex taken out, so that one error is recognised whatever id each
+  message carries (the session's early stop groups by it).
 - **The response cache** (:class:`ResponseCache`): one SQLite table of JSON records keyed by
   :func:`cache_key`, sha256 of (model, prompt, parameters). The endpoint's URL is not part of
   the key: the same model behind another gateway gives the same answer.
@@ -23,9 +28,11 @@ that sends them (kitab/simulate/chat.py is the loopback server tests and benchma
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
+import re
 import socket
 import sqlite3
 import threading
@@ -108,18 +115,43 @@ class Answer:
 
 
 class EndpointError(Exception):
-    """One request failed: ``status`` (None: no HTTP answer), whether to retry, and how long
-    the server asked us to wait (seconds, or None)."""
+    """One request failed: ``status`` (None: no HTTP answer), whether to retry, how long the
+    server asked us to wait (seconds, or None), and whether the connection was refused."""
 
     def __init__(
-        self, message: str, *, status: int | None = None, retryable: bool = False, retry_after: float | None = None
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        retryable: bool = False,
+        retry_after: float | None = None,
+        refused: bool = False,
     ):
         super().__init__(message)
-        self.status, self.retryable, self.retry_after = status, retryable, retry_after
+        self.status, self.retryable, self.retry_after, self.refused = status, retryable, retry_after, refused
 
     @property
     def fatal(self) -> bool:
-        return self.status in FATAL_STATUS
+        """Every request would fail alike: a wrong key, URL or model, or nothing listening."""
+        return self.status in FATAL_STATUS or self.refused
+
+
+# What varies between two messages of one error: uuids, tokens holding a digit (request ids,
+# counts, times, 0x...), long hex runs and long runs mixing cases past the first letter (ids
+# without a digit; not a capitalised word).
+_VARYING = re.compile(
+    r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+    r"|[\w.:/-]*\d[\w.:/-]*"
+    r"|\b[0-9a-fA-F]{8,}\b"
+    r"|\b\w(?=\w*[a-z])(?=\w*[A-Z])\w{15,}\b"
+)
+
+
+def error_signature(error: EndpointError) -> tuple[int | None, str]:
+    """``error`` as (status, normalised message): two requests failing the same way have the
+    same signature even when each message names its own request id, time or counter."""
+    message = _VARYING.sub("#", str(error))
+    return error.status, " ".join(message.lower().split())
 
 
 def checked_base_url(base_url: str) -> httpx.URL:
@@ -188,6 +220,7 @@ class ChatClient:
     ):
         url = checked_base_url(base_url)
         self.model = model
+        self.shown_url = str(url.copy_with(userinfo=b"", query=None))  # the base URL without credentials
         self.url = url.copy_with(path=url.path.rstrip("/") + "/chat/completions")
         self.timeout, self.max_body_bytes = timeout, max_body_bytes
         headers = {"Content-Type": "application/json", "User-Agent": user_agent}
@@ -297,8 +330,22 @@ class ChatClient:
                 ) from None
             if isinstance(exc, httpx.DecodingError):
                 raise EndpointError("a response body that does not decompress", retryable=True) from None
+            if _refused(exc):  # nothing listens there: a retry in 30 s finds nothing either
+                raise EndpointError(f"cannot connect to {self.shown_url} (connection refused)", refused=True) from None
             # refused, reset, cut: the message names no header
             raise EndpointError(f"no answer from the endpoint ({type(exc).__name__})", retryable=True) from None
+
+
+def _refused(exc: BaseException) -> bool:
+    """Whether ``exc`` (httpx's, wrapping httpcore's, wrapping the socket's) is a refused connection."""
+    seen: BaseException | None = exc
+    for _ in range(8):  # the chain is short; a cycle would not be
+        if seen is None:
+            return False
+        if isinstance(seen, ConnectionRefusedError) or getattr(seen, "errno", None) == errno.ECONNREFUSED:
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def _too_big(limit: int) -> EndpointError:

@@ -18,8 +18,14 @@ A session owns:
   instead of waiting for hours;
 - **the stop**: :meth:`ChatSession.abort` (Ctrl-C, SIGTERM) ends every request in flight and
   every wait at once; a run that reports its outcomes (:meth:`ChatSession.outcome`) stops at
-  a fatal status (401/403/404) or when its first ``policy.stop_after`` requests all fail with
-  one error (:attr:`ChatSession.stopped_by` says which).
+  a fatal error (401/403/404, a refused connection) or when its first ``policy.stop_after``
+  questions all fail with one error (:attr:`ChatSession.stopped_by` says which). One error is
+  one :func:`~kitab.sources.chat.error_signature` (status and message without its ids and
+  numbers). Until that verdict is in (an answer, or ``stop_after`` outcomes), such a run starts
+  at most ``stop_after + concurrency`` questions (:meth:`ChatSession.admit`): the requests
+  sent before a stop are bounded by what is in flight, not by how fast errors come back.
+- **a refused connection** is not retried until the endpoint has answered once (then it is
+  a server restarting, retried as a dropped connection).
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ from kitab.sources.chat import (
     Stopped,
     cache_key,
     env_api_key,
+    error_signature,
 )
 
 
@@ -86,7 +93,10 @@ class ChatSession:
         self.limiter = RateLimiter(policy.rate)
         self.stop = threading.Event()
         self.stopped_by: EndpointError | None = None  # what stopped the run (outcome), if anything
-        self._first: list[str] = []  # the first outcomes: an error's text, "" for an answer
+        self._first: list[tuple | None] = []  # the first outcomes: an error's signature, None for an answer
+        self._answered = threading.Event()  # the endpoint gave one answer (a refusal since is a restart)
+        self._admitted = 0  # questions started before the verdict (admit)
+        self._decided = threading.Condition()  # the verdict: an answer, stop_after outcomes, or a stop
         self._lock = threading.Lock()
 
     def __enter__(self) -> ChatSession:
@@ -107,6 +117,27 @@ class ChatSession:
         """Stop now: every request in flight ends (its sockets shut down), every wait too."""
         self.stop.set()
         self.client.abort()
+        self._decide()
+
+    @property
+    def decided(self) -> bool:
+        """Whether the early stop's verdict is in: an answer came, ``stop_after`` outcomes were
+        reported, or the run is stopping."""
+        return self._answered.is_set() or self.stop.is_set() or len(self._first) >= self.policy.stop_after
+
+    def _decide(self) -> None:
+        with self._decided:
+            self._decided.notify_all()
+
+    def admit(self) -> None:
+        """Wait until one more question may start (a run that reports outcomes calls this before
+        each): before the verdict, at most ``stop_after + concurrency`` start, so at least
+        ``stop_after`` of them have finished when the last is admitted."""
+        limit = self.policy.stop_after + self.policy.concurrency
+        with self._decided:
+            while not self.decided and self._admitted >= limit:
+                self._decided.wait(0.5)
+            self._admitted += 1
 
     def ask(
         self,
@@ -136,6 +167,8 @@ class ChatSession:
             try:
                 completion = self.client.complete(prompt, params, system=system)
             except EndpointError as exc:
+                if exc.refused and self._answered.is_set():  # it answered before: a server restarting
+                    exc.retryable = True
                 if not exc.retryable or attempt >= retry.max_attempts:
                     if exc.retryable:
                         exc.args = (f"{exc.args[0]} (after {attempt} attempts)",)
@@ -153,22 +186,26 @@ class ChatSession:
                 if on_retry:
                     on_retry(exc.retry_after or 0.0)
                 continue
+            if not self._answered.is_set():
+                self._answered.set()
+                self._decide()
             return Answer(completion, attempt, round(time.monotonic() - started, 3))
 
     def outcome(self, error: EndpointError | None) -> None:
-        """A run's question finished (``error`` None: answered). A fatal status stops the run at
-        once; the first ``policy.stop_after`` to finish all failing with one error stop it too."""
+        """A run's question finished (``error`` None: answered). A fatal error stops the run at
+        once; the first ``policy.stop_after`` to finish all failing with one error (one
+        signature: the same status and message but for ids and numbers) stop it too."""
         with self._lock:
             if error is not None and error.fatal and self.stopped_by is None:
                 self.stopped_by = error
                 self.stop.set()
-            if len(self._first) >= self.policy.stop_after:
-                return
-            self._first.append("" if error is None else str(error))
-            alike = len(self._first) == self.policy.stop_after and len(set(self._first)) == 1
-            if error is not None and alike and self.stopped_by is None:
-                self.stopped_by = error
-                self.stop.set()
+            if len(self._first) < self.policy.stop_after:
+                self._first.append(None if error is None else error_signature(error))
+                alike = len(self._first) == self.policy.stop_after and len(set(self._first)) == 1
+                if error is not None and alike and self.stopped_by is None:
+                    self.stopped_by = error
+                    self.stop.set()
+        self._decide()
 
 
 def open_chat_session(

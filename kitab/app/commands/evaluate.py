@@ -9,7 +9,7 @@ from pathlib import Path
 
 import typer
 
-from kitab.app.commands.common import WarehouseOpt, check_report_output, existing_warehouse, user_errors
+from kitab.app.commands.common import WarehouseOpt, check_report_output, existing_warehouse, user_errors, warn
 from kitab.core.errors import BadValue
 from kitab.core.policy import ChatPolicy, RetryPolicy
 from kitab.release.task import task, task_help, task_names, template_help
@@ -66,6 +66,16 @@ def evaluate(
             existing_warehouse(warehouse, release), release, answers, model=model, response_column=response_column
         )
     print_result(chosen, result, output)
+    warn_reasoning_only(result.get("reasoning_only"))
+
+
+def warn_reasoning_only(count: int | None) -> None:
+    """One warning for answers that were all reasoning (rc stays 0: they are abstentions)."""
+    if count:
+        warn(
+            f"{count} answers are reasoning only, no content (flagged reasoning_only; scored as abstentions): "
+            f"raise --max-tokens or --max-completion-tokens, or check the server's reasoning parser"
+        )
 
 
 @app.command()
@@ -145,6 +155,7 @@ def answer(
         progress(stats)
 
     with user_errors():
+        ended = False
         try:
             summary = answer_release(
                 root,
@@ -169,8 +180,9 @@ def answer(
                 system=system,
                 samples=samples,
             )
+            ended = True
         finally:
-            progress.end(seen[0])
+            progress.end(seen[0], ended)
     failed = f", {len(summary['failed'])} failed (left out)" if summary["failed"] else ""
     if summary["cut"]:
         failed += f", {summary['cut']} cut at the token limit (finish_reason length)"
@@ -186,6 +198,7 @@ def answer(
             result = chosen.evaluate(root, release, out, model=model)
         result["answer_run"] = summary
         print_result(chosen, result, output)
+    warn_reasoning_only(summary["reasoning_only"])  # the last line, after the scores
 
 
 @app.command()

@@ -115,6 +115,16 @@ def strip_reasoning_blocks(text: str) -> str:
     return "".join(kept)
 
 
+def is_reasoning_only(response: str | None, reasoning: str | None = None) -> bool:
+    """Whether a reply is all reasoning: no text outside its reasoning blocks, and some reasoning
+    (the separate ``reasoning`` field, or blocks in ``response``). Read as an abstention, as any
+    answer with no title; ``kitab answer`` flags it (``reasoning_only``) and warns."""
+    text = response or ""
+    if strip_reasoning_blocks(text).strip():
+        return False
+    return bool(text.strip() or (reasoning or "").strip())
+
+
 def _normalise(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n").replace("\u00a0", " ")
 

@@ -26,7 +26,7 @@ from kitab.core.warehouse import Warehouse
 from kitab.release.bins import kappa_bin_label, popularity_bin_label
 from kitab.release.evaluation.answers import Answer, answers_model, read_answers
 from kitab.release.evaluation.metrics import QueryTruth, score_answer, unanswered_score
-from kitab.release.evaluation.parse import read_answer
+from kitab.release.evaluation.parse import is_reasoning_only, read_answer
 from kitab.release.leaderboard import leaderboard
 from tasks.constraints import Book, entity_kinds, parse_criteria
 from tasks.generate_constraints import state_flags
@@ -284,6 +284,8 @@ def evaluate_release(
     return {
         "abstention_rate": sum(r["abstained"] for r in rows) / len(rows) if rows else None,
         "cut_rate": sum(r["cut"] for r in rows) / len(rows) if rows else None,
+        # answers that were all reasoning (scored as abstentions): derived, so files without the flag count too
+        "reasoning_only": sum(r["answered"] and is_reasoning_only(r["response"], r["reasoning"]) for r in rows),
         "release": release,
         "model": model,
         "answers_sha256": sha256,

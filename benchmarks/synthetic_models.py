@@ -132,8 +132,8 @@ def main(argv: list[str] | None = None) -> None:
             )
             sent = len(server.chat_requests)
         same = (tmp / "perfect.jsonl").read_bytes() == (tmp / "perfect-again.jsonl").read_bytes()
-        lines = (tmp / "perfect.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
-        (tmp / "half.jsonl").write_text("".join(lines[::2]), encoding="utf-8")
+        lines = (tmp / "perfect.jsonl").read_text(encoding="utf-8").split("\n")[:-1]  # JSON Lines: by "\n" only
+        (tmp / "half.jsonl").write_text("".join(line + "\n" for line in lines[::2]), encoding="utf-8")
         with ChatServer(lambda prompt: FIXED_WRONG) as server:
             runs["fixed-wrong"] = answer_release(
                 warehouse,

@@ -28,7 +28,6 @@ shared by the most members), then the shortest raw title, then the earliest year
 
 from __future__ import annotations
 
-import json
 import re
 from bisect import bisect_left, bisect_right
 from collections import Counter, defaultdict
@@ -40,6 +39,7 @@ import numpy as np
 from rapidfuzz import fuzz, process
 from rapidfuzz.distance import OSA
 
+from kitab.core import jsonl
 from kitab.core.stages import DEDUP_TITLES
 from tasks.base import StageResult, reject
 from tasks.text import main_title, match_key, split_title_year
@@ -363,7 +363,7 @@ def dedup_probe(lines: Iterable[str]) -> Iterator[str]:
     clusters = cluster_titles(variants)
     clusters.sort(key=lambda c: (c.first_year is None, c.first_year or 0, c.canonical.title))
     for c in clusters:
-        yield json.dumps(
+        yield jsonl.dumps(
             {
                 "canonical": c.canonical.title,
                 "first_year": c.first_year,

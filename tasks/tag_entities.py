@@ -7,13 +7,13 @@ share it; taggers that share a spaCy pipeline share one parse.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
 from time import perf_counter
 from typing import Protocol
 
+from kitab.core import jsonl
 from tasks.base import StageResult
 from tasks.taggers import DEFAULT_MODEL, Span
 from tasks.taggers.pipeline import PipelineTagger
@@ -223,7 +223,7 @@ def tag_probe(
                     error = None if state == UNSURE else book_error(tagger.name, state, evidence, tagger.version)
                     states[f"{tagger.name}_error"] = error and round(error[0], 4)
                     states[f"{tagger.name}_error_interval"] = error and [round(error[1], 4), round(error[2], 4)]
-            yield json.dumps(
+            yield jsonl.dumps(
                 {"title": title, **{f"{kind}_names": found for kind, found in names.items()}, **states},
                 ensure_ascii=False,
             )

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import itertools
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -136,6 +137,49 @@ class WarehouseFiles:
         def write(tmp: str) -> int:
             pq.write_table(arrow, tmp, compression="zstd")
             return arrow.num_rows
+
+        return self._write_named(table, release, write)
+
+    def write_annex(
+        self, table: str, release: str, rows_file: Path, replaced: dict[str, object], defaults: dict | None = None
+    ) -> WrittenTable:
+        """The annex ``table``'s new file in ``release`` (call it under :meth:`lock`): the rows of
+        its current file except those whose columns equal ``replaced`` (an earlier run of the
+        same evaluation), and in their place the rows of ``rows_file`` (:func:`write_rows`: key
+        order, every one with ``replaced``'s values), streamed a row group at a time, so memory
+        holds one batch, never the table. ``defaults``: values of columns an older file lacks.
+        The current file is in key order (every writer sorts), so the new rows go where their
+        key prefix falls."""
+        schema = arrow_schema(table)
+        prefix = [k for k in table_spec(table).get("key", []) if k in replaced]
+        mine = tuple(replaced[k] for k in prefix)
+        current = self.annex_file(table, release)
+
+        def write(tmp: str) -> int:
+            n = 0
+            with pq.ParquetWriter(tmp, schema, compression="zstd") as writer:
+                kept = _annex_batches(current, schema, defaults or {}) if current else iter(())
+                later: list[pa.RecordBatch] = []  # the kept batch the new rows go inside, its second part
+                for batch in kept:
+                    keys = list(zip(*(batch.column(k).to_pylist() for k in prefix)))
+                    before = [i for i, key in enumerate(keys) if key < mine]
+                    after = [i for i, key in enumerate(keys) if key > mine]
+                    if before:
+                        writer.write_batch(batch.take(before))  # (never an empty row group)
+                        n += len(before)
+                    if after:
+                        later.append(batch.take(after))
+                        break
+                for group in _row_groups(rows_file):  # as written: a few MB each
+                    writer.write_table(group.cast(schema))  # (Parquet's units and list names back to the schema's)
+                    n += group.num_rows
+                for batch in itertools.chain(later, kept):
+                    keys = list(zip(*(batch.column(k).to_pylist() for k in prefix)))
+                    batch = batch.take([i for i, key in enumerate(keys) if key != mine])
+                    if batch.num_rows:
+                        writer.write_batch(batch)
+                        n += batch.num_rows
+            return n
 
         return self._write_named(table, release, write)
 
@@ -289,3 +333,62 @@ class WarehouseFiles:
                 if (path := self.annex_file(table, release)) is not None:
                     files.setdefault(table, []).append(path)
         return files
+
+
+# an annex file's row groups (kitab evaluate): at most this many rows, and a group ends once its
+# text (answers, title lists) passes ANNEX_BATCH_CHARS, so a batch of long answers stays a few MB
+ANNEX_BATCH = 4096
+ANNEX_BATCH_CHARS = 8_000_000
+
+
+def _chars(row: dict) -> int:
+    """About how much text a row holds: its strings and lists of strings."""
+    n = 0
+    for value in row.values():
+        if isinstance(value, str):
+            n += len(value)
+        elif isinstance(value, list):
+            n += sum(len(v) + 8 for v in value if isinstance(v, str))
+    return n
+
+
+def write_rows(table: str, rows: Iterable[dict], path: str | Path) -> int:
+    """``rows`` (dicts, in key order) -> a Parquet file of ``table``'s schema at ``path``, a
+    batch (ANNEX_BATCH rows or ANNEX_BATCH_CHARS of text) at a time: the rows are never all in
+    memory. Returns how many."""
+    n = 0
+    with pq.ParquetWriter(str(path), arrow_schema(table), compression="zstd") as writer:
+        chunk: list[dict] = []
+        size = 0
+        for row in rows:
+            chunk.append(row)
+            size += _chars(row)
+            if len(chunk) >= ANNEX_BATCH or size >= ANNEX_BATCH_CHARS:
+                writer.write_table(to_arrow(table, chunk))
+                n, chunk, size = n + len(chunk), [], 0
+        if chunk:
+            writer.write_table(to_arrow(table, chunk))
+            n += len(chunk)
+    return n
+
+
+def _row_groups(path: Path) -> Iterator[pa.Table]:
+    """A Parquet file's row groups in order, one in memory at a time."""
+    file = pq.ParquetFile(path)
+    for i in range(file.num_row_groups):
+        yield file.read_row_group(i)
+
+
+def _annex_batches(path: Path, schema: pa.Schema, defaults: dict) -> Iterator[pa.RecordBatch]:
+    """The rows of an annex file in ``schema`` (a column an older file lacks: its default, else
+    null), a row group at a time (a file written before kitab evaluate wrote in batches is one
+    row group: read whole)."""
+    for group in _row_groups(path):
+        for batch in group.to_batches():
+            columns = []
+            for field in schema:
+                if field.name in batch.schema.names:
+                    columns.append(batch.column(field.name).cast(field.type))
+                else:
+                    columns.append(pa.array([defaults.get(field.name)] * batch.num_rows, field.type))
+            yield pa.RecordBatch.from_arrays(columns, schema=schema)

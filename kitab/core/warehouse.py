@@ -19,6 +19,7 @@ import fcntl
 import json
 import os
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -37,6 +38,7 @@ from kitab.core.ledger import (
     WarehouseFiles,
     describe_problems,
     validate_release_id,
+    write_rows,
 )
 from kitab.core.schemas import STORED_RELEASE, arrow_schema, known_tables
 from kitab.core.views import VIEWS_VERSION, catalog_version, create_views
@@ -122,6 +124,27 @@ class Warehouse(WarehouseFiles):
                 )
                 return []
             return self._sweep(release)
+
+    def store_annex(
+        self, table: str, release: str, rows: Iterable[dict], replaced: dict[str, object], defaults: dict | None = None
+    ) -> int:
+        """Add ``rows`` (one evaluation, in key order, every one with ``replaced``'s values) to
+        the annex ``table`` of ``release``, replacing the rows an earlier run with those values
+        left; returns how many rows. The rows go to a scratch Parquet file a batch at a time,
+        outside the lock; then, under the author lock, the release's file is rewritten
+        streaming (:meth:`write_annex`): atomic, in bounded memory. The old file is removed under
+        the readers lock (:meth:`sweep_annex`): a reader connected before reads the old rows to
+        its end, never a missing file."""
+        scratch = self.root / ".sort_tmp"
+        scratch.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=scratch, prefix=f"{table}-") as tmp:
+            rows_file = Path(tmp) / "rows.parquet"
+            n = write_rows(table, rows, rows_file)
+            with self.lock():
+                written = self.write_annex(table, release, rows_file, replaced, defaults)  # readers now read it
+                self.build_catalog()  # the raw view of a table with no file yet is an empty stand-in
+                self.sweep_annex(table, release, written.path)  # once no reader that connected before reads it
+        return n
 
     def sweep_annex(self, table: str, release: str, keep: Path, wait: float = ANNEX_SWEEP_WAIT) -> list[Path]:
         """Remove the files of the annex ``table`` (ledger.ANNEX_TABLES) in ``release`` other

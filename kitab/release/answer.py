@@ -48,6 +48,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kitab.core import jsonl
 from kitab.core.errors import KitabError
 from kitab.core.files import write_via_temp
 from kitab.core.params import ModelEndpoint
@@ -252,7 +253,7 @@ def answers_lines(
 
 
 def _answer_line(p: Prompt, sample: int, record: dict, model: str) -> str:
-    return json.dumps(
+    return jsonl.dumps(
         {
             "query_id": p.query_id,
             "template": p.template,

@@ -27,8 +27,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
-import pyarrow.parquet as pq
-
+from kitab.core import jsonl
 from kitab.core.errors import KitabError
 from kitab.core.warehouse import Warehouse
 from kitab.release.bins import FEW_AUTHORS, popularity_bin_label, sitelink_labels
@@ -77,7 +76,7 @@ def claim_prompts(
     keep = {p for p, _ in pairs} if sample is None else sample(pairs, limit, seed)
     for r in rows:
         if r["pair_id"] in keep:
-            yield json.dumps(
+            yield jsonl.dumps(
                 {"query_id": r["query_id"], "template": TEMPLATE_NAME, "prompt": render_claim_prompt(r["claim"])},
                 ensure_ascii=False,
             )
@@ -277,19 +276,12 @@ def format_claim_result(result: dict) -> str:
 
 
 def write_claim_evaluation(wh: Warehouse, release: str, rows: list[dict]) -> None:
-    """Add ``rows`` (one evaluation) to the release's claim evaluations, replacing an earlier
-    run of the same (model, answers file); atomic, under the warehouse's author lock."""
-    key = {(r["model"], r["answers_sha256"]) for r in rows}
-    with wh.lock():
-        current = wh.annex_file(TABLE, release)
-        kept = [
-            r
-            for r in (pq.read_table(current).to_pylist() if current else [])
-            if (r["model"], r["answers_sha256"]) not in key
-        ]
-        written = wh.write_table(TABLE, release, kept + rows)
-        wh.build_catalog()
-        wh.sweep_annex(TABLE, release, written.path)  # under the readers lock, as evaluations
+    """Add ``rows`` (one evaluation, in key order) to the release's claim evaluations, replacing
+    an earlier run of the same (model, answers file); atomic, in bounded memory, under the
+    warehouse's author lock, as evaluations (Warehouse.store_annex)."""
+    if rows:
+        replaced = {"model": rows[0]["model"], "answers_sha256": rows[0]["answers_sha256"]}
+        wh.store_annex(TABLE, release, sorted(rows, key=lambda r: (r["query_id"], r["sample"])), replaced)
 
 
 def evaluate_claims(warehouse: Path, release: str, answers_path: Path, *, model: str | None = None) -> dict:

@@ -52,6 +52,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
+from kitab.core import jsonl
 from kitab.core.files import sha256_file, swap_dir
 from kitab.core.warehouse import Warehouse
 from kitab.release.report import quality_section
@@ -444,7 +445,7 @@ def _write_json_lines(table: pa.Table, path: Path) -> None:
     """KITAB's format: one JSON object per line (a ``.json`` file), KITAB's column names."""
     with open(path, "w", encoding="utf-8") as fh:
         for row in table.to_pylist():
-            fh.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")  # timestamps as ISO text
+            fh.write(jsonl.dumps(row, default=str) + "\n")  # timestamps as ISO text
 
 
 def _build(wh: Warehouse, release: str, folder: Path, layout: str = "hf") -> dict:

@@ -55,7 +55,9 @@ def type_order(label: str) -> int:
     return labels.index(label) if label in labels else len(labels)
 
 
-def per_query_scores(con, *, model: str | None = None, answers_sha256: str | None = None) -> list[dict]:
+def per_query_scores(
+    con, *, model: str | None = None, answers_sha256: str | None = None, transcripts: bool = True
+) -> list[dict]:
     """The one read of the evaluations table behind the leaderboard, its intervals, the paired
     comparison and the HTML report: one row per scored query (and sample), in a fixed order.
 
@@ -63,8 +65,12 @@ def per_query_scores(con, *, model: str | None = None, answers_sha256: str | Non
     answer stopped at the token limit) are read from the table when it has them and derived or
     defaulted here when it does not (evaluations written before they were stored); so are
     ``sample``, ``finish_reason`` and the raw ``response`` (None when not stored). ``stale``: the
-    evaluation scored another version of the release (its queries' checksum is not the ledger's)."""
+    evaluation scored another version of the release (its queries' checksum is not the ledger's).
+    ``transcripts=False``: ``response``, ``reasoning`` and the title lists are None (the scores
+    need none of them; a large evaluation's transcripts would be read into memory whole)."""
     present = {row[0] for row in con.execute("DESCRIBE evaluations").fetchall()}
+    if not transcripts:
+        present -= {"response", "reasoning"}
     derived = {
         "abstained": "(answered AND len(model_titles) = 0 AND n_mapped > 0)",
         "cut": "false",
@@ -74,6 +80,10 @@ def per_query_scores(con, *, model: str | None = None, answers_sha256: str | Non
         "reasoning": "CAST(NULL AS VARCHAR)",
     }
     extra = ", ".join(f"{name if name in present else sql} AS {name}" for name, sql in derived.items())
+    titles = ", ".join(
+        name if transcripts else f"CAST(NULL AS VARCHAR[]) AS {name}"
+        for name in ("model_titles", "matched_titles", "match_kinds")
+    )
     where, params = "", []
     if model is not None:
         where, params = "WHERE model = ? AND answers_sha256 = ?", [model, answers_sha256]
@@ -81,7 +91,7 @@ def per_query_scores(con, *, model: str | None = None, answers_sha256: str | Non
         con,
         "SELECT model, answers_sha256, answers_file, evaluated_at, query_id, author_qid, n_constraints, "
         "constraint_type, type_labels, constrainedness, kappa_bin, sitelinks, popularity_bin, n_mapped, n_books, "
-        "answered, model_titles, matched_titles, match_kinds, satisfied_rate, unsatisfied_rate, "
+        f"answered, {titles}, satisfied_rate, unsatisfied_rate, "
         "not_from_author_rate, completeness, all_correct, "
         "queries_sha256 IS DISTINCT FROM (SELECT json_extract_string(r.checksums, '$.queries') FROM releases r "
         "WHERE r.release = evaluations.release) AS stale, "
@@ -147,7 +157,7 @@ def leaderboard(
     (kitab/release/intervals.py), and ``stale`` (it scored another version of the release).
     Stale ones are left out unless ``include_stale`` (or asked for by model and answers file);
     ``stale_left_out`` counts them."""
-    rows = per_query_scores(con, model=model, answers_sha256=answers_sha256)
+    rows = per_query_scores(con, model=model, answers_sha256=answers_sha256, transcripts=False)
     stale = {(r["model"], r["answers_sha256"]) for r in rows if r["stale"]}
     left_out = 0
     if not include_stale and model is None:
@@ -313,7 +323,7 @@ def comparison(con, release: str, a: str, b_name: str, *, b: int = B, seed: int 
     when the two answered no query in common."""
     from kitab.core.errors import KitabError
 
-    rows = per_query_scores(con)
+    rows = per_query_scores(con, transcripts=False)
     rows_a, rows_b = find_evaluation(rows, a), find_evaluation(rows, b_name)
     answered_a = {_key(r) for r in rows_a if r["answered"]}
     answered_b = {_key(r) for r in rows_b if r["answered"]}

@@ -22,10 +22,10 @@ Templates (kitab name: the paper's condition, §3.2):
 from __future__ import annotations
 
 import ast
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
+from kitab.core import jsonl
 from kitab.core.errors import KitabError
 
 _OUTPUT_WITH_REASONS = """Output:
@@ -141,4 +141,4 @@ def release_prompts(
             constraints=constraints,
             all_books=ast.literal_eval(all_books),
         )
-        yield json.dumps({"query_id": query_id, "template": template, "prompt": prompt}, ensure_ascii=False)
+        yield jsonl.dumps({"query_id": query_id, "template": template, "prompt": prompt}, ensure_ascii=False)

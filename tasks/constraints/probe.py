@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
 
+from kitab.core import jsonl
 from tasks.constraints.book import Book
 from tasks.constraints.candidates import author_candidates
 from tasks.constraints.matching import author_books
@@ -36,7 +36,7 @@ def constraints_probe(lines: Iterable[str], *, taggers: Mapping[str, Tagger] | N
         )
     for candidate in author_candidates(author_books(books)):
         spec = candidate.spec
-        yield json.dumps(
+        yield jsonl.dumps(
             {
                 "type": spec.TYPE,
                 "spec": spec.to_dict(),

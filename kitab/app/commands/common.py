@@ -4,7 +4,6 @@ formats of a result, warnings, and how a user's error is printed."""
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sys
 from pathlib import Path
@@ -12,6 +11,7 @@ from pathlib import Path
 import typer
 
 from kitab.app.console import print_rows
+from kitab.core import jsonl
 from kitab.core.env import quiet_prefect_env
 from kitab.core.errors import KitabError
 
@@ -67,7 +67,7 @@ def check_report_output(output: str) -> None:
 def print_result(columns: list[str], rows: list[tuple], output: str) -> None:
     """Rows on stdout as ``output`` (OUTPUTS)."""
     if output in ("json", "jsonl"):
-        lines = [json.dumps(dict(zip(columns, row)), default=str, ensure_ascii=False) for row in rows]
+        lines = [jsonl.dumps(dict(zip(columns, row)), default=str) for row in rows]
         if output == "json":  # an array, still one row per line
             print("[" + ",\n ".join(lines) + "]")
         else:

@@ -19,13 +19,16 @@ Every problem is a ``KitabError`` naming the line, never a silently skipped answ
 
 from __future__ import annotations
 
+import codecs
 import csv
 import hashlib
 import io
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from kitab.core import jsonl
 from kitab.core.errors import KitabError
 from kitab.core.text import is_unicode
 
@@ -74,7 +77,9 @@ def sha256_bytes(data: bytes) -> str:
 
 def read_answers(path: Path, *, response_column: str | None = None) -> tuple[list[Answer], str]:
     """The answers in ``path`` and the sha256 of its bytes. JSON lines or CSV, by suffix
-    (``.jsonl``/``.json``/``.csv``), else by the first character ("{": JSON lines)."""
+    (``.jsonl``/``.json``/``.csv``), else by the first character ("{": JSON lines). JSON lines
+    are read one line at a time and split by ``"\\n"`` only (kitab/core/jsonl.py): a U+2028
+    inside a response, as a file written before kept it, is text, not a line's end."""
     path = Path(path)
     try:
         size = path.stat().st_size
@@ -82,16 +87,22 @@ def read_answers(path: Path, *, response_column: str | None = None) -> tuple[lis
             raise KitabError(
                 f"{path}: {size:,} bytes, more than an answers file may have ({MAX_FILE_BYTES:,}); split it"
             )
-        data = path.read_bytes()
+        with open(path, "rb") as fh:
+            head = fh.read(4096).removeprefix(codecs.BOM_UTF8)
+            fh.seek(0)
+            suffix = path.suffix.lower()
+            is_json = suffix in (".jsonl", ".json") or (suffix != ".csv" and head.lstrip().startswith(b"{"))
+            digest = hashlib.sha256()
+            if is_json:
+                answers = _read_json_lines(path, jsonl.iter_lines(fh, on_bytes=digest.update))
+            else:
+                data = fh.read()
+                digest.update(data)
+                answers = _read_csv(path, _decoded(path, data), response_column)
     except OSError as exc:
         raise KitabError(f"cannot read the answers file {path}: {exc.strerror or exc}") from None
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise KitabError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    suffix = path.suffix.lower()
-    is_json = suffix in (".jsonl", ".json") or (suffix != ".csv" and text.lstrip().startswith("{"))
-    answers = _read_json_lines(path, text) if is_json else _read_csv(path, text, response_column)
+    except jsonl.NotUTF8 as exc:
+        raise KitabError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.byte})") from None
     if not answers:
         raise KitabError(f"{path}: no answers in the file")
     for answer in answers:
@@ -100,12 +111,19 @@ def read_answers(path: Path, *, response_column: str | None = None) -> tuple[lis
                 f"{path}:{answer.line}: a response of {len(answer.response):,} characters "
                 f"(at most {MAX_RESPONSE_CHARS:,}): not a model's book list"
             )
-    return answers, sha256_bytes(data)
+    return answers, digest.hexdigest()
 
 
-def _read_json_lines(path: Path, text: str) -> list[Answer]:
+def _decoded(path: Path, data: bytes) -> str:
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise KitabError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+
+
+def _read_json_lines(path: Path, lines: Iterable[tuple[int, str]]) -> list[Answer]:
     answers = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in lines:
         if not line.strip():
             continue
         try:

@@ -13,13 +13,11 @@ from __future__ import annotations
 
 import ast
 import json
-from collections import defaultdict
-from collections.abc import Iterable
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from pathlib import Path
-
-import pyarrow.parquet as pq
 
 from kitab.core.errors import KitabError
 from kitab.core.warehouse import Warehouse
@@ -162,10 +160,13 @@ def score_rows(
     answers_file: str,
     evaluated_at: datetime,
     queries_sha256: str | None,
-) -> list[dict]:
-    """One ``evaluations`` row per query of the release and sample: scored from its answer, or,
-    with no answer in the file, ``answered = false`` and wrong (never left out)."""
+) -> Iterator[dict]:
+    """One ``evaluations`` row per query of the release and sample, in key order: scored from
+    its answer, or, with no answer in the file, ``answered = false`` and wrong (never left out).
+    A generator that lets go of each answer once scored (``matched`` is emptied): the rows go
+    to disk as they come (:func:`write_evaluation`), so memory holds the answers, not the rows."""
     answers = {(query_id, answer.sample): answer for answer, query_id in matched}
+    matched.clear()
     samples = sorted({sample for _, sample in answers}) or [0]
     head = {
         "model": model,
@@ -174,11 +175,9 @@ def score_rows(
         "evaluated_at": evaluated_at,
         "queries_sha256": queries_sha256,
     }
-    return [
-        _score_row(head, queries[query_id], query_id, sample, answers.get((query_id, sample)))
-        for query_id in sorted(queries)
-        for sample in samples
-    ]
+    for query_id in sorted(queries):
+        for sample in samples:
+            yield _score_row(head, queries[query_id], query_id, sample, answers.pop((query_id, sample), None))
 
 
 def _score_row(head: dict, info: QueryInfo, query_id: str, sample: int, answer: Answer | None) -> dict:
@@ -213,32 +212,16 @@ def _score_row(head: dict, info: QueryInfo, query_id: str, sample: int, answer: 
     }
 
 
-def write_evaluation(wh: Warehouse, release: str, rows: list[dict]) -> None:
-    """Add ``rows`` (one evaluation) to the release's evaluations, replacing an earlier run of
-    the same (model, answers file); atomic, under the warehouse's author lock. The old file
-    is removed under the readers lock (Warehouse.sweep_annex): a reader connected before
-    reads the old rows to its end, never a missing file."""
-    key = {(r["model"], r["answers_sha256"]) for r in rows}
-    with wh.lock():
-        current = wh.annex_file(TABLE, release)
-        kept = [
-            {
-                "answered": True,
-                "sample": 0,
-                "finish_reason": None,
-                "cut": False,
-                "abstained": False,
-                "response": None,
-                "reasoning": None,
-                **r,
-            }
-            for r in (pq.read_table(current).to_pylist() if current else [])
-            if (r["model"], r["answers_sha256"]) not in key
-        ]
-        written = wh.write_table(TABLE, release, kept + rows)  # readers connecting now read it (the newest)
-        wh.build_catalog()  # the raw view of a table with no file yet is an empty stand-in
-        # the replaced file goes once no reader that connected before still reads it
-        wh.sweep_annex(TABLE, release, written.path)
+# what an evaluations file written before a column existed means by its absence
+DEFAULTS = {"answered": True, "sample": 0, "cut": False, "abstained": False}
+
+
+def write_evaluation(wh: Warehouse, release: str, rows: Iterable[dict], *, model: str, answers_sha256: str) -> int:
+    """Add ``rows`` (one evaluation of ``model`` on the answers file ``answers_sha256``, in key
+    order) to the release's evaluations, replacing an earlier run of the same (model, answers
+    file): atomic, in bounded memory, under the warehouse's author lock (Warehouse.store_annex).
+    Returns how many rows."""
+    return wh.store_annex(TABLE, release, rows, {"model": model, "answers_sha256": answers_sha256}, DEFAULTS)
 
 
 def evaluate_release(
@@ -261,6 +244,16 @@ def evaluate_release(
         ledger = con.execute("SELECT checksums FROM releases").fetchall()
     queries_sha256 = json.loads(ledger[0][0]).get("queries") if ledger else None
     matched = match_answers(answers, queries, answers_path)
+    del answers  # the matched answers hold them; score_rows lets go of each once scored
+    counts = Counter()
+
+    def counted(rows: Iterator[dict]) -> Iterator[dict]:
+        for r in rows:
+            counts.update(rows=1, answered=r["answered"], abstained=r["abstained"], cut=r["cut"])
+            # answers that were all reasoning (scored as abstentions): derived, so files without the flag count too
+            counts.update(reasoning_only=r["answered"] and is_reasoning_only(r["response"], r["reasoning"]))
+            yield r
+
     rows = score_rows(
         matched,
         queries,
@@ -270,7 +263,7 @@ def evaluate_release(
         evaluated_at=datetime.now(UTC).replace(microsecond=0),
         queries_sha256=queries_sha256,
     )
-    write_evaluation(wh, release, rows)
+    write_evaluation(wh, release, counted(rows), model=model, answers_sha256=sha256)
     with wh.connect(release=release) as con:
         summary = con.execute(
             "SELECT * FROM evaluation_summary WHERE model = ? AND answers_sha256 = ? "
@@ -280,18 +273,17 @@ def evaluate_release(
         columns = [d[0] for d in summary.description]
         aggregates = [dict(zip(columns, row)) for row in summary.fetchall()]
         board = leaderboard(con, release, model=model, answers_sha256=sha256)
-    answered = sum(1 for r in rows if r["answered"])
+    answered, n = counts["answered"], counts["rows"]
     return {
-        "abstention_rate": sum(r["abstained"] for r in rows) / len(rows) if rows else None,
-        "cut_rate": sum(r["cut"] for r in rows) / len(rows) if rows else None,
-        # answers that were all reasoning (scored as abstentions): derived, so files without the flag count too
-        "reasoning_only": sum(r["answered"] and is_reasoning_only(r["response"], r["reasoning"]) for r in rows),
+        "abstention_rate": counts["abstained"] / n if n else None,
+        "cut_rate": counts["cut"] / n if n else None,
+        "reasoning_only": counts["reasoning_only"],
         "release": release,
         "model": model,
         "answers_sha256": sha256,
         "answered": answered,
         "queries": len(queries),
-        "coverage": answered / len(rows) if rows else None,
+        "coverage": answered / n if n else None,
         "leaderboard": board,
         "aggregates": aggregates,
     }

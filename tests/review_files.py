@@ -104,19 +104,35 @@ def distinct_rows(rows: list[dict]) -> list[dict]:
     return out
 
 
-def concurrent_rounds(kitab: list[str], wh: Path, a: Path, b: Path, rounds: int, cwd: Path | None = None) -> dict:
+def stored_before(n: int) -> list[dict]:
+    """``n`` labels a warehouse already holds (earlier reviews; their books need not be in a
+    release): what each import reads, merges and rewrites, so its read-to-write takes as long as
+    a warehouse with a history of reviews makes it (with 10,000: ~0.5 s), not a few ms."""
+    return [
+        {"version": "review_v1", "title": f"Earlier Title {i}", "author": "Earlier Author", "kind": "human",
+         "label": "yes", "release": "old", "book_id": f"old{i}", "exported_state": "unsure"}
+        for i in range(n)
+    ]  # fmt: skip
+
+
+def concurrent_rounds(
+    kitab: list[str], wh: Path, a: Path, b: Path, rounds: int, cwd: Path | None = None, before: int = 10_000
+) -> dict:
     """``rounds`` times: ``kitab review import`` of ``a`` and of ``b`` started together (two
-    processes) on ``wh`` without labels. A round holds if both succeed and every label of both
-    files is stored, or one is refused in one stderr line and every label of the other is."""
+    processes) on ``wh`` holding ``before`` earlier labels (:func:`stored_before`). A round holds
+    if both succeed and every label (the earlier ones and both files') is stored, or one is
+    refused in one stderr line and every label of the other is."""
     import subprocess
     import time
 
-    from kitab.core.reviews import labels_path, read_labels
+    from kitab.core.reviews import read_labels, write_labels
 
-    want = {p: label_keys(distinct_rows(read_export(p)[1])) for p in (a, b)}
+    earlier = stored_before(before)
+    old = label_keys(earlier)
+    want = {p: old | label_keys(distinct_rows(read_export(p)[1])) for p in (a, b)}
     held, kept, seconds, refusals = 0, [], [], []
     for _ in range(rounds):
-        labels_path(wh).unlink(missing_ok=True)
+        write_labels(wh, earlier)
         started = time.monotonic()
         procs = {
             p: subprocess.Popen(
@@ -133,7 +149,7 @@ def concurrent_rounds(kitab: list[str], wh: Path, a: Path, b: Path, rounds: int,
         }
         seconds.append(time.monotonic() - started)
         stored = label_keys(read_labels(wh))
-        kept.append(len(stored))
+        kept.append(len(stored - old))
         ok = [p for p, (_, rc) in done.items() if rc == 0]
         bad = [lines for _, (lines, rc) in done.items() if rc != 0]
         refusals += bad

@@ -4,11 +4,14 @@ unsure, and a random sample of what it decided, and every later build uses their
 - :func:`export_review`: ``kitab review export --release R --out FILE``: a CSV (UTF-8 with a
   BOM, so a spreadsheet opens it as such) of the release's unsure (book, kind) rows plus a
   seeded random sample of its decided ones, with title, author, kind, state, evidence and an
-  empty ``label`` column to fill with yes / no. Written atomically.
+  empty ``label`` column to fill with yes / no; formula-leading cells neutralised
+  (kitab/release/review_csv.py). Written atomically.
 - :func:`import_review`: ``kitab review import FILE``: the filled labels into the warehouse's
   review labels (kitab/core/reviews.py, version ``review_v1``, keyed by normalised title and
   author and kind; a later label replaces an earlier one). A row left blank is not a label; a
-  bad row stops the import with one line naming it, and nothing is stored.
+  malformed file, a bad row or two rows labelling one book two ways stop the import with one
+  line naming the line, and nothing is stored; repeated rows and rows of unknown books are
+  counted in the summary. One import at a time per warehouse (its import lock).
 - :func:`review_quality`: per kind, the labelled books of a release against their current
   states: precision and recall of "yes" among the decided ones, with 95% Wilson intervals,
   and how many are unsure (``kitab report``'s "Reviewed sample" section).

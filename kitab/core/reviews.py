@@ -9,12 +9,17 @@ file + rename)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+import fcntl
+import os
+import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from kitab.core.errors import KitabError
 from kitab.core.files import write_via_temp
 
 VERSION = "review_v1"
@@ -24,6 +29,36 @@ SCHEMA = pa.schema([(c, pa.string()) for c in COLUMNS])
 
 def labels_path(warehouse: Path | str) -> Path:
     return Path(warehouse) / "reviews" / "review_labels.parquet"
+
+
+class ReviewBusy(KitabError):
+    """Another ``kitab review import`` held the labels for longer than this one would wait."""
+
+
+@contextlib.contextmanager
+def import_lock(warehouse: Path | str, wait: float) -> Iterator[None]:
+    """Hold ``<warehouse>/reviews/.import.lock`` (an ``flock``: the kernel drops it however its
+    holder dies) while reading, merging and writing the labels; wait up to ``wait`` seconds for
+    another holder, then raise :class:`ReviewBusy`. (A blocking flock has no timeout: polled.)"""
+    folder = labels_path(warehouse).parent
+    folder.mkdir(exist_ok=True)
+    fd = os.open(folder / ".import.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise ReviewBusy(
+                        f"another `kitab review import` is storing labels in {folder} (waited {wait:g} s); "
+                        "nothing stored: import again when it is done"
+                    ) from None
+                time.sleep(0.05)
+        yield
+    finally:
+        os.close(fd)  # closing releases the flock
 
 
 def read_labels(warehouse: Path | str) -> list[dict]:

@@ -4,11 +4,14 @@ unsure, and a random sample of what it decided, and every later build uses their
 - :func:`export_review`: ``kitab review export --release R --out FILE``: a CSV (UTF-8 with a
   BOM, so a spreadsheet opens it as such) of the release's unsure (book, kind) rows plus a
   seeded random sample of its decided ones, with title, author, kind, state, evidence and an
-  empty ``label`` column to fill with yes / no. Written atomically.
+  empty ``label`` column to fill with yes / no; formula-leading cells neutralised
+  (kitab/release/review_csv.py). Written atomically.
 - :func:`import_review`: ``kitab review import FILE``: the filled labels into the warehouse's
   review labels (kitab/core/reviews.py, version ``review_v1``, keyed by normalised title and
   author and kind; a later label replaces an earlier one). A row left blank is not a label; a
-  bad row stops the import with one line naming it, and nothing is stored.
+  malformed file, a bad row or two rows labelling one book two ways stop the import with one
+  line naming the line, and nothing is stored; repeated rows and rows of unknown books are
+  counted in the summary. One import at a time per warehouse (its import lock).
 - :func:`review_quality`: per kind, the labelled books of a release against their current
   states: precision and recall of "yes" among the decided ones, with 95% Wilson intervals,
   and how many are unsure (``kitab report``'s "Reviewed sample" section).
@@ -16,8 +19,6 @@ unsure, and a random sample of what it decided, and every later build uses their
 
 from __future__ import annotations
 
-import csv
-import io
 import random
 from pathlib import Path
 
@@ -26,7 +27,8 @@ import duckdb
 from kitab.core.errors import BadValue
 from kitab.core.files import write_bytes
 from kitab.core.proportions import wilson
-from kitab.core.reviews import VERSION, read_labels, write_labels
+from kitab.core.reviews import VERSION, import_lock, read_labels, write_labels
+from kitab.release.review_csv import csv_bytes, csv_records
 from tasks.book_evidence import review_key
 
 FIELDS = ("release", "book_id", "title", "author", "kind", "state", "evidence", "sample", "label")
@@ -60,14 +62,9 @@ def review_rows(states: list[dict], sample: int, seed: int) -> list[dict]:
 
 
 def write_review_file(out: Path, rows: list[dict], fields: tuple[str, ...], release: str) -> None:
-    """The review CSV (UTF-8 with a BOM, CRLF: what a spreadsheet opens as such), label column
-    empty, written to a temp file, then renamed."""
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=fields, lineterminator="\r\n")
-    writer.writeheader()
-    for r in rows:
-        writer.writerow({**{k: r.get(k, "") for k in fields}, "release": release, "label": ""})
-    write_bytes(out, buf.getvalue().encode("utf-8-sig"))
+    """The review CSV (kitab/release/review_csv.py: UTF-8 with a BOM, CRLF, formula-leading
+    cells neutralised), label column empty, written to a temp file, then renamed."""
+    write_bytes(out, csv_bytes([{**r, "release": release, "label": ""} for r in rows], fields))
 
 
 def export_review(con: duckdb.DuckDBPyConnection, release: str, out: Path, sample: int = 50, seed: int = 0) -> dict:
@@ -138,56 +135,135 @@ def format_queue_summary(counts: dict, out: Path) -> str:
 
 
 def parse_review(text: str, name: str = "FILE", kinds: tuple[str, ...] | None = None) -> list[dict]:
-    """The labelled rows of an exported (and filled) CSV; blank labels are skipped. A missing
-    column or a bad row -> BadValue naming the file and line. ``kinds``: default, every
-    registered entity kind (tasks/entities/registry.py)."""
+    """The labelled rows of an exported (and filled) CSV, each with its ``line``; blank labels
+    are skipped. Malformed CSV (review_csv.csv_records), a missing column or a bad row ->
+    BadValue naming the file and line. ``kinds``: default, every registered entity kind
+    (tasks/entities/registry.py)."""
     if kinds is None:
         from tasks.entities.registry import entity_kinds
 
         kinds = tuple(k.name for k in entity_kinds())
-    reader = csv.DictReader(io.StringIO(text.lstrip("\ufeff")))
-    missing = [c for c in ("title", "author", "kind", "label") if c not in (reader.fieldnames or [])]
+    records = csv_records(text, name)
+    _, header = next(records, (1, {}))
+    missing = [c for c in ("title", "author", "kind", "label") if c not in header]
     if missing:
         raise BadValue(f"{name}: no column {', '.join(missing)} (export one with `kitab review export`)")
     out = []
-    for row in reader:
-        line = reader.line_num
-        label = (row.get("label") or "").strip().casefold()
+    for line, row in records:
+        label = row["label"].strip().casefold()
         if not label:
             continue
         if label not in LABELS:
             raise BadValue(f"{name} line {line}: label {row['label']!r}: write yes or no (or leave it empty)")
-        if (row.get("kind") or "").strip() not in kinds:
-            raise BadValue(f"{name} line {line}: kind {row.get('kind')!r}: one of {', '.join(kinds)}")
-        if not review_key(row.get("title") or "", "")[0]:
+        if row["kind"].strip() not in kinds:
+            raise BadValue(f"{name} line {line}: kind {row['kind']!r}: one of {', '.join(kinds)}")
+        if not review_key(row["title"], "")[0]:
             raise BadValue(f"{name} line {line}: the title is empty")
         out.append(
             {
                 "version": VERSION,
                 "title": row["title"],
-                "author": row.get("author") or "",
+                "author": row["author"],
                 "kind": row["kind"].strip(),
                 "label": LABELS[label],
-                "release": row.get("release") or "",
-                "book_id": row.get("book_id") or "",
-                "exported_state": row.get("state") or "",
+                "release": row.get("release", ""),
+                "book_id": row.get("book_id", ""),
+                "exported_state": row.get("state", ""),
+                "line": line,
             }
         )
     return out
 
 
-def import_review(warehouse: Path, path: Path) -> dict:
-    """Store ``path``'s labels; a label for a (title, author, kind) already stored replaces it."""
+def label_key(row: dict) -> tuple[str, str, str]:
+    """What a label is stored by: the normalised title and author, and the kind."""
+    return (*review_key(row["title"], row["author"]), row["kind"])
+
+
+def distinct_labels(rows: list[dict], name: str = "FILE") -> tuple[list[dict], list[int]]:
+    """``rows`` once per label key, and the lines that repeat an earlier row's label. Two rows
+    labelling one book and kind two ways -> BadValue naming both lines."""
+    first: dict[tuple, dict] = {}
+    repeats = []
+    for r in rows:
+        seen = first.setdefault(label_key(r), r)
+        if seen is r:
+            continue
+        if seen["label"] != r["label"]:
+            raise BadValue(
+                f"{name} lines {seen['line']} and {r['line']}: {r['title']!r} by {r['author'] or 'no author'} "
+                f"({r['kind']}) is labelled {seen['label']} and {r['label']}; keep one"
+            )
+        repeats.append(r["line"])
+    return list(first.values()), repeats
+
+
+_BOOKS_SQL = """
+    SELECT DISTINCT b.canonical_title, coalesce(a.name, ''), e.kind
+    FROM book_entities e
+    JOIN books b ON b.release = e.release AND b.book_id = e.book_id
+    LEFT JOIN authors a ON a.release = e.release AND a.qid = e.author_qid
+"""
+
+
+def known_books(warehouse: Path) -> set[tuple[str, str, str]]:
+    """The label key of every (book, kind) of every committed release: what a label can decide."""
+    from kitab.core.warehouse import Warehouse
+
+    with Warehouse(warehouse).connect() as con:
+        return {(*review_key(t, a), k) for t, a, k in con.execute(_BOOKS_SQL).fetchall()}
+
+
+def import_review(warehouse: Path, path: Path, wait: float = 60.0) -> dict:
+    """Store ``path``'s labels; a label for a (title, author, kind) already stored replaces it.
+    Everything is checked before the labels are read: a malformed file, a bad or contradictory
+    row stores nothing. A repeated row counts once; a row of a book no committed release has is
+    not stored (both are counted: ``duplicates``, ``unknown``, their lines). The read, merge and
+    write hold the warehouse's import lock (kitab/core/reviews.import_lock), waiting up to
+    ``wait`` seconds for another import, so two imports at once both keep their labels."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        with open(path, encoding="utf-8", newline="") as fh:  # newline="": a CR in a cell stays a CR
+            text = fh.read()
     except (OSError, UnicodeDecodeError) as exc:
         raise BadValue(f"{path}: cannot read it as UTF-8 text ({exc})") from None
-    new = parse_review(text, str(path))
-    key = lambda r: (*review_key(r["title"], r["author"]), r["kind"])  # noqa: E731
-    fresh = {key(r) for r in new}
-    kept = [r for r in read_labels(warehouse) if key(r) not in fresh]
-    write_labels(warehouse, kept + new)
-    return {"imported": len(new), "stored": len(kept) + len(new)}
+    labels, duplicates = distinct_labels(parse_review(text, str(path)), str(path))
+    known = known_books(warehouse)
+    new = [r for r in labels if label_key(r) in known]
+    unknown = [r["line"] for r in labels if label_key(r) not in known]
+    if unknown and not new:
+        raise BadValue(
+            f"{path}: none of its {len(unknown)} labelled books is in a committed release of {warehouse} "
+            "(is it the warehouse the file was exported from?); nothing stored"
+        )
+    fresh = {label_key(r) for r in new}
+    with import_lock(warehouse, wait):
+        kept = [r for r in read_labels(warehouse) if label_key(r) not in fresh]
+        if new:
+            write_labels(warehouse, kept + new)
+    return {"imported": len(new), "stored": len(kept) + len(new), "duplicates": duplicates, "unknown": unknown}
+
+
+def _lines(lines: list[int], most: int = 5) -> str:
+    shown = ", ".join(map(str, lines[:most]))
+    return f"line{'s' if len(lines) > 1 else ''} {shown}{', ...' if len(lines) > most else ''}"
+
+
+def format_import_summary(counts: dict) -> str:
+    """The import's one summary line: labels stored, and the rows counted but not stored."""
+    parts = [f"{counts['imported']} labels imported ({counts['stored']} stored)"]
+    if counts["duplicates"]:
+        n = len(counts["duplicates"])
+        parts.append(f"{n} duplicate row{'s' * (n > 1)} counted once ({_lines(counts['duplicates'])})")
+    if counts["unknown"]:
+        n = len(counts["unknown"])
+        parts.append(
+            f"{n} unknown book{'s' * (n > 1)} not stored ({_lines(counts['unknown'])}: "
+            "no committed release has that title, author and kind)"
+        )
+    return (
+        "; ".join(parts) + "; rebuild a release with --replace to use them "
+        "(the same authors; only what the labels decide changes)"
+    )
 
 
 def review_quality(con: duckdb.DuckDBPyConnection, release: str, labels: list[dict]) -> dict[str, dict]:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from kitab.app.commands.common import WarehouseOpt, existing_warehouse, user_errors, warehouse_root
+from kitab.app.commands.common import WarehouseOpt, existing_warehouse, user_errors
 from kitab.app.console import console
 
 app = typer.Typer()
@@ -49,13 +49,13 @@ def export(
 @review_app.command("import")
 def import_(
     file: Path = typer.Argument(..., help="a CSV from `kitab review export` with its label column filled"),
+    wait: float = typer.Option(60.0, min=0, help="seconds to wait for another import into the same warehouse"),
     warehouse: Path | None = WarehouseOpt,
 ) -> None:
-    """Store the file's labels (review_v1) in the warehouse; every later build reads them."""
-    from kitab.release.review import import_review
+    """Store the file's labels (review_v1) in the warehouse; every later build reads them. A
+    malformed file, a bad or contradictory row, a missing warehouse: refused, nothing stored."""
+    from kitab.release.review import format_import_summary, import_review
 
     with user_errors():
-        counts = import_review(warehouse_root(warehouse), file)
-    console.print(
-        f"{counts['imported']} labels imported ({counts['stored']} stored); rebuild a release with --replace to use them (the same authors; only what the labels decide changes)"
-    )
+        counts = import_review(existing_warehouse(warehouse), file, wait=wait)
+    console.print(format_import_summary(counts), soft_wrap=True, markup=False, highlight=False)

@@ -140,7 +140,10 @@ def test_an_edited_config_is_refused_everywhere_and_nothing_is_written(wh, tmp_p
     report = kitab("report", "--release", RELEASE, "--out", tmp_path / "report", "--warehouse", wh.root)
     assert_user_error(report, line)
     assert not (tmp_path / "report").exists()
-    export = kitab("export", "--release", RELEASE, "--out", tmp_path / "hf", "--warehouse", wh.root)
+    export = kitab(  # and so never pushed: the Hub here would refuse any connection
+        "export", "--release", RELEASE, "--out", tmp_path / "hf", "--push", "org/kitab", "--warehouse", wh.root,
+        env={"HF_TOKEN": "hf_neverusedtoken", "HF_ENDPOINT": "http://127.0.0.1:9"},
+    )  # fmt: skip
     assert_user_error(export, line, "nothing exported")
     assert not (tmp_path / "hf").exists()
     # the rebuild with the true parameters: refused for the edit, before any work, not "as a change"
@@ -193,6 +196,7 @@ def test_kitab_sql_answers_the_other_tables_and_fails_on_the_row(wh):
     assert_user_error(row, "was edited (config)")
     assert row.stdout == b""  # never the edited config
     assert_user_error(kitab("releases", "--warehouse", wh.root), "was edited (config)")
+    assert_user_error(kitab("releases", "--history", "--warehouse", wh.root), "was edited (config)")
 
 
 # -- rows from before digests ------------------------------------------------------------------

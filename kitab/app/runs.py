@@ -39,6 +39,7 @@ def run_refresh(
     # resolved once (the defaults of today too): the lock names the release the flow then builds
     config = run_config(inputs, direct=direct, task_runner=task_runner, dask_address=dask_address)
     check_inputs(config.params)
+    check_ledger_rows(Path(warehouse))
     # the wait before the first stage, said once: importing Prefect and starting its temporary
     # server (no PREFECT_API_URL) is most of a small refresh's wait
     starting = (
@@ -88,6 +89,17 @@ def run_refresh(
                         "space and run it again"
                     ) from exc
                 raise
+
+
+def check_ledger_rows(warehouse: Path) -> None:
+    """Every committed ledger row against its digests, before any work: a rebuild compares
+    its parameters with its own row, and a new release's sample excludes the others by
+    theirs, so an edited row is refused here, in one line (kitab.core.ledger.LedgerRowEdited)."""
+    from kitab.core.ledger import WarehouseFiles
+
+    files = WarehouseFiles(warehouse)
+    for release in files.committed_releases():
+        files.ledger_row(release)
 
 
 # The environment a run reads, here and nowhere below kitab/app (tests/test_env_reads.py):

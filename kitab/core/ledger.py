@@ -17,6 +17,7 @@ import fcntl
 import itertools
 import json
 import re
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +27,7 @@ import pyarrow.parquet as pq
 
 from kitab.core.errors import KitabError
 from kitab.core.files import sha256_file, write_named, write_via_temp
+from kitab.core.row_digest import DIGESTS, digests_of, edited_fields
 from kitab.core.schemas import STORED_RELEASE, arrow_schema, known_tables, table_spec, to_arrow
 
 # The ledger row's file: its presence is what makes a release committed. Warehouses written
@@ -89,10 +91,45 @@ def _stat(path: Path) -> list[int]:
     return [st.st_size, st.st_mtime_ns, st.st_ino]
 
 
+class LedgerRowEdited(KitabError):
+    """A ledger row whose fields are not the ones its digests were written for (row_digest):
+    ``fields`` names them; ``row`` is what the file holds now (never to be trusted)."""
+
+    def __init__(self, release: str, fields: list[str], row: dict):
+        super().__init__(f"the ledger row of release {release} {edited_problem(fields)}; run `kitab verify`")
+        self.release, self.fields, self.row = release, fields, row
+
+
+def edited_problem(fields: list[str]) -> str:
+    return f"was edited ({', '.join(fields)}): it no longer matches the digests written at its commit"
+
+
+UNSEALED = "is unsealed (written before ledger rows carried digests, so an edit cannot be told)"
+SEAL_HINT = "`kitab verify --seal` checks its files and seals it"
+_warned_unsealed: set[tuple[Path, str]] = set()
+
+
+def sealed(row: dict) -> dict:
+    """``row`` with its ``digests`` (kitab.core.row_digest) over every column of the ledger's
+    schema: every write of a ledger row goes through this (release_commit.commit)."""
+    fields = arrow_schema("releases").names
+    return {**row, DIGESTS: digests_of({f: row.get(f) for f in fields}, fields)}
+
+
+def row_check(check: FileCheck) -> bool:
+    """Whether ``check`` is about a readable ledger row itself (edited, unsealed), not a file."""
+    return check.table == "releases" and (check.problem == UNSEALED or (check.problem or "").startswith("was edited"))
+
+
 def describe_problems(problems: list[FileCheck]) -> str:
-    named = ", ".join(f"{c.release}/{c.table} ({c.problem})" for c in problems[:3])
-    more = f" and {len(problems) - 3} more" if len(problems) > 3 else ""
-    return f"{len(problems)} committed file(s) no longer match the ledger: {named}{more}; run `kitab verify`"
+    files = [c for c in problems if not row_check(c)]
+    parts = [f"the ledger row of release {c.release} {c.problem}" for c in problems if row_check(c)][:3]
+    if files:
+        named = ", ".join(f"{c.release}/{c.table} ({c.problem})" for c in files[:3])
+        more = f" and {len(files) - 3} more" if len(files) > 3 else ""
+        parts.insert(0, f"{len(files)} committed file(s) no longer match the ledger: {named}{more}")
+    only_unsealed = all(c.problem == UNSEALED for c in problems if row_check(c)) and not files
+    return "; ".join(parts) + ("; " + SEAL_HINT if only_unsealed else "; run `kitab verify`")
 
 
 class WarehouseFiles:
@@ -222,16 +259,44 @@ class WarehouseFiles:
             return []
         return sorted(p.name.split("=", 1)[1] for p in base.glob("release=*") if (p / LEDGER_FILE).exists())
 
-    def ledger_row(self, release: str) -> dict:
-        """The release's row of the ``releases`` ledger (without the ``release`` column)."""
+    def ledger_row(self, release: str, *, unsealed: str = "warn") -> dict:
+        """The release's row of the ``releases`` ledger (without the ``release`` column), checked
+        against its digests: a row edited since its commit raises LedgerRowEdited (one line
+        naming the fields). ``unsealed``, for a row without digests (an older warehouse):
+        ``warn`` (one line on stderr, once per process), ``allow`` (the caller says it) or
+        ``refuse`` (KitabError)."""
+        row = self._read_ledger_row(release)
+        edited = edited_fields(row)
+        if edited:
+            raise LedgerRowEdited(release, edited, row)
+        if edited is None and unsealed != "allow":
+            message = f"the ledger row of release {release} {UNSEALED}"
+            if unsealed == "refuse":
+                raise KitabError(f"{message}; {SEAL_HINT}")
+            if (self.root, release) not in _warned_unsealed:
+                _warned_unsealed.add((self.root, release))
+                print(f"kitab: warning: {message}; {SEAL_HINT}", file=sys.stderr)
+        return row
+
+    def row_problem(self, release: str, row: dict | None = None) -> str | None:
+        """What is wrong with the release's ledger row itself (edited, unsealed), or None."""
+        row = self._read_ledger_row(release) if row is None else row
+        edited = edited_fields(row)
+        return UNSEALED if edited is None else edited_problem(edited) if edited else None
+
+    def _read_ledger_row(self, release: str) -> dict:
         path = self.partition("releases", release) / LEDGER_FILE
         try:
             rows = pq.read_table(path).to_pylist()
         except (OSError, pa.ArrowException) as exc:
             raise KitabError(f"release {release}: ledger file {path} is unreadable ({exc})") from exc
-        if len(rows) != 1 or rows[0].get(STORED_RELEASE) != release:
+        # a sealed row whose release_id was edited is an edit (its digests say which field)
+        if len(rows) != 1 or (rows[0].get(STORED_RELEASE) != release and not edited_fields(rows[0])):
             raise KitabError(f"release {release}: ledger file {path} holds {len(rows)} rows, not this release's one")
-        return rows[0]
+        row = rows[0]
+        if row.get("release") == release and "release" not in arrow_schema("releases").names:
+            del row["release"]  # the partition's column, which DuckDB adds when it rewrites the file
+        return row
 
     def committed_file(self, table: str, release: str, sha256: str) -> Path:
         path = self.partition(table, release) / table_file_name(sha256)
@@ -272,11 +337,13 @@ class WarehouseFiles:
         for release in self.committed_releases() if releases is None else releases:
             ledger_path = self.partition("releases", release) / LEDGER_FILE
             try:
-                row = rows[release] if rows and release in rows else self.ledger_row(release)
+                row = rows[release] if rows and release in rows else self._read_ledger_row(release)
             except KitabError as exc:
                 checks.append(FileCheck(release, "releases", ledger_path, str(exc)))
                 continue
-            checks.append(FileCheck(release, "releases", ledger_path))
+            checks.append(FileCheck(release, "releases", ledger_path, self.row_problem(release, row)))
+            if set(edited_fields(row) or ()) & {"counts", "checksums", DIGESTS}:
+                continue  # which files it commits is not known: that row's one line says it
             counts, checksums = json.loads(row["counts"]), json.loads(row["checksums"])
             stamps = {} if full else self._stamps(release)
             for table, sha in sorted(checksums.items()):

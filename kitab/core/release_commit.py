@@ -36,9 +36,10 @@ import pyarrow.parquet as pq
 
 from kitab.core.errors import BadValue
 from kitab.core.files import write_via_temp
-from kitab.core.ledger import LEDGER_FILE, WrittenTable, validate_release_id
+from kitab.core.ledger import LEDGER_FILE, UNSEALED, FileCheck, WrittenTable, sealed, validate_release_id
 from kitab.core.progress import stages_json
 from kitab.core.refs import PUBLISH_MEMORY, TableRef, duck, read_rows
+from kitab.core.row_digest import DIGESTS
 from kitab.core.schemas import to_arrow, view_name
 from kitab.core.version import code_version
 from kitab.core.views import create_views, run_data_tests
@@ -203,7 +204,7 @@ def history_with(existing: dict | None) -> str | None:
     version = {
         k: (v.isoformat() if isinstance(v, datetime) else v)
         for k, v in existing.items()
-        if k not in ("history", "stages", "release_id")
+        if k not in ("history", "stages", "release_id", DIGESTS)  # (the new row's digests cover it)
     }
     version["replaced_at"] = datetime.now(UTC).replace(microsecond=0).isoformat()
     return json.dumps([*earlier, version], sort_keys=True, default=str)
@@ -294,8 +295,39 @@ def adopt(warehouse: Warehouse, staged: Warehouse, release: str, tables: list[st
 
 
 def commit(warehouse: Warehouse, release: str, row: dict) -> Path:
-    """Step 5: write the release's ledger row: one rename swaps the whole release in."""
-    arrow = to_arrow("releases", [row])
+    """Step 5: write the release's ledger row, with its digests (ledger.sealed: every write of a
+    row seals it, so a later edit of any field is told): one rename swaps the whole release in."""
+    arrow = to_arrow("releases", [sealed(row)])
     target = warehouse.partition("releases", release) / LEDGER_FILE
     write_via_temp(target, lambda tmp: pq.write_table(arrow, tmp, compression="zstd"))
     return target
+
+
+def seal_rows(warehouse: Warehouse, releases: list[str] | None = None) -> list[str]:
+    """``kitab verify --seal``: write the digests of the unsealed ledger rows of ``releases``
+    (default: every committed release), rows written before rows carried them. Each only once
+    every file it names matches its sha256 (hashed in full) and its row count, so its
+    ``checksums`` and ``counts`` are checked; its other fields (config, inputs, ...) cannot be
+    told from an edit, and are sealed as they are. A problem refuses (KitabError) before any
+    row is sealed. Returns the releases sealed."""
+    with warehouse.lock():
+        chosen = warehouse.committed_releases() if releases is None else releases
+        for release in chosen:
+            warehouse.require_release(release)
+        todo = [r for r in chosen if warehouse.row_problem(r) == UNSEALED]
+        for release in todo:
+            bad = [c for c in warehouse.check_files([release]) if c.problem and c.problem != UNSEALED]
+            row = warehouse.ledger_row(release, unsealed="allow")
+            counts = json.loads(row["counts"])
+            for table, sha in sorted(json.loads(row["checksums"]).items()):
+                path = warehouse.committed_file(table, release, sha)
+                if not bad and (found := pq.ParquetFile(path).metadata.num_rows) != counts.get(table):
+                    bad.append(FileCheck(release, table, path, f"{found} rows, ledger {counts.get(table)}"))
+            if bad:
+                raise BadValue(
+                    f"release {release} is not sealed: {bad[0].table}: {bad[0].problem}; no ledger row was "
+                    "sealed (run `kitab verify`)"
+                )
+        for release in todo:
+            commit(warehouse, release, warehouse.ledger_row(release, unsealed="allow"))
+    return todo

@@ -34,12 +34,18 @@ from kitab.core.files import atomic_file, sha256_file
 from kitab.core.ledger import (
     ANNEX_TABLES,
     LEDGER_FILE,
+    SEAL_HINT,
+    UNSEALED,
     FileCheck,
+    LedgerRowEdited,
     WarehouseFiles,
     describe_problems,
+    edited_problem,
+    row_check,
     validate_release_id,
     write_rows,
 )
+from kitab.core.row_digest import DIGESTS
 from kitab.core.schemas import STORED_RELEASE, arrow_schema, known_tables
 from kitab.core.views import VIEWS_VERSION, catalog_version, create_views
 from kitab.core.views import sql_literal as _literal
@@ -197,8 +203,8 @@ class Warehouse(WarehouseFiles):
                         f"release {release}: the {table} file {path.relative_to(self.root)} is "
                         f"unreadable ({first_line(exc)}); run `kitab verify`"
                     ) from None
-                if STORED_RELEASE in part.column_names:
-                    part = part.drop_columns([STORED_RELEASE])
+                # (a stored ``release``: the partition's column, which DuckDB writes when it rewrites a file)
+                part = part.drop_columns([c for c in (STORED_RELEASE, "release") if c in part.column_names])
                 parts.append(part.append_column("release", pa.array([release] * part.num_rows, pa.string())))
         if not parts:
             return _view_schema(table).empty_table()
@@ -237,6 +243,9 @@ class Warehouse(WarehouseFiles):
         (an export, a prompts file) is never built from damage. ``nothing``: what was not
         written, for the message; ``full``: hash every file (else only those whose stat changed)."""
         bad = [c for c in self.check_files([release], full=full) if c.problem]
+        if bad and row_check(bad[0]):  # the row that says what the release is: its own line
+            hint = SEAL_HINT if bad[0].problem == UNSEALED else "run `kitab verify`"
+            raise KitabError(f"the ledger row of release {release} {bad[0].problem}; {nothing}; {hint}")
         if bad:
             raise KitabError(
                 f"release {release} fails verification ({bad[0].table}: {bad[0].path.relative_to(self.root)}: "
@@ -265,7 +274,13 @@ class Warehouse(WarehouseFiles):
         rows, bad = {}, []
         for release in releases:
             try:
-                rows[release] = self.ledger_row(release)
+                rows[release] = self.ledger_row(release, unsealed="allow")  # (check_files says it)
+            except LedgerRowEdited as exc:  # only its ``releases`` row fails (_snapshot), unless it
+                if set(exc.fields) & {"counts", "checksums", DIGESTS}:  # names the files: then all
+                    path = self.partition("releases", release) / LEDGER_FILE
+                    bad.append(FileCheck(release, "releases", path, edited_problem(exc.fields)))
+                else:
+                    rows[release] = exc.row
             except KitabError as exc:  # a ledger file that is unreadable: that release is left out
                 bad.append(
                     FileCheck(release, "releases", self.partition("releases", release) / LEDGER_FILE, first_line(exc))
@@ -276,9 +291,13 @@ class Warehouse(WarehouseFiles):
     def _snapshot(self, rows: dict[str, dict], bad: list[FileCheck]) -> ReadSnapshot:
         damaged: dict[str, dict[str, str]] = {}
         for c in bad:
-            if c.table == "releases":  # which files it commits is unknown: every table of it fails
-                for table in known_tables():  # (the problem names the release and its ledger file)
-                    damaged.setdefault(table, {})[c.release] = f"{c.problem}; run `kitab verify`"
+            said = f"the ledger row of release {c.release} {c.problem}" if row_check(c) else c.problem
+            if c.table == "releases" and c.release not in rows:  # which files it commits is unknown:
+                for table in known_tables():  # every table of it fails (the problem names the release)
+                    damaged.setdefault(table, {})[c.release] = f"{said}; run `kitab verify`"
+            elif row_check(c):  # a ledger row edited since its commit: reading it fails, its files answer
+                if c.problem != UNSEALED:  # (an unsealed one is said, not failed: an older warehouse)
+                    damaged.setdefault("releases", {})[c.release] = f"{said}; run `kitab verify`"
             else:
                 where = f"{c.path.relative_to(self.root)}: {c.problem}"
                 damaged.setdefault(c.table, {}).setdefault(
@@ -396,7 +415,8 @@ class ReadSnapshot:
         """The ledger rows as the ``releases`` view shows them (``release``, not the stored
         ``release_id``)."""
         schema = _view_schema("releases")
-        rows = [{**row, "release": release} for release, row in sorted(self.rows.items())]
+        edited = self.damaged.get("releases", {})  # (its view part is a row that fails instead)
+        rows = [{**row, "release": release} for release, row in sorted(self.rows.items()) if release not in edited]
         return pa.Table.from_pylist(rows, schema=schema) if rows else schema.empty_table()
 
 

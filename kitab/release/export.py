@@ -251,7 +251,11 @@ def _tree(folder: Path) -> dict[str, str]:
 # -- ledger ----------------------------------------------------------------------------
 def _ledger(wh: Warehouse, release: str) -> tuple[dict, list[dict]]:
     """This release's row of the ``releases`` ledger, and the releases committed before it
-    (by creation time, then id): later releases never change an earlier release's card."""
+    (by creation time, then id): later releases never change an earlier release's card. Each
+    row is checked against its digests first: an edited one is never published, and this
+    release's own row must be sealed (`kitab verify --seal`)."""
+    for other in wh.committed_releases():
+        wh.ledger_row(other, unsealed="refuse" if other == release else "warn")
     rows = wh.read_table("releases").to_pylist()
     this = next(r for r in rows if r["release"] == release)
     key = (this["created_at"], this["release"])
@@ -496,7 +500,7 @@ def _build(wh: Warehouse, release: str, folder: Path, layout: str = "hf") -> dic
             k: _iso(v)
             if k == "created_at"
             else json.loads(v)
-            if k in ("counts", "checksums", "stages", "inputs") and v is not None
+            if k in ("counts", "checksums", "stages", "inputs", "digests") and v is not None
             else v
             for k, v in ledger.items()
             if k != "release"

@@ -385,6 +385,8 @@ def render_report(
     from kitab.release.task import report_sections
 
     wh = Warehouse(Path(warehouse))
+    wh.require_release(release)
+    ledger = wh.ledger_row(release)  # checked against its digests before anything is written
     plots = Path(out_dir) / "plots" if out_dir is not None else None
     with wh.connect(release=release) as con:
         text = quality_section(con, release, plots)
@@ -392,7 +394,6 @@ def render_report(
         reviewed = review_section(con, release, wh.root)
     if reviewed:
         text += "\n" + reviewed
-    ledger = wh.ledger_row(release)
     text += "\n" + stages_section(release, ledger)
     if snapshot is not None:
         from kitab.core.errors import BadValue

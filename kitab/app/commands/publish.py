@@ -104,6 +104,8 @@ def report(
 
     check_report_output(output)
     root = existing_warehouse(warehouse, release)
+    Warehouse(root).require_release(release)
+    Warehouse(root).ledger_row(release)  # a ledger row edited since its commit: one line, nothing written
     if compare:
         from kitab.release.leaderboard import comparison, format_comparison
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from kitab.app.commands.common import WarehouseOpt, existing_warehouse, print_result
+from kitab.app.commands.common import WarehouseOpt, existing_warehouse, print_result, user_errors
 from kitab.app.console import console, print_table
 
 app = typer.Typer()
@@ -81,13 +81,28 @@ def releases(
 @app.command()
 def verify(
     release: str | None = typer.Option(None, help="check only this release"),
+    seal: bool = typer.Option(
+        False,
+        "--seal",
+        help="write the digests of ledger rows from before rows carried them (unsealed), once every file "
+        "they name matches its checksum and row count",
+    ),
     warehouse: Path | None = WarehouseOpt,
 ) -> None:
-    """Recompute the sha256 of every committed table file and compare it with the ledger
-    (releases.checksums, releases.counts); exit 1 if any file differs or is missing."""
+    """Check each ledger row against its digests (a row edited since its commit fails, naming
+    the field), recompute the sha256 of every committed table file and compare it with the
+    ledger (releases.checksums, releases.counts); exit 1 if a row was edited or is unsealed,
+    or any file differs or is missing."""
+    from kitab.core.ledger import SEAL_HINT, UNSEALED, row_check
     from kitab.core.warehouse import Warehouse
 
     wh = Warehouse(existing_warehouse(warehouse, release))
+    if seal:
+        from kitab.core.release_commit import seal_rows
+
+        with user_errors():
+            sealed = seal_rows(wh, None if release is None else [release])
+        console.print(f"sealed the ledger row(s) of {', '.join(sealed)}" if sealed else "no unsealed ledger row")
     checks = wh.check_files(None if release is None else [release])
     bad = [c for c in checks if c.problem]
     if not bad and not wh.catalog_path.exists():  # views come from the ledger: the catalog can be rebuilt
@@ -96,7 +111,13 @@ def verify(
     if bad:  # plain lines, not a table: each names its file in full, whatever the terminal width
         for c in bad:
             print(f"{c.release}\t{c.table}\t{c.path.relative_to(wh.root)}\t{c.problem}")
-        print(f"kitab verify: {len(bad)} of {len(checks)} committed files do not match the ledger", file=sys.stderr)
+        said = f"{len(bad)} of {len(checks)} committed files do not match the ledger"
+        rows = [c for c in bad if row_check(c)]
+        if rows:  # the row that says what a release is: named first, with the field that changed
+            hint = SEAL_HINT if rows[0].problem == UNSEALED else "nothing is published from it"
+            said = f"the ledger row of release {rows[0].release} {rows[0].problem}; {hint}"
+            said += f" ({len(bad) - 1} more problem(s) above)" if len(bad) > 1 else ""
+        print(f"kitab verify: {said}", file=sys.stderr)
         raise typer.Exit(1)
     releases = len({c.release for c in checks})
     console.print(f"{len(checks)} committed files of {releases} release(s) match the ledger")

@@ -36,6 +36,17 @@ def user_folder(path: Path) -> Path:
     return path
 
 
+TARGETS = (
+    "the ledger's Parquet",
+    "a committed table file",
+    "the warehouse folder",
+    "its tables folder",
+    "another warehouse's folder",
+    "another warehouse's table file",
+    "a user's non-empty folder",
+)
+
+
 def targets(wh: Path, other: Path, scratch: Path) -> dict[str, Path]:
     from kitab.core.ledger import LEDGER_FILE
     from kitab.core.warehouse import Warehouse
@@ -46,6 +57,7 @@ def targets(wh: Path, other: Path, scratch: Path) -> dict[str, Path]:
         "the warehouse folder": wh,
         "its tables folder": wh / "tables",
         "another warehouse's folder": other,
+        "another warehouse's table file": Warehouse(other).committed_files(faults.RELEASE)["authors"],
         "a user's non-empty folder": scratch / "thesis",
     }
 
@@ -83,52 +95,51 @@ def commands(wh: Path, scratch: Path, chat_url: str) -> dict[str, tuple[list, Pa
     }
 
 
-def run_matrix(clean: Path, out: Path) -> list[dict]:
+def one_case(clean: Path, folder: Path, name: str, label: str, chat_url: str, verified: str) -> dict | None:
+    """``name`` pointed at ``label`` on private copies of the release (None: no such target)."""
     from kitab.core.env import BUNDLED_SNAPSHOT
+
+    wh = faults.copy_release(clean, folder / "wh")
+    other = faults.copy_release(clean, folder / "other")
+    scratch = folder / "scratch"
+    user_folder(scratch / "thesis")
+    shutil.copytree(BUNDLED_SNAPSHOT, scratch / "snapshot")
+    (scratch / "cache.sqlite").write_bytes(b"")  # (an empty file is a new cache)
+    argv, source = commands(wh, scratch, chat_url)[name]
+    target = {**targets(wh, other, scratch), "an input of the run": source}[label]
+    if target is None:
+        return None
+    before = {p: tree_digest(p) for p in (wh, other, scratch)}
+    r = faults.kitab_cli(*[target if a == "{T}" else a for a in argv], timeout=300)
+    kept = all(tree_digest(p) == digest for p, digest in before.items())
+    verify = faults.kitab_cli("verify", "--warehouse", wh)
+    same = verify["exit"] == 0 and verify["stdout"] == verified
+    held = r["exit"] != 0 and r["lines"] <= 2 and not r["traceback"] and kept and same
+    return faults.probe(
+        f"{name} {label}",
+        SURFACE,
+        held,
+        f"exit {r['exit']}; every file unchanged: {kept}; kitab verify as before: {same}",
+        r,
+    )
+
+
+def run_matrix(clean: Path, out: Path) -> list[dict]:
+    """Every command x every target, each on its own copies, four at a time."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from kitab.simulate.chat import ChatServer
 
-    rows = []
     base = out / "i39-paths"
-    with ChatServer() as server:
-        for name in commands(base, base, server.url):
-            folder = base / name.replace(" ", "_").replace("-", "")
-            wh = faults.copy_release(clean, folder / "wh")
-            other = faults.copy_release(clean, folder / "other")
-            scratch = folder / "scratch"
-            user_folder(scratch / "thesis")
-            shutil.copytree(BUNDLED_SNAPSHOT, scratch / "snapshot")
-            verify_before = faults.kitab_cli("verify", "--warehouse", wh)["stdout"]
-            argv, source = commands(wh, scratch, server.url)[name]
-            cases = dict(targets(wh, other, scratch))
-            if source is not None:
-                cases["an input of the run"] = source
-                if not source.exists():
-                    source.write_bytes(b"")  # (the answers' cache: an empty file is a new cache)
-            for label, target in cases.items():
-                before = {p: tree_digest(p) for p in (wh, other, scratch)}
-                r = faults.kitab_cli(*[target if a == "{T}" else a for a in argv], timeout=300)
-                kept = all(tree_digest(p) == digest for p, digest in before.items())
-                held = r["exit"] != 0 and r["lines"] <= 2 and not r["traceback"] and kept
-                rows.append(
-                    faults.probe(
-                        f"{name} {label}",
-                        SURFACE,
-                        held,
-                        f"exit {r['exit']}; warehouse, other warehouse and the user's files unchanged: {kept}",
-                        r,
-                    )
-                )
-            verify = faults.kitab_cli("verify", "--warehouse", wh)
-            same = verify["exit"] == 0 and verify["stdout"] == verify_before
-            rows.append(
-                faults.probe(
-                    f"{name}: kitab verify after every target",
-                    SURFACE,
-                    same,
-                    f"verify exit {verify['exit']}: {verify['stdout'].strip()[:80]}",
-                )
-            )
-    return rows
+    verified = faults.kitab_cli("verify", "--warehouse", clean)["stdout"]
+    labels = [*TARGETS, "an input of the run"]
+    with ChatServer() as server, ThreadPoolExecutor(4) as pool:
+        jobs = [
+            pool.submit(one_case, clean, base / f"{n}-{m}", name, label, server.url, verified)
+            for n, name in enumerate(commands(base, base, server.url))
+            for m, label in enumerate(labels)
+        ]
+        return [row for job in jobs if (row := job.result()) is not None]
 
 
 def from_dumps_probes(out: Path) -> list[dict]:

@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
+from kitab.core.outputs import OutputRefused
 from kitab.core.warehouse import Warehouse
 from kitab.release.export import CONFIG_NAMES, ExportExists, card_configs, export_release
 from kitab.release.report import render_report
@@ -265,8 +266,8 @@ def test_export_is_deterministic_atomic_and_refuses_to_overwrite(exported, wareh
     other = tmp_path / "other"
     other.mkdir()
     (other / "notes.txt").write_text("mine")
-    with pytest.raises(ExportExists):
-        export_release(warehouse, RELEASE, other)
+    with pytest.raises(OutputRefused, match="not an output of `kitab export`"):  # never suggests --overwrite
+        export_release(warehouse, RELEASE, other, force=True)
     assert [p.name for p in other.iterdir()] == ["notes.txt"]
     (tmp_path / "empty").mkdir()
     assert export_release(warehouse, RELEASE, tmp_path / "empty")["written"] is True

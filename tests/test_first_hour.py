@@ -259,16 +259,20 @@ def test_csv_output_has_lf_line_ends(demo_wh):
     assert b"\r" not in out and out.count(b"\n") == 4 and out.startswith(b"qid,name\n")
 
 
-def test_export_onto_a_non_empty_folder_is_one_line_or_overwrite(demo_wh, tmp_path):
+def test_export_onto_a_users_folder_is_one_line_and_never_replaced(demo_wh, tmp_path):
+    """The output-path rule (kitab/core/outputs.py): a folder kitab did not write is never
+    replaced, --overwrite or not, and the error does not suggest --overwrite."""
     out = tmp_path / "hf"
     out.mkdir()
     (out / "notes.txt").write_text("mine\n")
-    done = kitab("export", "--release", "demo", "--out", str(out), "--warehouse", str(demo_wh), check=False)
-    assert done.returncode == 1
-    assert done.stderr.count("\n") == 1 and done.stderr.startswith("kitab: error: ") and "--overwrite" in done.stderr
-    assert (out / "notes.txt").read_text() == "mine\n"
-    kitab("export", "--release", "demo", "--out", str(out), "--overwrite", "--warehouse", str(demo_wh))
-    assert not (out / "notes.txt").exists() and (out / "README.md").is_file()
+    for extra in ((), ("--overwrite",)):
+        done = kitab("export", "--release", "demo", "--out", str(out), *extra, "--warehouse", str(demo_wh), check=False)
+        assert done.returncode == 1 and done.stderr.count("\n") == 1 and done.stderr.startswith("kitab: error: ")
+        assert "--overwrite" not in done.stderr and "choose a new or empty folder" in done.stderr
+        assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]
+    (out / "notes.txt").unlink()
+    kitab("export", "--release", "demo", "--out", str(out), "--warehouse", str(demo_wh))
+    assert (out / "README.md").is_file()
 
 
 def test_serve_checks_its_prefect_server(tmp_path):

@@ -54,6 +54,7 @@ import yaml
 
 from kitab.core import jsonl
 from kitab.core.files import sha256_file, swap_dir
+from kitab.core.outputs import check_folder
 from kitab.core.warehouse import Warehouse
 from kitab.release.report import quality_section
 from tasks.entities.registry import and_list, export_columns, release_kinds
@@ -526,23 +527,25 @@ def release_of(provenance: dict) -> str | None:
     return provenance.get("release", provenance.get("release_id"))
 
 
-def _holds_other_things(out: Path, release: str) -> bool:
-    """``out`` is non-empty and is not an export of ``release`` (checked before building)."""
-    if not (out.is_symlink() or out.exists()):
-        return False
-    if not out.is_dir() or out.is_symlink():
-        return True
-    if not any(out.iterdir()):
-        return False
+COMMAND = "kitab export"
+
+
+def export_manifest(folder: Path) -> dict | None:
+    """An earlier export's manifest: its ``provenance.json`` names every file it wrote (the card
+    and provenance.json aside), so the dataset folder carries no file of kitab's own."""
     try:
-        return release_of(json.loads((out / PROVENANCE).read_text(encoding="utf-8"))) != release
+        provenance = json.loads((folder / PROVENANCE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return True
+        return None
+    if not isinstance(provenance, dict) or not isinstance(provenance.get("files"), dict):
+        return None
+    files = [*provenance["files"], CARD, PROVENANCE]
+    return {"command": COMMAND, "files": files, "release": release_of(provenance)}
 
 
 def _refuse(out: Path) -> ExportExists:
     return ExportExists(
-        f"{out} exists and differs from the export of this release; "
+        f"{out} holds an earlier export of another release (or other files of it); "
         "use --overwrite to replace it, or choose another --out"
     )
 
@@ -573,8 +576,10 @@ def export_release(warehouse: Path, release: str, out: Path, *, force: bool = Fa
         raise ValueError(f"unknown layout {layout!r} (known: {', '.join(LAYOUTS)})")
     wh = Warehouse(Path(warehouse))
     wh.require_release(release)
+    # the output-path rule (kitab/core/outputs.py): new, empty, or an earlier export, all its files listed
+    earlier = check_folder(out, "--out", COMMAND, [wh.root], manifest=export_manifest).earlier
     out = Path(out).absolute()
-    if not force and _holds_other_things(out, release):
+    if not force and earlier is not None and earlier["release"] != release:
         raise _refuse(out)  # fail fast; an older export of the same release is compared after the build
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))

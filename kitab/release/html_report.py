@@ -189,11 +189,40 @@ def write_html_report(
 ) -> Path:
     """Write :func:`render_html`: the page at ``path`` and its rows in ``<stem>_files/`` beside it
     (each through a temp file, then a rename)."""
+    from kitab.core.files import atomic_dir
+    from kitab.core.outputs import write_manifest
+
+    rows = check_page(path, warehouse, snapshot)
     path = Path(path)
+    files_dir = rows.path.name
     page, beside = render_html(
-        warehouse, release, snapshot=snapshot, seed=seed, resamples=resamples, files_dir=f"{path.stem}_files"
+        warehouse, release, snapshot=snapshot, seed=seed, resamples=resamples, files_dir=files_dir
     )
-    for name, text in beside.items():  # the rows first: a page never points at files not yet there
-        write_bytes(path.parent / name, text.encode("utf-8"))
+    if beside or rows.path.exists():  # the rows first: a page never points at files not yet there
+        with atomic_dir(rows.path) as tmp:
+            for name, text in beside.items():
+                (tmp / Path(name).relative_to(files_dir)).write_bytes(text.encode("utf-8"))
+            write_manifest(tmp, HTML_COMMAND)
     write_bytes(path, page.encode("utf-8"))
     return path
+
+
+HTML_COMMAND = "kitab report --html"
+
+
+def check_page(path: Path, warehouse: Path, snapshot: Path | None = None):
+    """The output-path rule (kitab/core/outputs.py) for the page and its rows' folder
+    ``<stem>_files/`` beside it, before any work; returns the folder's check."""
+    from kitab.core.outputs import check_file, check_folder
+
+    inputs = [Path(warehouse)] if snapshot is None else [Path(warehouse), snapshot]
+    check_file(path, "--html", inputs)
+    files = Path(path).parent / f"{Path(path).stem}_files"
+    return check_folder(files, "--html", HTML_COMMAND, inputs, legacy=_old_files)
+
+
+def _old_files(folder: Path) -> str | None:
+    """The rows folder of a page written before reports listed their files."""
+    if any(folder.glob("model-*.js")):
+        return "holds the rows of an earlier `kitab report --html` written before kitab listed its output's files"
+    return None

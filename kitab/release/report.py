@@ -18,7 +18,8 @@ from statistics import median
 
 import duckdb
 
-from kitab.core.files import write_bytes
+from kitab.core.files import atomic_dir, write_bytes
+from kitab.core.outputs import check_folder, write_manifest
 from kitab.release.bins import KAPPA_BINS, bin_index, kappa_labels, sitelink_bucket, sitelink_labels
 from kitab.release.figures import figure, save_png
 from kitab.release.key_quality import format_key_quality, release_key_quality
@@ -365,6 +366,16 @@ def provenance_section(manifest: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+REPORT = "kitab report"
+
+
+def _old_report(folder: Path) -> str | None:
+    """A report folder written before reports listed their files."""
+    if (folder / "report.md").is_file():
+        return "holds an earlier `kitab report` written before kitab listed its output's files"
+    return None
+
+
 def render_report(
     warehouse: Path,
     release: str,
@@ -380,6 +391,8 @@ def render_report(
     the release's model evaluations when there are any (``kitab evaluate``). Neither of the
     last two is part of the card. With ``out_dir``, also writes ``out_dir/report.md`` and the
     plots under ``out_dir/plots/`` (the markdown's image links are relative to ``report.md``)."""
+    import contextlib
+
     from kitab.core.warehouse import Warehouse
     from kitab.release.review import review_section
     from kitab.release.task import report_sections
@@ -387,28 +400,36 @@ def render_report(
     wh = Warehouse(Path(warehouse))
     wh.require_release(release)
     ledger = wh.ledger_row(release)  # checked against its digests before anything is written
-    plots = Path(out_dir) / "plots" if out_dir is not None else None
-    with wh.connect(release=release) as con:
-        text = quality_section(con, release, plots)
-        evaluations = report_sections(con, release, plots, include_stale, seed=seed, resamples=resamples)
-        reviewed = review_section(con, release, wh.root)
-    if reviewed:
-        text += "\n" + reviewed
-    text += "\n" + stages_section(release, ledger)
-    if snapshot is not None:
-        from kitab.core.errors import BadValue
-        from kitab.sources.snapshot.format import read_manifest
+    inputs = [wh.root] if snapshot is None else [wh.root, snapshot]
+    # the output-path rule (kitab/core/outputs.py), before anything is read or written
+    folder = None if out_dir is None else check_folder(out_dir, "--out", REPORT, inputs, legacy=_old_report).path
+    with contextlib.ExitStack() as stack:
+        tmp = None if folder is None else stack.enter_context(atomic_dir(folder))  # swapped in whole at the end
+        plots = None if tmp is None else tmp / "plots"
+        with wh.connect(release=release) as con:
+            text = quality_section(con, release, plots)
+            evaluations = report_sections(con, release, plots, include_stale, seed=seed, resamples=resamples)
+            reviewed = review_section(con, release, wh.root)
+        if reviewed:
+            text += "\n" + reviewed
+        text += "\n" + stages_section(release, ledger)
+        if snapshot is not None:
+            from kitab.core.errors import BadValue
+            from kitab.sources.snapshot.format import read_manifest
 
-        manifest = read_manifest(snapshot)
-        if manifest.get("snapshot_id") != ledger.get("snapshot_id"):
-            built = f"snapshot {ledger['snapshot_id']}" if ledger.get("snapshot_id") else f"source {ledger['source']}"
-            raise BadValue(
-                f"--snapshot {snapshot} is snapshot {manifest.get('snapshot_id')}, "
-                f"but release {release} was built from {built}"
-            )
-        text += "\n" + provenance_section(manifest)
-    for section in evaluations:  # every evaluation task's (kitab/release/task.py)
-        text = f"{text}\n{section}"
-    if out_dir is not None:
-        write_bytes(Path(out_dir) / "report.md", f"# kitab release {release}: quality report\n\n{text}".encode())
+            manifest = read_manifest(snapshot)
+            if manifest.get("snapshot_id") != ledger.get("snapshot_id"):
+                built = (
+                    f"snapshot {ledger['snapshot_id']}" if ledger.get("snapshot_id") else f"source {ledger['source']}"
+                )
+                raise BadValue(
+                    f"--snapshot {snapshot} is snapshot {manifest.get('snapshot_id')}, "
+                    f"but release {release} was built from {built}"
+                )
+            text += "\n" + provenance_section(manifest)
+        for section in evaluations:  # every evaluation task's (kitab/release/task.py)
+            text = f"{text}\n{section}"
+        if tmp is not None:
+            write_bytes(tmp / "report.md", f"# kitab release {release}: quality report\n\n{text}".encode())
+            write_manifest(tmp, REPORT)
     return text

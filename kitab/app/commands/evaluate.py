@@ -11,6 +11,7 @@ import typer
 
 from kitab.app.commands.common import WarehouseOpt, check_report_output, existing_warehouse, user_errors, warn
 from kitab.core.errors import BadValue
+from kitab.core.outputs import check_cache, check_file
 from kitab.core.policy import ChatPolicy, RetryPolicy
 from kitab.release.task import task, task_help, task_names, template_help
 
@@ -138,6 +139,11 @@ def answer(
     with user_errors():
         template = chosen.template(template)
     root = existing_warehouse(warehouse, release)
+    # the output-path rule (kitab/core/outputs.py): not in a warehouse, not the cache it reads
+    with user_errors():
+        check_file(out, "--out", [root] if cache is None else [root, cache])
+        if cache is not None:
+            check_cache(cache, "--cache", [out])
     if max_tokens is None and max_completion_tokens is None:
         max_tokens = chosen.max_tokens.get(template)
     params = Params(

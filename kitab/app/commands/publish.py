@@ -113,6 +113,11 @@ def report(
             result = comparison(con, release, compare[0], compare[1], b=resamples, seed=seed)
         print(json.dumps(result, indent=2) if output == "json" else format_comparison(result))
         return
+    if html is not None:  # the output-path rule, before the report is rendered (--out's: in render_report)
+        from kitab.release.html_report import check_page
+
+        with user_errors():
+            check_page(html, root, snapshot)
     text = render_report(root, release, out, snapshot, include_stale, seed=seed, resamples=resamples)
     if html is not None:
         from kitab.release.html_report import write_html_report

@@ -31,10 +31,13 @@ def export(
 ) -> None:
     """Write the release's unsure (book, kind) rows and a seeded sample of decided ones, with an
     empty label column to fill with yes / no; with --budget N, the review queue's N rows."""
+    from kitab.core.outputs import check_file
     from kitab.core.warehouse import Warehouse
     from kitab.release.review import export_queue, export_review, format_queue_summary
 
     root = existing_warehouse(warehouse, release)
+    with user_errors():
+        check_file(out, "--out", [root])  # the output-path rule (kitab/core/outputs.py)
     with user_errors(), Warehouse(root).connect(release=release) as con:
         if budget is not None:
             counts = export_queue(con, release, out, budget)

@@ -71,22 +71,32 @@ def snapshot_generate(
     truthy: bool = typer.Option(False, help="published: also write latest-truthy.nt.gz"),
 ) -> None:
     """Generate a snapshot from the real seed rows plus seeded synthetic records."""
+    import tempfile
+
+    from kitab.core.files import swap_dir
+    from kitab.core.outputs import check_folder, write_manifest
     from kitab.simulate.generator.generate import main
 
     if format not in ("snapshot", "published"):
         raise KitabError(f"--format {format!r}: expected snapshot or published")
+    command = f"kitab snapshot generate --format {format}"
+    # the output-path rule (kitab/core/outputs.py): new, empty, or an earlier output it lists whole
+    out = check_folder(out, "--out", command).path
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=f".{out.name}.", dir=out.parent) as tmp:
+        built = Path(tmp) / "out"
+        if format == "snapshot":
+            main(seed, authors, built, shown=out)
+        else:
+            from kitab.simulate.generator.generate import generate_snapshot
+            from kitab.simulate.generator.published import write_published
+
+            generate_snapshot(Path(tmp) / "world", seed, authors)
+            counts = write_published(Path(tmp) / "world", built, seed=seed, truthy=truthy)
+        write_manifest(built, command)
+        swap_dir(built, out)
     if format == "snapshot":
-        main(seed, authors, out)
         return
-    import tempfile
-
-    from kitab.simulate.generator.generate import generate_snapshot
-    from kitab.simulate.generator.published import write_published
-
-    with tempfile.TemporaryDirectory(dir=out.parent if out.parent.exists() else None) as tmp:
-        world = Path(tmp) / "world"
-        generate_snapshot(world, seed, authors)
-        counts = write_published(world, out, seed=seed, truthy=truthy)
     console.print(
         f"published-format dumps of {authors} candidate authors -> {out}: "
         f"{counts['entities']:,} WikiData items (+{counts['noise_entities']:,} noise), Open Library "
@@ -148,7 +158,9 @@ def snapshot_manifest(
 ) -> None:
     """Write MANIFEST.json (checksums, snapshot id) for a folder of dump files, e.g. built
     from the real public dumps (docs/snapshot.md)."""
+    from kitab.core.outputs import check_file
     from kitab.sources.snapshot.manifest import write_manifest
 
+    check_file(folder / "MANIFEST.json", "FOLDER")  # the output-path rule: never into a warehouse
     manifest = write_manifest(folder, as_of)
     console.print(f"snapshot {manifest['snapshot_id']} ({manifest['created_at']}) -> {folder / 'MANIFEST.json'}")

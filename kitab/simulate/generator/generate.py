@@ -179,11 +179,12 @@ def _manifest(
     }
 
 
-def main(seed: int, authors: int, out: str | Path) -> dict:
-    """CLI entry (``kitab snapshot generate --seed S --authors N --out DIR``): generate and print a summary."""
+def main(seed: int, authors: int, out: str | Path, shown: str | Path | None = None) -> dict:
+    """CLI entry (``kitab snapshot generate --seed S --authors N --out DIR``): generate and print a
+    summary (``shown``: the folder to name, when ``out`` is a temp folder moved there after)."""
     manifest = generate_snapshot(out, seed, authors)
     counts = manifest["counts"]
-    print(f"snapshot {manifest['snapshot_id']} -> {out}")
+    print(f"snapshot {manifest['snapshot_id']} -> {shown or out}")
     print(
         f"  WikiData: {counts['wd_people']} people ({counts['candidates']} candidates), "
         f"{counts['wd_works']} works, {counts['triples']} triples"

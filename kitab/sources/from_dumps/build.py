@@ -14,6 +14,7 @@ finished there and writes the same bytes; they are removed after a successful ru
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import re
 import shutil
@@ -29,8 +30,9 @@ import duckdb
 from kitab.core.errors import BadValue
 from kitab.core.files import atomic_dir, sha256_file
 from kitab.core.locking import refusing_lock
+from kitab.core.outputs import write_manifest
 from kitab.sources.from_dumps import inputs as dump_inputs
-from kitab.sources.from_dumps.guard import MARKER, as_of_date, check_out, memory_bytes
+from kitab.sources.from_dumps.guard import COMMAND, as_of_date, check_out, memory_bytes
 from kitab.sources.from_dumps.inputs import OL_ALL, DumpInput
 from kitab.sources.from_dumps.scan import scan, worker_pool
 from kitab.sources.from_dumps.wikidata import SKIP_REASONS
@@ -112,17 +114,34 @@ def from_dumps(
     settings.as_of = as_of_date(settings.as_of)
     out = check_out(out, [wikidata, openlibrary], overwrite)
     out.parent.mkdir(parents=True, exist_ok=True)
-    with refusing_lock(out.parent / f".{out.name}.lock", f"--out {out}"):
-        check_out(out, [wikidata, openlibrary], overwrite)  # again under the lock: another run may have written
-        wd_input = dump_inputs.wikidata_input(wikidata)
-        ol_inputs = dump_inputs.openlibrary_inputs(openlibrary)
-        pool = worker_pool(settings.workers)  # one set of parsing processes for every file
+    lock = out.parent / f".{out.name}.lock"
+    work = out.with_name(out.name + ".parts")
+    with refusing_lock(lock, f"--out {out}"):
         try:
-            return _from_dumps(wd_input, ol_inputs, out, settings, progress, stop_after, pool)
+            check_out(out, [wikidata, openlibrary], overwrite)  # again under the lock: another run may have written
+            wd_input = dump_inputs.wikidata_input(wikidata)
+            ol_inputs = dump_inputs.openlibrary_inputs(openlibrary)
+            pool = worker_pool(settings.workers)  # one set of parsing processes for every file
+            try:
+                return _from_dumps(wd_input, ol_inputs, out, settings, progress, stop_after, pool)
+            finally:
+                if pool is not None:
+                    pool.terminate()
+                    pool.join()
         finally:
-            if pool is not None:
-                pool.terminate()
-                pool.join()
+            _remove_empty(work)  # a failed run's finished chunks stay for the rerun; empty folders do not
+            lock.unlink(missing_ok=True)  # (still held: a run that opened it now finds it taken, then gone)
+
+
+def _remove_empty(folder: Path) -> None:
+    """Remove ``folder`` and its subfolders when they hold no file."""
+    if not folder.is_dir() or folder.is_symlink():
+        return
+    for sub in sorted((p for p in folder.rglob("*") if p.is_dir() and not p.is_symlink()), reverse=True):
+        with contextlib.suppress(OSError):
+            sub.rmdir()
+    with contextlib.suppress(OSError):
+        folder.rmdir()
 
 
 def _from_dumps(wd_input, ol_inputs, out: Path, settings: Settings, progress, stop_after, pool) -> dict:
@@ -305,7 +324,7 @@ def _from_dumps(wd_input, ol_inputs, out: Path, settings: Settings, progress, st
         con.close()
         manifest = _manifest(folder, wd_input, ol_inputs, report, wd_counts, ol_counts, settings, occupations)
         (folder / MANIFEST_FILE).write_bytes(manifest_bytes(manifest))
-        (folder / MARKER).write_text(f"kitab snapshot from-dumps {manifest['snapshot_id']}\n", encoding="utf-8")
+        write_manifest(folder, COMMAND)  # the output-path rule's manifest: what --overwrite may replace
     if not settings.keep_parts:
         shutil.rmtree(work, ignore_errors=True)
     manifest["_seconds"] = round(time.monotonic() - started, 1)

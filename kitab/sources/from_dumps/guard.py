@@ -1,10 +1,11 @@
 """What ``kitab snapshot from-dumps`` checks before it reads a byte: its options, and where it may write.
 
-``--out`` is only ever a folder this builder made (it writes a marker file, :data:`MARKER`, into
-every snapshot it builds) or an empty or missing one: the snapshot replaces the folder whole, so
-any other content would be lost. A folder holding an earlier build is replaced only with
-``--overwrite``; an ``--out`` that is, holds or lies inside an input is refused outright (it would
-delete the downloads). Each refusal is one line naming the folder.
+``--out`` follows the output-path rule (kitab/core/outputs.py): it is only ever a folder this
+builder made, whose manifest lists every file in it, or an empty or missing one: the snapshot
+replaces the folder whole, so any other content would be lost. A folder holding an earlier build
+is replaced only with ``--overwrite``; a folder whose only claim is the marker file of an earlier
+kitab (:data:`MARKER`, no file list) is refused; an ``--out`` that is, holds or lies inside an
+input or a warehouse is refused outright. Each refusal is one line naming the folder.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ from datetime import date
 from pathlib import Path
 
 from kitab.core.errors import BadValue
+from kitab.core.outputs import OutputRefused, check_folder
 
-MARKER = ".kitab-from-dumps"  # in every snapshot folder this builder wrote
+MARKER = ".kitab-from-dumps"  # the only claim of a snapshot folder an earlier kitab wrote (no file list)
 _MEMORY = re.compile(r"\s*\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KIB|MIB|GIB|TIB)\s*", re.IGNORECASE)
 MIN_MEMORY_BYTES = 64 << 20  # below this DuckDB cannot run the joins at all
 _UNITS = {"B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12, "KIB": 1 << 10, "MIB": 1 << 20, "GIB": 1 << 30}
@@ -50,25 +52,24 @@ def as_of_date(text: str | None) -> str | None:
         raise BadValue(f"--as-of {text!r}: expected a date YYYY-MM-DD ({exc})") from None
 
 
-def _within(path: Path, folder: Path) -> bool:
-    return path == folder or folder in path.parents
+COMMAND = "kitab snapshot from-dumps"
+
+
+def _old_snapshot(folder: Path) -> str | None:
+    """A snapshot folder of an earlier kitab, whose only claim was the marker file."""
+    if (folder / MARKER).is_file():
+        return "holds an earlier from-dumps snapshot that does not list its files (only a marker file)"
+    return None
 
 
 def check_out(out: Path, inputs: list[Path], overwrite: bool) -> Path:
-    """The resolved ``--out`` if this build may write there; else :class:`OutRefused` (one line)."""
-    out = Path(out).expanduser().resolve()
-    for item in inputs:
-        item = Path(item).expanduser().resolve()
-        if _within(out, item) or _within(item, out):
-            raise OutRefused(f"--out {out}: it is, holds or lies inside the input {item}; choose another folder")
-    if out.exists() and not out.is_dir():
-        raise OutRefused(f"--out {out}: exists and is not a folder; choose another path")
-    if out.is_dir() and any(out.iterdir()):
-        if not (out / MARKER).is_file():
-            raise OutRefused(
-                f"--out {out}: a non-empty folder that is not a snapshot built by from-dumps; "
-                "nothing was changed: choose a new or empty folder"
-            )
-        if not overwrite:
-            raise OutRefused(f"--out {out}: holds an earlier from-dumps snapshot; pass --overwrite to replace it")
-    return out
+    """The resolved ``--out`` if this build may write there (kitab/core/outputs.py: no warehouse,
+    no input, new or empty or an earlier snapshot of this builder whose manifest lists every file
+    in it, replaced only with ``overwrite``); else :class:`OutRefused` (one line)."""
+    try:
+        folder = check_folder(out, "--out", COMMAND, inputs, legacy=_old_snapshot)
+    except OutputRefused as exc:
+        raise OutRefused(str(exc)) from None
+    if folder.earlier is not None and not overwrite:
+        raise OutRefused(f"--out {folder.path}: holds an earlier from-dumps snapshot; pass --overwrite to replace it")
+    return folder.path

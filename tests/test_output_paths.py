@@ -1,0 +1,262 @@
+"""Issue 39 item 1, through the real ``kitab`` command: one output-path rule for every command
+that writes (kitab/core/outputs.py). Every command x every forbidden target (the ledger's
+Parquet, a committed table file, the warehouse, its tables folder, another warehouse, an input
+of the run, a user's non-empty folder without a manifest) is refused in one or two lines with
+exit != 0, nothing written, the warehouse's bytes unchanged and ``kitab verify`` the same; a
+command's own earlier output is replaced (``--overwrite`` where the command asks for it) only
+when its manifest lists everything in it. And from-dumps ``--overwrite`` keeps a user's files
+beside an old marker file, and leaves no lock file and no empty ``.parts/``."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from kitab.core.env import BUNDLED_SNAPSHOT
+from kitab.core.ledger import LEDGER_FILE
+from kitab.core.outputs import MANIFEST, OutputRefused, check_file, check_folder, unlisted, warehouse_holding
+from kitab.core.warehouse import Warehouse
+from kitab.simulate.chat import ChatServer
+from kitab.simulate.generator.published import JSON_FILE
+from tests import test_hostile, test_hostile_dumps
+from tests.test_cli_errors import assert_user_error, kitab
+from tests.test_hostile import RELEASE
+
+# the fixtures of tests/test_hostile.py and tests/test_hostile_dumps.py: one small release (built
+# once for this module, the pipeline without Prefect) and small dumps in the published formats
+released = test_hostile.released
+published = test_hostile_dumps.published
+from_dumps, errors = test_hostile_dumps.from_dumps, test_hostile_dumps.errors
+
+
+def tree_digest(folder: Path, skip: tuple[str, ...] = (".readers", ".readers.turnstile")) -> str:
+    """Every path under ``folder`` with its bytes (the readers' lock files aside: reads open them)."""
+    digest = hashlib.sha256()
+    for path in sorted(folder.rglob("*")):
+        if path.name in skip:
+            continue
+        digest.update(path.relative_to(folder).as_posix().encode() + b"\0")
+        if path.is_file() and not path.is_symlink():
+            digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+def user_folder(path: Path) -> Path:
+    (path / "sub").mkdir(parents=True, exist_ok=True)
+    (path / "thesis.txt").write_text("years of work\n")
+    (path / "sub" / "notes.txt").write_text("more\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def chat():
+    with ChatServer() as server:
+        yield server
+
+
+# command -> (its arguments, {T} the target; the input of its run besides the warehouse, or None)
+def command_args(name: str, wh: Path, scratch: Path, chat_url: str) -> tuple[list, Path | None]:
+    release = ["--release", RELEASE, "--warehouse", wh]
+    snapshot, cache = scratch / "snapshot", scratch / "cache.sqlite"
+    return {
+        "export": (["export", *release, "--out", "{T}"], None),
+        "export --overwrite": (["export", *release, "--out", "{T}", "--overwrite"], None),
+        "report --out": (["report", *release, "--out", "{T}"], None),
+        "report --html": (["report", *release, "--html", "{T}", "--snapshot", snapshot], snapshot / "MANIFEST.json"),
+        "answer": (
+            [
+                "answer",
+                *release,
+                "--model",
+                "m",
+                "--base-url",
+                chat_url,
+                "--out",
+                "{T}",
+                "--limit",
+                "2",
+                "--quiet",
+                "--cache",
+                cache,
+            ],
+            cache,
+        ),  # fmt: skip
+        "review export": (["review", "export", *release, "--out", "{T}"], None),
+        "snapshot generate": (["snapshot", "generate", "--authors", "30", "--seed", "1", "--out", "{T}"], None),
+    }[name]
+
+
+COMMANDS = ["export", "export --overwrite", "report --out", "report --html", "answer", "review export"]
+COMMANDS += ["snapshot generate"]
+
+
+TARGETS = [
+    "the ledger's Parquet",
+    "a committed table file",
+    "the warehouse folder",
+    "its tables folder",
+    "another warehouse's folder",
+    "another warehouse's table file",
+    "an input of the run",
+    "a user's non-empty folder",
+]
+
+
+def refused_case(name: str, label: str, released: Path, chat_url: str, folder: Path) -> dict | None:
+    """One command at one target on private copies; None when the command has no such target."""
+    wh = Warehouse(shutil.copytree(released, folder / "wh"))
+    other = shutil.copytree(released, folder / "other")
+    scratch = folder / "scratch"
+    user_folder(scratch / "thesis")
+    shutil.copytree(BUNDLED_SNAPSHOT, scratch / "snapshot")
+    (scratch / "cache.sqlite").write_bytes(b"")
+    args, source = command_args(name, wh.root, scratch, chat_url)
+    target = {
+        "the ledger's Parquet": wh.partition("releases", RELEASE) / LEDGER_FILE,
+        "a committed table file": wh.committed_files(RELEASE)["books"],
+        "the warehouse folder": wh.root,
+        "its tables folder": wh.tables_dir,
+        "another warehouse's folder": other,
+        "another warehouse's table file": Warehouse(other).committed_files(RELEASE)["authors"],
+        "an input of the run": source,
+        "a user's non-empty folder": scratch / "thesis",
+    }[label]
+    if target is None:
+        return None
+    before = {p: tree_digest(p) for p in (wh.root, other, scratch)}
+    result = kitab(*[target if a == "{T}" else a for a in args])
+    changed = [str(p) for p, digest in before.items() if tree_digest(p) != digest]
+    return {"result": result, "changed": changed, "verify": kitab("verify", "--warehouse", wh.root)}
+
+
+@pytest.mark.parametrize("name", COMMANDS)
+def test_every_forbidden_target_is_refused_in_one_line_and_nothing_changes(name, released, chat, tmp_path):
+    """Each target on its own copies, a few at a time (each case is two short `kitab` processes)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    counted = kitab("verify", "--warehouse", released)
+    assert counted.returncode == 0, counted.stderr
+    with ThreadPoolExecutor(4) as pool:
+        cases = {
+            label: pool.submit(refused_case, name, label, released, chat.url, tmp_path / str(n))
+            for n, label in enumerate(TARGETS)
+        }
+        cases = {label: case.result() for label, case in cases.items()}
+    for label, case in cases.items():
+        if case is None:
+            continue
+        err = assert_user_error(case["result"])
+        assert "--overwrite" not in err, (label, err)  # never suggested where it would not be let through
+        assert case["changed"] == [], (label, case["changed"], err)  # nothing written anywhere
+        verify = case["verify"]
+        assert verify.returncode == 0 and verify.stdout == counted.stdout, (label, verify.stdout)
+    assert not chat.seen  # refused before any request
+
+
+def test_export_into_the_tables_folder_with_overwrite_keeps_every_table(released, tmp_path):
+    """The issue's probe as a person ran it: afterwards `verify` still counts every file."""
+    wh = Warehouse(shutil.copytree(released, tmp_path / "wh"))
+    counted = kitab("verify", "--warehouse", wh.root).stdout
+    for out in (wh.tables_dir, wh.root):
+        result = kitab("export", "--release", RELEASE, "--out", out, "--overwrite", "--warehouse", wh.root)
+        assert_user_error(result, "the warehouse", "choose a path outside it")
+    verify = kitab("verify", "--warehouse", wh.root)
+    assert verify.returncode == 0 and verify.stdout == counted and b" 0 committed" not in verify.stdout
+
+
+def test_own_earlier_output_is_replaced_and_anything_unlisted_is_refused(released, tmp_path):
+    wh = Warehouse(shutil.copytree(released, tmp_path / "wh"))
+    hf, rep, page = tmp_path / "hf", tmp_path / "rep", tmp_path / "page.html"
+    for _ in range(2):  # the second run: each command's own output, listed by its manifest
+        assert kitab("export", "--release", RELEASE, "--out", hf, "--warehouse", wh.root).returncode == 0
+        result = kitab("report", "--release", RELEASE, "--out", rep, "--html", page, "--warehouse", wh.root)
+        assert result.returncode == 0, result.stderr
+    assert not (hf / MANIFEST).exists()  # the dataset folder: provenance.json lists its files
+    listed = json.loads((rep / MANIFEST).read_text())
+    assert listed["command"] == "kitab report" and "report.md" in listed["files"]
+    assert sorted(listed["files"]) == sorted(
+        p.relative_to(rep).as_posix() for p in rep.rglob("*") if p.is_file() and p.name != MANIFEST
+    )
+    for folder in (hf, rep):
+        user_folder(folder / "mine")
+    refused = kitab("export", "--release", RELEASE, "--out", hf, "--overwrite", "--warehouse", wh.root)
+    assert_user_error(refused, "mine/", "did not write")
+    refused = kitab("report", "--release", RELEASE, "--out", rep, "--warehouse", wh.root)
+    assert_user_error(refused, "mine/", "did not write")
+    assert (hf / "mine" / "thesis.txt").exists() and (rep / "mine" / "sub" / "notes.txt").exists()
+    assert kitab("verify", "--warehouse", wh.root).returncode == 0
+
+
+def test_the_rule_as_functions(released, tmp_path):
+    wh = Warehouse(released)
+    assert warehouse_holding(wh.committed_files(RELEASE)["books"]) == wh.root
+    assert warehouse_holding(tmp_path) is None
+    with pytest.raises(OutputRefused, match="lies inside the warehouse"):
+        check_file(wh.tables_dir / "x.csv", "--out")
+    with pytest.raises(OutputRefused, match="is a folder"):
+        check_file(tmp_path, "--out")
+    with pytest.raises(OutputRefused, match="not a regular file"):
+        check_file("/dev/null", "--out")
+    with pytest.raises(OutputRefused, match="an input of this run"):
+        check_file(tmp_path / "in" / "a.csv", "--out", [tmp_path / "in"])
+    with pytest.raises(OutputRefused, match="holds"):
+        check_folder(tmp_path, "--out", "kitab x", [tmp_path / "in" / "a.csv"])
+    done = tmp_path / "done"
+    (done / "plots").mkdir(parents=True)
+    (done / "plots" / "a.png").write_bytes(b"png")
+    (done / MANIFEST).write_text(json.dumps({"command": "kitab x", "files": ["plots/a.png"]}))
+    assert check_folder(done, "--out", "kitab x").earlier["files"] == ["plots/a.png"]
+    with pytest.raises(OutputRefused, match="not an output of `kitab y`"):
+        check_folder(done, "--out", "kitab y")
+    (done / "plots" / "empty").mkdir()
+    assert unlisted(done, ["plots/a.png", MANIFEST]) == "plots/empty/"
+    (done / "plots" / "empty").rmdir()
+    (done / "link").symlink_to(wh.root)  # a link is listed or refused, never followed
+    assert unlisted(done, ["plots/a.png", MANIFEST]) == "link"
+    with pytest.raises(OutputRefused, match="holds link"):
+        check_folder(done, "--out", "kitab x")
+
+
+# -- from-dumps --------------------------------------------------------------------------------
+def test_from_dumps_overwrite_keeps_a_users_files_beside_an_old_marker(published, tmp_path):
+    claimed = user_folder(tmp_path / "claimed")
+    (claimed / ".kitab-from-dumps").write_text("kitab snapshot from-dumps dump-0000\n")  # an older kitab's claim
+    before = tree_digest(claimed, skip=())
+    result = from_dumps(published / JSON_FILE, published / "openlibrary", claimed, "--overwrite")
+    assert result.returncode != 0 and len(errors(result)) == 1, result.stderr
+    assert "remove it yourself" in errors(result)[0] and "--overwrite" not in errors(result)[0].split(";")[-1]
+    assert tree_digest(claimed, skip=()) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["claimed"]  # no lock file, no .parts/
+
+
+def test_from_dumps_leaves_no_lock_and_no_empty_parts_and_lists_its_files(published, tmp_path):
+    out = tmp_path / "snap"
+    for extra in ((), ("--overwrite",)):
+        result = from_dumps(published / JSON_FILE, published / "openlibrary", out, *extra)
+        assert result.returncode == 0, result.stderr
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["snap"]  # nothing beside it
+    listed = json.loads((out / MANIFEST).read_text())
+    assert listed["command"] == "kitab snapshot from-dumps" and "MANIFEST.json" in listed["files"]
+    (out / "thesis.txt").write_text("mine")
+    result = from_dumps(published / JSON_FILE, published / "openlibrary", out, "--overwrite")
+    assert result.returncode != 0 and "thesis.txt" in errors(result)[0] and len(errors(result)) == 1
+    assert (out / "thesis.txt").read_text() == "mine"
+    broken = shutil.copytree(published, tmp_path / "broken")
+    next((broken / "openlibrary").glob("ol_dump_works_*")).write_bytes(b"")
+    failed = tmp_path / "failed"
+    result = from_dumps(broken / JSON_FILE, broken / "openlibrary", failed)
+    assert result.returncode != 0 and len(errors(result)) <= 2, result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["broken", "snap"]  # no lock, no .parts/
+
+
+def test_from_dumps_into_a_warehouse_is_refused(published, released, tmp_path):
+    wh = shutil.copytree(released, tmp_path / "wh")
+    before = tree_digest(wh)
+    for out in (wh, wh / "tables", wh / "snap"):
+        result = from_dumps(published / JSON_FILE, published / "openlibrary", out, "--overwrite")
+        assert result.returncode != 0 and len(errors(result)) == 1 and "the warehouse" in errors(result)[0]
+    assert tree_digest(wh) == before

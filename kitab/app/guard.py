@@ -9,10 +9,11 @@ memory bound.
   signals are recorded too (:func:`stop_signal`), for code that must not miss one swallowed.
 - :func:`check_free_space`: refuse a refresh before Prefect starts when the warehouse's disk
   has less than ``KITAB_MIN_FREE_MB`` (default 200) free.
-- :func:`limit_memory`: RLIMIT_DATA for the whole process. DuckDB's ``memory_limit`` bounds
-  its buffer pool, not every allocation (``repeat('x', 2e9)`` builds a 2 GB string past a
+- kitab.app.memory_bound.limit_memory: RLIMIT_DATA for the whole process. DuckDB's ``memory_limit``
+  bounds its buffer pool, not every allocation (``repeat('x', 2e9)`` builds a 2 GB string past a
   100 MB limit); with the process limit such an allocation fails inside DuckDB, which reports
-  it as an "Out of Memory Error" (a KitabError like any other failed query).
+  it as an "Out of Memory Error" (a KitabError like any other failed query). Its line is here
+  (:func:`environment_error`, with the limit in ``_LIMITED``).
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from __future__ import annotations
 import errno
 import os
 import re
-import resource
 import shutil
 import signal
 import threading
@@ -109,7 +109,9 @@ def _causes(exc: BaseException):
     while exc is not None and id(exc) not in seen:
         seen.add(id(exc))
         yield exc
-        exc = exc.__cause__ or exc.__context__
+        # ``raise ... from None`` says the context is not the cause: a KitabError already printed
+        # (typer.Exit from user_errors) must not be printed again as its DuckDB cause's line
+        exc = exc.__cause__ or (None if exc.__suppress_context__ else exc.__context__)
 
 
 def environment_error(exc: BaseException) -> str | None:
@@ -169,15 +171,4 @@ def parse_size(text: str) -> int:
     return int(float(match.group(1)) * _UNITS[match.group(2).lower()])
 
 
-_LIMITED: list[str] = []  # the --memory-limit this process runs under (limit_memory), for the error line
-
-
-def limit_memory(duckdb_limit: str) -> None:
-    """Bound this process's data memory to DuckDB's limit plus HEADROOM (never raised)."""
-    wanted = parse_size(duckdb_limit) + HEADROOM
-    _LIMITED[:] = [duckdb_limit]
-    soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
-    if hard != resource.RLIM_INFINITY:
-        wanted = min(wanted, hard)
-    if soft == resource.RLIM_INFINITY or wanted < soft:
-        resource.setrlimit(resource.RLIMIT_DATA, (wanted, hard))
+_LIMITED: list[str] = []  # the --memory-limit this process runs under (memory_bound.limit_memory), for the line

@@ -202,41 +202,46 @@ def serve(
     ),
     warehouse: Path | None = WarehouseOpt,
 ) -> None:
-    """Serve the scheduled refresh deployment (needs a Prefect server: PREFECT_API_URL)."""
+    """Serve the scheduled refresh deployment (needs a Prefect server: PREFECT_API_URL).
+    Everything is checked before anything is created: a refusal is one line and no folder."""
     from kitab.app.prefect_guard import check_prefect_server
-    from kitab.app.serve_origin import served_mirror_url
+    from kitab.app.serve_origin import check_serve, served_mirror_url
+    from kitab.core.config import Settings
     from kitab.sources import source_kind
 
     kind = source_kind(source)
-    root = warehouse_root(warehouse)
+    root = warehouse_root(warehouse, create=False)
+    check_serve(kind, cron=cron, snapshot=snapshot, mirror_url=mirror_url, settings=Settings(warehouse=root))
     # the mirror first: a --mirror-url that does not answer is one line, before the Prefect server is asked
     with served_mirror_url(
         kind.reads_mirror_url, mirror_url, _yaml_mirror_url(), snapshot or BUNDLED_SNAPSHOT
     ) as served_url:
         check_prefect_server(os.environ.get("PREFECT_API_URL", ""))  # a missing server is one line
-        from prefect import serve as prefect_serve
-
+        warehouse_root(root)  # all checked: now the warehouse (and Prefect's home in it) may exist
         from flows.deploy import refresh_deployment
         from kitab.app.scheduled import scheduled_refresh
+        from kitab.app.serve_runner import serve_until_stopped
 
         own = served_url is not None and served_url not in (mirror_url, _yaml_mirror_url())
         if own:
             console.print(
                 f"the scheduled runs read this process's mirror of {snapshot or BUNDLED_SNAPSHOT}: {served_url}"
             )
-        prefect_serve(
-            refresh_deployment(
-                flow=scheduled_refresh,
-                cron=cron,
-                source=source,
-                authors=authors,
-                # "" drops prefect.yaml's compose URL for a source that reads no mirror
-                mirror_url=served_url or "",
-                # the snapshot this process's mirror serves: the runs' ledger rows name it
-                snapshot=str(snapshot or BUNDLED_SNAPSHOT) if own else str(snapshot) if snapshot else None,
-                warehouse=str(root),
-            )
+        deployment = refresh_deployment(
+            flow=scheduled_refresh,
+            cron=cron,
+            source=source,
+            authors=authors,
+            # "" drops prefect.yaml's compose URL for a source that reads no mirror
+            mirror_url=served_url or "",
+            # the snapshot this process's mirror serves: the runs' ledger rows name it
+            snapshot=str(snapshot or BUNDLED_SNAPSHOT) if own else str(snapshot) if snapshot else None,
+            warehouse=str(root),
         )
+        console.print(
+            f"serving {deployment.name} ({cron} UTC) on {os.environ['PREFECT_API_URL']}; Ctrl-C or SIGTERM stops it"
+        )
+        serve_until_stopped(deployment)  # a stop signal: the Runner stopped, then kitab's one line
 
 
 def _yaml_mirror_url() -> str | None:

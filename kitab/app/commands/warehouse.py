@@ -38,7 +38,7 @@ def sql(
     """Run read-only SQL over the warehouse views and print the result (anything that would
     write a file, attach a database or change a setting is refused; Ctrl-C stops a query)."""
     from kitab.app import sql_sandbox
-    from kitab.app.guard import limit_memory
+    from kitab.app.memory_bound import check_memory_limit, limit_memory
     from kitab.core.ledger import describe_problems
     from kitab.core.warehouse import Warehouse
 
@@ -46,6 +46,7 @@ def sql(
     wh = Warehouse(existing_warehouse(warehouse, release))
     with user_errors():
         extra = dict(sql_sandbox.user_file(spec) for spec in files or [])
+        check_memory_limit(memory_limit)  # too small for DuckDB's threads: one line, before it connects
         if own_process():  # the process limit only for the `kitab` command, never a host process (tests)
             limit_memory(memory_limit)
         with sql_sandbox.connect(wh, extra, release=release, memory_limit=memory_limit) as con:

@@ -100,8 +100,9 @@ def test_the_sampling_rates_the_ledger_records_are_the_ones_the_queries_were_dra
     assert SamplingRates.from_dict(recorded["sampling_rates"]) == ALL_KEPT
     assert recorded["sampling_rates"]["one_constraint"]["starts_with"] == 1.0
     # every satisfiable query candidate kept: more queries (and more entity pairs drawn that the
-    # key-error bound leaves out, each a rejects row), the rest of the release as it was
-    assert _changed(reference, summary) == {"queries", "rejects"}
+    # key-error bound leaves out, each a rejects row), and the validity battery scored on those
+    # queries (baselines); the rest of the release as it was
+    assert _changed(reference, summary) == {"queries", "rejects", "baselines"}
     assert summary["stage_counts"]["queries"] > reference["stage_counts"]["queries"]
 
 

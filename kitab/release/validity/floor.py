@@ -110,8 +110,9 @@ def format_validity(validity: dict) -> str:
     for c in (entry for entry in validity.values() if "chance" in entry):
         lines += [
             "",
-            f"Claims: chance is {c['chance']:.2f} (a coin per claim); a release whose claim floor exceeds "
-            f"{c['fails_above']:.2f} with its interval's low end above chance fails its data tests. Baselines: always-true, coin, wording-rule, naive-bayes "
+            f"Claims: chance is {c['chance']:.2f} (a coin per claim); a release where a baseline reading the "
+            f"wording (wording-rule, naive-bayes) exceeds {c['fails_above']:.2f} with its 99.9% bound above chance "
+            "fails its data tests. Baselines: always-true, coin, wording-rule, naive-bayes "
             f"(trained on: {c['classifier_trained_on']}); "
             "queries: none (`[]` everywhere), longest-titles, title-pattern (docs/evaluate.md). Satisfied, "
             "unsatisfied and not-from-author are rates over the titles listed: `none` lists none on a "

@@ -42,8 +42,10 @@ RELEASE = "stop"
 
 @pytest.fixture(scope="module")
 def released(tmp_path_factory) -> Path:
-    """A release of 10 authors (284 queries, 120 claims): more than a stop lets through."""
-    return dump_release(tmp_path_factory.mktemp("answer_stop") / "wh", authors=10, seed=7, release=RELEASE)
+    """A release of 10 authors (223 queries, 120 claims): more than a stop lets through."""
+    # seed 8: seed 7's 10 authors draw claim pairs a wording rule answers 0.467 of, which the
+    # claim-floor data test refuses (docs/claims.md)
+    return dump_release(tmp_path_factory.mktemp("answer_stop") / "wh", authors=10, seed=8, release=RELEASE)
 
 
 def answer(url: str, folder: Path, warehouse: Path, *extra, quiet: bool = True):

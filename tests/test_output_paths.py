@@ -9,20 +9,18 @@ beside an old marker file, and leaves no lock file and no empty ``.parts/``."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 from pathlib import Path
 
 import pytest
 
-from kitab.core.env import BUNDLED_SNAPSHOT
-from kitab.core.ledger import LEDGER_FILE
 from kitab.core.outputs import MANIFEST, OutputRefused, check_file, check_folder, unlisted, warehouse_holding
 from kitab.core.warehouse import Warehouse
 from kitab.simulate.chat import ChatServer
 from kitab.simulate.generator.published import JSON_FILE
 from tests import test_hostile, test_hostile_dumps
+from tests.output_path_cases import TARGETS, case_folders, commands, target_of, tree_digest, user_folder
 from tests.test_cli_errors import assert_user_error, kitab
 from tests.test_hostile import RELEASE
 
@@ -33,104 +31,26 @@ published = test_hostile_dumps.published
 from_dumps, errors = test_hostile_dumps.from_dumps, test_hostile_dumps.errors
 
 
-def tree_digest(folder: Path, skip: tuple[str, ...] = (".readers", ".readers.turnstile")) -> str:
-    """Every path under ``folder`` with its bytes (the readers' lock files aside: reads open them)."""
-    digest = hashlib.sha256()
-    for path in sorted(folder.rglob("*")):
-        if path.name in skip:
-            continue
-        digest.update(path.relative_to(folder).as_posix().encode() + b"\0")
-        if path.is_file() and not path.is_symlink():
-            digest.update(hashlib.sha256(path.read_bytes()).digest())
-    return digest.hexdigest()
-
-
-def user_folder(path: Path) -> Path:
-    (path / "sub").mkdir(parents=True, exist_ok=True)
-    (path / "thesis.txt").write_text("years of work\n")
-    (path / "sub" / "notes.txt").write_text("more\n")
-    return path
-
-
 @pytest.fixture(scope="module")
 def chat():
     with ChatServer() as server:
         yield server
 
 
-# command -> (its arguments, {T} the target; the input of its run besides the warehouse, or None)
-def command_args(name: str, wh: Path, scratch: Path, chat_url: str) -> tuple[list, Path | None]:
-    release = ["--release", RELEASE, "--warehouse", wh]
-    snapshot, cache = scratch / "snapshot", scratch / "cache.sqlite"
-    return {
-        "export": (["export", *release, "--out", "{T}"], None),
-        "export --overwrite": (["export", *release, "--out", "{T}", "--overwrite"], None),
-        "report --out": (["report", *release, "--out", "{T}"], None),
-        "report --html": (["report", *release, "--html", "{T}", "--snapshot", snapshot], snapshot / "MANIFEST.json"),
-        "answer": (
-            [
-                "answer",
-                *release,
-                "--model",
-                "m",
-                "--base-url",
-                chat_url,
-                "--out",
-                "{T}",
-                "--limit",
-                "2",
-                "--quiet",
-                "--cache",
-                cache,
-            ],
-            cache,
-        ),  # fmt: skip
-        "review export": (["review", "export", *release, "--out", "{T}"], None),
-        "snapshot generate": (["snapshot", "generate", "--authors", "30", "--seed", "1", "--out", "{T}"], None),
-    }[name]
-
-
-COMMANDS = ["export", "export --overwrite", "report --out", "report --html", "answer", "review export"]
-COMMANDS += ["snapshot generate"]
-
-
-TARGETS = [
-    "the ledger's Parquet",
-    "a committed table file",
-    "the warehouse folder",
-    "its tables folder",
-    "another warehouse's folder",
-    "another warehouse's table file",
-    "an input of the run",
-    "a user's non-empty folder",
-]
+COMMANDS = list(commands(RELEASE, Path("wh"), Path("scratch"), "url"))
 
 
 def refused_case(name: str, label: str, released: Path, chat_url: str, folder: Path) -> dict | None:
     """One command at one target on private copies; None when the command has no such target."""
-    wh = Warehouse(shutil.copytree(released, folder / "wh"))
-    other = shutil.copytree(released, folder / "other")
-    scratch = folder / "scratch"
-    user_folder(scratch / "thesis")
-    shutil.copytree(BUNDLED_SNAPSHOT, scratch / "snapshot")
-    (scratch / "cache.sqlite").write_bytes(b"")
-    args, source = command_args(name, wh.root, scratch, chat_url)
-    target = {
-        "the ledger's Parquet": wh.partition("releases", RELEASE) / LEDGER_FILE,
-        "a committed table file": wh.committed_files(RELEASE)["books"],
-        "the warehouse folder": wh.root,
-        "its tables folder": wh.tables_dir,
-        "another warehouse's folder": other,
-        "another warehouse's table file": Warehouse(other).committed_files(RELEASE)["authors"],
-        "an input of the run": source,
-        "a user's non-empty folder": scratch / "thesis",
-    }[label]
+    wh, other, scratch = case_folders(released, folder)
+    args, source = commands(RELEASE, wh, scratch, chat_url)[name]
+    target = target_of(label, RELEASE, wh, other, scratch, source)
     if target is None:
         return None
-    before = {p: tree_digest(p) for p in (wh.root, other, scratch)}
+    before = {p: tree_digest(p) for p in (wh, other, scratch)}
     result = kitab(*[target if a == "{T}" else a for a in args])
     changed = [str(p) for p, digest in before.items() if tree_digest(p) != digest]
-    return {"result": result, "changed": changed, "verify": kitab("verify", "--warehouse", wh.root)}
+    return {"result": result, "changed": changed, "verify": kitab("verify", "--warehouse", wh)}
 
 
 @pytest.mark.parametrize("name", COMMANDS)

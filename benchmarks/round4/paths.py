@@ -8,105 +8,20 @@ keeps the user's files, and a from-dumps run leaves no lock file and no empty ``
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 from pathlib import Path
 
 from benchmarks import faults
+from tests.output_path_cases import TARGETS, case_folders, commands, target_of, tree_digest, user_folder
 
 SURFACE = "output paths"
 
 
-def tree_digest(folder: Path, skip: tuple[str, ...] = (".readers", ".readers.turnstile")) -> str:
-    """Every path under ``folder`` with its bytes (the readers' lock files aside: reads touch them)."""
-    digest = hashlib.sha256()
-    for path in sorted(folder.rglob("*")):
-        if path.name in skip:
-            continue
-        digest.update(path.relative_to(folder).as_posix().encode() + b"\0")
-        if path.is_file() and not path.is_symlink():
-            digest.update(hashlib.sha256(path.read_bytes()).digest())
-    return digest.hexdigest()
-
-
-def user_folder(path: Path) -> Path:
-    (path / "sub").mkdir(parents=True, exist_ok=True)
-    (path / "thesis.txt").write_text("years of work\n")
-    (path / "sub" / "notes.txt").write_text("more\n")
-    return path
-
-
-TARGETS = (
-    "the ledger's Parquet",
-    "a committed table file",
-    "the warehouse folder",
-    "its tables folder",
-    "another warehouse's folder",
-    "another warehouse's table file",
-    "a user's non-empty folder",
-)
-
-
-def targets(wh: Path, other: Path, scratch: Path) -> dict[str, Path]:
-    from kitab.core.ledger import LEDGER_FILE
-    from kitab.core.warehouse import Warehouse
-
-    return {
-        "the ledger's Parquet": wh / "tables" / "releases" / f"release={faults.RELEASE}" / LEDGER_FILE,
-        "a committed table file": Warehouse(wh).committed_files(faults.RELEASE)["books"],
-        "the warehouse folder": wh,
-        "its tables folder": wh / "tables",
-        "another warehouse's folder": other,
-        "another warehouse's table file": Warehouse(other).committed_files(faults.RELEASE)["authors"],
-        "a user's non-empty folder": scratch / "thesis",
-    }
-
-
-def commands(wh: Path, scratch: Path, chat_url: str) -> dict[str, tuple[list, Path | None]]:
-    """Each writing command: (its arguments with {T} for the target, the input of its run that is not the warehouse)."""
-    release = ["--release", faults.RELEASE, "--warehouse", wh]
-    snapshot = scratch / "snapshot"
-    cache = scratch / "cache.sqlite"
-    return {
-        "export --out": (["export", *release, "--out", "{T}"], None),
-        "export --out --overwrite": (["export", *release, "--out", "{T}", "--overwrite"], None),
-        "report --out": (["report", *release, "--out", "{T}"], None),
-        "report --html": (["report", *release, "--html", "{T}", "--snapshot", snapshot], snapshot / "MANIFEST.json"),
-        "answer --out": (
-            [
-                "answer",
-                *release,
-                "--model",
-                "m",
-                "--base-url",
-                chat_url,
-                "--out",
-                "{T}",
-                "--limit",
-                "2",
-                "--quiet",
-                "--cache",
-                cache,
-            ],
-            cache,
-        ),  # fmt: skip
-        "review export --out": (["review", "export", *release, "--out", "{T}"], None),
-        "snapshot generate --out": (["snapshot", "generate", "--authors", "30", "--seed", "1", "--out", "{T}"], None),
-    }
-
-
 def one_case(clean: Path, folder: Path, name: str, label: str, chat_url: str, verified: str) -> dict | None:
     """``name`` pointed at ``label`` on private copies of the release (None: no such target)."""
-    from kitab.core.env import BUNDLED_SNAPSHOT
-
-    wh = faults.copy_release(clean, folder / "wh")
-    other = faults.copy_release(clean, folder / "other")
-    scratch = folder / "scratch"
-    user_folder(scratch / "thesis")
-    shutil.copytree(BUNDLED_SNAPSHOT, scratch / "snapshot")
-    (scratch / "cache.sqlite").write_bytes(b"")  # (an empty file is a new cache)
-    argv, source = commands(wh, scratch, chat_url)[name]
-    target = {**targets(wh, other, scratch), "an input of the run": source}[label]
+    wh, other, scratch = case_folders(clean, folder)
+    argv, source = commands(faults.RELEASE, wh, scratch, chat_url)[name]
+    target = target_of(label, faults.RELEASE, wh, other, scratch, source)
     if target is None:
         return None
     before = {p: tree_digest(p) for p in (wh, other, scratch)}
@@ -132,12 +47,11 @@ def run_matrix(clean: Path, out: Path) -> list[dict]:
 
     base = out / "i39-paths"
     verified = faults.kitab_cli("verify", "--warehouse", clean)["stdout"]
-    labels = [*TARGETS, "an input of the run"]
     with ChatServer() as server, ThreadPoolExecutor(4) as pool:
         jobs = [
             pool.submit(one_case, clean, base / f"{n}-{m}", name, label, server.url, verified)
-            for n, name in enumerate(commands(base, base, server.url))
-            for m, label in enumerate(labels)
+            for n, name in enumerate(commands(faults.RELEASE, base, base, server.url))
+            for m, label in enumerate(TARGETS)
         ]
         return [row for job in jobs if (row := job.result()) is not None]
 

@@ -13,10 +13,10 @@ import time
 from pathlib import Path
 
 import pytest
-import requests
 
 from kitab.app.processes import free_port
 from kitab.core.env import PROJECT_ROOT
+from tests.prefect_server import start_prefect_server
 from tests.test_cli_errors import assert_user_error
 
 # no contact, no Prefect server, no debug: what a new user's shell has
@@ -63,27 +63,6 @@ def test_a_refused_serve_is_one_line_and_creates_nothing(tmp_path, args, needle)
     assert not warehouse.exists()
 
 
-def _prefect_server(home: Path, port: int) -> subprocess.Popen:
-    env = bare_env(PREFECT_HOME=str(home), PREFECT_SERVER_ANALYTICS_ENABLED="false", PREFECT_UI_ENABLED="false")
-    server = subprocess.Popen(
-        [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env=env,
-        start_new_session=True,
-    )
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            if requests.get(f"http://127.0.0.1:{port}/api/health", timeout=2).status_code == 200:
-                return server
-        except requests.RequestException:
-            pass
-        time.sleep(0.5)
-    server.kill()
-    raise AssertionError("prefect server did not start in 120 s")
-
-
 def _serve_then_signal(tmp_path: Path, api: str, sig: signal.Signals, before=None) -> tuple[float, int, str]:
     """Start ``kitab serve`` against ``api``, wait until it serves, run ``before()``, send ``sig``:
     (seconds until it exited, exit code, what it wrote on stderr after the signal). (Before it,
@@ -121,7 +100,7 @@ def _serve_then_signal(tmp_path: Path, api: str, sig: signal.Signals, before=Non
 @pytest.mark.server
 def test_serve_stops_on_a_signal_also_once_its_server_is_gone(tmp_path):
     port = free_port()
-    server = _prefect_server(tmp_path / "prefect", port)
+    server = start_prefect_server(port, bare_env(PREFECT_HOME=str(tmp_path / "prefect")))
     api = f"http://127.0.0.1:{port}/api"
     try:
         took, code, err = _serve_then_signal(tmp_path, api, signal.SIGTERM)

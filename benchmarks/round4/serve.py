@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from benchmarks import faults
+from tests.prefect_server import start_prefect_server
 
 SERVE = "serve"
 SQL = "sql"
@@ -44,30 +45,6 @@ def serve_refusals(out: Path) -> list[dict]:
             )
         )
     return rows
-
-
-def _prefect_server(home: Path, port: int) -> subprocess.Popen:
-    import requests
-
-    env = faults.cli_env(
-        {"PREFECT_HOME": str(home), "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PREFECT_UI_ENABLED": "false"},
-        BARE,
-    )
-    server = subprocess.Popen(
-        [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env=env,
-        start_new_session=True,
-    )
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            if requests.get(f"http://127.0.0.1:{port}/api/health", timeout=2).status_code == 200:
-                return server
-        except requests.RequestException:
-            time.sleep(0.5)
-    raise RuntimeError("prefect server did not start in 120 s")
 
 
 def _signal_serve(out: Path, api: str, sig: signal.Signals, before=None) -> dict:
@@ -129,7 +106,7 @@ def serve_signals(out: Path) -> list[dict]:
     from kitab.app.processes import free_port
 
     port = free_port()
-    server = _prefect_server(out / "prefect-home", port)
+    server = start_prefect_server(port, faults.cli_env({"PREFECT_HOME": str(out / "prefect-home")}, BARE))
     api = f"http://127.0.0.1:{port}/api"
     try:
         rows = [_signal_serve(out, api, signal.SIGTERM)]

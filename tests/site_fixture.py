@@ -6,7 +6,8 @@ one failed model.
 - **perfect**: every query's key, every claim's label;
 - **fixed-wrong**: one invented title for every query, every claim judged "False";
 - ``<b>odd|name</b>\u202e`` (:data:`ODD`): a name that is markup, a table pipe and a bidi
-  override: answers every claim "True" and half the queries with their key;
+  override: answers every claim "True", and the queries with their key: all of them on the
+  older release, half on the newer (what contamination would look like);
 - **down**: failed on the newer release (its endpoint refused), scored on neither.
 """
 
@@ -73,7 +74,8 @@ def score_release(warehouse: Path, release: str, folder: Path) -> None:
     queries = {
         "perfect": {q: _answer(t) for q, t in mapped.items()},
         "fixed-wrong": {q: FIXED_WRONG for q in mapped},
-        ODD: {q: _answer(t) for i, (q, t) in enumerate(sorted(mapped.items())) if i % 2 == 0},
+        # as if it had read the older release: every key there, half of them on the newer one
+        ODD: {q: _answer(t) for i, (q, t) in enumerate(sorted(mapped.items())) if release == OLD or i % 2 == 0},
     }
     claims = {
         "perfect": {q: str(bool(label)) for q, label in labels.items()},
@@ -109,7 +111,19 @@ def score_release(warehouse: Path, release: str, folder: Path) -> None:
             write_model_run(
                 warehouse,
                 release,
-                _run_row("down", task, status="failed", reason=DOWN_REASON, answered=0, requests=6, prompts=0),
+                _run_row(
+                    "down",
+                    task,
+                    status="failed",
+                    reason=DOWN_REASON,
+                    answered=0,
+                    requests=6,
+                    prompts=0,
+                    prompt_tokens=0,
+                    completion_tokens=0,
+                    service_seconds=0.0,
+                    wall_seconds=0.4,
+                ),
             )
 
 

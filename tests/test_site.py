@@ -82,7 +82,7 @@ def test_the_index_shows_the_latest_release_with_floors_costs_and_the_failed_mod
     costs = latest.split('id="costs"')[1]
     (row,) = re.findall(r'<tr class="" data-model="perfect"><td>queries</td>(.*?)</tr>', costs)
     cells = re.findall(r"<td[^>]*>(.*?)</td>", row)
-    assert cells[1:8] == ["scored", "served-7", f"{queries:,}", f"{queries:,}", f"{queries:,}", "0", "12,345"]
+    assert cells[1:9] == ["scored", "", "served-7", f"{queries:,}", f"{queries:,}", f"{queries:,}", "0", "12,345"]
 
 
 def test_model_pages_show_every_release_and_the_differences_or_say_there_is_one(site):
@@ -92,8 +92,15 @@ def test_model_pages_show_every_release_and_the_differences_or_say_there_is_one(
     # perfect scores 1 on both releases: every difference is 0 with the interval [0, 0]
     rows = re.findall(r"<tr class=\"\">(.*?)</tr>", perfect.split('id="differences"')[1])
     assert len(rows) == 4 and all('+0.000 <span class="ci">[+0.000, +0.000]</span>' in r for r in rows)
-    wrong = (site / "models" / f"{slug('fixed-wrong')}.html").read_text(encoding="utf-8")
-    assert "claims: claim accuracy" in wrong
+    # the odd model knew every key of the older release and half of the newer's: told apart
+    odd = (site / "models" / f"{slug(ODD)}.html").read_text(encoding="utf-8").split('id="differences"')[1]
+    (row,) = re.findall(r"<tr class=\"\">(<td>queries: all correct</td>.*?)</tr>", odd)
+    value, low, high = (
+        float(x) for x in re.search(r"([+-][\d.]+) <span class=\"ci\">\[([+-][\d.]+), ([+-][\d.]+)\]", row).groups()
+    )
+    assert 0.4 < low < value < high < 0.6 and "<td>yes</td><td>better on the older</td>" in row
+    (row,) = re.findall(r"<tr class=\"\">(<td>claims: pair accuracy</td>.*?)</tr>", odd)
+    assert "<td>no</td>" in row  # always True on both: no difference
     down = (site / "models" / f"{slug('down')}.html").read_text(encoding="utf-8")
     assert 'id="one-release"' in down and "no release only" in down and html_lib.escape(DOWN_REASON) in down
 

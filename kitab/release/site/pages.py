@@ -198,8 +198,8 @@ def costs_table(release: dict, root: str, model: str | None = None) -> str:
     runs = [r for r in release["runs"] if model is None or r["model"] == model]
     if not runs:
         return '<p class="note">No model runs recorded for this release (table <code>model_runs</code>: the cycle writes them).</p>'
-    header = ["task", "model", "status", "served model", "prompts", "answered", "requests", "from cache"]
-    header += ["tokens in", "tokens out", "service s", "wall s", "reason"]
+    header = ["task", "model", "status", "reason", "served model", "prompts", "answered", "requests", "from cache"]
+    header += ["tokens in", "tokens out", "service s", "wall s"]
     rows = []
     for r in runs:
         reason = f'<td class="reason">{esc(r["reason"])}</td>' if r["reason"] else "<td></td>"
@@ -209,6 +209,7 @@ def costs_table(release: dict, root: str, model: str | None = None) -> str:
                     esc(r["task"]),
                     _model_link(r["model"], root),
                     esc(r["status"]),
+                    reason,
                     esc(r["served_model"]),
                     f"{r['prompts']:,}",
                     f"{r['answered']:,}",
@@ -218,7 +219,6 @@ def costs_table(release: dict, root: str, model: str | None = None) -> str:
                     f"{r['completion_tokens']:,}",
                     _num(r["service_seconds"], 1),
                     _num(r["wall_seconds"], 1),
-                    reason,
                 ],
                 model=r["model"],
                 cls="failed" if r["status"] == "failed" else "",
@@ -363,7 +363,10 @@ def _run_cell(release: dict, model: str, task: str) -> str:
         return "<td>–</td>"
     if run["status"] == "failed":
         return f'<td class="reason">failed: {esc(run["reason"])}</td>'
-    cost = f"{run['requests']:,} req, {run['prompt_tokens']:,} / {run['completion_tokens']:,} tok, {run['wall_seconds']:.1f} s"
+    cost = (
+        f"{run['requests']:,} requests<br>{run['prompt_tokens']:,} / {run['completion_tokens']:,} tokens in / out"
+        f"<br>{run['wall_seconds']:.1f} s wall"
+    )
     return f'<td class="text">{cost}</td>'
 
 

@@ -105,6 +105,20 @@ def test_model_pages_show_every_release_and_the_differences_or_say_there_is_one(
     assert 'id="one-release"' in down and "no release only" in down and html_lib.escape(DOWN_REASON) in down
 
 
+def test_a_release_page_shows_its_card_numbers_and_only_its_own_runs(site, warehouse):
+    with Warehouse(warehouse).connect(release=OLD) as con:
+        authors, queries, claims = con.execute(
+            "SELECT (SELECT count(*) FROM released_authors), (SELECT count(*) FROM queries), "
+            "(SELECT count(*) FROM claims)"
+        ).fetchone()
+    old = (site / "releases" / f"{slug(OLD)}.html").read_text(encoding="utf-8")
+    card = dict(re.findall(r"<dt>(.*?)</dt><dd>(.*?)</dd>", old))
+    assert (card["authors"], card["queries"], card["claim pairs"]) == (str(authors), str(queries), str(claims // 2))
+    assert 'data-model="down"' not in old and "best no-knowledge baseline" in old  # down ran on the newer only
+    index = (site / "index.html").read_text(encoding="utf-8").split('id="releases"')[1]
+    assert index.index(f">{NEW}</a>") < index.index(f">{OLD}</a>")  # newest first
+
+
 # -- in a real browser ----------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def chromium() -> str:

@@ -3,10 +3,14 @@
 :func:`read_answer` returns the titles a model listed and whether it explicitly said that no
 book satisfies the query (``no_books``). An answer with no titles that is not such a statement
 (a refusal, empty or null content, an answer cut inside its reasoning) is an abstention: the
-metrics tell the two apart (kitab/release/evaluation/metrics.py).
+metrics tell the two apart (kitab/release/evaluation/metrics.py). A list item or prose line
+that is a sentence gives only its quoted or delimited titles (:func:`item_titles`); one that
+gives none is an unread line (``unread``), so "The book is a love story about …" is never a
+title (tests/data/small_model_answers.jsonl).
 
 Every step is linear in the answer's length: string scans and anchored patterns without nested
-quantifiers, applied per line, and lines longer than MAX_LINE_CHARS are never title lines.
+quantifiers, applied per line, and lines longer than MAX_LINE_CHARS are never title lines;
+a search for a closing quote looks at most MAX_SPAN_CHARS ahead.
 """
 
 from __future__ import annotations

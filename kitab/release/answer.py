@@ -239,20 +239,26 @@ def answer_prompts(
 
 
 def answers_lines(
-    prompts: Sequence[Prompt], results: dict[tuple[str, int], dict], model: str, samples: int = 1
+    prompts: Sequence[Prompt],
+    results: dict[tuple[str, int], dict],
+    model: str,
+    samples: int = 1,
+    population: dict | None = None,
 ) -> list[str]:
-    """The answers file's lines, in the prompts' order (then samples'), for the answers there are."""
+    """The answers file's lines, in the prompts' order (then samples'), for the answers there are;
+    ``population``: ``{"limit", "limit_seed"}`` of a --limit run, on every line (kitab evaluate
+    scores over that sample, kitab/release/evaluation/population.py)."""
     lines = []
     for p in prompts:
         for sample in range(samples):
             record = results.get((p.query_id, sample))
             if record is None:
                 continue
-            lines.append(_answer_line(p, sample, record, model))
+            lines.append(_answer_line(p, sample, record, model, population))
     return lines
 
 
-def _answer_line(p: Prompt, sample: int, record: dict, model: str) -> str:
+def _answer_line(p: Prompt, sample: int, record: dict, model: str, population: dict | None = None) -> str:
     return jsonl.dumps(
         {
             "query_id": p.query_id,
@@ -267,6 +273,7 @@ def _answer_line(p: Prompt, sample: int, record: dict, model: str) -> str:
             "completion_tokens": record["completion_tokens"],
             "seconds": record["seconds"],
             "attempts": record["attempts"],
+            **(population or {}),
         },
         ensure_ascii=False,
     )
@@ -360,6 +367,7 @@ def answer_release(
             f"{len(stats.failed)} of {len(prompts)} queries got no answer (e.g. {first[0]}: {first[1]})"
             f"; {len(results)} answers are cached: rerun to ask again, or pass --allow-missing"
         )
-    write_answers(Path(out), answers_lines(prompts, results, model, samples))
+    population = {"limit": limit, "limit_seed": limit_seed} if limit is not None else None
+    write_answers(Path(out), answers_lines(prompts, results, model, samples, population))
     summary["written"] = True
     return summary

@@ -61,8 +61,11 @@ class Task(ABC):
         *,
         model: str | None = None,
         response_column: str | None = None,
+        over: str | None = None,
     ) -> dict:
-        """Score an answers file, store its rows in :attr:`table`, return the result (JSON-able)."""
+        """Score an answers file, store its rows in :attr:`table`, return the result (JSON-able).
+        ``over``: the population scored (evaluation/population.py; None: the file's --limit
+        sample if it names one, else the whole release)."""
 
     @abstractmethod
     def format_result(self, result: dict) -> str:
@@ -160,10 +163,10 @@ class Queries(Task):
 
         return read_answer(response)
 
-    def evaluate(self, warehouse, release, answers, *, model=None, response_column=None):
+    def evaluate(self, warehouse, release, answers, *, model=None, response_column=None, over=None):
         from kitab.release.evaluation.run import evaluate_release
 
-        return evaluate_release(warehouse, release, answers, model=model, response_column=response_column)
+        return evaluate_release(warehouse, release, answers, model=model, response_column=response_column, over=over)
 
     def format_result(self, result):
         from kitab.release.leaderboard import format_evaluation
@@ -199,12 +202,12 @@ class Claims(Task):
 
         return read_verdict(response)
 
-    def evaluate(self, warehouse, release, answers, *, model=None, response_column=None):
+    def evaluate(self, warehouse, release, answers, *, model=None, response_column=None, over=None):
         from kitab.release.claims import evaluate_claims
 
         if response_column is not None:
             raise BadValue("--response-column: --task claims reads JSON lines {query_id, response} only")
-        return evaluate_claims(warehouse, release, answers, model=model)
+        return evaluate_claims(warehouse, release, answers, model=model, over=over)
 
     def format_result(self, result):
         from kitab.release.claims import format_claim_result

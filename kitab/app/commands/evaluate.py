@@ -53,6 +53,12 @@ def evaluate(
     output: str = typer.Option(
         "markdown", help="markdown | json (the leaderboard entry, coverage and every aggregate)"
     ),
+    over: str | None = typer.Option(
+        None,
+        help="what to score over: release (every query) | sample (the file's --limit sample) | answered "
+        "(only the queries the file answers); default: the file's sample when its lines name a --limit, "
+        "else the release",
+    ),
     task: str = TaskOpt,
     warehouse: Path | None = WarehouseOpt,
 ) -> None:
@@ -64,7 +70,12 @@ def evaluate(
     chosen = chosen_task(task)
     with user_errors():
         result = chosen.evaluate(
-            existing_warehouse(warehouse, release), release, answers, model=model, response_column=response_column
+            existing_warehouse(warehouse, release),
+            release,
+            answers,
+            model=model,
+            response_column=response_column,
+            over=over,
         )
     print_result(chosen, result, output)
     warn_reasoning_only(result.get("reasoning_only"))

@@ -53,6 +53,9 @@ def test_a_small_model_reply_reads_to_its_titles(case):
         ("The Lord of the Rings", False),
         ("Blood Meridian, or the Evening Redness in the West", False),
         ("Words Are My Matter: Writings About Life and Books", False),
+        ("the god of small things", False),  # all lower case: no verb, no full stop, a title
+        ("the book is a love story", True),
+        ("toni morrison wrote many books", True),
     ],
 )
 def test_a_sentence_is_told_from_a_title(text, sentence):

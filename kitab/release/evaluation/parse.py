@@ -378,6 +378,10 @@ def is_sentence(text: str) -> bool:
     words = [w.strip(_WORD_TRIM) for w in text.split()]
     lower = [w for w in words if w and w[0].islower() and w not in _SMALL]
     verbs = any(w in _VERBS for w in words)
+    if not any(w and w[0].isupper() for w in words):
+        # written all in lower case ("the god of small things"): case says nothing, only a verb or
+        # a sentence's full stop does
+        return (len(words) >= 3 and verbs) or text.rstrip().endswith((".", "!", "?"))
     return len(lower) >= 3 or (len(words) >= 3 and verbs and len(lower) >= 1)
 
 

@@ -55,7 +55,7 @@ from kitab.core.params import ModelEndpoint
 from kitab.core.policy import ChatPolicy
 from kitab.release.evaluation.answers import MAX_FILE_BYTES, MAX_RESPONSE_CHARS
 from kitab.release.evaluation.parse import is_reasoning_only
-from kitab.sources.chat import EndpointError, Params, Stopped
+from kitab.sources.chat import EndpointError, KeyFrom, Params, Stopped
 from kitab.sources.chat_session import ChatSession, open_chat_session
 
 
@@ -227,6 +227,8 @@ def answer_prompts(
             f"stopped: the first {stop_after} queries all failed with {fatal} ({stats.requests} requests); "
             f"check --base-url, --model, the parameters and OPENAI_API_KEY"
         )
+    if fatal is not None and fatal.over_budget:
+        raise KitabError(f"{fatal}: {len(results)} answers are cached, a rerun asks only for the rest")
     if fatal is not None and fatal.refused:
         cached = f"; {len(results)} answers are cached, a rerun asks only for the rest" if results else ""
         raise KitabError(f"{fatal}: is the server running? check --base-url{cached}")
@@ -316,10 +318,11 @@ def answer_release(
     on_progress: Callable[[RunStats], None] | None = None,
     system: str | None = None,
     samples: int = 1,
+    key: KeyFrom = KeyFrom(),
 ) -> dict:
     """``kitab answer``: every query of ``task`` on ``release`` (a seeded sample of ``limit`` across authors, if
     given) asked of ``model`` at ``base_url`` under ``policy`` (None: the defaults) through one chat session (the
-    key from ``OPENAI_API_KEY``); the answers file written to ``out``. Returns a summary.
+    key from ``key``'s variable, default ``OPENAI_API_KEY``); the answers file written to ``out``. Returns a summary.
     ``template``: one of the task's (default: its first); the answer length: the template's (the task's)."""
     from kitab.release.task import task as task_named
 
@@ -330,7 +333,7 @@ def answer_release(
     params = params or Params(max_tokens=chosen.max_tokens.get(template))
     endpoint = ModelEndpoint(base_url, model, str(cache_path or warehouse / ".cache" / "answers.sqlite"))
     started = time.monotonic()
-    with open_chat_session(endpoint, policy) as session:
+    with open_chat_session(endpoint, policy, key=key) as session:
         results, stats = answer_prompts(
             prompts, session=session, params=params, on_progress=on_progress, system=system, samples=samples
         )

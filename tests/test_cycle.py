@@ -214,3 +214,55 @@ def test_each_failure_is_its_models_row_and_the_others_are_scored(released, tmp_
         again = cycle(released, tmp_path / "models.toml", "r1", 3, limit=12)
         assert again["scored"] == ["thrifty"]
         assert len(cheap.chat_requests) == 7 + (12 - 7) + 24
+
+
+def test_a_repeated_prompt_is_asked_once_and_a_rerun_writes_the_same_file(tmp_path):
+    """Two prompts of one text (a release's claims can repeat a claim) share one cache key: asked
+    once, both get that answer, so the rerun from the cache writes the very same answers file
+    (else its sha256 differs and the rerun scores a second evaluation of the same model)."""
+    from kitab.core.params import ModelEndpoint
+    from kitab.core.policy import ChatPolicy
+    from kitab.release.answer import Prompt, answer_prompts, answers_lines
+    from kitab.sources.chat import Params
+    from kitab.sources.chat_session import open_chat_session
+
+    prompts = [
+        Prompt("c1", "claims", "Is it true?"),
+        Prompt("c2", "claims", "Other?"),
+        Prompt("c3", "claims", "Is it true?"),
+    ]
+    files = []
+    with ChatServer(alpha_answer) as server:
+        for _ in range(2):
+            endpoint = ModelEndpoint(server.url, "m", str(tmp_path / "cache.sqlite"))
+            with open_chat_session(endpoint, ChatPolicy(concurrency=3)) as session:
+                results, stats = answer_prompts(prompts, session=session, params=Params())
+            files.append(answers_lines(prompts, results, "m"))
+        assert len(server.chat_requests) == 2  # the repeated text once, in the first run only
+    assert len(files[0]) == 3 and files[0] == files[1]
+    assert results["c1", 0] == results["c3", 0] and stats.from_cache == 3
+
+
+def test_export_and_push_when_asked_and_a_rerun_finds_them_done(released, tmp_path, monkeypatch):
+    """--export DIR writes DIR/<release> (kitab export's folder), --push uploads and tags it (the
+    loopback Hub, tests/fake_hub.py); the rerun leaves the export as it is and does not push again."""
+    import secrets
+
+    from tests.fake_hub import FakeHub
+
+    token = "hf_kitabtest" + secrets.token_hex(16)
+    monkeypatch.setenv("HF_TOKEN", token)
+    monkeypatch.setenv("HF_XET_CACHE", str(tmp_path / "xet"))
+    exports = tmp_path / "exports"
+    with ChatServer(alpha_answer) as alpha, FakeHub(token, max_seconds=120) as hub:
+        monkeypatch.setenv("HF_ENDPOINT", hub.url)
+        models = write_models(tmp_path / "models.toml", [{"name": "alpha", "base_url": alpha.url, "model": "a"}])
+        first = cycle(released, models, "r1", 3, limit=3, export_dir=exports, push="kitab-org/kitab")
+        assert first["exit_code"] == 0 and first["export"]["written"]
+        assert json.loads((exports / "r1" / "provenance.json").read_text())["release"] == "r1"
+        assert first["export"]["push"].startswith("pushed") and set(hub.repos["kitab-org/kitab"].tags) == {"r1"}
+        again = cycle(released, models, "r1", 3, limit=3, export_dir=exports, push="kitab-org/kitab")
+        assert not again["export"]["written"] and again["export"]["push"].startswith("not pushed again")
+        assert again["requests"] == 0
+    with pytest.raises(Exception, match="lies inside the warehouse"):  # kitab export's output rule
+        cycle(released, models, "r1", 3, limit=3, export_dir=released / "exports")

@@ -175,7 +175,14 @@ def answer_prompts(
     results = {unit: cached[key] for unit, key in keys.items() if key in cached}
     stats.from_cache = len(results)
     by_id = {p.query_id: p for p in prompts}
-    todo = [unit for unit in keys if unit not in results]
+    # one question per cache key: two prompts of one text (the claims can repeat a claim) share
+    # its answer, as the cache keeps one, so a rerun from the cache writes the very same file
+    first_of: dict[str, tuple[str, int]] = {}
+    for unit in keys:
+        if unit not in results:
+            first_of.setdefault(keys[unit], unit)
+    todo = list(first_of.values())
+    twins = [unit for unit in keys if unit not in results and first_of[keys[unit]] != unit]
     if on_progress:
         on_progress(stats)
     pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="kitab-answer")
@@ -196,7 +203,7 @@ def answer_prompts(
             finished, _ = wait(pending, timeout=1.0, return_when=FIRST_COMPLETED)
             for future in finished:
                 unit = pending.pop(future)
-                label = unit[0] if samples == 1 else f"{unit[0]}#{unit[1]}"
+                label = _label(unit, samples)
                 try:
                     record = future.result()
                 except Stopped:
@@ -221,6 +228,13 @@ def answer_prompts(
         raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+    for unit in twins:  # the answer its first prompt got (counted as from the cache: it was not asked)
+        first = first_of[keys[unit]]
+        if first in results:
+            results[unit] = results[first]
+            stats.add(from_cache=1)
+        elif _label(first, samples) in stats.failed:
+            stats.failed[_label(unit, samples)] = stats.failed[_label(first, samples)]
     fatal = session.stopped_by
     if fatal is not None and not fatal.fatal:
         raise KitabError(
@@ -238,6 +252,11 @@ def answer_prompts(
             f"OPENAI_API_KEY; {len(results)} answers are cached, a rerun asks only for the rest"
         )
     return results, stats
+
+
+def _label(unit: tuple[str, int], samples: int) -> str:
+    """A (query, sample) as the failures name it."""
+    return unit[0] if samples == 1 else f"{unit[0]}#{unit[1]}"
 
 
 def answers_lines(

@@ -42,9 +42,10 @@ def test_a_good_file_gives_each_model_its_parameters_and_policy():
     assert beta.key().env is None and beta.budget is None
 
 
-def test_the_example_in_docs_is_a_good_file():
-    models = read_models(PROJECT_ROOT / "docs" / "examples" / "models.toml")
-    assert len(models) >= 2
+@pytest.mark.parametrize("name", ["models.toml", "fake-models.toml"])
+def test_the_examples_in_docs_are_good_files(name):
+    models = read_models(PROJECT_ROOT / "docs" / "examples" / name)
+    assert len(models) == 2
 
 
 @pytest.mark.parametrize(

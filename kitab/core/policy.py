@@ -50,8 +50,13 @@ class ChatPolicy:
     # The first requests to finish: all failing with one error stops the run (a gateway that
     # answers 400 to everything is told in seconds, not after every query).
     stop_after: int = 10
+    # Requests the session sends at most, retries included (None: no cap); the one past it is
+    # not sent: an "over budget" failure that stops the run (kitab cycle's per-model budget).
+    budget: int | None = None
 
     def __post_init__(self) -> None:
+        if self.budget is not None and self.budget < 0:
+            raise KitabError(f"budget {self.budget}: expected 0 or more requests")
         if self.concurrency < 1:
             raise KitabError(f"--concurrency {self.concurrency}: expected 1 or more")
         if self.rate is not None and not self.rate > 0:

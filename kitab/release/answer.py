@@ -55,7 +55,7 @@ from kitab.core.params import ModelEndpoint
 from kitab.core.policy import ChatPolicy
 from kitab.release.evaluation.answers import MAX_FILE_BYTES, MAX_RESPONSE_CHARS
 from kitab.release.evaluation.parse import is_reasoning_only
-from kitab.sources.chat import EndpointError, Params, Stopped
+from kitab.sources.chat import EndpointError, KeyFrom, Params, Stopped
 from kitab.sources.chat_session import ChatSession, open_chat_session
 
 
@@ -175,7 +175,14 @@ def answer_prompts(
     results = {unit: cached[key] for unit, key in keys.items() if key in cached}
     stats.from_cache = len(results)
     by_id = {p.query_id: p for p in prompts}
-    todo = [unit for unit in keys if unit not in results]
+    # one question per cache key: two prompts of one text (the claims can repeat a claim) share
+    # its answer, as the cache keeps one, so a rerun from the cache writes the very same file
+    first_of: dict[str, tuple[str, int]] = {}
+    for unit in keys:
+        if unit not in results:
+            first_of.setdefault(keys[unit], unit)
+    todo = list(first_of.values())
+    twins = [unit for unit in keys if unit not in results and first_of[keys[unit]] != unit]
     if on_progress:
         on_progress(stats)
     pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="kitab-answer")
@@ -196,7 +203,7 @@ def answer_prompts(
             finished, _ = wait(pending, timeout=1.0, return_when=FIRST_COMPLETED)
             for future in finished:
                 unit = pending.pop(future)
-                label = unit[0] if samples == 1 else f"{unit[0]}#{unit[1]}"
+                label = _label(unit, samples)
                 try:
                     record = future.result()
                 except Stopped:
@@ -221,12 +228,21 @@ def answer_prompts(
         raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+    for unit in twins:  # the answer its first prompt got (counted as from the cache: it was not asked)
+        first = first_of[keys[unit]]
+        if first in results:
+            results[unit] = results[first]
+            stats.add(from_cache=1)
+        elif _label(first, samples) in stats.failed:
+            stats.failed[_label(unit, samples)] = stats.failed[_label(first, samples)]
     fatal = session.stopped_by
     if fatal is not None and not fatal.fatal:
         raise KitabError(
             f"stopped: the first {stop_after} queries all failed with {fatal} ({stats.requests} requests); "
             f"check --base-url, --model, the parameters and OPENAI_API_KEY"
         )
+    if fatal is not None and fatal.over_budget:
+        raise KitabError(f"{fatal}: {len(results)} answers are cached, a rerun asks only for the rest")
     if fatal is not None and fatal.refused:
         cached = f"; {len(results)} answers are cached, a rerun asks only for the rest" if results else ""
         raise KitabError(f"{fatal}: is the server running? check --base-url{cached}")
@@ -236,6 +252,11 @@ def answer_prompts(
             f"OPENAI_API_KEY; {len(results)} answers are cached, a rerun asks only for the rest"
         )
     return results, stats
+
+
+def _label(unit: tuple[str, int], samples: int) -> str:
+    """A (query, sample) as the failures name it."""
+    return unit[0] if samples == 1 else f"{unit[0]}#{unit[1]}"
 
 
 def answers_lines(
@@ -323,10 +344,11 @@ def answer_release(
     on_progress: Callable[[RunStats], None] | None = None,
     system: str | None = None,
     samples: int = 1,
+    key: KeyFrom = KeyFrom(),
 ) -> dict:
     """``kitab answer``: every query of ``task`` on ``release`` (a seeded sample of ``limit`` across authors, if
     given) asked of ``model`` at ``base_url`` under ``policy`` (None: the defaults) through one chat session (the
-    key from ``OPENAI_API_KEY``); the answers file written to ``out``. Returns a summary.
+    key from ``key``'s variable, default ``OPENAI_API_KEY``); the answers file written to ``out``. Returns a summary.
     ``template``: one of the task's (default: its first); the answer length: the template's (the task's)."""
     from kitab.release.task import task as task_named
 
@@ -337,7 +359,7 @@ def answer_release(
     params = params or Params(max_tokens=chosen.max_tokens.get(template))
     endpoint = ModelEndpoint(base_url, model, str(cache_path or warehouse / ".cache" / "answers.sqlite"))
     started = time.monotonic()
-    with open_chat_session(endpoint, policy) as session:
+    with open_chat_session(endpoint, policy, key=key) as session:
         results, stats = answer_prompts(
             prompts, session=session, params=params, on_progress=on_progress, system=system, samples=samples
         )

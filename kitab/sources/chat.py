@@ -59,9 +59,22 @@ MAX_BODY_BYTES = 8 * 2**20
 MAX_TOKEN_COUNT = 2**53  # a usage count above this is not a count (JSON numbers beyond it are not exact)
 
 
-def env_api_key() -> str | None:
-    """The key from ``OPENAI_API_KEY`` (absent or empty: None, no auth header, as local servers expect)."""
-    return os.environ.get(ENV_API_KEY) or None
+@dataclass(frozen=True)
+class KeyFrom:
+    """Where a session's key comes from: the variable ``env`` (None: no key is sent); absent or
+    empty is no auth header (as local servers expect) unless ``required``, then an error naming
+    the variable (a models file's ``api_key_env``: the key it names must be there)."""
+
+    env: str | None = ENV_API_KEY
+    required: bool = False
+
+
+def env_api_key(source: KeyFrom = KeyFrom()) -> str | None:
+    """The key from ``source``'s variable (default ``OPENAI_API_KEY``), read now; never stored."""
+    key = (os.environ.get(source.env) or None) if source.env else None
+    if key is None and source.required:
+        raise KitabError(f"no API key: the variable {source.env} is not set")
+    return key
 
 
 @dataclass(frozen=True)
@@ -116,7 +129,8 @@ class Answer:
 
 class EndpointError(Exception):
     """One request failed: ``status`` (None: no HTTP answer), whether to retry, how long the
-    server asked us to wait (seconds, or None), and whether the connection was refused."""
+    server asked us to wait (seconds, or None), whether the connection was refused, and whether
+    it was never sent because the session's request budget was spent."""
 
     def __init__(
         self,
@@ -126,14 +140,17 @@ class EndpointError(Exception):
         retryable: bool = False,
         retry_after: float | None = None,
         refused: bool = False,
+        over_budget: bool = False,
     ):
         super().__init__(message)
         self.status, self.retryable, self.retry_after, self.refused = status, retryable, retry_after, refused
+        self.over_budget = over_budget
 
     @property
     def fatal(self) -> bool:
-        """Every request would fail alike: a wrong key, URL or model, or nothing listening."""
-        return self.status in FATAL_STATUS or self.refused
+        """Every request would fail alike: a wrong key, URL or model, nothing listening, or no
+        budget left."""
+        return self.status in FATAL_STATUS or self.refused or self.over_budget
 
 
 # What varies between two messages of one error: uuids, tokens holding a digit (request ids,

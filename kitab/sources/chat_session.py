@@ -40,6 +40,7 @@ from kitab.sources.chat import (
     Answer,
     ChatClient,
     EndpointError,
+    KeyFrom,
     Params,
     ResponseCache,
     Stopped,
@@ -96,6 +97,7 @@ class ChatSession:
         self._first: list[tuple | None] = []  # the first outcomes: an error's signature, None for an answer
         self._answered = threading.Event()  # the endpoint gave one answer (a refusal since is a restart)
         self._admitted = 0  # questions started before the verdict (admit)
+        self._sent = 0  # requests sent (policy.budget's count)
         self._decided = threading.Condition()  # the verdict: an answer, stop_after outcomes, or a stop
         self._lock = threading.Lock()
 
@@ -161,6 +163,7 @@ class ChatSession:
             self.limiter.acquire(self.stop)
             if self.stop.is_set():
                 raise Stopped()
+            self._spend()
             attempt += 1
             if on_request:
                 on_request()
@@ -191,6 +194,16 @@ class ChatSession:
                 self._decide()
             return Answer(completion, attempt, round(time.monotonic() - started, 3))
 
+    def _spend(self) -> None:
+        """Count one request against ``policy.budget``; the one past it is never sent."""
+        budget = self.policy.budget
+        if budget is None:
+            return
+        with self._lock:
+            if self._sent >= budget:
+                raise EndpointError(f"over budget ({budget} requests)", over_budget=True)
+            self._sent += 1
+
     def outcome(self, error: EndpointError | None) -> None:
         """A run's question finished (``error`` None: answered). A fatal error stops the run at
         once; the first ``policy.stop_after`` to finish all failing with one error (one
@@ -209,16 +222,17 @@ class ChatSession:
 
 
 def open_chat_session(
-    endpoint: ModelEndpoint, policy: ChatPolicy | None = None, *, user_agent: str = "kitab"
+    endpoint: ModelEndpoint, policy: ChatPolicy | None = None, *, user_agent: str = "kitab", key: KeyFrom = KeyFrom()
 ) -> ChatSession:
     """The session on ``endpoint`` (its base URL, model and cache file: None keeps the answers in
-    memory) under ``policy`` (None: the defaults); the key comes from ``OPENAI_API_KEY`` now.
-    A malformed base URL is a KitabError before anything is opened."""
+    memory) under ``policy`` (None: the defaults); the key comes from ``key``'s variable now
+    (default ``OPENAI_API_KEY``). A malformed base URL, or a required key that is not set, is a
+    KitabError before anything is opened."""
     policy = policy or ChatPolicy()
     client = ChatClient(
         endpoint.base_url,
         endpoint.model,
-        api_key=env_api_key(),
+        api_key=env_api_key(key),
         timeout=policy.timeout,
         max_connections=policy.concurrency,
         user_agent=user_agent,

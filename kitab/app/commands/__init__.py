@@ -9,6 +9,7 @@
 - ``evaluate``: evaluate, answer, prompts (models on a release)
 - ``review``: review export / import (labels for the key's unsure books)
 - ``site``: site build (the static site over every release)
+- ``cycle``: cycle (a release, every model of a models file scored on it, the site, the export)
 
 What they share (the ``--warehouse`` option, output formats, errors) is in ``common``. A new
 group is one module here with its ``app`` and one line in :data:`GROUPS`.
@@ -16,6 +17,6 @@ group is one module here with its ``app`` and one line in :data:`GROUPS`.
 
 from __future__ import annotations
 
-from kitab.app.commands import evaluate, publish, refresh, releases, review, site, snapshot, text, warehouse
+from kitab.app.commands import cycle, evaluate, publish, refresh, releases, review, site, snapshot, text, warehouse
 
-GROUPS = (warehouse, releases, refresh, publish, snapshot, text, evaluate, review, site)
+GROUPS = (warehouse, releases, refresh, publish, snapshot, text, evaluate, review, site, cycle)

@@ -246,13 +246,13 @@ def model_line(model: str, task: str, run: dict) -> str:
 
 
 # -- publishing ---------------------------------------------------------------------------------------
-def site_step(warehouse: Path, site_dir: Path) -> dict | None:
-    """The static site, rebuilt from the warehouse into ``site_dir`` (``kitab site build``).
+def site_step(warehouse: Path, site_dir: Path) -> dict:
+    """The static site, rebuilt from the warehouse into ``site_dir`` (``kitab site build``,
+    kitab/release/site/): every release, every model's page with its differences between
+    releases. Returns what it wrote."""
+    from kitab.release.site import build_site
 
-    THE LEAD'S MERGE POINT: this branch leaves it empty (the site is built by
-    kitab/release/site/, written at the same time); at merge it calls the site's builder
-    here and returns what it wrote. Returns None while nothing is built."""
-    return None
+    return build_site(warehouse, site_dir)
 
 
 def export_step(warehouse: Path, release: str, export_dir: Path, push: str | None) -> dict:
@@ -296,8 +296,13 @@ def run_cycle(
     ``push``). ``log`` hears one line per step. Returns the summary: the release, each model's
     status and runs, the failures, the requests, and ``exit_code`` (0 all scored,
     :data:`EXIT_SOME_FAILED` published with some model failed)."""
+    from kitab.release.site.build import check_out
+
     warehouse = Path(config.settings.warehouse)
     started = time.monotonic()
+    site_dir = Path(site_dir) if site_dir else warehouse / "site"
+    if site_dir.resolve() != warehouse.resolve() / "site":  # the default is the site's own place (the first
+        check_out(warehouse, site_dir)  # cycle makes the warehouse); another is refused before any model is asked
     with refresh_lock(warehouse, config.params.release):
         release = release_step(config, make_release)
         rid = release["release"]
@@ -306,7 +311,8 @@ def run_cycle(
             + (release.get("note") or ("built" if not release["unchanged"] else "rebuilt, unchanged"))
         )
         runs = [run_model(warehouse, rid, spec, limit=limit, log=log) for spec in models]
-        site = site_step(warehouse, Path(site_dir) if site_dir else warehouse / "site")
+        site = site_step(warehouse, site_dir)
+        log(f"site: {site['pages']} pages in {site['out']}")
         exported = export_step(warehouse, rid, Path(export_dir), push) if export_dir else None
         if exported:
             log(f"exported to {exported['out']}" + (f"; {exported['push']}" if "push" in exported else ""))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +17,7 @@ from kitab.core.env import BUNDLED_SNAPSHOT, PROJECT_ROOT
 from kitab.core.warehouse import Warehouse
 from kitab.release.models_file import read_models
 from kitab.simulate.chat import ChatServer
+from tests.browser import chromium_path, dom
 
 AUTHORS = 10
 
@@ -93,6 +95,13 @@ def test_two_cycles_two_models_then_one_endpoint_down_and_a_rerun(tmp_path):
     assert sorted(rows(root, "SELECT DISTINCT release, model FROM claim_evaluations")) == [
         ("r1", "alpha"), ("r1", "beta"), ("r2", "alpha"), ("r2", "beta"),
     ]  # fmt: skip
+    # the site, rebuilt by the cycle: its index, read in headless Chromium, names both models and both releases
+    index = root / "site" / "index.html"
+    assert second["site"]["out"] == str((root / "site").resolve()) and second["site"]["releases"] == ["r1", "r2"]
+    html, log = dom(chromium_path(), index)
+    assert ":CONSOLE" not in log
+    for name in ("r1", "r2", "alpha", "beta"):
+        assert f">{name}</a>" in html, name
     # the answers files stay where a rerun finds them, and are what was scored
     answers = root / "answers" / "r2" / "alpha.claims.jsonl"
     assert runs_of(root, "r2")["alpha", "claims"]["answers_sha256"] == _sha256(answers)
@@ -127,6 +136,8 @@ def test_two_cycles_two_models_then_one_endpoint_down_and_a_rerun(tmp_path):
             assert 1 <= failed["requests"] <= 8 and failed["answered"] == 0
         assert "r3" in Warehouse(root).committed_releases()
         assert rows(root, "SELECT count(*) FROM evaluations WHERE release = 'r3' AND model = 'beta'") == [(0,)]
+        html, _ = dom(chromium_path(), index)  # the site says so: beta's row on r3 is failed, with its reason
+        assert ">r3</a>" in html and re.search(r'<tr[^>]*class="failed"[^>]*data-model="beta"', html), html[-3000:]
         sent = len(alpha.chat_requests)
         assert sent == sum(runs["alpha", t]["requests"] for t in ("queries", "claims")) > 0
 
@@ -266,3 +277,13 @@ def test_export_and_push_when_asked_and_a_rerun_finds_them_done(released, tmp_pa
         assert again["requests"] == 0
     with pytest.raises(Exception, match="lies inside the warehouse"):  # kitab export's output rule
         cycle(released, models, "r1", 3, limit=3, export_dir=released / "exports")
+
+
+def test_a_site_folder_the_output_rule_refuses_stops_the_cycle_before_any_model_is_asked(released, tmp_path):
+    from kitab.core.outputs import OutputRefused
+
+    with ChatServer(alpha_answer) as alpha:
+        models = write_models(tmp_path / "models.toml", [{"name": "alpha", "base_url": alpha.url, "model": "a"}])
+        with pytest.raises(OutputRefused, match="--out"):
+            cycle(released, models, "r1", 3, site_dir=released / "tables", quiet=True)
+        assert alpha.chat_requests == []

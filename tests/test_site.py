@@ -8,10 +8,7 @@ and no other folder of a warehouse)."""
 from __future__ import annotations
 
 import html as html_lib
-import os
 import re
-import shutil
-import subprocess
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -23,6 +20,7 @@ from kitab.core.outputs import MANIFEST
 from kitab.core.warehouse import Warehouse
 from kitab.release.site import build_site
 from kitab.release.site.pages import slug
+from tests.browser import chromium_path, dom
 from tests.output_path_cases import tree_digest, user_folder
 from tests.site_fixture import DOWN_REASON, NEW, ODD, OLD, site_warehouse
 
@@ -122,34 +120,7 @@ def test_a_release_page_shows_its_card_numbers_and_only_its_own_runs(site, wareh
 # -- in a real browser ----------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def chromium() -> str:
-    path = shutil.which("chromium")
-    if path is None:
-        if os.environ.get("CI"):
-            pytest.fail("chromium is missing in CI: .ci/run runs `make browser` before the tests")
-        pytest.skip("Debian's chromium is not installed: `make browser` (as root) installs it")
-    return path
-
-
-def dom(chromium: str, page: Path, hash_: str = "") -> tuple[str, str]:
-    """The page's DOM after its script ran, and Chromium's log (console messages: ``:CONSOLE``)."""
-    done = subprocess.run(
-        [
-            chromium,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--enable-logging=stderr",
-            "--v=0",
-            "--virtual-time-budget=5000",
-            "--dump-dom",
-            page.as_uri() + hash_,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    return done.stdout, done.stderr
+    return chromium_path()
 
 
 def model_rows(html: str) -> list[tuple[str, bool]]:

@@ -204,3 +204,14 @@ def test_an_answers_line_keeps_service_and_queued_seconds_and_an_old_cached_answ
     old = {"response": "r", "finish_reason": "stop", "prompt_tokens": 1, "completion_tokens": 1}
     line = json.loads(answers_lines([item], {("q1", 0): {**old, "seconds": 2.0, "attempts": 1}}, "m")[0])
     assert line["seconds"] == 2.0 and line["queued_seconds"] is None
+
+
+def test_a_temperature_is_a_number_from_0_to_2_or_none():
+    from kitab.core.errors import KitabError
+    from kitab.core.policy import temperature_value
+
+    assert temperature_value("0") == 0.0 == Params().temperature == DEFAULT_TEMPERATURE
+    assert temperature_value(0.7) == 0.7 and temperature_value(" None ") is None
+    for bad in ("hot", "-1", "2.5", "nan", True):
+        with pytest.raises(KitabError, match="expected a number from 0 to 2"):
+            temperature_value(bad)

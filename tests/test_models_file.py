@@ -40,6 +40,16 @@ def test_a_good_file_gives_each_model_its_parameters_and_policy():
     # unset values: the task's answer length, the library's temperature, no key at all
     assert beta.params(400).payload()["max_completion_tokens"] == 800 and "max_tokens" not in beta.params(400).payload()
     assert beta.key().env is None and beta.budget is None
+    # one default temperature: the models file's, kitab answer's and the library's are the same request
+    from kitab.core.policy import DEFAULT_TEMPERATURE
+    from kitab.sources.chat import Params
+
+    assert beta.params(400).payload()["temperature"] == DEFAULT_TEMPERATURE == Params().temperature
+
+
+def test_temperature_none_sends_none():
+    [model] = parse_models("[[model]]\nname='r'\nbase_url='http://h/v1'\nmodel='m'\ntemperature='none'\n", "f.toml")
+    assert "temperature" not in model.params(100).payload()
 
 
 @pytest.mark.parametrize("name", ["models.toml", "fake-models.toml"])
@@ -64,7 +74,8 @@ def test_the_examples_in_docs_are_good_files(name):
         ("[[model]]\nname='a'\nbase_url='http://h/v1'\nmodel='m'\nrate=0\n", "rate = 0: expected a number above 0"),
         ("[[model]]\nname='a'\nbase_url='http://h/v1'\nmodel='m'\ntimeout='9'\n", "timeout = '9': expected a number"),
         ("[[model]]\nname='a'\nbase_url='http://h/v1'\nmodel='m'\nconcurrency=true\n", "concurrency = True"),
-        ("[[model]]\nname='a'\nbase_url='http://h/v1'\nmodel='m'\ntemperature=-1\n", "temperature = -1"),
+        ("[[model]]\nname='a'\nbase_url='http://h/v1'\nmodel='m'\ntemperature=-1\n", "model 'a': temperature -1"),
+        ("[[model]]\nname='a'\nbase_url='http://h/v1'\nmodel='m'\ntemperature='hot'\n", "temperature 'hot'"),
         (
             "[[model]]\nname='a'\nbase_url='http://h/v1'\nmodel='m'\nmax_tokens=5\nmax_completion_tokens=5\n",
             "max_tokens and max_completion_tokens: give one, not both",

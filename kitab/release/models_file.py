@@ -6,7 +6,7 @@ scores, one ``[[model]]`` table each (TOML, read with the standard library's ``t
     base_url = "http://127.0.0.1:8000/v1"   # any OpenAI-compatible endpoint
     model = "served-model-id"               # sent as "model"
     api_key_env = "ALPHA_KEY"               # optional: the variable holding its key
-    temperature = 0.0                       # optional, like every key below
+    temperature = 0.0                       # optional, like every key below (default 0; "none": not sent)
     max_tokens = 400                        # or max_completion_tokens, not both
     concurrency = 4
     budget = 5000                           # requests per cycle at most
@@ -28,8 +28,8 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from kitab.core.errors import BadValue
-from kitab.core.policy import ChatPolicy
+from kitab.core.errors import BadValue, KitabError
+from kitab.core.policy import DEFAULT_TEMPERATURE, ChatPolicy, temperature_value
 from kitab.sources.chat import KeyFrom, Params, checked_base_url
 
 # A leaderboard name is also a file name (<model>.<task>.jsonl) and a page's name on the site.
@@ -60,7 +60,7 @@ class ModelSpec:
     base_url: str
     model: str
     api_key_env: str | None = None
-    temperature: float | None = None  # None: the library's default (Params)
+    temperature: float | None = DEFAULT_TEMPERATURE  # kitab answer's and the library's one default; None: not sent
     max_tokens: int | None = None  # None (and no max_completion_tokens): the task's
     max_completion_tokens: int | None = None
     concurrency: int = DEFAULTS.concurrency
@@ -70,10 +70,13 @@ class ModelSpec:
 
     def params(self, task_max_tokens: int | None) -> Params:
         """The chat parameters for a task whose answer length is ``task_max_tokens``."""
-        given = {"temperature": self.temperature} if self.temperature is not None else {}
         if self.max_completion_tokens is not None:
-            return Params(**given, max_tokens=None, max_completion_tokens=self.max_completion_tokens)
-        return Params(**given, max_tokens=self.max_tokens if self.max_tokens is not None else task_max_tokens)
+            return Params(
+                temperature=self.temperature, max_tokens=None, max_completion_tokens=self.max_completion_tokens
+            )
+        return Params(
+            temperature=self.temperature, max_tokens=self.max_tokens if self.max_tokens is not None else task_max_tokens
+        )
 
     def policy(self, budget_left: int | None) -> ChatPolicy:
         """How the endpoint is asked, with ``budget_left`` requests still allowed (None: no cap)."""
@@ -129,7 +132,6 @@ def check_model(table: dict, where: str) -> ModelSpec:
     if "max_tokens" in table and "max_completion_tokens" in table:
         raise BadValue(f"{where}: max_tokens and max_completion_tokens: give one, not both")
     numbers = {
-        "temperature": dict(whole=False, low=0.0),
         "max_tokens": dict(whole=True, low=1),
         "max_completion_tokens": dict(whole=True, low=1),
         "concurrency": dict(whole=True, low=1),
@@ -137,6 +139,11 @@ def check_model(table: dict, where: str) -> ModelSpec:
         "rate": dict(whole=False, low=0.0, low_open=True),
         "timeout": dict(whole=False, low=0.0, low_open=True),
     }
+    if "temperature" in table:  # a number from 0 to 2, or "none" (a reasoning model that refuses one)
+        try:
+            spec["temperature"] = temperature_value(table["temperature"])
+        except KitabError as exc:
+            raise BadValue(f"{where}: {exc}") from None
     for key, rule in numbers.items():
         if key in table:
             spec[key] = _number(where, key, table[key], **rule)

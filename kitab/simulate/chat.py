@@ -71,7 +71,9 @@ def thinker(where: str = "reasoning_content") -> Callable[[str], dict]:
 
 
 class ChatServer:
-    def __init__(self, answer: Callable[[str], str] = echo, *, key: str | None = None, slow: float = 0.0):
+    def __init__(
+        self, answer: Callable[[str], str] = echo, *, key: str | None = None, slow: float = 0.0, port: int = 0
+    ):
         self.answer, self.key, self.slow = answer, key, slow
         self.seen: list[Seen] = []
         self.in_flight = self.max_in_flight = 0
@@ -98,7 +100,7 @@ class ChatServer:
                 raw = self.rfile.read(length)
                 fixture._handle(self, raw)
 
-        self._server = _Listener(("127.0.0.1", 0), Handler)
+        self._server = _Listener(("127.0.0.1", port), Handler)  # port 0: a free one (tests)
         self._server.daemon_threads = True
         self._server.handle_error = lambda request, address: None  # a client that hangs up is no news
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}/v1"

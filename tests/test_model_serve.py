@@ -171,3 +171,25 @@ def test_answers_in_kitab_format():
         "2. Reason: It satisfies the criteria. Title: Jazz\n"
     )
     assert list_answer([]) == "Output:\nNo books found.\n"
+
+
+def test_gguf_needs_its_file_and_runtime(tmp_path):
+    from kitab.app.commands.model import gguf_command
+
+    model = tmp_path / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    missing = runner.invoke(app, ["model", "serve", "--gguf", str(model)])
+    assert missing.exit_code == 1 and "no such file" in missing.output
+    model.write_bytes(b"GGUF")
+    no_runtime = runner.invoke(app, ["model", "serve", "--gguf", str(model), "--python", str(tmp_path / "python")])
+    assert no_runtime.exit_code == 1 and "make local-model" in no_runtime.output
+    both = runner.invoke(app, ["model", "serve", "--fake", "--gguf", str(model)])
+    assert both.exit_code == 1 and "one of --fake or --gguf" in both.output
+    command = gguf_command(Path("py"), model, "smollm2", 8123, 4096)
+    assert command[:3] == ["py", "-m", "llama_cpp.server"]
+    assert dict(zip(command[3::2], command[4::2])) == {
+        "--model": str(model),
+        "--model_alias": "smollm2",
+        "--host": "127.0.0.1",
+        "--port": "8123",
+        "--n_ctx": "4096",
+    }

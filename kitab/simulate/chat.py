@@ -84,6 +84,7 @@ class ChatServer:
         key: str | None = None,
         slow: float = 0.0,
         serial: bool = False,
+        port: int = 0,
     ):
         self.answer, self.key, self.slow, self.serial = answer, key, slow, serial
         self.seen: list[Seen] = []
@@ -114,7 +115,7 @@ class ChatServer:
                 raw = self.rfile.read(length)
                 fixture._handle(self, raw)
 
-        self._server = _Listener(("127.0.0.1", 0), Handler)
+        self._server = _Listener(("127.0.0.1", port), Handler)  # port 0: a free one (tests)
         self._server.daemon_threads = True
         self._server.handle_error = lambda request, address: None  # a client that hangs up is no news
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}/v1"

@@ -1,15 +1,14 @@
 """One full loop of kitab on the bundled snapshot with models a newcomer can run here (issue 40,
 docs/models.md): a release, every model answered and scored on both tasks, the report.
 
-- the release: ``kitab demo`` (the bundled snapshot, release ``demo``) in a fresh warehouse;
+- ``kitab demo`` (the bundled snapshot, release ``demo``) in a fresh warehouse, as a newcomer starts;
 - the endpoints: ``kitab model serve --fake`` as perfect, one-title and refusal (every query
   and claim of the release), and the real small model, SmolLM2-135M-Instruct served by
   ``kitab model serve --gguf`` (``make local-model``), on a ``--limit`` sample per task at
   concurrency 1 (a one-at-a-time server);
 - a models file (``models.toml``, the format of ``kitab cycle --models``) naming them;
-- :func:`run_cycle`: for each model in the file, ``kitab answer`` then ``kitab evaluate`` for
-  both tasks, then ``kitab report``. When ``kitab cycle --models FILE`` is in, the loop is that
-  one command: :func:`run_cycle` is the one place to switch.
+- :func:`run_cycle`: then ONE ``kitab cycle --models FILE`` (a new release of fresh authors,
+  every model answered and scored on both tasks, the site), then ``kitab report``.
 
 It prints a table and writes JSON (``--out``): wall time per step and per model, requests,
 tokens in/out, and for the real model what its replies looked like: coverage, abstentions,
@@ -40,13 +39,11 @@ import subprocess  # noqa: E402
 import tempfile  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
-import tomllib  # noqa: E402
 import urllib.request  # noqa: E402
 
 from kitab.core.env import PROJECT_ROOT  # noqa: E402
 
 KITAB = [sys.executable, "-m", "kitab.app.cli"]
-RELEASE = "demo"
 TASKS = ("queries", "claims")
 FAKES = ("perfect", "one-title", "refusal")
 REAL = "smollm2-135m-instruct"
@@ -56,12 +53,13 @@ SENTENCE_WORDS = 6  # a "title" read with more words than this is a sentence (th
 QUOTED = re.compile(r"\"[^\"\n]{2,}\"|“[^”\n]{2,}”|\*[^*\n]{2,}\*")
 
 
-def kitab(*args: str, timeout: float | None = None) -> tuple[str, float]:
-    """Run one kitab command; its stdout and wall seconds (a failure: its stderr, and exit)."""
+def kitab(*args: str, timeout: float | None = None, ok: tuple[int, ...] = (0,)) -> tuple[str, float]:
+    """Run one kitab command; its stdout and wall seconds (another exit code than ``ok``: its
+    stderr, and exit)."""
     started = time.monotonic()
     done = subprocess.run([*KITAB, *args], capture_output=True, text=True, timeout=timeout)
     seconds = time.monotonic() - started
-    if done.returncode != 0:
+    if done.returncode not in ok:
         raise SystemExit(f"kitab {' '.join(args[:3])} failed ({done.returncode}): {done.stderr.strip()[-2000:]}")
     return done.stdout, seconds
 
@@ -131,45 +129,54 @@ def models_toml(models: list[dict]) -> str:
 
 
 # -- the loop ---------------------------------------------------------------------------------
-def run_cycle(models_file: Path, warehouse: Path, release: str, out_dir: Path, limits: dict[str, int]) -> dict:
-    """One cycle's models on ``release``: for each model in ``models_file``, both tasks,
-    ``kitab answer`` then ``kitab evaluate``; then ``kitab report``. ``limits``: a model's
-    ``--limit`` per task (a sample; the models file has no such key). Returns the steps.
-    (``kitab cycle --models FILE`` runs this loop and makes the release too.)"""
-    models = tomllib.loads(models_file.read_text(encoding="utf-8"))["model"]
-    cache = out_dir / "answers.sqlite"  # fresh: every answer is a request, and the requests are counted
+def run_cycle(models_file: Path, warehouse: Path, authors: int) -> dict:
+    """One ``kitab cycle --models FILE`` (after ``kitab demo``): a new release of ``authors``
+    fresh authors (its id from the date), every model of the file answered and scored on both
+    tasks (a model's ``limit`` key: its sample per task), the site rebuilt; then ``kitab report``.
+    Returns the steps: the cycle's summary, one run per (model, task), the report's time."""
+    out, cycle_seconds = kitab(
+        "cycle", "--models", str(models_file), "--source", "mirror", "--authors", str(authors),
+        "--runner", "local", "--quiet", "--json", "--warehouse", str(warehouse), ok=(0, 3),
+    )  # fmt: skip
+    summary = json.loads(out)
+    release = summary["release"]
     runs = []
-    for m in models:
-        for task in TASKS:
-            answers = out_dir / f"{m['name']}.{task}.jsonl"
-            args = ["--release", release, "--model", m["model"], "--base-url", m["base_url"], "--out", str(answers)]
-            args += ["--task", task, "--cache", str(cache), "--warehouse", str(warehouse), "--quiet"]
-            args += ["--concurrency", str(m.get("concurrency", 4)), "--timeout", str(m.get("timeout", 60))]
-            if m.get("temperature") is not None:
-                args += ["--temperature", str(m["temperature"])]
-            if m["name"] in limits:
-                args += ["--limit", str(limits[m["name"]])]
-            _, answer_seconds = kitab("answer", *args)
-            result, evaluate_seconds = kitab(
-                "evaluate", "--release", release, "--answers", str(answers), "--task", task, "--model", m["name"],
-                "--output", "json", "--warehouse", str(warehouse),
-            )  # fmt: skip
+    for m in summary["models"]:
+        for task, r in m["tasks"].items():
+            answers = warehouse / "answers" / release / f"{m['model']}.{task}.jsonl"
+            score = r["score"] or {}
+            headline = "all_correct" if task == "queries" else "pair_accuracy"
             runs.append(
                 {
-                    "model": m["name"],
+                    "model": m["model"],
                     "task": task,
-                    "answer_seconds": round(answer_seconds, 2),
-                    "evaluate_seconds": round(evaluate_seconds, 2),
+                    "status": r["status"],
+                    "reason": r["reason"],
+                    "items": r["prompts"],
+                    "wall_seconds": r["wall_seconds"],
+                    "service_seconds": r["service_seconds"],
                     **answer_costs(answers),
-                    **scores(task, json.loads(result)),
+                    "requests": r["requests"],
+                    "score": headline,
+                    "value": score.get(headline),
+                    **{k: v for k, v in score.items() if k != headline},
                     "answers": str(answers),
                 }
             )
     _, report_seconds = kitab("report", "--release", release, "--output", "json", "--warehouse", str(warehouse))
-    return {"runs": runs, "report_seconds": round(report_seconds, 2)}
+    return {
+        "release": release,
+        "cycle_seconds": round(cycle_seconds, 2),
+        "exit_code": summary["exit_code"],
+        "site_pages": (summary.get("site") or {}).get("pages"),
+        "runs": runs,
+        "report_seconds": round(report_seconds, 2),
+    }
 
 
 def answer_lines(path: Path) -> list[dict]:
+    if not path.is_file():  # a model that failed before any answer was written
+        return []
     return [json.loads(line) for line in path.read_text(encoding="utf-8").split("\n") if line]
 
 
@@ -259,11 +266,11 @@ def reply_shapes(task: str, path: Path) -> dict:
     return shapes
 
 
-def answered_rates(warehouse: Path, model: str, task: str) -> dict:
+def answered_rates(warehouse: Path, release: str, model: str, task: str) -> dict:
     """Abstentions and cut answers over the queries the model answered (its --limit sample)."""
     from kitab.core.warehouse import Warehouse
 
-    with Warehouse(warehouse).connect(release=RELEASE) as con:
+    with Warehouse(warehouse).connect(release=release) as con:
         if task == "claims":
             n, none, right = con.execute(
                 "SELECT count(*), count(*) FILTER (WHERE verdict IS NULL), count(*) FILTER (WHERE correct) "
@@ -293,6 +300,7 @@ def write_corpus(path: Path, runs: list[dict]) -> int:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--limit", type=int, default=40, help="the real model's sample per task (claims: pairs)")
+    parser.add_argument("--authors", type=int, default=40, help="the cycle's new release: fresh authors")
     parser.add_argument("--no-real", action="store_true", help="the fake endpoints only")
     parser.add_argument("--gguf", type=Path, default=None, help="default: make local-model's SmolLM2")
     parser.add_argument("--warehouse", type=Path, default=None, help="default: a fresh temporary one")
@@ -309,8 +317,8 @@ def main(argv: list[str] | None = None) -> None:
     endpoints: list[Endpoint] = []
     started = time.monotonic()
     try:
-        _, steps["release_seconds"] = kitab("demo", "--warehouse", str(warehouse))
-        models, limits = [], {}
+        _, steps["demo_seconds"] = kitab("demo", "--warehouse", str(warehouse))
+        models = []
         for behaviour in FAKES:
             e = Endpoint("--fake", "--behaviour", behaviour, "--port", "0", "--warehouse", str(warehouse))
             endpoints.append(e)
@@ -329,19 +337,18 @@ def main(argv: list[str] | None = None) -> None:
                     "temperature": 0.0,
                     "concurrency": 1,
                     "timeout": 120,
+                    "limit": args.limit,
                 }
             )
-            limits[REAL] = args.limit
         steps["endpoints_start_seconds"] = {e.model: round(e.seconds, 2) for e in endpoints}
         models_file = tmp / "models.toml"
         models_file.write_text(models_toml(models), encoding="utf-8")
-        cycle = run_cycle(models_file, warehouse, RELEASE, tmp, limits)
+        cycle = run_cycle(models_file, warehouse, args.authors)
     finally:
         for e in endpoints:
             e.stop()
     result = {
-        "release": RELEASE,
-        "cycle_seconds": round(time.monotonic() - started, 2),
+        "total_seconds": round(time.monotonic() - started, 2),
         **steps,
         **cycle,
         "models_file": models_toml(models),
@@ -349,14 +356,15 @@ def main(argv: list[str] | None = None) -> None:
     }
     per_model: dict[str, float] = {}
     for run in cycle["runs"]:
-        per_model[run["model"]] = round(
-            per_model.get(run["model"], 0) + run["answer_seconds"] + run["evaluate_seconds"], 2
-        )
+        per_model[run["model"]] = round(per_model.get(run["model"], 0) + run["wall_seconds"], 2)
     result["model_seconds"] = per_model
     if not args.no_real:
         real_runs = [r for r in cycle["runs"] if r["model"] == REAL]
         result["real"] = {
-            r["task"]: {**reply_shapes(r["task"], Path(r["answers"])), **answered_rates(warehouse, REAL, r["task"])}
+            r["task"]: {
+                **reply_shapes(r["task"], Path(r["answers"])),
+                **answered_rates(warehouse, cycle["release"], REAL, r["task"]),
+            }
             for r in real_runs
         }
         if args.corpus:
@@ -373,20 +381,21 @@ def main(argv: list[str] | None = None) -> None:
 
 def format_result(result: dict) -> str:
     lines = [
-        f"release {result['release']}: built in {result['release_seconds']:.1f} s; endpoints up in "
+        f"kitab demo {result['demo_seconds']:.1f} s; endpoints up in "
         + ", ".join(f"{m} {s:.1f} s" for m, s in result["endpoints_start_seconds"].items())
-        + f"; report {result['report_seconds']:.1f} s; whole cycle {result['cycle_seconds']:.1f} s",
+        + f"; kitab cycle (release {result['release']}, exit {result['exit_code']}, site {result['site_pages']} pages) "
+        + f"{result['cycle_seconds']:.1f} s; report {result['report_seconds']:.1f} s; in all {result['total_seconds']:.1f} s",
         "",
-        "| model | task | items | answered | answer s | evaluate s | requests | tokens in | tokens out "
+        "| model | task | status | items | answered | wall s | service s | requests | tokens in | tokens out "
         "| s/query | cut | score |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for r in result["runs"]:
         lines.append(
-            f"| {r['model']} | {r['task']} | {r['items']} | {r['answered']} | {r['answer_seconds']:.1f} "
-            f"| {r['evaluate_seconds']:.1f} | {r['requests']} | {r['tokens_in']:,} | {r['tokens_out']:,} "
+            f"| {r['model']} | {r['task']} | {r['status']} | {r['items']} | {r['answered']} | {r['wall_seconds']:.1f} "
+            f"| {r['service_seconds']:.1f} | {r['requests']} | {r['tokens_in']:,} | {r['tokens_out']:,} "
             f"| {r['seconds_per_query'] if r['seconds_per_query'] is not None else '-'} | {r['cut']} "
-            f"| {r['score']} {r['value']:.3f} |"
+            f"| {r['score']} {'-' if r['value'] is None else format(r['value'], '.3f')} |"
         )
     for task, shapes in result.get("real", {}).items():
         lines.append(f"\n{REAL}, {task}: " + ", ".join(f"{k} {v}" for k, v in shapes.items()))

@@ -215,7 +215,7 @@ def run_model(
     budget_left = spec.budget
     tasks = {}
     for task in TASKS:
-        row, score = run_task(warehouse, release, spec, task, budget_left=budget_left, limit=limit)
+        row, score = run_task(warehouse, release, spec, task, budget_left=budget_left, limit=spec.limit or limit)
         write_model_run(warehouse, release, row)
         if budget_left is not None:
             budget_left = max(0, budget_left - row["requests"])

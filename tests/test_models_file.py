@@ -108,3 +108,12 @@ def test_a_missing_or_unreadable_file_is_one_line(tmp_path):
     (tmp_path / "bad.toml").write_bytes(b"\xff\xfe")
     with pytest.raises(BadValue, match="not UTF-8"):
         read_models(tmp_path / "bad.toml")
+
+
+def test_a_models_limit_is_its_own_sample_size():
+    text = "[[model]]\nname='big'\nbase_url='http://h/v1'\nmodel='m'\nlimit=40\n"
+    text += "[[model]]\nname='fake'\nbase_url='http://h/v1'\nmodel='f'\n"
+    big, fake = parse_models(text, "f.toml")
+    assert (big.limit, fake.limit) == (40, None)
+    with pytest.raises(BadValue, match="limit = 0"):
+        parse_models("[[model]]\nname='a'\nbase_url='http://h/v1'\nmodel='m'\nlimit=0\n", "f.toml")

@@ -12,6 +12,7 @@ scores, one ``[[model]]`` table each (TOML, read with the standard library's ``t
     budget = 5000                           # requests per cycle at most
     rate = 2.0                              # request starts per second at most
     timeout = 120                           # seconds for one request
+    limit = 40                              # a seeded sample of N prompts per task (a trial; beats --limit)
 
 Pure: the file is read and checked here, nothing is asked. Every mistake is one line naming the
 file, the model and the key (``BadValue``). The key itself is never read here: only the name of
@@ -48,6 +49,7 @@ KEYS = (
     "budget",
     "rate",
     "timeout",
+    "limit",
 )
 REQUIRED = ("name", "base_url", "model")
 
@@ -67,6 +69,7 @@ class ModelSpec:
     budget: int | None = None  # requests per cycle, both tasks together (None: no cap)
     rate: float | None = None
     timeout: float = DEFAULTS.timeout
+    limit: int | None = None  # a seeded sample of N prompts per task (kitab cycle --limit's, for this model only)
 
     def params(self, task_max_tokens: int | None) -> Params:
         """The chat parameters for a task whose answer length is ``task_max_tokens``."""
@@ -136,6 +139,7 @@ def check_model(table: dict, where: str) -> ModelSpec:
         "max_completion_tokens": dict(whole=True, low=1),
         "concurrency": dict(whole=True, low=1),
         "budget": dict(whole=True, low=1),
+        "limit": dict(whole=True, low=1),
         "rate": dict(whole=False, low=0.0, low_open=True),
         "timeout": dict(whole=False, low=0.0, low_open=True),
     }

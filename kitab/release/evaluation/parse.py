@@ -395,11 +395,22 @@ def item_titles(item: str) -> list[str]:
         return []
     spans, outside = _quoted_spans(text)
     if spans and any(_lower_word(w) for w in outside.split()):
-        return [t for t in (clean_title(span) for span in spans) if t and not is_sentence(t)]
+        titles = [t for t in (clean_title(_sentence_stop(span)) for span in spans) if t and not is_sentence(t)]
+        return list(dict.fromkeys(titles))  # one sentence naming a book twice names it once
     if _wrapped(text) is not None or not is_sentence(text):
         return [clean_title(text)]
     head = _delimited_head(text)
     return [head] if head else []
+
+
+def _sentence_stop(span: str) -> str:
+    """A quoted span without the sentence's full stop written inside the quotes ("… titled "The
+    Night I Will Never Grow Old."), but an abbreviation's ("Jr.", "U.S.") kept."""
+    words = span.rstrip().split()
+    last = words[-1] if words else ""
+    if last.endswith(".") and not last.endswith("..") and len(last) > 3 and "." not in last[:-1]:
+        return span.rstrip()[:-1]
+    return span
 
 
 def _lower_word(word: str) -> bool:

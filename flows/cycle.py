@@ -363,6 +363,8 @@ def cycle_text(summary: dict) -> str:
         "",
         f"Models scored: {', '.join(summary['scored']) or 'none'}; failed: {', '.join(summary['failed']) or 'none'}.",
     ]
+    if summary.get("site"):
+        lines.append(f"Site: {summary['site']['pages']} pages in {summary['site']['out']} (open index.html).")
     if summary["export"]:
         lines.append(f"Exported to {summary['export']['out']}.")
     return "\n".join(lines) + "\n"

@@ -127,6 +127,7 @@ def test_two_cycles_two_models_then_one_endpoint_down_and_a_rerun(tmp_path):
         )
         assert done.returncode == 3, done.stderr
         assert "failed: beta" in done.stdout and "Models scored: alpha" in done.stdout
+        assert f"Site: 6 pages in {(root / 'site').resolve()}" in done.stdout
         runs = runs_of(root, "r3")
         assert runs["alpha", "queries"]["status"] == runs["alpha", "claims"]["status"] == "scored"
         for task in ("queries", "claims"):

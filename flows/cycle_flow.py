@@ -12,6 +12,7 @@ never imports Prefect.
 
 from __future__ import annotations
 
+import logging
 import re
 
 from prefect import flow, get_run_logger
@@ -38,6 +39,8 @@ def cycle_run(
     """The flow's body for a resolved ``config`` and the models file at ``models`` (read now:
     the file as it is when the run starts)."""
     logger = get_run_logger()
+    # what the run did is its log's point: INFO here even where kitab keeps Prefect at WARNING
+    logging.getLogger(logger.logger.name).setLevel(logging.INFO)
     specs = read_models(models)
 
     def make_release(config: RunConfig) -> dict:

@@ -18,6 +18,7 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
+from tests.model_run_rows import model_run_row
 from tests.releases import dump_release
 
 OLD, NEW = "2026.11.20-s5", "2026.11.27-s11"
@@ -32,11 +33,8 @@ def _answer(titles: list[str]) -> str:
 
 
 def _run_row(model: str, task: str, **over) -> dict:
-    row = dict(
-        model=model,
-        task=task,
-        status="scored",
-        reason=None,
+    """The fixture's model_runs row: every model 100 prompts answered in 100 requests."""
+    fixture = dict(
         served_model=f"served-{len(model)}",
         base_url="http://127.0.0.1:8000/v1",
         answers_sha256=None,
@@ -46,13 +44,12 @@ def _run_row(model: str, task: str, **over) -> dict:
         failed_reasons=None,
         requests=100,
         from_cache=0,
-        prompt_tokens=12_345,
         completion_tokens=2_345,
         service_seconds=12.5,
         wall_seconds=14.25,
         started_at=datetime(2026, 11, 27, 3, 0, tzinfo=UTC),
     )
-    return {**row, **over}
+    return model_run_row(model=model, task=task, **{**fixture, **over})
 
 
 def score_release(warehouse: Path, release: str, folder: Path) -> None:

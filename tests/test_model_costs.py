@@ -5,7 +5,6 @@ model_runs; a release no cycle ran says so. Markdown and --output json, through 
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 
 import pytest
 from typer.testing import CliRunner
@@ -13,6 +12,7 @@ from typer.testing import CliRunner
 from kitab.app.cli import app
 from kitab.release.model_costs import NO_CYCLE
 from kitab.release.model_runs import write_model_run
+from tests.model_run_rows import model_run_row
 from tests.releases import dump_release
 
 runner = CliRunner()
@@ -22,30 +22,6 @@ def report(warehouse, *extra: str) -> str:
     result = runner.invoke(app, ["report", "--release", "r1", "--warehouse", str(warehouse), *extra])
     assert result.exit_code == 0, result.output
     return result.stdout
-
-
-def run_row(**over) -> dict:
-    row = dict(
-        model="alpha",
-        task="queries",
-        status="scored",
-        reason=None,
-        served_model="served",
-        base_url="http://127.0.0.1:9/v1",
-        answers_sha256="ab" * 32,
-        prompts=40,
-        answered=38,
-        failed_ids=["q1", "q2"],
-        failed_reasons=["HTTP 500", "timeout"],
-        requests=45,
-        from_cache=2,
-        prompt_tokens=12_345,
-        completion_tokens=6_789,
-        service_seconds=51.25,
-        wall_seconds=63.5,
-        started_at=datetime(2026, 11, 27, 12, 0, tzinfo=UTC),
-    )
-    return {**row, **over}
 
 
 @pytest.fixture(scope="module")
@@ -58,11 +34,11 @@ def test_the_report_says_no_cycle_ran_then_shows_each_models_costs(warehouse):
     assert "## Model costs" in text and NO_CYCLE in text
     assert json.loads(report(warehouse, "--output", "json"))["model_runs"] == []
 
-    write_model_run(warehouse, "r1", run_row())
+    write_model_run(warehouse, "r1", model_run_row())
     write_model_run(
         warehouse,
         "r1",
-        run_row(model="beta|pipe", status="failed", reason="cannot connect (connection refused)", answered=0,
+        model_run_row(model="beta|pipe", status="failed", reason="cannot connect (connection refused)", answered=0,
                 requests=1, prompt_tokens=0, completion_tokens=0, service_seconds=0.0, wall_seconds=0.4),
     )  # fmt: skip
     text = report(warehouse)

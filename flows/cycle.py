@@ -104,17 +104,6 @@ def _answer_totals(path: Path) -> dict:
     return totals
 
 
-def _score(task: str, result: dict) -> dict:
-    """The headline numbers of an evaluation's result, for the summary."""
-    if task == "queries":
-        [entry] = result["leaderboard"]["evaluations"]
-        overall = entry["overall"]
-        return {"all_correct": overall["all_correct"], "completeness": overall["completeness"]}
-    [entry] = result["pair_accuracy"]
-    overall = entry["overall"]
-    return {"pair_accuracy": overall["pair_accuracy"]["value"], "claim_accuracy": overall["claim_accuracy"]["value"]}
-
-
 def run_task(
     warehouse: Path, release: str, spec: ModelSpec, task: str, *, budget_left: int | None, limit: int | None
 ) -> tuple[dict, dict | None]:
@@ -197,7 +186,7 @@ def run_task(
         **_answer_totals(out),
         wall_seconds=round(time.monotonic() - started, 3),
     )
-    return row, _score(task, result)
+    return row, chosen.headline(result)
 
 
 def run_model(

@@ -72,6 +72,10 @@ class Task(ABC):
         """:meth:`evaluate`'s result as the markdown ``kitab evaluate`` prints."""
 
     @abstractmethod
+    def headline(self, result: dict) -> dict[str, float | None]:
+        """:meth:`evaluate`'s result in its headline scores (``kitab cycle``'s line per model)."""
+
+    @abstractmethod
     def report_section(
         self,
         con,
@@ -173,6 +177,10 @@ class Queries(Task):
 
         return format_evaluation(result)
 
+    def headline(self, result):
+        [entry] = result["leaderboard"]["evaluations"]
+        return {"all_correct": entry["overall"]["all_correct"], "completeness": entry["overall"]["completeness"]}
+
     def report_section(self, con, release, plots_dir=None, include_stale=False, *, seed=None, resamples=None):
         from kitab.release.leaderboard import evaluation_section
 
@@ -213,6 +221,14 @@ class Claims(Task):
         from kitab.release.claims import format_claim_result
 
         return format_claim_result(result)
+
+    def headline(self, result):
+        [entry] = result["pair_accuracy"]
+        overall = entry["overall"]
+        return {
+            "pair_accuracy": overall["pair_accuracy"]["value"],
+            "claim_accuracy": overall["claim_accuracy"]["value"],
+        }
 
     def report_section(self, con, release, plots_dir=None, include_stale=False, *, seed=None, resamples=None):
         from kitab.release.claims import claim_section

@@ -353,7 +353,7 @@ def release_page(site: dict, release: dict) -> str:
 
 def _entry(release: dict, model: str, task: str) -> dict | None:
     sha = release["chosen"][task].get(model)
-    found = release["board"]["evaluations"] if task == "queries" else release["claims"]
+    found = {"queries": release["board"]["evaluations"], "claims": release["claims"]}[task]  # each task's entries
     return next((e for e in found if e["model"] == model and e["answers_sha256"] == sha), None)
 
 

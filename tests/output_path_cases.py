@@ -68,6 +68,7 @@ def commands(release: str, wh: Path, scratch: Path, chat_url: str) -> dict[str, 
         ),  # fmt: skip
         "review export": (["review", "export", *of, "--out", "{T}"], None),
         "snapshot generate": (["snapshot", "generate", "--authors", "30", "--seed", "1", "--out", "{T}"], None),
+        "site build": (["site", "build", "--warehouse", wh, "--out", "{T}"], None),
     }
 
 

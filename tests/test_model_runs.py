@@ -3,38 +3,13 @@ replaced by a rerun, refused when its status and reason disagree."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 import pytest
 
 from kitab.core.errors import KitabError
 from kitab.core.warehouse import Warehouse
 from kitab.release.model_runs import read_model_runs, write_model_run
+from tests.model_run_rows import model_run_row
 from tests.releases import dump_release
-
-
-def _row(**over) -> dict:
-    row = dict(
-        model="alpha",
-        task="queries",
-        status="scored",
-        reason=None,
-        served_model="served",
-        base_url="http://127.0.0.1:9/v1",
-        answers_sha256="ab" * 32,
-        prompts=10,
-        answered=9,
-        failed_ids=["q1"],
-        failed_reasons=["HTTP 500"],
-        requests=12,
-        from_cache=0,
-        prompt_tokens=1000,
-        completion_tokens=300,
-        service_seconds=4.5,
-        wall_seconds=6.0,
-        started_at=datetime(2026, 11, 27, 12, 0, tzinfo=UTC),
-    )
-    return {**row, **over}
 
 
 @pytest.fixture(scope="module")
@@ -43,24 +18,24 @@ def warehouse(tmp_path_factory):
 
 
 def test_a_rerun_replaces_the_model_tasks_row_and_keeps_the_others(warehouse):
-    write_model_run(warehouse, "r1", _row())
-    write_model_run(warehouse, "r1", _row(model="beta", status="failed", reason="connection refused"))
-    write_model_run(warehouse, "r1", _row(task="claims", requests=3))
-    write_model_run(warehouse, "r1", _row(requests=0, from_cache=10))  # alpha/queries again: its row replaced
+    write_model_run(warehouse, "r1", model_run_row())
+    write_model_run(warehouse, "r1", model_run_row(model="beta", status="failed", reason="connection refused"))
+    write_model_run(warehouse, "r1", model_run_row(task="claims", requests=3))
+    write_model_run(warehouse, "r1", model_run_row(requests=0, from_cache=10))  # alpha/queries again: its row replaced
     with Warehouse(warehouse).connect() as con:
         rows = {(r["model"], r["task"]): r for r in read_model_runs(con)}
     assert sorted(rows) == [("alpha", "claims"), ("alpha", "queries"), ("beta", "queries")]
     assert rows["alpha", "queries"]["requests"] == 0 and rows["alpha", "queries"]["from_cache"] == 10
     assert rows["beta", "queries"]["reason"] == "connection refused"
-    assert rows["alpha", "claims"]["failed_ids"] == ["q1"]
+    assert rows["alpha", "claims"]["failed_ids"] == ["q1", "q2"]
 
 
 @pytest.mark.parametrize("over", [dict(status="failed"), dict(reason="why"), dict(status="skipped", reason="x")])
 def test_status_and_reason_must_agree(warehouse, over):
     with pytest.raises(ValueError):
-        write_model_run(warehouse, "r1", _row(**over))
+        write_model_run(warehouse, "r1", model_run_row(**over))
 
 
 def test_an_unknown_release_is_refused(warehouse):
     with pytest.raises(KitabError):
-        write_model_run(warehouse, "nope", _row())
+        write_model_run(warehouse, "nope", model_run_row())

@@ -29,6 +29,7 @@ from kitab.core.warehouse import Warehouse
 from kitab.release.evaluation.run import evaluate_release
 from kitab.release.intervals import differs
 from kitab.release.leaderboard import comparison, leaderboard
+from tests.browser import chromium_path, dom
 from tests.releases import dump_release
 
 RELEASE = "2026.11.23-s12"
@@ -122,12 +123,7 @@ def test_five_points_apart_are_told_apart_and_identical_models_are_not(warehouse
 # -- the page in a real browser ---------------------------------------------------------------
 @pytest.fixture(scope="module")
 def chromium() -> str:
-    path = shutil.which("chromium")
-    if path is None:
-        if os.environ.get("CI"):
-            pytest.fail("chromium is missing in CI: .ci/run runs `make browser` before the tests")
-        pytest.skip("Debian's chromium is not installed: `make browser` (as root) installs it")
-    return path
+    return chromium_path()
 
 
 @pytest.fixture(scope="module")
@@ -137,29 +133,6 @@ def page(warehouse, models, tmp_path_factory) -> Path:
     assert result.exit_code == 0, result.output
     assert not list(path.parent.glob("*.tmp*"))  # written through a temp file, then renamed
     return path
-
-
-def dom(chromium: str, page: Path, hash_: str = "") -> tuple[str, str]:
-    """The page's DOM after its script ran (and the filters in ``hash_`` applied), and
-    Chromium's log (console messages show as ``:CONSOLE``)."""
-    done = subprocess.run(
-        [
-            chromium,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--enable-logging=stderr",
-            "--v=0",
-            "--virtual-time-budget=10000",
-            "--dump-dom",
-            page.as_uri() + hash_,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    return done.stdout, done.stderr
 
 
 def shown(html: str) -> int:

@@ -194,6 +194,12 @@ def test_a_refusal_is_an_abstention(case):
         ("Output:\n1. Reason: Her debut. Title: None of the Above (2015)", ["None of the Above"]),
         ("1. Then There Were None\n2. I Found Nothing (2001)", ["Then There Were None", "I Found Nothing"]),
         ("Output:\n1. Reason: Her 1994 novel. Title: None to Accompany Me", ["None to Accompany Me"]),
+        # SmolLM2's real reply (tests/data/smollm2_replies.jsonl): "not only" adds, it does not deny
+        (
+            '1. The book "The Nightingale" by Stephen J. Cannell is a classic example of his work, and '
+            "it's not only the first book written by him but also one of his most famous works.",
+            ["The Nightingale"],
+        ),
     ],
 )
 def test_titles_that_sound_negative_stay_titles(response, titles):

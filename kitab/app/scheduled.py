@@ -7,6 +7,8 @@ the app reads the environment."""
 
 from __future__ import annotations
 
+import inspect
+
 from prefect import flow
 
 from flows.configure import flow_config
@@ -32,3 +34,44 @@ def _scheduled(**parameters) -> dict:
 
 _scheduled.__signature__ = flow_signature()  # the same parameters, and schema, as the refresh flow
 scheduled_refresh = flow(name="refresh", log_prints=True, task_runner=task_runner("threads"))(_scheduled)
+
+
+def _scheduled_cycle(
+    models: str,
+    limit: int | None = None,
+    site: str | None = None,
+    export: str | None = None,
+    push: str | None = None,
+    **parameters,
+) -> dict:
+    """The ``cycle`` flow as ``kitab serve --models`` runs it: the release's parameters
+    (RefreshParams' fields) resolved here from the worker's environment, as for the refresh,
+    then flows/cycle_flow.py's body (``models``: the models file, read when the run starts)."""
+    from flows.cycle_flow import cycle_run
+    from kitab.app.runs import run_config
+
+    parameters.pop("config", None)
+    config = run_config(parameters, direct=False, task_runner="threads", dask_address=None)
+    return cycle_run(config, models, limit=limit, site=site, export=export, push=push)
+
+
+def _cycle_signature() -> inspect.Signature:
+    """The cycle's own parameters, then the refresh's (Prefect builds the deployment's schema from it)."""
+    own = [
+        inspect.Parameter("models", inspect.Parameter.KEYWORD_ONLY, annotation=str),
+        *(
+            inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=kind)
+            for name, kind in (
+                ("limit", int | None),
+                ("site", str | None),
+                ("export", str | None),
+                ("push", str | None),
+            )
+        ),
+    ]
+    refresh = [p for p in flow_signature().parameters.values() if p.name != "config"]
+    return inspect.Signature([*own, *refresh], return_annotation=dict)
+
+
+_scheduled_cycle.__signature__ = _cycle_signature()
+scheduled_cycle = flow(name="cycle", log_prints=True, task_runner=task_runner("threads"))(_scheduled_cycle)

@@ -5,7 +5,9 @@ commands).
 An output path is
 
 - never inside a warehouse: neither the command's own nor any other it can detect, walking up
-  from the path (a folder with ``tables/releases/`` or ``kitab.duckdb`` is one);
+  from the path (a folder with ``tables/releases/`` or ``kitab.duckdb`` is one); one exception,
+  named by its command: ``kitab site build`` may write ``<warehouse>/site`` of the warehouse it
+  reads (:func:`check_warehouse_folder`), nothing else in it;
 - never an input of the run: not the same path, not inside one, not holding one;
 - a file output is a file (never a folder, never a device): it replaces only that file;
 - a folder output is new, empty, or an earlier output of the same command whose manifest lists
@@ -163,7 +165,22 @@ def check_folder(
     empty, or the command's earlier output with everything in it listed by its manifest
     (``manifest``: how this command's is read, default :func:`read_manifest`). ``legacy``
     names an earlier output written before manifests (the refusal then says what to do)."""
-    out = check_place(path, option, inputs)
+    return _earlier_output(check_place(path, option, inputs), option, command, manifest, legacy)
+
+
+def check_warehouse_folder(
+    path: str | os.PathLike, option: str, command: str, warehouse: str | os.PathLike, name: str
+) -> Folder:
+    """A folder output a warehouse may hold: exactly ``<warehouse>/<name>`` of the warehouse the
+    command reads (``kitab site build``'s default, ``<warehouse>/site``), new, empty or the
+    command's earlier output; any other path is :func:`check_folder`'s, the warehouse an input."""
+    out, root = _resolved(path), _resolved(warehouse)
+    if out == root / name and warehouse_holding(out) == root:
+        return _earlier_output(out, option, command, None, None)
+    return check_folder(path, option, command, [root])
+
+
+def _earlier_output(out: Path, option: str, command: str, manifest, legacy) -> Folder:
     if not out.exists():
         return Folder(out)
     if not out.is_dir():

@@ -38,6 +38,29 @@ class RetryPolicy:
         return random.uniform(ceiling / 2, ceiling)
 
 
+# The temperature every chat request carries unless told otherwise: kitab answer, the library
+# (kitab/sources/chat.py's Params, answer_release), the cycle (a models file's ``temperature``
+# overrides it) and the model taggers. The paper's is 0: the most likely answer, the same on a
+# rerun where the server is deterministic. ``none`` (temperature_value) sends none, for the
+# reasoning models that refuse one.
+DEFAULT_TEMPERATURE = 0.0
+NO_TEMPERATURE = "none"
+
+
+def temperature_value(value: str | float) -> float | None:
+    """A temperature as given (``--temperature``, a models file): a number from 0 to 2, or
+    ``none`` (any case) for None, not sent; KitabError otherwise."""
+    if isinstance(value, str) and value.strip().lower() == NO_TEMPERATURE:
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = math.nan
+    if isinstance(value, bool) or not 0.0 <= number <= 2.0:
+        raise KitabError(f"temperature {value!r}: expected a number from 0 to 2, or {NO_TEMPERATURE!r} to send none")
+    return number
+
+
 @dataclass(frozen=True)
 class ChatPolicy:
     """How an OpenAI-compatible chat endpoint is asked, by ``kitab answer`` and the model taggers
@@ -45,13 +68,18 @@ class ChatPolicy:
 
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     timeout: float = 600.0  # seconds for one request whole (connect, headers and body)
-    concurrency: int = 4  # requests in flight at most (the client's connection pool too)
+    concurrency: int = 4  # requests in flight at most (the client's connection pool too); lowered after a timeout
     rate: float | None = None  # request starts per second at most, over all threads (None: no cap)
     # The first requests to finish: all failing with one error stops the run (a gateway that
     # answers 400 to everything is told in seconds, not after every query).
     stop_after: int = 10
+    # Requests the session sends at most, retries included (None: no cap); the one past it is
+    # not sent: an "over budget" failure that stops the run (kitab cycle's per-model budget).
+    budget: int | None = None
 
     def __post_init__(self) -> None:
+        if self.budget is not None and self.budget < 0:
+            raise KitabError(f"budget {self.budget}: expected 0 or more requests")
         if self.concurrency < 1:
             raise KitabError(f"--concurrency {self.concurrency}: expected 1 or more")
         if self.rate is not None and not self.rate > 0:

@@ -22,10 +22,12 @@ How it behaves (docs/evaluate.md):
   another gateway gives the same answer); change ``--model`` or a parameter to ask again.
 - **Output**: one JSON line per query, ``{"query_id", "template", "model", "response",
   "sample", "finish_reason", "reasoning", "reasoning_only", "prompt_tokens", "completion_tokens",
-  "seconds", "attempts"}`` (``reasoning``: a reasoning model's reasoning_content, never read for
-  titles; ``reasoning_only``: the reply was all reasoning, no answer: an abstention, counted in
-  the summary's warning), written atomically at the end, in the release's query order. A rerun
-  from the cache writes the very same bytes (the same answers file sha256, so the same evaluation).
+  "seconds", "queued_seconds", "attempts"}`` (``reasoning``: a reasoning model's
+  reasoning_content, never read for titles; ``reasoning_only``: the reply was all reasoning, no
+  answer: an abstention, counted in the summary's warning; ``seconds``: the answer's service
+  time, ``queued_seconds``: the rest of its query's time, kitab/sources/chat_session.py),
+  written atomically at the end, in the release's query order. A rerun from the cache writes the
+  very same bytes (the same answers file sha256, so the same evaluation).
 - **Stops early**: when the first ``stop_after`` (10, the session's policy) queries to finish
   all failed with the same error (one status and message, ids and numbers aside: a gateway
   answering 400 to every request, a 500 that outlasts every retry), the run stops there with
@@ -33,9 +35,15 @@ How it behaves (docs/evaluate.md):
   concurrency`` queries start (the session's admit). A refused connection stops it at once.
 - **Samples**: with ``samples`` N > 1 each query is asked N times (sample k's cache key holds
   k), and every line carries its ``sample`` (0 .. N-1); ``kitab evaluate`` scores each.
-- A query that got no answer (its retries used up, a 400) is listed in the error, and no
-  answers file is written, unless ``allow_missing``: then the file holds the answers there
-  are, and ``kitab evaluate`` scores the missing queries as unanswered (wrong).
+- A query that got no answer (its retries used up, a 400) is named with its reason: in the
+  summary's ``failed`` ({query_id: reason}, in prompt order), in ``<out>.failed.jsonl``
+  (:func:`failed_path`, one line per query, written atomically) and, the first few, in the
+  error; no answers file is written, unless ``allow_missing``: then the file holds the answers
+  there are, and ``kitab evaluate`` scores the missing queries as unanswered (wrong).
+- **Costs** in the summary: ``requests``, ``retries`` and ``seconds`` (wall) of this run;
+  ``prompt_tokens``, ``completion_tokens``, ``service_seconds`` and ``queued_seconds`` summed
+  over the answers (cached ones included: what the answers cost when asked; the table
+  model_runs holds the same numbers).
 """
 
 from __future__ import annotations
@@ -55,8 +63,10 @@ from kitab.core.params import ModelEndpoint
 from kitab.core.policy import ChatPolicy
 from kitab.release.evaluation.answers import MAX_FILE_BYTES, MAX_RESPONSE_CHARS
 from kitab.release.evaluation.parse import is_reasoning_only
-from kitab.sources.chat import EndpointError, Params, Stopped
+from kitab.sources.chat import EndpointError, KeyFrom, Params, Stopped
 from kitab.sources.chat_session import ChatSession, open_chat_session
+
+FAILED_IN_ERROR = 3  # failed queries named in the error line (all of them are in the failed file)
 
 
 @dataclass(frozen=True)
@@ -146,6 +156,7 @@ def _ask(session: ChatSession, prompt: Prompt, params: Params, stats: RunStats, 
         "prompt_tokens": completion.prompt_tokens,
         "completion_tokens": completion.completion_tokens,
         "seconds": answer.seconds,
+        "queued_seconds": answer.queued_seconds,
         "attempts": answer.attempts,
     }
 
@@ -175,7 +186,14 @@ def answer_prompts(
     results = {unit: cached[key] for unit, key in keys.items() if key in cached}
     stats.from_cache = len(results)
     by_id = {p.query_id: p for p in prompts}
-    todo = [unit for unit in keys if unit not in results]
+    # one question per cache key: two prompts of one text (the claims can repeat a claim) share
+    # its answer, as the cache keeps one, so a rerun from the cache writes the very same file
+    first_of: dict[str, tuple[str, int]] = {}
+    for unit in keys:
+        if unit not in results:
+            first_of.setdefault(keys[unit], unit)
+    todo = list(first_of.values())
+    twins = [unit for unit in keys if unit not in results and first_of[keys[unit]] != unit]
     if on_progress:
         on_progress(stats)
     pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="kitab-answer")
@@ -196,7 +214,7 @@ def answer_prompts(
             finished, _ = wait(pending, timeout=1.0, return_when=FIRST_COMPLETED)
             for future in finished:
                 unit = pending.pop(future)
-                label = unit[0] if samples == 1 else f"{unit[0]}#{unit[1]}"
+                label = _label(unit, samples)
                 try:
                     record = future.result()
                 except Stopped:
@@ -216,17 +234,30 @@ def answer_prompts(
             refill()
             if on_progress:
                 on_progress(stats)
+        order = {unit: n for n, unit in enumerate(keys)}  # the failed in prompt order, not as they came
+        labels = {unit[0] if samples == 1 else f"{unit[0]}#{unit[1]}": order[unit] for unit in keys}
+        stats.failed = dict(sorted(stats.failed.items(), key=lambda item: labels[item[0]]))
     except BaseException:
         session.abort()  # Ctrl-C, SIGTERM: the requests in flight end now, not at their timeout; what arrived is cached
         raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+    for unit in twins:  # the answer its first prompt got (counted as from the cache: it was not asked)
+        first = first_of[keys[unit]]
+        if first in results:
+            results[unit] = results[first]
+            stats.add(from_cache=1)
+        elif _label(first, samples) in stats.failed:
+            stats.failed[_label(unit, samples)] = stats.failed[_label(first, samples)]
     fatal = session.stopped_by
     if fatal is not None and not fatal.fatal:
         raise KitabError(
             f"stopped: the first {stop_after} queries all failed with {fatal} ({stats.requests} requests); "
-            f"check --base-url, --model, the parameters and OPENAI_API_KEY"
+            f"check --base-url, --model, the parameters (a reasoning model refuses a temperature: "
+            f"--temperature none) and OPENAI_API_KEY"
         )
+    if fatal is not None and fatal.over_budget:
+        raise KitabError(f"{fatal}: {len(results)} answers are cached, a rerun asks only for the rest")
     if fatal is not None and fatal.refused:
         cached = f"; {len(results)} answers are cached, a rerun asks only for the rest" if results else ""
         raise KitabError(f"{fatal}: is the server running? check --base-url{cached}")
@@ -238,21 +269,32 @@ def answer_prompts(
     return results, stats
 
 
+def _label(unit: tuple[str, int], samples: int) -> str:
+    """A (query, sample) as the failures name it."""
+    return unit[0] if samples == 1 else f"{unit[0]}#{unit[1]}"
+
+
 def answers_lines(
-    prompts: Sequence[Prompt], results: dict[tuple[str, int], dict], model: str, samples: int = 1
+    prompts: Sequence[Prompt],
+    results: dict[tuple[str, int], dict],
+    model: str,
+    samples: int = 1,
+    population: dict | None = None,
 ) -> list[str]:
-    """The answers file's lines, in the prompts' order (then samples'), for the answers there are."""
+    """The answers file's lines, in the prompts' order (then samples'), for the answers there are;
+    ``population``: ``{"limit", "limit_seed"}`` of a --limit run, on every line (kitab evaluate
+    scores over that sample, kitab/release/evaluation/population.py)."""
     lines = []
     for p in prompts:
         for sample in range(samples):
             record = results.get((p.query_id, sample))
             if record is None:
                 continue
-            lines.append(_answer_line(p, sample, record, model))
+            lines.append(_answer_line(p, sample, record, model, population))
     return lines
 
 
-def _answer_line(p: Prompt, sample: int, record: dict, model: str) -> str:
+def _answer_line(p: Prompt, sample: int, record: dict, model: str, population: dict | None = None) -> str:
     return jsonl.dumps(
         {
             "query_id": p.query_id,
@@ -266,7 +308,9 @@ def _answer_line(p: Prompt, sample: int, record: dict, model: str) -> str:
             "prompt_tokens": record["prompt_tokens"],
             "completion_tokens": record["completion_tokens"],
             "seconds": record["seconds"],
+            "queued_seconds": record.get("queued_seconds"),
             "attempts": record["attempts"],
+            **(population or {}),
         },
         ensure_ascii=False,
     )
@@ -285,6 +329,55 @@ def write_answers(path: Path, lines: list[str]) -> None:
             fh.write("".join(line + "\n" for line in lines))
 
     write_via_temp(path, write)
+
+
+def failed_path(out: Path) -> Path:
+    """Where the run's failed queries are listed, beside the answers: ``answers.jsonl`` ->
+    ``answers.failed.jsonl`` (a name without a suffix gets ``.failed.jsonl`` added)."""
+    out = Path(out)
+    return out.with_name(f"{out.stem if out.suffix else out.name}.failed.jsonl")
+
+
+def write_failed(path: Path, failed: dict[str, str], samples: int = 1) -> None:
+    """One JSON line per failed query, ``{"query_id", "sample", "reason"}`` in ``failed``'s order
+    (labels ``id#k`` when ``samples`` > 1), written atomically; no failures: no file (an earlier
+    run's list is removed, since the answers now hold those queries)."""
+    path = Path(path)
+    if not failed:
+        path.unlink(missing_ok=True)
+        return
+    rows = []
+    for label, reason in failed.items():
+        query_id, sample = label.rsplit("#", 1) if samples > 1 else (label, "0")
+        rows.append({"query_id": query_id, "sample": int(sample), "reason": " ".join(reason.split())})
+
+    def write(tmp: str) -> None:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write("".join(jsonl.dumps(row, ensure_ascii=False) + "\n" for row in rows))
+
+    write_via_temp(path, write)
+
+
+def failed_lines(failed: dict[str, str], shown: int) -> list[str]:
+    """The failed queries as a person reads them: one line each, at most ``shown``, then how many more."""
+    lines = [f"{label}: {' '.join(reason.split())}" for label, reason in list(failed.items())[:shown]]
+    if len(failed) > shown:
+        lines.append(f"and {len(failed) - shown} more")
+    return lines
+
+
+def answer_costs(results: dict[tuple[str, int], dict]) -> dict:
+    """Tokens in and out, service and queued seconds, summed over the answers (an answer cached
+    before queued_seconds was recorded counts its whole time as service)."""
+    total = {"prompt_tokens": 0, "completion_tokens": 0, "service_seconds": 0.0, "queued_seconds": 0.0}
+    for record in results.values():
+        total["prompt_tokens"] += record.get("prompt_tokens") or 0
+        total["completion_tokens"] += record.get("completion_tokens") or 0
+        total["service_seconds"] += record.get("seconds") or 0.0
+        total["queued_seconds"] += record.get("queued_seconds") or 0.0
+    total["service_seconds"] = round(total["service_seconds"], 3)
+    total["queued_seconds"] = round(total["queued_seconds"], 3)
+    return total
 
 
 def release_prompt_list(
@@ -316,10 +409,11 @@ def answer_release(
     on_progress: Callable[[RunStats], None] | None = None,
     system: str | None = None,
     samples: int = 1,
+    key: KeyFrom = KeyFrom(),
 ) -> dict:
     """``kitab answer``: every query of ``task`` on ``release`` (a seeded sample of ``limit`` across authors, if
     given) asked of ``model`` at ``base_url`` under ``policy`` (None: the defaults) through one chat session (the
-    key from ``OPENAI_API_KEY``); the answers file written to ``out``. Returns a summary.
+    key from ``key``'s variable, default ``OPENAI_API_KEY``); the answers file written to ``out``. Returns a summary.
     ``template``: one of the task's (default: its first); the answer length: the template's (the task's)."""
     from kitab.release.task import task as task_named
 
@@ -330,10 +424,11 @@ def answer_release(
     params = params or Params(max_tokens=chosen.max_tokens.get(template))
     endpoint = ModelEndpoint(base_url, model, str(cache_path or warehouse / ".cache" / "answers.sqlite"))
     started = time.monotonic()
-    with open_chat_session(endpoint, policy) as session:
+    with open_chat_session(endpoint, policy, key=key) as session:
         results, stats = answer_prompts(
             prompts, session=session, params=params, on_progress=on_progress, system=system, samples=samples
         )
+        concurrency = {"concurrency": session.policy.concurrency, "concurrency_lowest": session.flights.lowest}
     summary = {
         "release": release,
         "model": model,
@@ -344,9 +439,10 @@ def answer_release(
         "requests": stats.requests,
         "retries": stats.retries,
         "failed": dict(stats.failed),
-        "prompt_tokens": stats.prompt_tokens,
-        "completion_tokens": stats.completion_tokens,
+        "failed_file": str(failed_path(out)) if stats.failed else None,
+        **answer_costs(results),
         "seconds": round(time.monotonic() - started, 3),
+        **concurrency,
         "out": str(out),
         "written": False,
         "params": params.payload(),
@@ -354,12 +450,14 @@ def answer_release(
         "cut": sum(1 for r in results.values() if r.get("finish_reason") == "length"),
         "reasoning_only": sum(1 for r in results.values() if is_reasoning_only(r["response"], r.get("reasoning"))),
     }
+    write_failed(failed_path(out), stats.failed, samples)
     if stats.failed and not allow_missing:
-        first = next(iter(stats.failed.items()))
+        named = "; ".join(failed_lines(stats.failed, FAILED_IN_ERROR))
         raise KitabError(
-            f"{len(stats.failed)} of {len(prompts)} queries got no answer (e.g. {first[0]}: {first[1]})"
-            f"; {len(results)} answers are cached: rerun to ask again, or pass --allow-missing"
+            f"{len(stats.failed)} of {len(prompts) * samples} queries got no answer ({named}; all in "
+            f"{failed_path(out)}); {len(results)} answers are cached: rerun to ask again, or pass --allow-missing"
         )
-    write_answers(Path(out), answers_lines(prompts, results, model, samples))
+    population = {"limit": limit, "limit_seed": limit_seed} if limit is not None else None
+    write_answers(Path(out), answers_lines(prompts, results, model, samples, population))
     summary["written"] = True
     return summary

@@ -33,6 +33,7 @@ from kitab.core.warehouse import Warehouse
 from kitab.release.bins import FEW_AUTHORS, popularity_bin_label, sitelink_labels
 from kitab.release.evaluation.answers import answers_model, read_answers
 from kitab.release.evaluation.parse import is_reasoning_only
+from kitab.release.evaluation.population import choose_population, file_limit
 from kitab.release.evaluation.verdict import read_verdict
 from kitab.release.intervals import LEVEL, SEED, B, clusters, interval
 from kitab.release.markup import markdown_cell
@@ -200,6 +201,8 @@ def claim_entries(con, *, model: str | None = None, answers_sha256: str | None =
                 "model": name,
                 "answers_sha256": sha,
                 "answers_file": mine[0]["answers_file"],
+                "population": mine[0].get("population")
+                or f"every pair of the release: {len({p['pair_id'] for p in pairs}):,} pairs",
                 "overall": _scores(mine, pairs, b, seed),
                 "by": by,
             }
@@ -257,7 +260,11 @@ def format_claim_entries(entries: list[dict]) -> str:
         "judged right (chance 0.25; always True 0). Pair accuracy divides by every pair (one left unanswered is "
         "wrong); NoCha divides by the pairs the model processed (both claims answered). "
         f"{int(LEVEL * 100)}% intervals: bootstrap over authors (⚠ n authors: fewer than {FEW_AUTHORS}, "
-        "the interval says little).\n\n" + "\n".join(lines) + "\n"
+        "the interval says little).\n\n"
+        + "\n".join(lines)
+        + "\n\nScored over: "
+        + "; ".join(f"{markdown_cell(e['model'])}: {e['population']}" for e in entries)
+        + ".\n"
     )
 
 
@@ -269,9 +276,9 @@ def claim_section(con, *, seed: int | None = None, resamples: int | None = None)
 def format_claim_result(result: dict) -> str:
     """``kitab evaluate --task claims``' result as markdown."""
     return (
-        f"{result['model']} on release {result['release']}: {result['answered']} of {result['claims']} claims "
-        f"answered (an unanswered claim is wrong), scores in table claim_evaluations\n\n"
-        + format_claim_entries(result["pair_accuracy"])
+        f"{result['model']} on release {result['release']}, scored over {result['population']['note']}: "
+        f"{result['answered']} of {result['claims']} claims answered (an unanswered claim is wrong), scores in "
+        f"table claim_evaluations\n\n" + format_claim_entries(result["pair_accuracy"])
     )
 
 
@@ -284,9 +291,13 @@ def write_claim_evaluation(wh: Warehouse, release: str, rows: list[dict]) -> Non
         wh.store_annex(TABLE, release, sorted(rows, key=lambda r: (r["query_id"], r["sample"])), replaced)
 
 
-def evaluate_claims(warehouse: Path, release: str, answers_path: Path, *, model: str | None = None) -> dict:
+def evaluate_claims(
+    warehouse: Path, release: str, answers_path: Path, *, model: str | None = None, over: str | None = None
+) -> dict:
     """``kitab evaluate --task claims``: score ``answers_path`` (JSON lines ``{query_id,
-    response}``) against the release's claims, store the rows, return the summary and this
+    response}``) against the release's claims (the pairs of its population,
+    evaluation/population.py: every pair, the file's --limit sample of pairs, or with
+    ``over="answered"`` the pairs it answers), store the rows, return the summary and this
     evaluation's entry."""
     wh = Warehouse(Path(warehouse))
     wh.require_release(release)
@@ -307,12 +318,32 @@ def evaluate_claims(warehouse: Path, release: str, answers_path: Path, *, model:
         if (a.query_id, a.sample) in verdicts:
             raise KitabError(f"{answers_path}: line {a.line} answers claim {a.query_id} a second time")
         verdicts[a.query_id, a.sample] = {"response": a.response}
+    pair_of = {c["query_id"]: c["pair_id"] for c in claims}
+    population = choose_population(
+        over,
+        file_limit(((a.limit, a.limit_seed) for a in answers), answers_path),
+        total=len(set(pair_of.values())),
+        answered={pair_of[q] for q, _ in verdicts},
+        sample=lambda n, seed: sample_across_authors(
+            sorted({(c["pair_id"], c["author_qid"]) for c in claims}), n, seed
+        ),
+        noun="pairs",
+    )
+    if population.ids is not None:
+        outside = sorted(q for q, _ in verdicts if pair_of[q] not in population.ids)
+        if outside and population.over == "sample":
+            raise KitabError(
+                f"{answers_path}: {len(outside)} answer(s) outside the file's --limit {population.limit} sample "
+                f"(seed {population.limit_seed}), e.g. {outside[0]}: score it with --over answered or --over release"
+            )
+        claims = [c for c in claims if c["pair_id"] in population.ids]
     head = {
         "model": model,
         "answers_sha256": sha256,
         "answers_file": answers_path.name,
         "evaluated_at": datetime.now(UTC).replace(microsecond=0),
         "claims_sha256": json.loads(ledger[0][0]).get("claims") if ledger else None,
+        "population": population.note,
     }
     rows = score_claims(claims, verdicts, head)
     write_claim_evaluation(wh, release, rows)
@@ -326,6 +357,7 @@ def evaluate_claims(warehouse: Path, release: str, answers_path: Path, *, model:
         "answers_sha256": sha256,
         "answered": answered,
         "claims": len(rows),
+        "population": population.as_json(len({c["pair_id"] for c in claims})),
         "coverage": answered / len(rows) if rows else None,
         "reasoning_only": sum(is_reasoning_only(a.response, a.reasoning) for a in answers),  # abstentions
         "pair_accuracy": [entry],

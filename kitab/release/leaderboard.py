@@ -71,15 +71,21 @@ def per_query_scores(
     present = {row[0] for row in con.execute("DESCRIBE evaluations").fetchall()}
     if not transcripts:
         present -= {"response", "reasoning"}
+    # abstained and cut are NULL on an unanswered row: their rates are over the queries answered
     derived = {
-        "abstained": "(answered AND len(model_titles) = 0 AND n_mapped > 0)",
+        "abstained": "(len(model_titles) = 0 AND n_mapped > 0)",
         "cut": "false",
         "sample": "0",
         "finish_reason": "CAST(NULL AS VARCHAR)",
         "response": "CAST(NULL AS VARCHAR)",
         "reasoning": "CAST(NULL AS VARCHAR)",
+        "population": "CAST(NULL AS VARCHAR)",  # (rows written before it was kept: the whole release)
     }
-    extra = ", ".join(f"{name if name in present else sql} AS {name}" for name, sql in derived.items())
+    over_answered = ("abstained", "cut")
+    extra = ", ".join(
+        (f"CASE WHEN answered THEN {expr} END" if name in over_answered else expr) + f" AS {name}"
+        for name, expr in ((name, name if name in present else sql) for name, sql in derived.items())
+    )
     titles = ", ".join(
         name if transcripts else f"CAST(NULL AS VARCHAR[]) AS {name}"
         for name in ("model_titles", "matched_titles", "match_kinds")
@@ -186,6 +192,8 @@ def leaderboard(
                 "answers_file": mine[0]["answers_file"],
                 "evaluated_at": str(max(r["evaluated_at"] for r in mine)),
                 "stale": (name, sha256) in stale,
+                # what it is scored over, in words (a --limit trial is a sample, not the release)
+                "population": mine[0]["population"] or f"the whole release: {len(mine):,} queries",
                 "overall": _scores(mine, b, seed),
                 "by_size": by_size,
                 "by": by,
@@ -262,10 +270,11 @@ def format_evaluation(result: dict) -> str:
     first (an unanswered query is wrong in completeness and all-correct)."""
     coverage = result["coverage"]
     return (
-        f"{result['model']} on release {result['release']}: {result['answered']} of {result['queries']} queries "
-        f"answered (coverage {coverage:.3f}; an unanswered query is wrong in completeness and all-correct; "
-        f"abstention rate {result['abstention_rate']:.3f}: no titles for a query that has some, wrong there too; "
-        f"cut rate {result['cut_rate']:.3f}), answers sha256 "
+        f"{result['model']} on release {result['release']}, scored over {result['population']['note']}: "
+        f"{result['answered']} of {result['queries']} queries answered (coverage {coverage:.3f}; an unanswered query is wrong in completeness and all-correct; "
+        f"of the answered: abstention rate {_cell(result['abstention_rate'])}, no titles for a query that has "
+        f"some, wrong there too; cut rate {_cell(result['cut_rate'])}; {result['parse_failures']} answer(s) with "
+        f"a line no title could be read from, {result['unread_lines']} line(s)), answers sha256 "
         f"{result['answers_sha256'][:16]}…, scores in table evaluations\n\n"
         f"{format_leaderboard(result['leaderboard'])}\n"
         f"every model on this release: kitab report --release {result['release']} (--output json)"
@@ -419,11 +428,14 @@ def format_leaderboard(board: dict) -> str:
         f"**Leaderboard, release `{board['release']}`** (an unanswered query, like an abstention, is wrong "
         "in completeness and all-correct, which rank; satisfied, unsatisfied and not from author are shares "
         "of the titles listed, means over the queries that listed something (rated), so read them beside "
-        "coverage = answered / queries and rated; abstained: satisfiable queries answered with no title; "
-        f"cut: answers stopped at the token limit; [low, high]: {level}% interval, a bootstrap over authors "
+        "coverage = answered / queries and rated; abstained: share of the answered queries whose answer lists "
+        "no title where the key has some; cut: share of the answered queries whose answer stopped at the token "
+        f"limit; [low, high]: {level}% interval, a bootstrap over authors "
         f"with {board.get('resamples', B)} resamples, seed {board.get('seed', SEED)})",
         "",
         _table(header, rows, "rl" + "r" * (len(header) - 2)),
+        "",
+        "Scored over: " + "; ".join(f"{markdown_cell(e['label'])}: {e['population']}" for e in evaluations) + ".",
     ]
     for dimension, heading in DIMENSIONS:
         bins = list(dict.fromkeys(b["bin"] for e in evaluations for b in e["by"][dimension]))

@@ -130,7 +130,7 @@ def release_prompts(
             'SELECT query_id, "Author", "Birth Year", constraints, all_books FROM kitab_book_constraints '
             'ORDER BY n_constraints, "# of sitelinks" DESC, "Author", constraint_id, query_id'
         ).fetchall()
-    keep = sample_across_authors([(r[0], f"{r[1]} ({r[2]})") for r in rows], limit, seed)
+    keep = sample_across_authors(_sampled_rows(rows), limit, seed)
     for query_id, author, birth_year, constraints, all_books in rows:
         if query_id not in keep:
             continue
@@ -142,3 +142,15 @@ def release_prompts(
             all_books=ast.literal_eval(all_books),
         )
         yield jsonl.dumps({"query_id": query_id, "template": template, "prompt": prompt}, ensure_ascii=False)
+
+
+def _sampled_rows(rows) -> list[tuple[str, str]]:
+    """(query_id, author) of KITAB rows (query_id, Author, Birth Year, ...): what --limit draws from."""
+    return [(r[0], f"{r[1]} ({r[2]})") for r in rows]
+
+
+def sampled_query_ids(con, limit: int, seed: int) -> set[str]:
+    """The query ids ``kitab answer --limit limit --limit-seed seed`` asks on the release ``con``
+    is scoped to (the sample :func:`release_prompts` draws), for ``kitab evaluate`` to score over."""
+    rows = con.execute('SELECT query_id, "Author", "Birth Year" FROM kitab_book_constraints').fetchall()
+    return sample_across_authors(_sampled_rows(rows), limit, seed)

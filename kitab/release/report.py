@@ -388,12 +388,14 @@ def render_report(
 ) -> str:
     """``kitab report --release R``: the quality section of ``release``, exactly as in its
     dataset card, then how long each stage of its refresh took (:func:`stages_section`), then
-    the release's model evaluations when there are any (``kitab evaluate``). Neither of the
-    last two is part of the card. With ``out_dir``, also writes ``out_dir/report.md`` and the
+    the release's model evaluations when there are any (``kitab evaluate``), then what each
+    model's run cost (table model_runs, kitab/release/model_costs.py; or that no cycle ran).
+    None of the last three is part of the card. With ``out_dir``, also writes ``out_dir/report.md`` and the
     plots under ``out_dir/plots/`` (the markdown's image links are relative to ``report.md``)."""
     import contextlib
 
     from kitab.core.warehouse import Warehouse
+    from kitab.release.model_costs import costs_section
     from kitab.release.review import review_section
     from kitab.release.task import report_sections
 
@@ -409,6 +411,7 @@ def render_report(
         with wh.connect(release=release) as con:
             text = quality_section(con, release, plots)
             evaluations = report_sections(con, release, plots, include_stale, seed=seed, resamples=resamples)
+            costs = costs_section(con)  # per model: requests, tokens, time (table model_runs), or "no cycle ran"
             reviewed = review_section(con, release, wh.root)
         if reviewed:
             text += "\n" + reviewed
@@ -429,6 +432,7 @@ def render_report(
             text += "\n" + provenance_section(manifest)
         for section in evaluations:  # every evaluation task's (kitab/release/task.py)
             text = f"{text}\n{section}"
+        text = f"{text}\n{costs}"
         if tmp is not None:
             write_bytes(tmp / "report.md", f"# kitab release {release}: quality report\n\n{text}".encode())
             write_manifest(tmp, REPORT)

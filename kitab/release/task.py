@@ -61,12 +61,19 @@ class Task(ABC):
         *,
         model: str | None = None,
         response_column: str | None = None,
+        over: str | None = None,
     ) -> dict:
-        """Score an answers file, store its rows in :attr:`table`, return the result (JSON-able)."""
+        """Score an answers file, store its rows in :attr:`table`, return the result (JSON-able).
+        ``over``: the population scored (evaluation/population.py; None: the file's --limit
+        sample if it names one, else the whole release)."""
 
     @abstractmethod
     def format_result(self, result: dict) -> str:
         """:meth:`evaluate`'s result as the markdown ``kitab evaluate`` prints."""
+
+    @abstractmethod
+    def headline(self, result: dict) -> dict[str, float | None]:
+        """:meth:`evaluate`'s result in its headline scores (``kitab cycle``'s line per model)."""
 
     @abstractmethod
     def report_section(
@@ -160,15 +167,19 @@ class Queries(Task):
 
         return read_answer(response)
 
-    def evaluate(self, warehouse, release, answers, *, model=None, response_column=None):
+    def evaluate(self, warehouse, release, answers, *, model=None, response_column=None, over=None):
         from kitab.release.evaluation.run import evaluate_release
 
-        return evaluate_release(warehouse, release, answers, model=model, response_column=response_column)
+        return evaluate_release(warehouse, release, answers, model=model, response_column=response_column, over=over)
 
     def format_result(self, result):
         from kitab.release.leaderboard import format_evaluation
 
         return format_evaluation(result)
+
+    def headline(self, result):
+        [entry] = result["leaderboard"]["evaluations"]
+        return {"all_correct": entry["overall"]["all_correct"], "completeness": entry["overall"]["completeness"]}
 
     def report_section(self, con, release, plots_dir=None, include_stale=False, *, seed=None, resamples=None):
         from kitab.release.leaderboard import evaluation_section
@@ -199,17 +210,25 @@ class Claims(Task):
 
         return read_verdict(response)
 
-    def evaluate(self, warehouse, release, answers, *, model=None, response_column=None):
+    def evaluate(self, warehouse, release, answers, *, model=None, response_column=None, over=None):
         from kitab.release.claims import evaluate_claims
 
         if response_column is not None:
             raise BadValue("--response-column: --task claims reads JSON lines {query_id, response} only")
-        return evaluate_claims(warehouse, release, answers, model=model)
+        return evaluate_claims(warehouse, release, answers, model=model, over=over)
 
     def format_result(self, result):
         from kitab.release.claims import format_claim_result
 
         return format_claim_result(result)
+
+    def headline(self, result):
+        [entry] = result["pair_accuracy"]
+        overall = entry["overall"]
+        return {
+            "pair_accuracy": overall["pair_accuracy"]["value"],
+            "claim_accuracy": overall["claim_accuracy"]["value"],
+        }
 
     def report_section(self, con, release, plots_dir=None, include_stale=False, *, seed=None, resamples=None):
         from kitab.release.claims import claim_section

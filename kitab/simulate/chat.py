@@ -7,6 +7,10 @@ answering each prompt with ``answer(prompt)`` (deterministic), and faults on dem
   with an OpenAI-style error body; ``unique``: each message carries its own request id,
   uuid and counter, as gateways write them (the same error, never the same text);
 - ``slow``: seconds to sleep before every answer;
+- ``serial``: one answer computed at a time, in arrival order, as ``llama_cpp.server`` (and
+  Ollama with one slot) does: a request waits in the server's queue behind the others, and one
+  whose client hung up (its timeout) is still computed (``wasted`` counts those answers nobody
+  read; ``computed`` counts every answer);
 - ``hostile(kind, n)``: the next ``n`` requests get a hostile answer (:data:`HOSTILE`):
   ``hang`` (no headers, ever), ``endless`` (a 200 whose body trickles forever),
   ``gzip_bomb`` (a 1 MB gzip body inflating to 1 GiB), ``deep_json`` (200,000-deep nesting),
@@ -26,11 +30,13 @@ that went away)."""
 from __future__ import annotations
 
 import json
+import select
 import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -71,10 +77,21 @@ def thinker(where: str = "reasoning_content") -> Callable[[str], dict]:
 
 
 class ChatServer:
-    def __init__(self, answer: Callable[[str], str] = echo, *, key: str | None = None, slow: float = 0.0):
-        self.answer, self.key, self.slow = answer, key, slow
+    def __init__(
+        self,
+        answer: Callable[[str], str] = echo,
+        *,
+        key: str | None = None,
+        slow: float = 0.0,
+        serial: bool = False,
+        port: int = 0,
+    ):
+        self.answer, self.key, self.slow, self.serial = answer, key, slow, serial
         self.seen: list[Seen] = []
         self.in_flight = self.max_in_flight = 0
+        self.computed = self.wasted = 0  # answers computed; of those, answers whose client had gone
+        self._turns = threading.Condition()  # serial: a ticket per request, served in arrival order
+        self._next_ticket = self._serving = 0
         self._faults: list[tuple[int, dict, bytes]] = []  # (status, headers, body), one per request, in order
         self._lock = threading.Lock()
         self._closing = threading.Event()  # ends the endless answers at shutdown
@@ -98,7 +115,7 @@ class ChatServer:
                 raw = self.rfile.read(length)
                 fixture._handle(self, raw)
 
-        self._server = _Listener(("127.0.0.1", 0), Handler)
+        self._server = _Listener(("127.0.0.1", port), Handler)  # port 0: a free one (tests)
         self._server.daemon_threads = True
         self._server.handle_error = lambda request, address: None  # a client that hangs up is no news
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}/v1"
@@ -175,6 +192,24 @@ class ChatServer:
         except OSError:  # the client went away (as it should, from an endless answer)
             pass
 
+    @contextmanager
+    def _turn(self) -> Iterator[None]:
+        """Serial: wait for this request's turn (first come, first served); otherwise at once."""
+        if not self.serial:
+            yield
+            return
+        with self._turns:
+            ticket = self._next_ticket
+            self._next_ticket += 1
+            while self._serving != ticket and not self._closing.is_set():
+                self._turns.wait(0.5)
+        try:
+            yield
+        finally:
+            with self._turns:
+                self._serving += 1
+                self._turns.notify_all()
+
     # -- what was sent -----------------------------------------------------------------------
     @property
     def chat_requests(self) -> list[Seen]:
@@ -206,16 +241,19 @@ class ChatServer:
         elif fault is not None:
             status, headers, payload = fault
         else:
-            with self._lock:
-                self.in_flight += 1
-                self.max_in_flight = max(self.max_in_flight, self.in_flight)
-            try:
-                if self.slow:
-                    time.sleep(self.slow)
-                text = self.answer(prompt or "")
-            finally:
+            with self._turn():
                 with self._lock:
-                    self.in_flight -= 1
+                    self.in_flight += 1
+                    self.max_in_flight = max(self.max_in_flight, self.in_flight)
+                try:
+                    if self.slow:
+                        time.sleep(self.slow)
+                    text = self.answer(prompt or "")
+                finally:
+                    with self._lock:
+                        self.in_flight -= 1
+                        self.computed += 1
+                        self.wasted += _gone(handler.connection)
             status, headers = 200, {}
             # answer() gives the content, or a dict with content, finish_reason, reasoning_content
             reply = text if isinstance(text, dict) else {"content": text}
@@ -263,6 +301,15 @@ class ChatServer:
 
 class _Listener(ThreadingHTTPServer):
     request_queue_size = 256  # a client opening 64 connections at once meets no full backlog (5 by default)
+
+
+def _gone(connection: socket.socket) -> bool:
+    """Whether the client hung up (its end closed or reset): the answer is computed for nobody."""
+    try:
+        readable, _, _ = select.select([connection], [], [], 0)
+        return bool(readable) and connection.recv(1, socket.MSG_PEEK) == b""
+    except (OSError, ValueError):
+        return True
 
 
 def _error(message: str, code: str) -> bytes:

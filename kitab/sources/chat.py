@@ -45,7 +45,7 @@ from pathlib import Path
 import httpx
 
 from kitab.core.errors import KitabError
-from kitab.core.policy import parse_retry_after
+from kitab.core.policy import DEFAULT_TEMPERATURE, parse_retry_after
 from kitab.core.text import is_unicode
 
 ENV_API_KEY = "OPENAI_API_KEY"
@@ -59,16 +59,29 @@ MAX_BODY_BYTES = 8 * 2**20
 MAX_TOKEN_COUNT = 2**53  # a usage count above this is not a count (JSON numbers beyond it are not exact)
 
 
-def env_api_key() -> str | None:
-    """The key from ``OPENAI_API_KEY`` (absent or empty: None, no auth header, as local servers expect)."""
-    return os.environ.get(ENV_API_KEY) or None
+@dataclass(frozen=True)
+class KeyFrom:
+    """Where a session's key comes from: the variable ``env`` (None: no key is sent); absent or
+    empty is no auth header (as local servers expect) unless ``required``, then an error naming
+    the variable (a models file's ``api_key_env``: the key it names must be there)."""
+
+    env: str | None = ENV_API_KEY
+    required: bool = False
+
+
+def env_api_key(source: KeyFrom = KeyFrom()) -> str | None:
+    """The key from ``source``'s variable (default ``OPENAI_API_KEY``), read now; never stored."""
+    key = (os.environ.get(source.env) or None) if source.env else None
+    if key is None and source.required:
+        raise KitabError(f"no API key: the variable {source.env} is not set")
+    return key
 
 
 @dataclass(frozen=True)
 class Params:
     """The chat parameters sent with every prompt (and part of the cache key)."""
 
-    temperature: float | None = 0.0  # None: not sent (reasoning models refuse one)
+    temperature: float | None = DEFAULT_TEMPERATURE  # None: not sent (reasoning models refuse one)
     max_tokens: int | None = 400  # None: not sent (the server's default)
     seed: int | None = None
     max_completion_tokens: int | None = None  # what OpenAI's reasoning models take instead of max_tokens
@@ -107,16 +120,22 @@ class Completion:
 
 @dataclass(frozen=True)
 class Answer:
-    """A completion and what getting it took (tries, and seconds from the first try)."""
+    """A completion and what getting it took: tries; ``seconds``, the service time (from when the
+    answering request was sent, or when the last of the session's requests still in flight then
+    ended, to its answer: the server's own time on it, kitab/sources/chat_session.py); and
+    ``queued_seconds``, the rest of the question's time (kitab's waits for a slot, the limiter,
+    a Retry-After, backoff, the tries that failed, and the time behind its own requests)."""
 
     completion: Completion
     attempts: int
     seconds: float
+    queued_seconds: float = 0.0
 
 
 class EndpointError(Exception):
     """One request failed: ``status`` (None: no HTTP answer), whether to retry, how long the
-    server asked us to wait (seconds, or None), and whether the connection was refused."""
+    server asked us to wait (seconds, or None), whether the connection was refused, and whether
+    it was never sent because the session's request budget was spent."""
 
     def __init__(
         self,
@@ -126,14 +145,19 @@ class EndpointError(Exception):
         retryable: bool = False,
         retry_after: float | None = None,
         refused: bool = False,
+        over_budget: bool = False,
+        timed_out: bool = False,
     ):
         super().__init__(message)
         self.status, self.retryable, self.retry_after, self.refused = status, retryable, retry_after, refused
+        self.over_budget = over_budget
+        self.timed_out = timed_out  # no answer within the timeout (the session lowers its concurrency)
 
     @property
     def fatal(self) -> bool:
-        """Every request would fail alike: a wrong key, URL or model, or nothing listening."""
-        return self.status in FATAL_STATUS or self.refused
+        """Every request would fail alike: a wrong key, URL or model, nothing listening, or no
+        budget left."""
+        return self.status in FATAL_STATUS or self.refused or self.over_budget
 
 
 # What varies between two messages of one error: uuids, tokens holding a digit (request ids,
@@ -200,12 +224,50 @@ class _Watch:
                 pass
 
 
+class _Deadline:
+    """One request's deadline: ``timeout`` seconds from when its clock starts (``started()``: a
+    time, or None while it is still behind the session's earlier requests), and never later than
+    ``latest``; when it passes, ``expire()`` (the request's sockets are shut down)."""
+
+    POLL = 0.05  # seconds between looks while the clock has not started
+
+    def __init__(self, timeout: float, started: Callable[[], float | None], latest: float, expire) -> None:
+        self.timeout, self.started, self.latest, self.expire = timeout, started, latest, expire
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True, name="kitab-chat-deadline")
+
+    def due(self) -> float:
+        begin = self.started()
+        return self.latest if begin is None else min(self.latest, begin + self.timeout)
+
+    def passed(self) -> bool:
+        return time.monotonic() >= self.due()
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def cancel(self) -> None:
+        self._done.set()
+
+    def _watch(self) -> None:
+        while not self._done.is_set():
+            begin = self.started()
+            left = self.due() - time.monotonic()
+            if left <= 0:
+                self.expire()
+                return
+            self._done.wait(left if begin is not None else min(left, self.POLL))
+
+
 class ChatClient:
     """``POST {base_url}/chat/completions`` over one pooled httpx client (thread-safe).
 
     Every request is bounded: ``timeout`` seconds for all of it (connect, headers and body
-    together: a body that trickles forever is cut there), at most ``max_body_bytes`` as sent and
-    as decompressed, and :meth:`abort` (a stop, Ctrl-C) shuts down every request in flight."""
+    together: a body that trickles forever is cut there), counted from when its clock starts
+    (``complete``'s ``started``: the session starts it once its own earlier requests have ended,
+    so time in a one-at-a-time server's queue behind them is not counted; at most
+    ``max_connections`` timeouts after the request was sent), at most ``max_body_bytes`` as sent
+    and as decompressed, and :meth:`abort` (a stop, Ctrl-C) shuts down every request in flight."""
 
     def __init__(
         self,
@@ -223,6 +285,8 @@ class ChatClient:
         self.shown_url = str(url.copy_with(userinfo=b"", query=None))  # the base URL without credentials
         self.url = url.copy_with(path=url.path.rstrip("/") + "/chat/completions")
         self.timeout, self.max_body_bytes = timeout, max_body_bytes
+        # the longest a request may take: behind every other of the pool's requests, each bounded
+        self.longest = timeout * max_connections
         headers = {"Content-Type": "application/json", "User-Agent": user_agent}
         if api_key:
             if "api-version" in url.params:  # Azure-style gateway
@@ -235,7 +299,7 @@ class ChatClient:
         self._aborted = False
         self._http = httpx.Client(
             headers=headers,
-            timeout=httpx.Timeout(timeout, connect=min(timeout, 15.0)),
+            timeout=httpx.Timeout(self.longest, connect=min(timeout, 15.0)),
             limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
             follow_redirects=False,
         )
@@ -261,9 +325,17 @@ class ChatClient:
     def _scrub(self, text: str) -> str:
         return text.replace(self._secret, "***") if self._secret else text
 
-    def complete(self, prompt: str, params: Params, *, system: str | None = None) -> Completion:
+    def complete(
+        self,
+        prompt: str,
+        params: Params,
+        *,
+        system: str | None = None,
+        started: Callable[[], float | None] | None = None,
+    ) -> Completion:
         """One request, no retry: the completion, or EndpointError saying whether to retry
-        (Stopped after :meth:`abort`)."""
+        (Stopped after :meth:`abort`). ``started``: when the timeout's clock started (None while
+        it has not; by default, when the request was sent)."""
         messages = ([{"role": "system", "content": system}] if system is not None else []) + [
             {"role": "user", "content": prompt}
         ]
@@ -271,15 +343,17 @@ class ChatClient:
         if self._aborted:
             raise Stopped()
         watch = _Watch()
-        timer = threading.Timer(self.timeout, lambda: watch.cut(expired=True))
-        timer.daemon = True
+        sent = time.monotonic()
+        deadline = _Deadline(
+            self.timeout, started or (lambda: sent), sent + self.longest, lambda: watch.cut(expired=True)
+        )
         with self._watches_lock:
             self._watches.add(watch)
-        timer.start()
+        deadline.start()
         try:
-            status, headers, raw = self._exchange(body, watch)
+            status, headers, raw = self._exchange(body, watch, deadline)
         finally:
-            timer.cancel()
+            deadline.cancel()
             with self._watches_lock:
                 self._watches.discard(watch)
         if status != 200:
@@ -294,9 +368,8 @@ class ChatClient:
             )
         return _completion(raw)
 
-    def _exchange(self, body: dict, watch: _Watch) -> tuple[int, httpx.Headers, bytes]:
+    def _exchange(self, body: dict, watch: _Watch, deadline: _Deadline) -> tuple[int, httpx.Headers, bytes]:
         """Send one request and read its answer under the deadline and the size caps."""
-        deadline = time.monotonic() + self.timeout
         try:
             request = self._http.build_request("POST", self.url, json=body, extensions={"trace": watch.trace})
             response = self._http.send(request, stream=True)
@@ -312,7 +385,7 @@ class ChatClient:
                     size += len(chunk)
                     if size > self.max_body_bytes or response.num_bytes_downloaded > self.max_body_bytes:
                         raise _too_big(self.max_body_bytes)
-                    if time.monotonic() > deadline:
+                    if deadline.passed():
                         watch.expired = True
                         break
                     chunks.append(chunk)
@@ -326,7 +399,7 @@ class ChatClient:
                 raise Stopped() from None
             if watch.expired or isinstance(exc, httpx.TimeoutException):
                 raise EndpointError(
-                    f"the endpoint did not answer in full within {self.timeout:g} s", retryable=True
+                    f"the endpoint did not answer in full within {self.timeout:g} s", retryable=True, timed_out=True
                 ) from None
             if isinstance(exc, httpx.DecodingError):
                 raise EndpointError("a response body that does not decompress", retryable=True) from None

@@ -9,6 +9,21 @@ A session owns:
   key read from ``OPENAI_API_KEY`` here, where the requests are sent);
 - **the response cache** (:class:`ResponseCache`, keyed by :func:`cache_key`: the key does not
   depend on the session, so an existing cache still answers);
+- **the flights** (:class:`Flights`): at most ``limit`` requests in flight, ``policy.concurrency``
+  at first. Each request knows the session's requests that may be ahead of it in a one-at-a-time
+  server's queue (llama_cpp.server, Ollama with one slot): those in flight when it was sent, and
+  those sent within ``TOGETHER`` seconds of it (they may reach the server first), and its
+  **service time** runs from when it was sent, or when the last of those ended, to its answer:
+  the server's own time on it, not the time it waited behind kitab's other requests (against a
+  server that computes side by side, the answer's share of the time the session had a request
+  there: summed over a run, the time the endpoint was busy for it). The
+  **timeout** counts from that same moment (kitab/sources/chat.py's deadline), so a queue kitab
+  made never times its own requests out. A timeout of a request that had company (others in
+  flight) halves the limit, down to 1, once per round (only a request sent after the last
+  lowering lowers it again), and that retry does not use up a try: the retry waits for a slot
+  instead of joining the queue that timed it out, and the server's answers nobody waits for
+  stop multiplying. ``limit`` answers in a row raise it by one, up to ``policy.concurrency``.
+  A timeout alone (limit 1, nothing else in flight) is the model's own slowness: a try used up.
 - **the limiter** (:class:`RateLimiter`): ``policy.rate`` starts per second over all threads,
   and after a ``Retry-After`` no request of the session starts before it has passed, since the
   server throttles the client, not one request;
@@ -40,6 +55,7 @@ from kitab.sources.chat import (
     Answer,
     ChatClient,
     EndpointError,
+    KeyFrom,
     Params,
     ResponseCache,
     Stopped,
@@ -83,6 +99,102 @@ class RateLimiter:
                 stop.wait(slot - now)
 
 
+# Requests sent this close together may reach the server in either order (each new connection
+# has its own handshake): each counts the other as ahead of it.
+TOGETHER = 0.5
+
+
+class Flight:
+    """One request: when it was sent and ended, and the session's requests that may be ahead of
+    it in a one-at-a-time server's queue (``ahead``: those in flight when it was sent, and those
+    sent within TOGETHER seconds after it)."""
+
+    __slots__ = ("sent", "ended", "ahead")
+
+    def __init__(self, sent: float, ahead: list[Flight]) -> None:
+        self.sent, self.ahead = sent, ahead
+        self.ended: float | None = None
+
+    def started(self) -> float | None:
+        """When its service (and its timeout's clock) started: sent, or the last end of those
+        ahead of it; None while one of them is still in flight."""
+        ends = [a.ended for a in self.ahead]
+        return None if None in ends else max([self.sent, *ends])
+
+    def service(self) -> float:
+        """Its service time once ended: from sent, or the last end before its own among those
+        ahead (one still in flight when it was answered was not ahead of it), to its end."""
+        assert self.ended is not None
+        ends = [a.ended for a in self.ahead if a.ended is not None and a.ended < self.ended]
+        return self.ended - max([self.sent, *ends])
+
+
+class Flights:
+    """The session's requests in flight: at most ``limit`` (AIMD: halved by a timeout in
+    company, raised by one after ``limit`` answers in a row, between 1 and ``cap``)."""
+
+    def __init__(self, cap: int, clock: Callable[[], float] = time.monotonic) -> None:
+        self.cap = self.limit = cap
+        self.lowest = cap  # the lowest the limit went (the run's summary says so)
+        self._clock = clock
+        self._open: list[Flight] = []
+        self._held = 0  # slots taken, requests not yet sent
+        self._lowered_at = -float("inf")
+        self._streak = 0
+        self._cond = threading.Condition()
+
+    def take(self, stop: threading.Event) -> bool:
+        """Wait for a free slot (False: stopped first)."""
+        with self._cond:
+            while len(self._open) + self._held >= self.limit:
+                if stop.is_set():
+                    return False
+                self._cond.wait(0.2)
+            if stop.is_set():
+                return False
+            self._held += 1
+            return True
+
+    def give_back(self) -> None:
+        """A slot taken and never used (stopped before sending)."""
+        with self._cond:
+            self._held -= 1
+            self._cond.notify_all()
+
+    def send(self) -> Flight:
+        """The taken slot's request goes out now."""
+        with self._cond:
+            self._held -= 1
+            flight = Flight(self._clock(), list(self._open))
+            for other in self._open:
+                if flight.sent - other.sent <= TOGETHER:
+                    other.ahead.append(flight)
+            self._open.append(flight)
+            return flight
+
+    def end(self, flight: Flight, *, answered: bool = False, timed_out: bool = False) -> bool:
+        """``flight`` ended; True when its timeout lowered the limit (the retry is free)."""
+        with self._cond:
+            flight.ended = self._clock()
+            self._open.remove(flight)
+            lowered = False
+            company = bool(flight.ahead) or bool(self._open)  # others in flight with it, at any time
+            if timed_out and company and self.limit > 1 and flight.sent > self._lowered_at:
+                self.limit = max(1, self.limit // 2)
+                self.lowest = min(self.lowest, self.limit)
+                self._lowered_at, self._streak, lowered = flight.ended, 0, True
+            elif answered and self.limit < self.cap:
+                self._streak += 1
+                if self._streak >= self.limit:
+                    self.limit, self._streak = self.limit + 1, 0
+            self._cond.notify_all()
+            return lowered
+
+    def wake(self) -> None:
+        with self._cond:
+            self._cond.notify_all()
+
+
 class ChatSession:
     """One endpoint's client, response cache, limiter and retry policy (thread-safe). Opened by
     :func:`open_chat_session` only; closes its client and cache on exit."""
@@ -91,11 +203,13 @@ class ChatSession:
         self.client, self.cache, self.policy = client, cache, policy
         self.model = client.model
         self.limiter = RateLimiter(policy.rate)
+        self.flights = Flights(policy.concurrency)
         self.stop = threading.Event()
         self.stopped_by: EndpointError | None = None  # what stopped the run (outcome), if anything
         self._first: list[tuple | None] = []  # the first outcomes: an error's signature, None for an answer
         self._answered = threading.Event()  # the endpoint gave one answer (a refusal since is a restart)
         self._admitted = 0  # questions started before the verdict (admit)
+        self._sent = 0  # requests sent (policy.budget's count)
         self._decided = threading.Condition()  # the verdict: an answer, stop_after outcomes, or a stop
         self._lock = threading.Lock()
 
@@ -117,6 +231,7 @@ class ChatSession:
         """Stop now: every request in flight ends (its sockets shut down), every wait too."""
         self.stop.set()
         self.client.abort()
+        self.flights.wake()
         self._decide()
 
     @property
@@ -153,20 +268,25 @@ class ChatSession:
         limit), or Stopped. ``on_request`` hears of every request sent, ``on_retry`` of every
         retry (with the seconds the server asked to wait, 0 if it did not say)."""
         retry = self.policy.retry
-        started = time.monotonic()
+        asked = time.monotonic()
         attempt = 0
         while True:
-            if self.stop.is_set():
+            if self.stop.is_set() or not self.flights.take(self.stop):
                 raise Stopped()
             self.limiter.acquire(self.stop)
             if self.stop.is_set():
+                self.flights.give_back()
                 raise Stopped()
+            self._spend()
             attempt += 1
             if on_request:
                 on_request()
+            flight = self.flights.send()
             try:
-                completion = self.client.complete(prompt, params, system=system)
+                completion = self.client.complete(prompt, params, system=system, started=flight.started)
             except EndpointError as exc:
+                if self.flights.end(flight, timed_out=exc.timed_out):
+                    attempt -= 1  # a timeout in a queue kitab made: retried at the lower concurrency, free
                 if exc.refused and self._answered.is_set():  # it answered before: a server restarting
                     exc.retryable = True
                 if not exc.retryable or attempt >= retry.max_attempts:
@@ -182,14 +302,30 @@ class ChatSession:
                         ) from None
                     self.limiter.hold(exc.retry_after)  # every request waits: the server throttles the client
                 else:
-                    self.stop.wait(retry.backoff(attempt))
+                    self.stop.wait(retry.backoff(max(attempt, 1)))
                 if on_retry:
                     on_retry(exc.retry_after or 0.0)
                 continue
+            except BaseException:
+                self.flights.end(flight)
+                raise
+            self.flights.end(flight, answered=True)
             if not self._answered.is_set():
                 self._answered.set()
                 self._decide()
-            return Answer(completion, attempt, round(time.monotonic() - started, 3))
+            service = flight.service()
+            queued = max(0.0, flight.ended - asked - service)
+            return Answer(completion, attempt, round(service, 3), round(queued, 3))
+
+    def _spend(self) -> None:
+        """Count one request against ``policy.budget``; the one past it is never sent."""
+        budget = self.policy.budget
+        if budget is None:
+            return
+        with self._lock:
+            if self._sent >= budget:
+                raise EndpointError(f"over budget ({budget} requests)", over_budget=True)
+            self._sent += 1
 
     def outcome(self, error: EndpointError | None) -> None:
         """A run's question finished (``error`` None: answered). A fatal error stops the run at
@@ -209,16 +345,17 @@ class ChatSession:
 
 
 def open_chat_session(
-    endpoint: ModelEndpoint, policy: ChatPolicy | None = None, *, user_agent: str = "kitab"
+    endpoint: ModelEndpoint, policy: ChatPolicy | None = None, *, user_agent: str = "kitab", key: KeyFrom = KeyFrom()
 ) -> ChatSession:
     """The session on ``endpoint`` (its base URL, model and cache file: None keeps the answers in
-    memory) under ``policy`` (None: the defaults); the key comes from ``OPENAI_API_KEY`` now.
-    A malformed base URL is a KitabError before anything is opened."""
+    memory) under ``policy`` (None: the defaults); the key comes from ``key``'s variable now
+    (default ``OPENAI_API_KEY``). A malformed base URL, or a required key that is not set, is a
+    KitabError before anything is opened."""
     policy = policy or ChatPolicy()
     client = ChatClient(
         endpoint.base_url,
         endpoint.model,
-        api_key=env_api_key(),
+        api_key=env_api_key(key),
         timeout=policy.timeout,
         max_connections=policy.concurrency,
         user_agent=user_agent,

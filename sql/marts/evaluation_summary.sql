@@ -6,8 +6,8 @@
 -- sitelinks in the bin). Every query of the release has a row: an unanswered one (answered =
 -- false) lists nothing: completeness and all_correct count it as wrong (against each mean);
 -- coverage is the share of the bin's queries the answers file answered. abstention_rate: the share of the bin's
--- rows answered with no titles to a satisfiable query; cut_rate: the share whose answer the
--- endpoint cut (finish_reason = 'length'). The three rates over listed books are NULL for a row
+-- answered rows whose answer lists no titles to a satisfiable query; cut_rate: the share of its
+-- answered rows whose answer the endpoint cut (finish_reason = 'length'); both over answered rows. The three rates over listed books are NULL for a row
 -- that lists nothing (abstained or unanswered), so their means are over rows that listed
 -- something; completeness and all_correct count those rows as wrong. With kitab answer
 -- --samples N every sample is a row: the means pool the samples. stale: the evaluation scored
@@ -43,8 +43,8 @@ select release, model, answers_sha256, n_constraints, dimension, bin,
        count(*)                        as queries,
        count(*) filter (where answered) as answered,
        avg(cast(answered as double))   as coverage,
-       avg(cast(abstained as double))  as abstention_rate,
-       avg(cast(cut as double))        as cut_rate,
+       avg(cast(abstained as double)) filter (where answered) as abstention_rate,
+       avg(cast(cut as double)) filter (where answered)       as cut_rate,
        avg(satisfied_rate)             as satisfied,
        avg(unsatisfied_rate)           as unsatisfied,
        avg(not_from_author_rate)       as not_from_author,

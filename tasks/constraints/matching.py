@@ -70,24 +70,33 @@ class TitleMatcher:
         for i, c in self._padded:
             self._by_first.setdefault(c[1:-1].split(" ", 1)[0], []).append((i, c))
 
-    def _subsets(self, padded: str) -> list[int]:
+    def _subsets(self, padded: str, guard: bool = False) -> list[int]:
         """The candidates whose words are a run of the title's (only those starting with one
-        of its words can be), then those holding the title's words as a run."""
+        of its words can be), then those holding the title's words as a run. ``guard``: a
+        candidate inside the title counts only as its head or when the title is at most twice
+        as long (a padded candidate of n words holds n + 1 spaces)."""
         hits: set[int] = set()
-        for word in padded[1:-1].split(" "):
-            hits.update(i for i, c in self._by_first.get(word, ()) if c in padded)
+        words = padded[1:-1].split(" ")
+        for word in words:
+            hits.update(
+                i
+                for i, c in self._by_first.get(word, ())
+                if c in padded and (not guard or padded.startswith(c) or len(words) <= 2 * c.count(" ") - 2)
+            )
         if padded in self._joined:
             hits.update(i for i, c in self._padded if padded in c)
         return sorted(hits)
 
-    def __call__(self, title: str) -> tuple[int, str] | None:
+    def __call__(self, title: str, *, sentence: bool = False) -> tuple[int, str] | None:
+        """``sentence``: the title as the model wrote it reads as prose (an evaluation's guard):
+        a short title it holds is not what it names ("the book is a love story …" is not "Love")."""
         if not title:
             return None
         if title in self._first:
             return self._first[title], "exact"
         padded = _padded(title)
         if padded:
-            subsets = self._subsets(padded)
+            subsets = self._subsets(padded, guard=sentence)
             if subsets:
                 return _most_similar(title, self.candidates, subsets), "subset"
         # rapidfuzz's loop finds the candidates near the threshold; the same fuzz.ratio as

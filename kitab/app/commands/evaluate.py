@@ -12,10 +12,11 @@ import typer
 from kitab.app.commands.common import WarehouseOpt, check_report_output, existing_warehouse, user_errors, warn
 from kitab.core.errors import BadValue
 from kitab.core.outputs import check_cache, check_file
-from kitab.core.policy import ChatPolicy, RetryPolicy
+from kitab.core.policy import DEFAULT_TEMPERATURE, NO_TEMPERATURE, ChatPolicy, RetryPolicy, temperature_value
 from kitab.release.task import task, task_help, task_names, template_help
 
 CHAT = ChatPolicy()  # kitab answer's defaults: the chat policy's (the model taggers use the same)
+FAILED_SHOWN = 10  # failed queries listed on the terminal (all of them: --output json, the failed file)
 
 app = typer.Typer()
 TaskOpt = typer.Option(task_names()[0], help=task_help())
@@ -53,6 +54,12 @@ def evaluate(
     output: str = typer.Option(
         "markdown", help="markdown | json (the leaderboard entry, coverage and every aggregate)"
     ),
+    over: str | None = typer.Option(
+        None,
+        help="what to score over: release (every query) | sample (the file's --limit sample) | answered "
+        "(only the queries the file answers); default: the file's sample when its lines name a --limit, "
+        "else the release",
+    ),
     task: str = TaskOpt,
     warehouse: Path | None = WarehouseOpt,
 ) -> None:
@@ -64,7 +71,12 @@ def evaluate(
     chosen = chosen_task(task)
     with user_errors():
         result = chosen.evaluate(
-            existing_warehouse(warehouse, release), release, answers, model=model, response_column=response_column
+            existing_warehouse(warehouse, release),
+            release,
+            answers,
+            model=model,
+            response_column=response_column,
+            over=over,
         )
     print_result(chosen, result, output)
     warn_reasoning_only(result.get("reasoning_only"))
@@ -99,8 +111,9 @@ def answer(
     max_completion_tokens: int | None = typer.Option(
         None, min=1, help="sent instead of max_tokens (OpenAI's reasoning models require it)"
     ),
-    temperature: float | None = typer.Option(
-        None, help="sent only when given (the paper's is 0; reasoning models often refuse one)"
+    temperature: str = typer.Option(
+        f"{DEFAULT_TEMPERATURE:g}",
+        help=f"sent with every query (the paper's is 0); {NO_TEMPERATURE!r}: none sent (reasoning models refuse one)",
     ),
     top_p: float | None = typer.Option(None, min=0.0, max=1.0, help="sent only when given"),
     seed: int | None = typer.Option(None, help="sent as the request's seed, where the server takes one"),
@@ -124,7 +137,9 @@ def answer(
         help="write the answers there are even if some queries failed (kitab evaluate scores those wrong)",
     ),
     evaluate_after: bool = typer.Option(False, "--evaluate", help="score the answers file right after"),
-    output: str = typer.Option("markdown", help="with --evaluate: markdown | json"),
+    output: str = typer.Option(
+        "markdown", help="markdown | json (the run's summary, every failed query named; with --evaluate, the scores)"
+    ),
     task: str = TaskOpt,
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress display"),
     warehouse: Path | None = WarehouseOpt,
@@ -132,7 +147,7 @@ def answer(
     """Ask a model every query of a release through an OpenAI-compatible chat endpoint (key from
     OPENAI_API_KEY, never logged or written) and write the answers file; cached, resumable."""
     from kitab.app.progress_display import AnswerProgress
-    from kitab.release.answer import Params, answer_release
+    from kitab.release.answer import Params, answer_release, failed_path
 
     check_report_output(output)
     chosen = chosen_task(task)
@@ -142,12 +157,14 @@ def answer(
     # the output-path rule (kitab/core/outputs.py): not in a warehouse, not the cache it reads
     with user_errors():
         check_file(out, "--out", [root] if cache is None else [root, cache])
+        check_file(failed_path(out), "--out's failed list", [root, out] if cache is None else [root, out, cache])
         if cache is not None:
-            check_cache(cache, "--cache", [out])
+            check_cache(cache, "--cache", [out, failed_path(out)])
+        sent_temperature = temperature_value(temperature)
     if max_tokens is None and max_completion_tokens is None:
         max_tokens = chosen.max_tokens.get(template)
     params = Params(
-        temperature=temperature,
+        temperature=sent_temperature,
         max_tokens=max_tokens or None,
         seed=seed,
         max_completion_tokens=max_completion_tokens,
@@ -189,22 +206,41 @@ def answer(
             ended = True
         finally:
             progress.end(seen[0], ended)
-    failed = f", {len(summary['failed'])} failed (left out)" if summary["failed"] else ""
-    if summary["cut"]:
-        failed += f", {summary['cut']} cut at the token limit (finish_reason length)"
-    print(
-        f"{summary['answered']} of {summary['queries']} queries answered by {model} ({summary['from_cache']} from "
-        f"the cache, {summary['requests']} requests, {summary['retries']} retries{failed}), "
-        f"{summary['prompt_tokens']:,} prompt + {summary['completion_tokens']:,} completion tokens, "
-        f"{summary['seconds']:.1f} s -> {out}",
-        file=sys.stderr if output == "json" else sys.stdout,
-    )
+    print_answer_summary(summary, output)
+    if output == "json" and not evaluate_after:
+        print(json.dumps(summary, ensure_ascii=False, indent=2))
     if evaluate_after:
         with user_errors():
             result = chosen.evaluate(root, release, out, model=model)
         result["answer_run"] = summary
         print_result(chosen, result, output)
     warn_reasoning_only(summary["reasoning_only"])  # the last line, after the scores
+
+
+def print_answer_summary(summary: dict, output: str) -> None:
+    """kitab answer's summary: what was answered and what it cost, then each failed query (at
+    most FAILED_SHOWN; all of them in the failed file and in --output json)."""
+    from kitab.release.answer import failed_lines
+
+    failed = f", {len(summary['failed'])} failed (left out)" if summary["failed"] else ""
+    if summary["cut"]:
+        failed += f", {summary['cut']} cut at the token limit (finish_reason length)"
+    lowered = ""
+    if summary["concurrency_lowest"] < summary["concurrency"]:
+        lowered = f"; concurrency lowered to {summary['concurrency_lowest']} after timeouts"
+    stream = sys.stderr if output == "json" else sys.stdout
+    print(
+        f"{summary['answered']} of {summary['queries']} queries answered by {summary['model']} ({summary['from_cache']} "
+        f"from the cache, {summary['requests']} requests, {summary['retries']} retries{failed}), "
+        f"{summary['prompt_tokens']:,} prompt + {summary['completion_tokens']:,} completion tokens, "
+        f"{summary['service_seconds']:.1f} s service + {summary['queued_seconds']:.1f} s queued over the answers, "
+        f"{summary['seconds']:.1f} s wall{lowered} -> {summary['out']}",
+        file=stream,
+    )
+    if summary["failed"]:
+        print(f"failed queries (all in {summary['failed_file']}):", file=stream)
+        for line in failed_lines(summary["failed"], FAILED_SHOWN):
+            print(f"  {line}", file=stream)
 
 
 @app.command()

@@ -126,10 +126,12 @@ def report(
             write_html_report(root, release, html, snapshot=snapshot, seed=seed, resamples=resamples)
         print(f"HTML report -> {html}", file=sys.stderr)
     if output == "json":
+        from kitab.release.model_costs import model_costs
         from kitab.release.task import report_json
 
         with Warehouse(root).connect(release=release) as con:
             board = report_json(con, release, b=resamples, seed=seed, include_stale=include_stale)
+            board["model_runs"] = model_costs(con)  # per (model, task): requests, tokens, time; [] when no cycle ran
         print(json.dumps(board, ensure_ascii=False, indent=2, default=str))
     else:
         print(text)  # plain print: rich would eat [..] as markup

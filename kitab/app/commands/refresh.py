@@ -200,15 +200,26 @@ def serve(
         None,
         help="snapshot folder (source dump; source mirror: what serve's own mirror serves, default the bundled one)",
     ),
+    models: Path | None = typer.Option(
+        None,
+        "--models",
+        help="a models file (docs/cycle.md): each run is a cycle (the release, then every model scored on it, "
+        "the site, the export) instead of a refresh",
+    ),
+    site: Path | None = typer.Option(None, help="with --models: the site's folder (default <warehouse>/site)"),
+    export: Path | None = typer.Option(None, "--export", help="with --models: export each release to DIR/<release>"),
+    limit: int | None = typer.Option(None, min=1, help="with --models: N prompts per task and model (a trial)"),
     warehouse: Path | None = WarehouseOpt,
 ) -> None:
-    """Serve the scheduled refresh deployment (needs a Prefect server: PREFECT_API_URL).
-    Everything is checked before anything is created: a refusal is one line and no folder."""
+    """Serve the scheduled refresh deployment (needs a Prefect server: PREFECT_API_URL); with
+    --models, the scheduled cycle (docs/cycle.md). Everything is checked before anything is
+    created: a refusal is one line and no folder."""
     from kitab.app.prefect_guard import check_prefect_server
     from kitab.app.serve_origin import check_serve, served_mirror_url
     from kitab.core.config import Settings
     from kitab.sources import source_kind
 
+    cycle = _cycle_parameters(models, site, export, limit, warehouse)  # a bad models file: one line, nothing made
     kind = source_kind(source)
     root = warehouse_root(warehouse, create=False)
     check_serve(kind, cron=cron, snapshot=snapshot, mirror_url=mirror_url, settings=Settings(warehouse=root))
@@ -218,8 +229,8 @@ def serve(
     ) as served_url:
         check_prefect_server(os.environ.get("PREFECT_API_URL", ""))  # a missing server is one line
         warehouse_root(root)  # all checked: now the warehouse (and Prefect's home in it) may exist
-        from flows.deploy import refresh_deployment
-        from kitab.app.scheduled import scheduled_refresh
+        from flows.deploy import CYCLE_DEPLOYMENT, refresh_deployment
+        from kitab.app.scheduled import scheduled_cycle, scheduled_refresh
         from kitab.app.serve_runner import serve_until_stopped
 
         own = served_url is not None and served_url not in (mirror_url, _yaml_mirror_url())
@@ -228,8 +239,10 @@ def serve(
                 f"the scheduled runs read this process's mirror of {snapshot or BUNDLED_SNAPSHOT}: {served_url}"
             )
         deployment = refresh_deployment(
-            flow=scheduled_refresh,
+            flow=scheduled_cycle if cycle else scheduled_refresh,
+            name=CYCLE_DEPLOYMENT if cycle else None,
             cron=cron,
+            **cycle,
             source=source,
             authors=authors,
             # "" drops prefect.yaml's compose URL for a source that reads no mirror
@@ -242,6 +255,32 @@ def serve(
             f"serving {deployment.name} ({cron} UTC) on {os.environ['PREFECT_API_URL']}; Ctrl-C or SIGTERM stops it"
         )
         serve_until_stopped(deployment)  # a stop signal: the Runner stopped, then kitab's one line
+
+
+def _cycle_parameters(
+    models: Path | None, site: Path | None, export: Path | None, limit: int | None, warehouse: Path | None
+) -> dict:
+    """The cycle's deployment parameters (absolute paths: the runs start elsewhere), the models
+    file read and checked now; {} without --models."""
+    if models is None:
+        if site or export or limit:
+            raise typer.BadParameter("--site, --export and --limit go with --models", param_hint="--models")
+        return {}
+    from kitab.app.commands.common import user_errors
+    from kitab.release.models_file import read_models
+
+    with user_errors():
+        read_models(models)
+        if export is not None:
+            from kitab.core.outputs import check_place
+
+            check_place(export, "--export", [warehouse_root(warehouse, create=False)])
+    return {
+        "models": str(models.resolve()),
+        "site": str(site.resolve()) if site else None,
+        "export": str(export.resolve()) if export else None,
+        "limit": limit,
+    }
 
 
 def _yaml_mirror_url() -> str | None:

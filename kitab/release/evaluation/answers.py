@@ -7,7 +7,8 @@ An answers file is either
   answer) and ``sample`` (0, 1, ... with ``kitab answer --samples N``: one line per query and
   sample) and ``model`` (``kitab answer`` names the model on every line: ``kitab evaluate``
   takes it as the evaluation's name unless ``--model`` is given; two names in one file are
-  refused); other keys are ignored (``reasoning`` is kept in the file, never read for titles),
+  refused) and ``limit`` / ``limit_seed`` (``kitab answer --limit``: the sample it answers, which
+  ``kitab evaluate`` then scores over, evaluation/population.py); other keys are ignored (``reasoning`` is kept in the file, never read for titles),
   so ``kitab prompts`` lines with a ``response`` added are a valid answers file; or
 - **CSV** with the columns of KITAB's published sample responses: KITAB's query columns
   (``Author``, ``constraint_type``, ``constraints``, ... as in the exported configs, or
@@ -69,6 +70,8 @@ class Answer:
         None  # a reasoning model's separate reasoning text, when the file has it (never read for titles)
     )
     model: str | None = None  # the model the line names (kitab answer writes it on every line)
+    limit: int | None = None  # kitab answer --limit: the sample the file answers (evaluation/population.py)
+    limit_seed: int | None = None
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -155,6 +158,12 @@ def _read_json_lines(path: Path, lines: Iterable[tuple[int, str]]) -> list[Answe
         model = row.get("model")
         if not (model is None or isinstance(model, str)):
             raise KitabError(f"{path}:{number}: model must be a string or null")
+        limit, limit_seed = row.get("limit"), row.get("limit_seed")
+        for key, value in (("limit", limit), ("limit_seed", limit_seed)):
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+                raise KitabError(f"{path}:{number}: {key} must be a whole number >= 0 or null")
+        if limit == 0:
+            raise KitabError(f"{path}:{number}: limit must be 1 or more")
         for key in ("query_id", "response", "finish_reason", "reasoning", "model"):
             if isinstance(row.get(key), str) and not is_unicode(row[key]):
                 raise KitabError(f"{path}:{number}: {key} is not valid Unicode (a lone surrogate escape)")
@@ -167,6 +176,8 @@ def _read_json_lines(path: Path, lines: Iterable[tuple[int, str]]) -> list[Answe
                 sample=sample,
                 reasoning=reasoning,
                 model=model if model and model.strip() else None,  # a blank name names nothing
+                limit=limit,
+                limit_seed=limit_seed if limit is not None else None,
             )
         )
     return answers

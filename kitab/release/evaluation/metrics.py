@@ -41,6 +41,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
+from kitab.release.evaluation.parse import is_sentence
 from tasks.constraints import Book, EntitySpec, Spec
 from tasks.constraints.counting import normalise_title
 from tasks.constraints.matching import TitleMatcher
@@ -99,20 +100,22 @@ class QueryScore:
 
 def map_titles(truth: QueryTruth, titles: Sequence[str]) -> list[tuple[int | None, str]]:
     """Per model title: (index of the book it names, or None; match kind)."""
-    return _map_keys(truth, [normalise_title(title) for title in titles])
+    return _map_keys(truth, [(normalise_title(title), is_sentence(title)) for title in titles])
 
 
-def _map_keys(truth: QueryTruth, keys: Sequence[str]) -> list[tuple[int | None, str]]:
-    """:func:`map_titles` of normalised titles; a title the answer repeats is matched once (a
-    long answer lists the same few titles many times)."""
+def _map_keys(truth: QueryTruth, keys: Sequence[tuple[str, bool]]) -> list[tuple[int | None, str]]:
+    """:func:`map_titles` of (normalised title, whether the title reads as a sentence); a title
+    the answer repeats is matched once (a long answer lists the same few titles many times). A
+    sentence (a ``Title:`` slot or a JSON string holding prose) is guarded: a short title inside
+    it is not credited, so "The book is a love story about …" never names "Love"."""
     out: list[tuple[int | None, str]] = []
-    seen: dict[str, tuple[int | None, str]] = {}
+    seen: dict[tuple[str, bool], tuple[int | None, str]] = {}
     for key in keys:
         if key not in seen:
-            found = truth.book_matcher(key)
+            found = truth.book_matcher(key[0], sentence=key[1])
             if found is not None:
                 seen[key] = (found[0], UNSURE) if truth.books[found[0]].book_id in truth.unsure else found
-            elif truth.raw_matcher(key) is not None:
+            elif truth.raw_matcher(key[0], sentence=key[1]) is not None:
                 seen[key] = (None, RAW)
             else:
                 seen[key] = (None, NOT_FROM_AUTHOR)
@@ -125,7 +128,7 @@ def score_answer(truth: QueryTruth, titles: Sequence[str], *, no_books: bool = F
     ``no_books``: the answer said explicitly that no book satisfies the query."""
     keyed = [(t, key) for t in titles if (key := normalise_title(t))]  # (normalised once)
     titles = [t for t, _ in keyed]
-    mapped = _map_keys(truth, [key for _, key in keyed])
+    mapped = _map_keys(truth, [(key, is_sentence(t)) for t, key in keyed])
     clusters: dict[int, list[str]] = {}
     irrelevant: set[str] = set()
     n_raw = 0

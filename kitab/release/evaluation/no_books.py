@@ -45,6 +45,8 @@ SHORT = frozenset(
 _SENTENCE_END = re.compile(r"[.!?;:\n]")
 _WORD_EDGES = "\"'“”‘’«»()[]{}*_`#>,"
 _NEGATIONS = frozenset({"no", "zero", "0", "none", "nothing", "not", "never", "cannot", "unable", "without"})
+# "not only the first book written by him but also …": a negation that adds, not one that denies
+_NOT_DENYING = frozenset({"only", "just", "merely", "simply", "least"})
 _NOUNS = frozenset(
     {
         "book",
@@ -136,11 +138,12 @@ def _sentence_says_none(sentence: str) -> bool:
     if words[-1] == "nothing" and len(words) >= 2 and words[-2].startswith(_VERBS):  # "I found nothing"
         return True
     for i, word in enumerate(words):
-        if word in _NEGATIONS or word.endswith("n't"):
+        if (word in _NEGATIONS or word.endswith("n't")) and not (i + 1 < len(words) and words[i + 1] in _NOT_DENYING):
             # "no books", "zero books satisfy", "has not written any books that …",
             # "not a single one of her books fits"
             for j in range(i + 1, min(i + (8 if has_verb else 6), len(words))):
-                if words[j] in _NOUNS and (has_verb or (j <= i + 2 and words[j] in _PLURALS)):
+                # (not "it doesn't contain a city name in its title": one book's own title, described)
+                if words[j] in _NOUNS and words[j - 1] != "its" and (has_verb or (j <= i + 2 and words[j] in _PLURALS)):
                     return True
             # "none match", "nothing matches", "none were found", "none qualify"
             if word in ("none", "nothing") and i + 1 < len(words):

@@ -3,10 +3,14 @@
 :func:`read_answer` returns the titles a model listed and whether it explicitly said that no
 book satisfies the query (``no_books``). An answer with no titles that is not such a statement
 (a refusal, empty or null content, an answer cut inside its reasoning) is an abstention: the
-metrics tell the two apart (kitab/release/evaluation/metrics.py).
+metrics tell the two apart (kitab/release/evaluation/metrics.py). A list item or prose line
+that is a sentence gives only its quoted or delimited titles (:func:`item_titles`); one that
+gives none is an unread line (``unread``), so "The book is a love story about …" is never a
+title (tests/data/small_model_answers.jsonl).
 
 Every step is linear in the answer's length: string scans and anchored patterns without nested
-quantifiers, applied per line, and lines longer than MAX_LINE_CHARS are never title lines.
+quantifiers, applied per line, and lines longer than MAX_LINE_CHARS are never title lines;
+a search for a closing quote looks at most MAX_SPAN_CHARS ahead.
 """
 
 from __future__ import annotations
@@ -56,6 +60,9 @@ _EXCLUDED = ("left out", "excluded", "not included", "do not satisfy", "don't sa
 class ParsedAnswer:
     titles: list[str]
     no_books: bool  # an explicit empty answer ("No books found.", "[]", "Title: None")
+    # list items and prose lines a title was looked for in and none could be read from: a bare
+    # sentence ("The book is a love story about …") names no title (a parse failure, counted)
+    unread: int = 0
 
 
 def parse_answer(text: str | None) -> list[str]:
@@ -72,16 +79,16 @@ def read_answer(text: str | None) -> ParsedAnswer:
         return structured
     lines = [line for line in body.split("\n") if len(line) <= MAX_LINE_CHARS]
     titles, table_none = _table(lines)
-    said_none = False
+    said_none, unread = False, 0
     if not titles and not any(_TITLE_KEY.search(line) for line in lines):
-        titles, said_none = _list_items(lines)
+        titles, said_none, unread = _list_items(lines)
     elif not titles:
         titles, said_none = _kitab_lines(lines)
     if titles:
-        return ParsedAnswer(titles, False)
+        return ParsedAnswer(titles, False, unread)
     said_none = said_none or table_none or any(_is_no_books(line) for line in lines)
     # an answer marker followed by nothing: the requested list, empty
-    return ParsedAnswer([], said_none or (marked and not body.strip()))
+    return ParsedAnswer([], said_none or (marked and not body.strip()), 0 if said_none else unread)
 
 
 # -- reasoning, markers --------------------------------------------------------------------
@@ -268,9 +275,10 @@ def _title_slot(line: str) -> str | None:
     return rest[: after.start()] if after else rest
 
 
-def _list_items(lines: list[str]) -> tuple[list[str], bool]:
+def _list_items(lines: list[str]) -> tuple[list[str], bool, int]:
     """Top-level items of the first list block; without one, bold lines and headings; without
-    those, a bare one-line answer."""
+    those, prose lines. An item or line that is a sentence gives only its quoted or delimited
+    titles (:func:`item_titles`); one that gives none is counted unread."""
     items, said_none, indent, started = [], False, None, False
     for line in lines:
         m = _LIST_ITEM.fullmatch(line.rstrip())
@@ -291,19 +299,35 @@ def _list_items(lines: list[str]) -> tuple[list[str], bool]:
                 items.append(heading.group(1))
             elif len(stripped) > 4 and stripped.startswith("**") and stripped.endswith("**"):
                 items.append(stripped)
+    prose = False
     if not items:
         content = [line.strip() for line in lines if line.strip()]
-        if len(content) == 1 and _bare_title(content[0]):
+        if len(content) == 1 and _bare_title(content[0]) and not is_sentence(content[0]):
             items = content
-    titles = []
+        else:  # prose: each line's quoted or delimited titles (an introduction or a refusal looks for none)
+            prose = True
+            items = [
+                line
+                for line in content
+                if line[-1] != ":" and not line.startswith(("|", "```")) and not is_refusal(_plain(line))
+            ]
+    titles, unread = [], 0
     for item in items:
         if _is_no_books(item):
             said_none = True
             continue
-        title = clean_title(item)
-        if title.lower() not in _NO_TITLE:
-            titles.append(title)
-    return titles, said_none
+        if prose and not is_sentence(item) and not _bare_title(item):
+            continue  # "Sure!", "Thanks.": neither a title nor prose that could name one
+        found = [t for t in item_titles(item) if t.lower() not in _NO_TITLE]
+        titles += found
+        unread += not found
+    if prose and titles:
+        unread = 0  # an answer in prose: unread only when no line of it names a title
+    return titles, said_none, unread
+
+
+def _plain(line: str) -> str:
+    return line.lower().replace("’", "'")
 
 
 def _bare_title(line: str) -> bool:
@@ -332,9 +356,133 @@ def _is_no_books(line: str) -> bool:
 
 
 # -- one title -----------------------------------------------------------------------------
+# words a title keeps in lower case ("The Lord of the Rings"); any other lower-case word is prose
+_SMALL = frozenset(
+    "a an the and but or nor for so yet of on in at to by with from as into onto upon over per via vs "
+    "de del la le les du da di van von der den y e et".split()
+)
+# lower-case finite verbs that make a line a sentence with a single other lower-case word
+_VERBS = frozenset(
+    "is are was were be been being has have had do does did can could will would shall should may might must "
+    "wrote writes written tells follows explores features describes won set published tell follow explore".split()
+)
+_WORD_TRIM = "\"'“”‘’«»()[]{}*_`#>,.;:!?"
+_OPENER = re.compile("[\"“«'‘*_]")
+MAX_SPAN_CHARS = 300  # a quoted span longer than this is not a title (and bounds each search)
+
+
+def is_sentence(text: str) -> bool:
+    """Whether ``text`` reads as prose rather than a title: three lower-case words a title would
+    capitalise, or one with a lower-case verb ("The book is a love story about …", "Beloved is
+    great."), where titles capitalise their words ("Their Eyes Were Watching God")."""
+    words = [w.strip(_WORD_TRIM) for w in text.split()]
+    lower = [w for w in words if w and w[0].islower() and w not in _SMALL]
+    verbs = any(w in _VERBS for w in words)
+    if not any(w and w[0].isupper() for w in words):
+        # written all in lower case ("the god of small things"): case says nothing, only a verb or
+        # a sentence's full stop does
+        return (len(words) >= 3 and verbs) or text.rstrip().endswith((".", "!", "?"))
+    return len(lower) >= 3 or (len(words) >= 3 and verbs and len(lower) >= 1)
+
+
+def item_titles(item: str) -> list[str]:
+    """The titles of one list item or prose line. A title alone ("Beloved (1987)", "*Jazz* — set
+    in Harlem") is :func:`clean_title`'s. Text around quoted spans that is not a title ("The book
+    \"The Nightingale\" by … is a must-read") gives the quoted spans; a sentence without them gives
+    its delimited head (``X (1987) is …``, ``X by Author is …``, ``X — …``), else nothing."""
+    text = " ".join(item.split())
+    if not text:
+        return []
+    spans, outside = _quoted_spans(text)
+    if spans and any(_lower_word(w) for w in outside.split()):
+        titles = [t for t in (clean_title(_sentence_stop(span)) for span in spans) if t and not is_sentence(t)]
+        return list(dict.fromkeys(titles))  # one sentence naming a book twice names it once
+    if _wrapped(text) is not None or not is_sentence(text):
+        return [clean_title(text)]
+    head = _delimited_head(text)
+    return [head] if head else []
+
+
+def _sentence_stop(span: str) -> str:
+    """A quoted span without the sentence's full stop written inside the quotes ("… titled "The
+    Night I Will Never Grow Old."), but an abbreviation's ("Jr.", "U.S.") kept."""
+    words = span.rstrip().split()
+    last = words[-1] if words else ""
+    if last.endswith(".") and not last.endswith("..") and len(last) > 3 and "." not in last[:-1]:
+        return span.rstrip()[:-1]
+    return span
+
+
+def _lower_word(word: str) -> bool:
+    word = word.strip(_WORD_TRIM)
+    return bool(word) and word[0].islower() and word not in _SMALL
+
+
+def _delimited_head(text: str) -> str | None:
+    """The title a sentence opens with when a delimiter ends it: a year, "by Author", a spaced
+    dash; None when the head is itself prose or there is no delimiter."""
+    cuts = []
+    year = _YEAR.search(text)
+    if year is not None:
+        cuts.append(year.start())
+    by = text.find(" by ")
+    if by > 0:
+        cuts.append(by)
+    for dash in _SPACED_DASHES:
+        at = text.find(dash)
+        if at > 0:
+            cuts.append(at)
+    for cut in sorted(cuts):
+        head = text[:cut].strip().rstrip(",;:")
+        if head and not is_sentence(head) and any(ch.isalnum() for ch in head):
+            return head
+        break  # the first delimiter decides: a later one ends prose, not a title
+    return None
+
+
+def _quoted_spans(text: str) -> tuple[list[str], str]:
+    """The spans ``text`` quotes or emphasises ("…", “…”, «…», '…' opening a word and closing
+    before a non-letter, *…*, **…**, _…_), and the text outside them. One left-to-right scan;
+    each search for a closing mark looks at most MAX_SPAN_CHARS ahead."""
+    spans, outside, i, n, start = [], [], 0, len(text), 0
+    while i < n:
+        found = _OPENER.search(text, i)  # (the text between marks is skipped in C)
+        if found is None:
+            break
+        i = found.start()
+        ch = text[i]
+        at_word_start = i == 0 or not text[i - 1].isalnum()
+        if ch in "*_" and at_word_start:
+            run = min(len(text[i : i + 3]) - len(text[i : i + 3].lstrip(ch)), 3)
+            end = text.find(ch * run, i + run, i + run + MAX_SPAN_CHARS)
+            if end > i + run and not text[end - 1].isspace():
+                spans.append(text[i + run : end])
+                outside.append(text[start:i])
+                i = start = end + run
+                continue
+            i += run
+            continue
+        closer = _CLOSERS.get(ch)
+        if closer is not None and ch != "`" and at_word_start:
+            limit = min(n, i + 1 + MAX_SPAN_CHARS)
+            at = text.find(closer, i + 1, limit)
+            while at >= 0 and text[at + 1 : at + 2].isalpha():  # "Hannah's": an apostrophe, not the end
+                at = text.find(closer, at + 1, limit)
+            if at > i + 1:
+                spans.append(text[i + 1 : at])
+                outside.append(text[start:i])
+                i = start = at + 1
+                continue
+        i += 1
+    outside.append(text[start:])
+    cleaned = [span.strip().rstrip(",;:") for span in spans]
+    return [span for span in cleaned if any(ch.isalnum() for ch in span)], " ".join(outside)
+
+
 def clean_title(raw: str) -> str:
     """A title as the model meant it: a wrapped span (quotes, emphasis) is the title; else the
-    text up to ``(YYYY)`` or, without a year, up to a spaced dash; inner punctuation kept."""
+    text up to ``(YYYY)`` or, without a year, up to a spaced dash; a trailing "by Author" (two
+    to four capitalised words) is not the title's; inner punctuation kept."""
     text = " ".join(raw.split())
     wrapped = _wrapped(text)
     if wrapped is not None:
@@ -344,12 +492,23 @@ def clean_title(raw: str) -> str:
             text = inner
     year = _YEAR.search(text)
     if year is not None and text[: year.start()].strip():
-        return text[: year.start()].strip()
+        return _without_author(text[: year.start()].strip())
     for dash in _SPACED_DASHES:
         at = text.find(dash)
         if at > 0:
             text = text[:at]
-    return text.strip()
+    return _without_author(text.strip())
+
+
+def _without_author(title: str) -> str:
+    """ "The Road by Cormac McCarthy" -> "The Road" ("Stand by Me", "Death by Water" stay)."""
+    at = title.rfind(" by ")
+    if at <= 0:
+        return title
+    name = title[at + 4 :].split()
+    if 2 <= len(name) <= 4 and all(word[0].isupper() for word in name):
+        return title[:at].strip()
+    return title
 
 
 def _wrapped(text: str) -> str | None:

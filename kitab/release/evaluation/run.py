@@ -25,6 +25,7 @@ from kitab.release.bins import kappa_bin_label, popularity_bin_label
 from kitab.release.evaluation.answers import Answer, answers_model, read_answers
 from kitab.release.evaluation.metrics import QueryTruth, score_answer, unanswered_score
 from kitab.release.evaluation.parse import is_reasoning_only, read_answer
+from kitab.release.evaluation.population import Population, choose_population, file_limit
 from kitab.release.leaderboard import leaderboard
 from tasks.constraints import Book, entity_kinds, parse_criteria
 from tasks.generate_constraints import state_flags
@@ -160,8 +161,9 @@ def score_rows(
     answers_file: str,
     evaluated_at: datetime,
     queries_sha256: str | None,
+    population: str | None = None,
 ) -> Iterator[dict]:
-    """One ``evaluations`` row per query of the release and sample, in key order: scored from
+    """One ``evaluations`` row per query of ``queries`` (the population scored) and sample, in key order: scored from
     its answer, or, with no answer in the file, ``answered = false`` and wrong (never left out).
     A generator that lets go of each answer once scored (``matched`` is emptied): the rows go
     to disk as they come (:func:`write_evaluation`), so memory holds the answers, not the rows."""
@@ -174,6 +176,7 @@ def score_rows(
         "answers_file": answers_file,
         "evaluated_at": evaluated_at,
         "queries_sha256": queries_sha256,
+        "population": population,
     }
     for query_id in sorted(queries):
         for sample in samples:
@@ -181,11 +184,13 @@ def score_rows(
 
 
 def _score_row(head: dict, info: QueryInfo, query_id: str, sample: int, answer: Answer | None) -> dict:
+    unread = None
     if answer is None:
         score = unanswered_score(satisfiable=info.n_mapped > 0)
     else:
         parsed = read_answer(answer.response)
         score = score_answer(info.truth, parsed.titles, no_books=parsed.no_books)
+        unread = parsed.unread
     finish_reason = answer.finish_reason if answer is not None else None
     return {
         **head,
@@ -204,6 +209,7 @@ def _score_row(head: dict, info: QueryInfo, query_id: str, sample: int, answer: 
         "answered": answer is not None,
         "finish_reason": finish_reason,
         "cut": finish_reason == "length",
+        "unread_lines": unread,
         # the transcript, so a person can see why an answer scored as it did (kitab report --html)
         "response": answer.response if answer is not None else None,
         "reasoning": answer.reasoning if answer is not None else None,
@@ -213,7 +219,7 @@ def _score_row(head: dict, info: QueryInfo, query_id: str, sample: int, answer: 
 
 
 # what an evaluations file written before a column existed means by its absence
-DEFAULTS = {"answered": True, "sample": 0, "cut": False, "abstained": False}
+DEFAULTS = {"answered": True, "sample": 0, "cut": False, "abstained": False, "population": None, "unread_lines": None}
 
 
 def write_evaluation(wh: Warehouse, release: str, rows: Iterable[dict], *, model: str, answers_sha256: str) -> int:
@@ -225,12 +231,20 @@ def write_evaluation(wh: Warehouse, release: str, rows: Iterable[dict], *, model
 
 
 def evaluate_release(
-    warehouse: Path, release: str, answers_path: Path, *, model: str | None = None, response_column: str | None = None
+    warehouse: Path,
+    release: str,
+    answers_path: Path,
+    *,
+    model: str | None = None,
+    response_column: str | None = None,
+    over: str | None = None,
 ) -> dict:
-    """Score ``answers_path`` against release ``release`` and store the scores (every query:
-    one without an answer is scored wrong). Returns a summary: model, sha256, queries answered /
-    in the release and coverage, this evaluation's leaderboard entry (kitab/release/leaderboard.py)
-    and its rows of ``evaluation_summary``."""
+    """Score ``answers_path`` against release ``release`` and store the scores (every query of
+    the population, evaluation/population.py: the release, the file's --limit sample, or with
+    ``over="answered"`` the queries it answers; one without an answer is scored wrong). Returns a
+    summary: model, sha256, the population, queries answered / in it and coverage, this
+    evaluation's leaderboard entry (kitab/release/leaderboard.py) and its rows of
+    ``evaluation_summary``."""
     wh = Warehouse(Path(warehouse))
     wh.require_release(release)
     answers_path = Path(answers_path)
@@ -244,12 +258,18 @@ def evaluate_release(
         ledger = con.execute("SELECT checksums FROM releases").fetchall()
     queries_sha256 = json.loads(ledger[0][0]).get("queries") if ledger else None
     matched = match_answers(answers, queries, answers_path)
+    limit = file_limit(((a.limit, a.limit_seed) for a in answers), answers_path)
     del answers  # the matched answers hold them; score_rows lets go of each once scored
+    population = _population(wh, release, over, limit, queries, matched, answers_path)
+    total = len(queries)
+    if population.ids is not None:
+        queries = {q: info for q, info in queries.items() if q in population.ids}
     counts = Counter()
 
     def counted(rows: Iterator[dict]) -> Iterator[dict]:
         for r in rows:
             counts.update(rows=1, answered=r["answered"], abstained=r["abstained"], cut=r["cut"])
+            counts.update(parse_failures=bool(r["unread_lines"]), unread_lines=r["unread_lines"] or 0)
             # answers that were all reasoning (scored as abstentions): derived, so files without the flag count too
             counts.update(reasoning_only=r["answered"] and is_reasoning_only(r["response"], r["reasoning"]))
             yield r
@@ -262,6 +282,7 @@ def evaluate_release(
         answers_file=answers_path.name,
         evaluated_at=datetime.now(UTC).replace(microsecond=0),
         queries_sha256=queries_sha256,
+        population=population.note,
     )
     write_evaluation(wh, release, counted(rows), model=model, answers_sha256=sha256)
     with wh.connect(release=release) as con:
@@ -275,15 +296,42 @@ def evaluate_release(
         board = leaderboard(con, release, model=model, answers_sha256=sha256)
     answered, n = counts["answered"], counts["rows"]
     return {
-        "abstention_rate": counts["abstained"] / n if n else None,
-        "cut_rate": counts["cut"] / n if n else None,
+        # over the queries answered (an unanswered query is in coverage, not here)
+        "abstention_rate": counts["abstained"] / answered if answered else None,
+        "cut_rate": counts["cut"] / answered if answered else None,
         "reasoning_only": counts["reasoning_only"],
         "release": release,
         "model": model,
         "answers_sha256": sha256,
         "answered": answered,
-        "queries": len(queries),
+        "queries": len(queries),  # the population's: what coverage divides by
+        "release_queries": total,
+        "population": population.as_json(len(queries)),
         "coverage": answered / n if n else None,
+        # answers with a list item or prose line no title could be read from (a bare sentence)
+        "parse_failures": counts["parse_failures"],
+        "unread_lines": counts["unread_lines"],
         "leaderboard": board,
         "aggregates": aggregates,
     }
+
+
+def _population(wh: Warehouse, release: str, over, limit, queries: dict, matched, path: Path) -> Population:
+    """The population the evaluation is scored over; an answer outside the file's own --limit
+    sample is an error naming it (the file is not the trial it says it is)."""
+    from kitab.release.prompts import sampled_query_ids
+
+    def sample(n: int, seed: int) -> set[str]:
+        with wh.connect(release=release) as con:
+            return sampled_query_ids(con, n, seed)
+
+    answered = {query_id for _, query_id in matched}
+    population = choose_population(over, limit, total=len(queries), answered=answered, sample=sample, noun="queries")
+    if population.over == "sample":
+        outside = sorted(answered - population.ids)
+        if outside:
+            raise KitabError(
+                f"{path}: {len(outside)} answer(s) outside the file's --limit {limit[0]} sample (seed {limit[1]}), "
+                f"e.g. {outside[0]}: score it with --over answered or --over release"
+            )
+    return population

@@ -37,8 +37,9 @@ from kitab.core.locking import refresh_lock
 from kitab.core.params import RunConfig
 from kitab.core.warehouse import Warehouse
 from kitab.release.models_file import ModelSpec
+from kitab.release.task import task_names
 
-TASKS = ("queries", "claims")  # both tasks, each model (kitab/release/task.py)
+TASKS = task_names()  # both tasks, each model (kitab/release/task.py)
 ANSWERS = "answers"  # <warehouse>/answers/<release>/<model>.<task>.jsonl
 EXIT_SOME_FAILED = 3  # published, and some model failed (0: all scored; 1: an error, nothing decided)
 

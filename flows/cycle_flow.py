@@ -12,7 +12,6 @@ never imports Prefect.
 
 from __future__ import annotations
 
-import logging
 import re
 
 from prefect import flow, get_run_logger
@@ -39,8 +38,6 @@ def cycle_run(
     """The flow's body for a resolved ``config`` and the models file at ``models`` (read now:
     the file as it is when the run starts)."""
     logger = get_run_logger()
-    # what the run did is its log's point: INFO here even where kitab keeps Prefect at WARNING
-    logging.getLogger(logger.logger.name).setLevel(logging.INFO)
     specs = read_models(models)
 
     def make_release(config: RunConfig) -> dict:
@@ -61,7 +58,10 @@ def cycle_run(
         f"cycle of release {summary['release']}: scored {', '.join(summary['scored']) or 'none'}; "
         f"failed {', '.join(summary['failed']) or 'none'}; {summary['requests']:,} requests to the models"
     )
-    (logger.warning if summary["failed"] else logger.info)(line)
+    # the run's one line says what it did on every run, so at WARNING: kitab keeps Prefect's level
+    # there (a process-wide INFO would also print every refresh's progress); each model's INFO line
+    # and the artifact hold the rest
+    logger.warning(line)
     create_markdown_artifact(cycle_text(summary), key=artifact_key(summary["release"]), description=line)
     return summary
 

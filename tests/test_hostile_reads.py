@@ -174,3 +174,22 @@ def test_duckdb_out_of_memory_outside_a_query_is_one_line():
         guard._LIMITED.clear()
     assert "out of memory" in guard.environment_error(oom)
     assert guard.environment_error(duckdb.BinderException("no such column")) is None  # a bug stays one
+
+
+def test_a_signal_inside_duckdbs_arrow_stream_callback_is_the_signals_line():
+    """SIGTERM landing while DuckDB pulls a registered Arrow table through its Python callback
+    comes back as DuckDB's InvalidInputError naming our Terminated: seen once in the suite as a
+    traceback of `kitab sql` stopped at 0.5 s (test_hostile's Ctrl-C/SIGTERM test)."""
+    import duckdb
+
+    from kitab.app import guard
+
+    wrapped = duckdb.InvalidInputException(
+        "Invalid Input Error: exporting a stream from the object registered as 'kitab_ledger_source' failed: Terminated: "
+    )
+    assert guard.environment_error(wrapped) is None  # no signal received: not ours to explain
+    guard._RECEIVED.append("SIGTERM")
+    try:
+        assert guard.environment_error(wrapped) == guard.STOPPED_BY["SIGTERM"]
+    finally:
+        guard._RECEIVED.clear()

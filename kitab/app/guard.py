@@ -118,8 +118,15 @@ def environment_error(exc: BaseException) -> str | None:
     """The one line for an exception the environment caused, else None."""
     for cause in _causes(exc):
         # a stop signal that landed while DuckDB ran a query (building the views, reading the
-        # catalog) comes back as DuckDB's own "interrupted" error: it is the signal's line
-        if stop_signal() and "interrupted" in str(cause).lower() and not isinstance(cause, KeyboardInterrupt):
+        # catalog) comes back as DuckDB's own "interrupted" error, or, landing inside the Python
+        # callback that streams a registered Arrow table to it, as DuckDB's error naming our
+        # Terminated / KeyboardInterrupt ("exporting a stream ... failed: Terminated"): the signal's line
+        said = str(cause).lower()
+        if (
+            stop_signal()
+            and any(word in said for word in ("interrupted", "terminated", "keyboardinterrupt"))
+            and not isinstance(cause, KeyboardInterrupt)
+        ):
             return STOPPED_BY[stop_signal()]
         if isinstance(cause, Terminated) or type(cause).__name__ == "TerminationSignal":
             return STOPPED_BY["SIGTERM"]

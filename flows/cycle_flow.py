@@ -1,8 +1,9 @@
-"""The ``cycle`` flow: flows/cycle.py's :func:`~flows.cycle.run_cycle` as a Prefect flow, what
-``kitab serve --models`` schedules (kitab/app/scheduled.py resolves its configuration from the
-worker's environment). Thin: the release is the refresh flow's body (flows/refresh.py, its steps
-as Prefect task runs and its progress artifact), the rest is run_cycle's; each run logs one line
-per model and task and what the cycle did, and leaves it as a markdown artifact (``cycle-<release>``).
+"""The ``cycle`` flow's body: flows/cycle.py's :func:`~flows.cycle.run_cycle` on Prefect, what
+``kitab serve --models`` schedules (the flow itself is kitab/app/scheduled.py's ``scheduled_cycle``,
+which resolves the configuration from the worker's environment). Thin: the release is the
+refresh flow's body (flows/refresh.py, its steps as Prefect task runs and its progress
+artifact), the rest is run_cycle's; each run logs one line per model and task and what the
+cycle did, and leaves it as a markdown artifact (``cycle-<release>``).
 
 A run whose release is published but some model failed ends Completed (the release and the
 others' scores are there), with a warning line naming the failed models; ``kitab cycle`` exits 3
@@ -14,14 +15,11 @@ from __future__ import annotations
 
 import re
 
-from prefect import flow, get_run_logger
+from prefect import get_run_logger
 from prefect.artifacts import create_markdown_artifact
 
-from flows.configure import flow_config
 from flows.cycle import cycle_text, run_cycle
-from flows.pipeline import running
-from flows.refresh import refresh_run
-from flows.runners import task_runner
+from flows.refresh import refresh_release
 from kitab.core.params import RunConfig
 from kitab.release.models_file import read_models
 
@@ -39,15 +37,10 @@ def cycle_run(
     the file as it is when the run starts)."""
     logger = get_run_logger()
     specs = read_models(models)
-
-    def make_release(config: RunConfig) -> dict:
-        with running(config) as progress:
-            return refresh_run(config, progress)
-
     summary = run_cycle(
         config,
         specs,
-        make_release=make_release,
+        make_release=refresh_release,
         limit=limit,
         site_dir=site,
         export_dir=export,
@@ -69,19 +62,3 @@ def cycle_run(
 def artifact_key(release: str) -> str:
     """The artifact's key (Prefect's keys: lowercase letters, digits and dashes)."""
     return "cycle-" + re.sub(r"[^a-z0-9-]+", "-", release.lower()).strip("-")
-
-
-def _cycle(
-    config: dict,
-    models: str,
-    limit: int | None = None,
-    site: str | None = None,
-    export: str | None = None,
-    push: str | None = None,
-) -> dict:
-    """One cycle of the benchmark (flows/cycle.py): ``config`` the run's configuration as the app
-    layer resolved it (RunConfig.to_dict), ``models`` the models file's path."""
-    return cycle_run(flow_config({"config": config}), models, limit=limit, site=site, export=export, push=push)
-
-
-cycle = flow(name="cycle", log_prints=True, task_runner=task_runner("threads"))(_cycle)

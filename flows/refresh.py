@@ -43,8 +43,13 @@ def _refresh(**parameters) -> dict:
     The parameters are kitab.core.params.RefreshParams' fields, declared there once, or else
     ``config``: the run's whole configuration as the app layer resolved it (RunConfig.to_dict),
     never both (flows.configure.flow_config)."""
-    config = flow_config(parameters)
-    # the progress `kitab refresh` registered and began for this run (it displays it too), else the run's own
+    return refresh_release(flow_config(parameters))
+
+
+def refresh_release(config: RunConfig) -> dict:
+    """The flow's body for a resolved ``config`` (the refresh flow's, the scheduled one's, the
+    cycle's release), with the progress ``kitab refresh`` registered and began for this run (it
+    displays it too), else the run's own."""
     with running(config) as progress:
         return refresh_run(config, progress)
 

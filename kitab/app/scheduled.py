@@ -12,8 +12,7 @@ import inspect
 from prefect import flow
 
 from flows.configure import flow_config
-from flows.pipeline import running
-from flows.refresh import refresh_run
+from flows.refresh import refresh_release
 from flows.runners import task_runner
 from kitab.core.params import flow_signature
 
@@ -28,8 +27,7 @@ def _scheduled(**parameters) -> dict:
     else:
         parameters.pop("config", None)
         config = run_config(parameters, direct=False, task_runner="threads", dask_address=None)
-    with running(config) as progress:
-        return refresh_run(config, progress)
+    return refresh_release(config)
 
 
 _scheduled.__signature__ = flow_signature()  # the same parameters, and schema, as the refresh flow

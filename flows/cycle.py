@@ -25,7 +25,6 @@ again), so two cycles never answer into one warehouse at once.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
@@ -91,20 +90,6 @@ def release_step(config: RunConfig, make_release: Callable[[RunConfig], dict]) -
 
 
 # -- the models -------------------------------------------------------------------------------------
-def _answer_totals(path: Path) -> dict:
-    """Tokens in and out and service seconds, summed over an answers file's lines (cached
-    answers included: what they cost when asked)."""
-    totals = {"prompt_tokens": 0, "completion_tokens": 0, "service_seconds": 0.0}
-    with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            record = json.loads(line)
-            totals["prompt_tokens"] += record.get("prompt_tokens") or 0
-            totals["completion_tokens"] += record.get("completion_tokens") or 0
-            totals["service_seconds"] += record.get("seconds") or 0.0
-    totals["service_seconds"] = round(totals["service_seconds"], 3)
-    return totals
-
-
 def run_task(
     warehouse: Path, release: str, spec: ModelSpec, task: str, *, budget_left: int | None, limit: int | None
 ) -> tuple[dict, dict | None]:
@@ -184,7 +169,8 @@ def run_task(
         failed_reasons=list(summary["failed"].values()),
         requests=summary["requests"],
         from_cache=summary["from_cache"],
-        **_answer_totals(out),
+        # what the answers cost when asked, cached ones included (answer_release's answer_costs)
+        **{k: summary[k] for k in ("prompt_tokens", "completion_tokens", "service_seconds")},
         wall_seconds=round(time.monotonic() - started, 3),
     )
     return row, chosen.headline(result)

@@ -45,6 +45,8 @@ KITAB = [sys.executable, "-m", "kitab.app.cli"]
 # (authors, snapshot seed, snapshot candidates): the issue's snapshots, and one for 100,000
 SNAPSHOTS = {1_000: (5, 2_000), 10_000: (9, 11_000), 100_000: (13, 110_000)}
 DROPPED = re.compile(r"queue is full|dropping message", re.IGNORECASE)
+# the refresh's plain progress lines (kitab/app/progress_display.py): "kitab: 0:12 collect (3/8) started: ..."
+PHASES = r"^kitab: \S+ (\w+) \(\d+/\d+\) started"
 
 
 def snapshot(authors: int) -> Path:
@@ -60,7 +62,7 @@ def snapshot(authors: int) -> Path:
     return out
 
 
-def measured(cmd: list[str], env: dict) -> tuple[float, float, str, str]:
+def measured(cmd: list[str], env: dict, profile: Path | None = None) -> tuple[float, float, str, str]:
     """Run ``cmd``; (wall seconds, peak RSS of its process tree in GiB, stdout, stderr). The peak
     per kind of process, CPU per kind and mean load are left on the function (``.roles``,
     ``.cpu``, ``.load``)."""
@@ -68,16 +70,17 @@ def measured(cmd: list[str], env: dict) -> tuple[float, float, str, str]:
     # the checkout, not benchmarks/, on their path
     from process_tree import run_measured  # benchmarks/ is sys.path[0] in this process
 
-    result = run_measured(cmd, cwd=ROOT, env=env, root_name="refresh")
+    result = run_measured(cmd, cwd=ROOT, env=env, root_name="refresh", phases=PHASES, profile=profile)
     if result.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed ({result.returncode}):\n{result.err[-3000:]}")
     measured.roles = result.roles  # type: ignore[attr-defined]
     measured.cpu = result.cpu  # type: ignore[attr-defined]
     measured.load = result.load  # type: ignore[attr-defined]
+    measured.phases = result.phases  # type: ignore[attr-defined]
     return result.wall, result.peak_gib, result.out, result.err
 
 
-def run(authors: int, mode: str, batch_size: int | None) -> dict:
+def run(authors: int, mode: str, batch_size: int | None, profile: bool = False, extra: tuple = ()) -> dict:
     snap = snapshot(authors)
     warehouse = Path(tempfile.mkdtemp(prefix=f"kitab-scale-{authors}-{mode}-", dir=BENCH_OUT))
     env = {**os.environ, "KITAB_WAREHOUSE": str(warehouse)}
@@ -110,6 +113,7 @@ def run(authors: int, mode: str, batch_size: int | None) -> dict:
         ]
         if batch_size:
             cmd += ["--batch-size", str(batch_size)]
+        cmd += list(extra)
     else:
         code = (
             "import json, sys; from kitab.core.env import quiet_prefect_env; quiet_prefect_env(); "
@@ -117,8 +121,9 @@ def run(authors: int, mode: str, batch_size: int | None) -> dict:
             "s = run_refresh(**json.loads(sys.argv[1]), direct=True); print(json.dumps(s, default=str))"
         )
         cmd = [sys.executable, "-c", code, json.dumps(args)]
-    wall, rss, out, err = measured(cmd, env)
-    summary = json.loads(out[out.index("{") :])
+    spy = BENCH_OUT / f"profile-{authors}.txt" if profile and mode == "flow" else None
+    wall, rss, out, err = measured(cmd, env, spy)
+    summary, _ = json.JSONDecoder().raw_decode(out[out.index("{") :])  # (py-spy adds a line after it)
     return {
         "authors": authors,
         "mode": mode,
@@ -129,8 +134,24 @@ def run(authors: int, mode: str, batch_size: int | None) -> dict:
         "dropped_event_warnings": len(DROPPED.findall(err)),
         "peak_rss_gib_by_process": measured.roles,  # type: ignore[attr-defined]
         "cpu_seconds_by_process": measured.cpu,  # type: ignore[attr-defined]
+        "load_avg_1min": measured.load,  # type: ignore[attr-defined]
+        "phases": measured.phases,  # type: ignore[attr-defined]
+        "profile": str(spy) if spy else None,
         "warehouse": str(warehouse),
     }
+
+
+def phase_table(result: dict) -> None:
+    """Per stage of one run: wall, CPU (user + sys) of every kind of process, peak tree RSS."""
+    kinds = sorted({k for p in result["phases"] for k in p["cpu_s"]})
+    print(f"\n{result['authors']:,} authors, {result['mode']}: load {result['load_avg_1min']}")
+    print("| stage | wall | CPU all | " + " | ".join(f"CPU {k}" for k in kinds) + " | peak RSS (tree) |")
+    print("|---|---:|---:|" + "---:|" * len(kinds) + "---:|")
+    for p in result["phases"]:
+        cells = " | ".join(f"{p['cpu_s'].get(k, 0):.1f} s" for k in kinds)
+        print(
+            f"| {p['phase']} | {p['wall_s']:.1f} s | {p['cpu_total_s']:.1f} s | {cells} | {p['peak_rss_gib']:.2f} GiB |"
+        )
 
 
 def through_collect(authors: int, batch_size: int | None, world: int | None = None) -> dict:
@@ -309,6 +330,16 @@ def main() -> None:
         help="with --through collect: every size samples the snapshot of this size (the "
         "same generated world), so the answers per batch do not change with the size",
     )
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="run the flow under py-spy (every process) and print each stage's top frames "
+        "(benchmarks/profile_stacks.py); bench_out/profile-<authors>.txt",
+    )
+    parser.add_argument("--top", type=int, default=20, help="with --profile: lines per stage")
+    parser.add_argument(
+        "--refresh-args", default="", help="more `kitab refresh` arguments for the flow runs, e.g. '--allow-fewer'"
+    )
     parser.add_argument("--child-collect", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child_collect:
@@ -327,9 +358,15 @@ def main() -> None:
     for authors in [int(s) for s in args.sizes.split(",")]:
         modes = ["flow", "direct"] if authors <= args.direct_max else ["flow"]
         for mode in modes:
-            result = run(authors, mode, args.batch_size)
+            result = run(authors, mode, args.batch_size, args.profile, tuple(args.refresh_args.split()))
             results.append(result)
             print(json.dumps(result), flush=True)
+            phase_table(result)
+            if result["profile"]:
+                from process_tree import PY_SPY_RATE
+                from profile_stacks import report  # benchmarks/ is sys.path[0]
+
+                print(report(Path(result["profile"]), PY_SPY_RATE, args.top), flush=True)
     print()
     print(
         "| authors | run | wall | peak RSS (tree) | flow ÷ direct | authors | works_raw | books | title_entities "

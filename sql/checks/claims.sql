@@ -83,12 +83,26 @@ quoted_keys as (  -- every key the quoted book's titles have: match keys and low
     union
     select query_id, lower(title) from claims where kind = 'authorship'
 ),
-authorship_truth as (
+author_keys as (  -- every key of every title of every author: match keys and lower-cased titles
+    select author_qid, match_key as key from title_variants
+    union
+    select author_qid, lower(title) from title_variants
+),
+authorship_named as (  -- the named author has a book with exactly the claimed title
+    select distinct cl.query_id
+    from claims cl join titles t on t.author_qid = cl.claim_author_qid and t.title = cl.title
+    where cl.kind = 'authorship'
+),
+authorship_near as (  -- some title of the named author shares a key with the quoted book's titles
+    select distinct cl.query_id
+    from claims cl join quoted_keys q on q.query_id = cl.query_id
+         join author_keys k on k.author_qid = cl.claim_author_qid and k.key = q.key
+    where cl.kind = 'authorship'
+),
+authorship_truth as (  -- joins, not correlated subqueries: at 10,000 authors those took 13 minutes
     select cl.query_id,
-        case when exists (select 1 from titles t where t.author_qid = cl.claim_author_qid and t.title = cl.title) then true
-             when not exists (select 1 from title_variants v join quoted_keys q on q.query_id = cl.query_id
-                              where v.author_qid = cl.claim_author_qid and (v.match_key = q.key or lower(v.title) = q.key))
-                 then false end as truth
+        case when cl.query_id in (select query_id from authorship_named) then true
+             when cl.query_id not in (select query_id from authorship_near) then false end as truth
     from claims cl where cl.kind = 'authorship'
 ),
 year_truth as (

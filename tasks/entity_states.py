@@ -371,23 +371,32 @@ def key_quality(queries: Iterable[Mapping], constraints: Iterable[Mapping], stat
     Errors are each book's stated error (:func:`state_error`: calibrated on held-out titles).
     Rows: ``queries`` (query_id, author_qid, n_constraints, constraint_ids), ``constraints``
     (constraint_id, spec, entity_kind, mapped_book_ids), ``states`` (book_entities rows)."""
+    return key_quality_of_parts([(queries, constraints, states)])
+
+
+def key_quality_of_parts(parts: Iterable[tuple[Iterable[Mapping], Iterable[Mapping], Iterable[Mapping]]]) -> dict:
+    """:func:`key_quality` over a release read in parts (kitab/release/key_quality.py reads a
+    large one a slice of queries at a time): each part is (queries, their constraints, the
+    states of their authors' books), the parts' queries in the release's query order, so the
+    result is :func:`key_quality` of the whole."""
     from tasks.constraints.registry import spec_from_json
 
-    by_id = {c["constraint_id"]: c for c in constraints}
-    books = deciding_index(states)
     acc: dict[str, dict] = {}
-    for q in queries:
-        members = [by_id[c] for c in q["constraint_ids"]]
-        if not any(c.get("entity_kind") for c in members):
-            continue
-        wrong, per = query_key_error(q["author_qid"], members, books)
-        for c, unsure, n in per:
-            a = acc.setdefault(
-                spec_from_json(c["spec"]).label, {"kind": c["entity_kind"], "unsure": 0, "deciding": 0, "p": {}}
-            )
-            a["unsure"] += unsure
-            a["deciding"] += n
-            a["p"].setdefault(q["n_constraints"], []).append(wrong)
+    for queries, constraints, states in parts:
+        by_id = {c["constraint_id"]: c for c in constraints}
+        books = deciding_index(states)
+        for q in queries:
+            members = [by_id[c] for c in q["constraint_ids"]]
+            if not any(c.get("entity_kind") for c in members):
+                continue
+            wrong, per = query_key_error(q["author_qid"], members, books)
+            for c, unsure, n in per:
+                a = acc.setdefault(
+                    spec_from_json(c["spec"]).label, {"kind": c["entity_kind"], "unsure": 0, "deciding": 0, "p": {}}
+                )
+                a["unsure"] += unsure
+                a["deciding"] += n
+                a["p"].setdefault(q["n_constraints"], []).append(wrong)
     out = {}
     for label in sorted(acc):
         a = acc[label]

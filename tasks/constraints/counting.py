@@ -40,10 +40,12 @@ def title_words(title: str) -> tuple[str, ...]:
     return words
 
 
+@lru_cache(maxsize=1 << 16)
 def _all_words(title: str) -> tuple[str, ...]:
     return tuple(title.lower().replace("&", "and").translate(_DELETE).split())
 
 
+@lru_cache(maxsize=1 << 16)  # claims read every title once per letter and constraint type
 def title_readings(title: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The two readings of ``title`` a person could give it: rule 4 applied (KITAB's) and
     not (the leading article kept). A claim (tasks/claims.py) is stated only where both agree."""

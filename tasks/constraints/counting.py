@@ -55,10 +55,16 @@ def title_readings(title: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
 def undisputed(titles: Iterable[str], holds: Callable[[tuple[str, ...]], bool]) -> bool | None:
     """Whether some title has a property beyond dispute: True when one title has it under
     both readings, False when none has it under either, None when that depends on the reading."""
-    readings = [[holds(words) for words in title_readings(title)] for title in titles]
-    if any(all(r) for r in readings):
-        return True
-    return None if any(any(r) for r in readings) else False
+    some = False
+    for title in titles:
+        kitab, kept = title_readings(title)
+        first = holds(kitab)
+        # most titles read the same both ways (no leading article): one test, not two
+        second = first if kept == kitab else holds(kept)
+        if first and second:
+            return True
+        some = some or bool(first) or bool(second)
+    return None if some else False
 
 
 def normalise_title(title: str) -> str:

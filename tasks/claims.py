@@ -43,7 +43,7 @@ import random
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 
-from tasks.constraints import Book, spec_from_dict, spec_from_json
+from tasks.constraints import Book, Spec, spec_from_dict, spec_from_json
 
 KINDS = ("attribute", "authorship", "year")
 YEAR_GAP = 5  # a false year is at least this far from every year of the book's variants
@@ -107,13 +107,17 @@ def claim_material(
     states = entity_states_by_book(entities)
     attributes: list[dict] = []
     readable: dict[str, list[Book]] = {}
+    specs: dict[str, Spec] = {}  # spec JSON -> its spec: every author has the same few hundred
     for c in sorted(constraints, key=lambda c: c["constraint_id"]):
         qid = c["author_qid"]
         if qid not in names:
             continue
         if qid not in readable:
             readable[qid] = claim_books(by_author[qid], states)
-        holds = spec_from_json(c["spec"]).claim_holds(readable[qid])
+        spec = specs.get(c["spec"])
+        if spec is None:
+            spec = specs[c["spec"]] = spec_from_json(c["spec"])
+        holds = spec.claim_holds(readable[qid])
         if holds is not None and holds == bool(c["satisfiable"]):
             attributes.append(
                 {
@@ -122,7 +126,7 @@ def claim_material(
                     "constraint_id": c["constraint_id"],
                     "label": holds,
                     "value": _value(c["spec"]),
-                    "claim": claim_text("attribute", author=names[qid], clause=clause_of(json.loads(c["spec"]))),
+                    "claim": claim_text("attribute", author=names[qid], clause=spec.claim_clause()),
                 }
             )
     keys: dict[str, set[str]] = defaultdict(set)  # author -> every match key and lower-cased title

@@ -211,14 +211,19 @@ def book_states(
     titles_of: dict[str, list[str]] = {b["book_id"]: [b["canonical_title"]] for b in books}
     for v in title_variants:
         titles_of.setdefault(v["book_id"], []).append(v["title"])
+    # a book's state is a function of its titles' classes and its second readers' verdicts: each
+    # distinct combination is decided once (most books share "plain" and no second reader)
+    decided: dict[tuple, tuple[str, str, tuple[float, ...] | None]] = {}
     rows = []
     for book in sorted(books, key=lambda b: b["book_id"]):
         for kind in kinds:
             default = ("plain", False)  # a title with no span and no doubt row
-            classes = [per_title.get((t, kind), default) for t in dict.fromkeys(titles_of[book["book_id"]]) if t]
-            state, evidence = decide(kind, title_evidence(kind, classes), others.get((book["book_id"], kind), ()))
-            error = None if state == UNSURE else book_error(kind, state, evidence, versions.get(kind))
-            error = error and tuple(round(x, 6) for x in error)
+            classes = tuple(per_title.get((t, kind), default) for t in dict.fromkeys(titles_of[book["book_id"]]) if t)
+            mine = others.get((book["book_id"], kind), ())
+            key = (kind, classes, tuple((o["source"], o["verdict"], o.get("detail", "")) for o in mine))
+            if key not in decided:
+                decided[key] = _book_state(kind, classes, mine, versions.get(kind))
+            state, evidence, error = decided[key]
             rows.append(
                 {
                     "book_id": book["book_id"],
@@ -230,6 +235,15 @@ def book_states(
                 }
             )
     return rows
+
+
+def _book_state(
+    kind: str, classes: Sequence[tuple[str, bool]], others: Sequence[Mapping], version: str | None
+) -> tuple[str, str, tuple[float, ...] | None]:
+    """(state, evidence, rounded error or None) of one book and kind (:func:`book_states`)."""
+    state, evidence = decide(kind, title_evidence(kind, classes), others)
+    error = None if state == UNSURE else book_error(kind, state, evidence, version)
+    return state, evidence, error and tuple(round(x, 6) for x in error)
 
 
 # -- stated errors (issue 28 item 7, issue 37 item 1) -----------------------------------------
@@ -291,8 +305,15 @@ def meets_other_criteria(criterion: Mapping, members: Sequence[Mapping]) -> Call
     """Whether a book decides the entity ``criterion`` of the query ``members``: it meets every
     other criterion (every book does for a one-constraint query). The one definition of a
     *deciding book* (key quality, the bound, the review queue)."""
-    others = [set(o["mapped_book_ids"]) for o in members if o is not criterion]
-    return lambda book_id: all(book_id in o for o in others)
+    allowed = other_criteria_books(criterion, members)
+    return (lambda book_id: True) if allowed is None else allowed.__contains__
+
+
+def other_criteria_books(criterion: Mapping, members: Sequence[Mapping]) -> set[str] | None:
+    """The book ids meeting every criterion of ``members`` but ``criterion`` (one set
+    intersection, not a test per book and criterion); None: there is no other criterion."""
+    others = [o["mapped_book_ids"] for o in members if o is not criterion]
+    return set(others[0]).intersection(*others[1:]) if others else None
 
 
 def query_key_error(
@@ -308,8 +329,10 @@ def query_key_error(
     for c in members:
         if not c.get("entity_kind"):
             continue
-        decides = meets_other_criteria(c, members)
-        deciding = [b for b in books.get((author_qid, c["entity_kind"]), []) if decides(b[0])]
+        deciding = books.get((author_qid, c["entity_kind"]), [])
+        allowed = other_criteria_books(c, members) if deciding else None  # meets_other_criteria, as a set
+        if allowed is not None:
+            deciding = [b for b in deciding if b[0] in allowed]
         for _, state, err in deciding:
             if state != UNSURE:
                 for i in range(3):

@@ -16,7 +16,12 @@ from tasks.constraints import spec_from_json
 def key_error_over(members: Sequence[Mapping], books, bound: float | None) -> float | None:
     """The estimated chance that the key of the query ``members`` holds a wrong book when it is
     above ``bound`` (None: within it, not an entity query, or no bound / no states)."""
-    if bound is None or books is None or not any(m.get("entity_kind") for m in members):
+    if bound is None or books is None:
+        return None
+    for m in members:  # a loop, not any(genexpr): sampling asks for every pair it draws
+        if m.get("entity_kind"):
+            break
+    else:
         return None
     from tasks.entity_states import query_key_error
 

@@ -299,3 +299,37 @@ def test_remaining_draws_as_the_filtered_list_does(items, excluded, rnd):
     seed = rnd.random()
     if listed:
         assert random.Random(seed).choice(lazy) == random.Random(seed).choice(listed)
+
+
+def _undisputed_both_readings(titles, holds):
+    """counting.undisputed's reference form: both readings of every title tested."""
+    from tasks.constraints.counting import title_readings
+
+    readings = [[holds(words) for words in title_readings(title)] for title in titles]
+    if any(all(r) for r in readings):
+        return True
+    return None if any(any(r) for r in readings) else False
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.lists(
+            st.sampled_from(["The", "the", "A", "an", "Eye", "Bluest", "&", "Catch-22", "émile", "x"]), max_size=4
+        ),
+        max_size=5,
+    ),
+    st.sampled_from(["first_b", "first_t", "two_words", "one_word", "last_e"]),
+)
+def test_undisputed_testing_a_title_once_where_its_readings_agree_matches_both_readings(words, test):
+    from tasks.constraints.counting import first_letter_in, last_letter_in, undisputed
+
+    holds = {
+        "first_b": lambda w: first_letter_in(w) == "b",
+        "first_t": lambda w: first_letter_in(w) == "t",
+        "two_words": lambda w: len(w) == 2,
+        "one_word": lambda w: len(w) == 1,
+        "last_e": lambda w: last_letter_in(w) == "e",
+    }[test]
+    titles = [" ".join(w) for w in words]
+    assert undisputed(titles, holds) is _undisputed_both_readings(titles, holds)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tasks.entity_states import NO, UNSURE, YES, TitleEvidence, book_states, decide, span_class, title_evidence
 
@@ -226,3 +228,75 @@ def test_key_quality_multiplies_the_deciding_books_and_leaves_unsure_ones_out():
     assert out["no-human-name"]["wrong_key_two"] == round(two, 4) and out["no-human-name"]["unsure_share"] == 0.0
     assert set(out) == {"human-name", "no-human-name"}
     assert key_quality(queries[2:], constraints, states) == {}
+
+
+def _states_per_book(books, variants, tags, kinds, others):
+    """book_states' reference form: every book and kind decided on its own (no sharing)."""
+    from tasks.entity_states import book_error
+
+    per_title, spans = {}, {}
+    for row in tags:
+        if row["start"] < 0:
+            per_title[(row["title"], row["kind"])] = (row["evidence"], False)
+        else:
+            spans.setdefault((row["title"], row["kind"]), []).append(row["evidence"])
+    for (title, kind), evidence in spans.items():
+        per_title[(title, kind)] = (span_class(kind, evidence), True)
+    titles_of = {b["book_id"]: [b["canonical_title"]] for b in books}
+    for v in variants:
+        titles_of[v["book_id"]].append(v["title"])
+    out = []
+    for book in sorted(books, key=lambda b: b["book_id"]):
+        for kind in kinds:
+            classes = [per_title.get((t, kind), ("plain", False)) for t in dict.fromkeys(titles_of[book["book_id"]])]
+            state, evidence = decide(kind, title_evidence(kind, classes), others.get((book["book_id"], kind), ()))
+            error = None if state == UNSURE else tuple(round(x, 6) for x in book_error(kind, state, evidence))
+            out.append((book["book_id"], kind, state, evidence, error))
+    return out
+
+
+TITLES = ["Gilead", "Mrs Dalloway", "Emma's Sea", "The Sea", "Paris Nights", "Pnin"]
+TAGS = [  # (title, kind, start, evidence): spans and the taggers' doubt rows
+    ("Mrs Dalloway", "human", 4, "surname+honorific_rule"),
+    ("Emma's Sea", "human", 0, "first_name+possessive_rule"),
+    ("Gilead", "human", -1, "unknown_word"),
+    ("Pnin", "human", -1, "listed_name"),
+    ("Paris Nights", "city", 0, "context"),
+]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.tuples(st.sampled_from(TITLES), st.lists(st.sampled_from(TITLES), max_size=2)), min_size=1, max_size=8),
+    st.lists(st.sampled_from(TAGS), unique=True),
+    st.lists(
+        st.tuples(st.integers(0, 7), st.sampled_from(["human", "city"]), st.sampled_from([rec, model, review])),
+        max_size=6,
+    ),
+    st.lists(st.sampled_from([YES, NO]), min_size=6, max_size=6),
+)
+def test_book_states_decided_once_per_evidence_agree_with_each_book_decided_alone(shape, tagged, said, verdicts):
+    # book_states decides each distinct (kind, classes, second readers) once; the reference per book
+    books = [{"book_id": f"b{i}", "author_qid": "Q1", "canonical_title": t} for i, (t, _) in enumerate(shape)]
+    variants = [
+        {"variant_id": f"v{i}{j}", "book_id": f"b{i}", "author_qid": "Q1", "title": t}
+        for i, (_, vs) in enumerate(shape)
+        for j, t in enumerate(vs)
+    ]
+    tags = [dict(zip(("title", "kind", "start", "evidence"), t, strict=True)) for t in tagged]
+    others: dict = {}
+    for (i, kind, source), verdict in zip(said, verdicts, strict=False):
+        if i < len(books):
+            others.setdefault((f"b{i}", kind), []).append(source(verdict))
+    kinds = ["human", "city"]
+    got = [
+        (
+            r["book_id"],
+            r["kind"],
+            r["state"],
+            r["evidence"],
+            None if r["error"] is None else (r["error"], r["error_low"], r["error_high"]),
+        )
+        for r in book_states(books, variants, tags, kinds, others)
+    ]
+    assert got == _states_per_book(books, variants, tags, kinds, others)

@@ -184,3 +184,40 @@ def test_the_stated_range_is_what_a_full_labelling_would_measure():
     assert abs(wrong_count_quantile(ps[:600] + [0.0] * 100, 0.975) - exact_like) <= 1
     low, high = wrong_share_range([(0.08, 0.05, 0.12)] * 4)
     assert low == 0.0 and high == 0.5  # 2 of 4 at 12% each is past the 97.5% point
+
+
+def _key_error_per_book(author_qid, members, books):
+    """query_key_error's reference form: every deciding book tested against every other criterion."""
+    ok, per = [1.0, 1.0, 1.0], []
+    for c in members:
+        if not c.get("entity_kind"):
+            continue
+        others = [set(o["mapped_book_ids"]) for o in members if o is not c]
+        deciding = [b for b in books.get((author_qid, c["entity_kind"]), []) if all(b[0] in o for o in others)]
+        for _, state, err in deciding:
+            if state != "unsure":
+                for i in range(3):
+                    ok[i] *= 1.0 - err[i]
+        per.append((c, sum(1 for b in deciding if b[1] == "unsure"), len(deciding)))
+    return (1.0 - ok[0], 1.0 - ok[1], 1.0 - ok[2]), per
+
+
+BOOK_IDS = [f"b{i}" for i in range(8)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.dictionaries(st.sampled_from(BOOK_IDS), st.one_of(st.none(), st.floats(0.0, 0.5)), max_size=8),
+    st.lists(
+        st.tuples(st.sampled_from([None, "human", "city"]), st.lists(st.sampled_from(BOOK_IDS), unique=True)),
+        min_size=1,
+        max_size=3,
+    ),
+)
+def test_query_key_error_by_set_intersection_agrees_with_the_per_book_form(errors, shape):
+    books = deciding_index(_states(errors, kind="human") + _states(errors, kind="city"))
+    members = [
+        {"constraint_id": f"c{i}", "author_qid": "Q1", "entity_kind": kind, "mapped_book_ids": ids}
+        for i, (kind, ids) in enumerate(shape)
+    ]
+    assert query_key_error("Q1", members, books) == _key_error_per_book("Q1", members, books)

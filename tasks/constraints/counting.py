@@ -40,10 +40,12 @@ def title_words(title: str) -> tuple[str, ...]:
     return words
 
 
+@lru_cache(maxsize=1 << 16)
 def _all_words(title: str) -> tuple[str, ...]:
     return tuple(title.lower().replace("&", "and").translate(_DELETE).split())
 
 
+@lru_cache(maxsize=1 << 16)  # claims read every title once per letter and constraint type
 def title_readings(title: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The two readings of ``title`` a person could give it: rule 4 applied (KITAB's) and
     not (the leading article kept). A claim (tasks/claims.py) is stated only where both agree."""
@@ -53,10 +55,16 @@ def title_readings(title: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
 def undisputed(titles: Iterable[str], holds: Callable[[tuple[str, ...]], bool]) -> bool | None:
     """Whether some title has a property beyond dispute: True when one title has it under
     both readings, False when none has it under either, None when that depends on the reading."""
-    readings = [[holds(words) for words in title_readings(title)] for title in titles]
-    if any(all(r) for r in readings):
-        return True
-    return None if any(any(r) for r in readings) else False
+    some = False
+    for title in titles:
+        kitab, kept = title_readings(title)
+        first = holds(kitab)
+        # most titles read the same both ways (no leading article): one test, not two
+        second = first if kept == kitab else holds(kept)
+        if first and second:
+            return True
+        some = some or bool(first) or bool(second)
+    return None if some else False
 
 
 def normalise_title(title: str) -> str:

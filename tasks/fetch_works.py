@@ -135,6 +135,8 @@ def wikidata_records(works_clean: list[dict], wd_works: list[dict], wikidata: Wi
     for work in works_clean:
         if work["work_key"] in items:
             by_author.setdefault(work["author_qid"], set()).update(items[work["work_key"]])
+    # the dump answers each author's query from one lookup for the batch (the same rows and fingerprints)
+    wikidata.prefetch_work_records(sorted({q for qids in by_author.values() for q in qids}))
     seen: dict[tuple, dict] = {}  # an item two authors share is asked twice: its rows kept once
     for author_qid in sorted(by_author):
         for r in records_of_works(wikidata, sorted(by_author[author_qid], key=lambda q: int(q[1:]))):

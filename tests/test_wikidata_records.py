@@ -171,3 +171,33 @@ def test_collected_records_decide_books_as_open_library_records_do(mirror, setti
     }
     verdicts = {e["verdict"] for e in decided.values() if e}
     assert "yes" in verdicts, decided
+
+
+def test_prefetched_work_records_answer_as_the_lookup_alone(snapshot_dir, tmp_path_factory, store):
+    """A batch's prefetch (one lookup) answers each subset of its works with the rows, order and
+    fingerprint of that subset's own lookup (the reference), works without records included."""
+    from hypothesis import given
+    from hypothesis import settings as h_settings
+    from hypothesis import strategies as st
+
+    from kitab.core.config import Settings
+
+    works = _qids(store, P50_WORKS)
+    dump = open_sources("dump", Settings(warehouse=tmp_path_factory.mktemp("wh")), snapshot=snapshot_dir)
+
+    @h_settings(max_examples=40, deadline=None)
+    @given(st.data())
+    def check(data):
+        batch = data.draw(st.lists(st.sampled_from(works), min_size=1, max_size=60, unique=True))
+        subsets = data.draw(st.lists(st.lists(st.sampled_from(batch), max_size=12), min_size=1, max_size=4))
+        dump.wikidata.prefetch_work_records([])  # nothing held: each subset is looked up alone
+        alone = [dump.wikidata.work_records(s) for s in subsets]
+        dump.wikidata.prefetch_work_records(batch)
+        for subset, expected in zip(subsets, alone, strict=True):
+            got = dump.wikidata.work_records(subset)
+            assert (got.data, got.fingerprint) == (expected.data, expected.fingerprint)
+
+    try:
+        check()
+    finally:
+        dump.close()

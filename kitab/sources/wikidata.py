@@ -64,6 +64,10 @@ class Wikidata(Protocol):
         """Characters (P674) and narrative locations (P840) of these work items, with labels
         (sql/sparql/work_records.rq); at most ``works_per_query`` QIDs per call."""
 
+    def prefetch_work_records(self, work_qids: list[str]) -> None:
+        """A batch's works, looked up at once where that is cheaper (the dump); work_records
+        answers the same either way."""
+
     def close(self) -> None: ...
 
 
@@ -93,6 +97,9 @@ class SparqlQueries:
         from kitab.sources.queries import sparql
 
         return self.select(sparql("work_records", works=work_values(work_qids)))
+
+    def prefetch_work_records(self, work_qids: list[str]) -> None:
+        """Nothing: over SPARQL a request is a request; work_records asks its own."""
 
 
 ENTITY = "http://www.wikidata.org/entity/"

@@ -1,7 +1,7 @@
 """Does an unknown capitalised token look like a personal name or like an English word?
 
-A naive Bayes over letter 2-4-grams, fitted once per process on the frozen name lists against
-the common-word list (~1 s). It only arbitrates tokens no list knows ("Pnin", "Suttree" vs
+A naive Bayes over letter 2-4-grams, fitted on the frozen name lists against the common-word
+list (~0.5-1 s) when a process first asks for a score: cleaning loads the lexicon but never scores. It only arbitrates tokens no list knows ("Pnin", "Suttree" vs
 "Neuromancer", "Outliers"), so a rough model is enough; scores > 0 lean towards names.
 """
 
@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable
+from functools import cached_property
 
 
 def _grams(word: str) -> list[str]:
@@ -19,16 +20,20 @@ def _grams(word: str) -> list[str]:
 
 class NameShape:
     def __init__(self, names: Iterable[str], words: Iterable[str]) -> None:
-        self._names = Counter(g for w in names for g in _grams(w))
-        self._words = Counter(g for w in words for g in _grams(w))
-        vocabulary = len(self._names.keys() | self._words.keys())
-        self._names_total = sum(self._names.values()) + vocabulary
-        self._words_total = sum(self._words.values()) + vocabulary
+        self._sources = (names, words)
+
+    @cached_property
+    def _model(self) -> tuple[Counter, Counter, int, int]:
+        names, words = self._sources
+        name_grams = Counter(g for w in names for g in _grams(w))
+        word_grams = Counter(g for w in words for g in _grams(w))
+        vocabulary = len(name_grams.keys() | word_grams.keys())
+        return name_grams, word_grams, sum(name_grams.values()) + vocabulary, sum(word_grams.values()) + vocabulary
 
     def score(self, token: str) -> float:
         """Mean log-likelihood ratio per n-gram (Laplace smoothing): > 0 name-like."""
+        names, words, names_total, words_total = self._model
         grams = _grams(token)
         return sum(
-            math.log((self._names[g] + 1) / self._names_total) - math.log((self._words[g] + 1) / self._words_total)
-            for g in grams
+            math.log((names[g] + 1) / names_total) - math.log((words[g] + 1) / words_total) for g in grams
         ) / len(grams)

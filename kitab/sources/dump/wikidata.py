@@ -59,6 +59,7 @@ class DumpWikidata:
         self.counter = RequestCounter()
         self.fetched_at = self.store.fetched_at
         self.occupations = occupations((SQL_DIR / "sparql" / "candidate_authors.rq").read_text())
+        self._prefetched_records: dict[str, list[tuple[int, tuple]]] = {}  # work IRI -> (position, row)
 
     def _fetched(self, query: str, data: dict) -> Fetched:
         self.counter.record(from_cache=True)  # no request leaves the process
@@ -151,22 +152,36 @@ class DumpWikidata:
         ]
         return self._fetched(query, {"head": {"vars": ["work", "title", "author"]}, "results": {"bindings": bindings}})
 
+    def _work_record_rows(self, works: list[str]) -> list[tuple]:
+        # The order is total on the columns returned, so any set of works' rows, taken from a larger
+        # result in its order, is in the order this query gives for that set alone.
+        return self.store.query(
+            f"""
+            SELECT s, p, o, o_kind, coalesce(label_en, label_mul) AS label,
+                   CASE WHEN label_en IS NOT NULL THEN 'en' WHEN label_mul IS NOT NULL THEN 'mul' END AS lang
+            FROM wd_work_records_rows
+            ORDER BY s, p, o_kind = 'literal', {_term_order("o")}, label IS NOT NULL, lang, label
+        """,
+            rows_of={"wd_work_records": works},
+        )
+
+    def prefetch_work_records(self, work_qids: list[str]) -> None:
+        """One lookup for a batch's works; :meth:`work_records` then answers any of them from it
+        (the same rows, in the same order, as its own lookup), until the next prefetch."""
+        works = sorted({WD + q for q in work_qids})
+        self._prefetched_records = {w: [] for w in works}
+        for n, row in enumerate(self._work_record_rows(works) if works else []):
+            self._prefetched_records[row[0]].append((n, row))
+
     def work_records(self, work_qids: list[str]) -> Fetched:
         """``sql/sparql/work_records.rq``: the works' P674 / P840 targets, each with its label (en,
         else mul; unbound without either), in the query's order (work, property, target, label)."""
         query = sparql("work_records", works=work_values(work_qids))
         works = [WD + q for q in sorted(set(work_qids))]
-        rows = []
-        if works:
-            rows = self.store.query(
-                f"""
-                SELECT s, p, o, o_kind, coalesce(label_en, label_mul) AS label,
-                       CASE WHEN label_en IS NOT NULL THEN 'en' WHEN label_mul IS NOT NULL THEN 'mul' END AS lang
-                FROM wd_work_records_rows
-                ORDER BY s, p, o_kind = 'literal', {_term_order("o")}, label IS NOT NULL, lang, label
-            """,
-                rows_of={"wd_work_records": works},
-            )
+        if all(w in self._prefetched_records for w in works):
+            rows = [row for _, row in sorted(r for w in works for r in self._prefetched_records[w])]
+        else:
+            rows = self._work_record_rows(works) if works else []
         bindings = []
         for work, prop, target, kind, label, lang in rows:
             row = {

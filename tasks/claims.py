@@ -522,10 +522,8 @@ def build_claims(
 def claims_from_material(
     attributes: Iterable[dict], authors: Iterable[dict], books: Iterable[dict], *, seed: int, per_author: int = 2
 ) -> tuple[list[dict], dict]:
-    """:func:`build_claims` from every batch's :func:`claim_material` (the claims step). Each
-    input is iterated once (rows streamed from the batches' files will do); the material is
-    let go before the draw, so the step's peak is the material or the candidates, not both
-    plus the chosen rows."""
+    """:func:`build_claims` from every batch's :func:`claim_material` (the claims step); each
+    input is iterated once (streamed rows will do) and the material let go before the selection."""
     books = list(books)
     n_authors = len({b["author_qid"] for b in books})
     candidates = pairs_from_material(attributes, authors, books, seed)

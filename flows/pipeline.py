@@ -28,7 +28,7 @@ from kitab.core.errors import BadValue, KitabError
 from kitab.core.locking import refresh_lock
 from kitab.core.params import RefreshParams, RunConfig
 from kitab.core.progress import Progress, active, tracking
-from kitab.core.refs import TableRef, duck, read_rows, write_query, write_rows
+from kitab.core.refs import TableRef, duck, iter_rows, write_query, write_rows
 from kitab.core.reviews import label_tuples
 from kitab.core.stages import GENERATE_CONSTRAINTS, SAMPLE_AUTHORS, TAG_ENTITIES
 from kitab.core.warehouse import Warehouse
@@ -265,7 +265,7 @@ def publish_release(
 ) -> dict:
     """The release committed (tasks/publish.py), its ledger row keeping the recorded config, the
     releases its sample excluded, the review labels its books read and why a rebuild differs."""
-    from kitab.release.validity.battery import battery  # (loaded when a release is published)
+    from kitab.release.validity.battery import TRAIN_COLUMNS, battery  # (loaded when a release is published)
 
     params = config.params
     return publish(
@@ -286,7 +286,7 @@ def publish_release(
         replace=params.replace,
         # the validity battery over the staged release; its classifier trains on the claims of
         # the releases this one excludes (fixed when it was first made, so a rebuild scores the same)
-        derive=battery(lambda: wh.read_table("claims", excluded).to_pylist()),
+        derive=battery(lambda: wh.read_table("claims", excluded).select(list(TRAIN_COLUMNS)).to_pylist()),
     )
 
 
@@ -426,9 +426,11 @@ def release_tables(
         return [r.outputs[name] for r in step_results]
 
     kept = {row["author_qid"] for row in _column(parts(collected, "books"), "author_qid")}
+    # the authors streamed, three columns, row group by row group: only the released ones' rows are kept
+    authors = iter_rows(parts(collected, "authors"), columns=["qid", "ol_author_key", "name"])
     released = write_rows(
         "released_authors",
-        released_authors_rows(ctx.release, read_rows(parts(collected, "authors")), kept),
+        released_authors_rows(ctx.release, authors, kept),
         ctx.work.path("publish", "all", "released_authors"),
     )
     return {

@@ -237,6 +237,7 @@ def pairs_from_material(
             key = "|".join(sorted((true["constraint_id"], false["constraint_id"])))  # names neither side true
             pair = _pair(qid, "attribute", key, [_attribute_side(true), _attribute_side(false)], ctype)
             out["attribute", ctype].append({**pair, "cell": cell(false), "values": (true["value"], false["value"])})
+    per_type.clear()  # the attribute material: its pairs hold what they need
 
     # authorship: a title of the author's vs the same title with an author who has no such title
     # (nor the same name); the candidates are every such author in QID order, indexed so a book
@@ -525,10 +526,13 @@ def build_claims(
 def claims_from_material(
     attributes: Iterable[dict], authors: Iterable[dict], books: Iterable[dict], *, seed: int, per_author: int = 2
 ) -> tuple[list[dict], dict]:
-    """:func:`build_claims` from every batch's :func:`claim_material` (the claims step)."""
+    """:func:`build_claims` from every batch's :func:`claim_material` (the claims step); each
+    input is iterated once (streamed rows will do) and the material let go before the selection."""
     books = list(books)
+    n_authors = len({b["author_qid"] for b in books})
     candidates = pairs_from_material(attributes, authors, books, seed)
-    return select_claims(candidates, len({b["author_qid"] for b in books}), seed=seed, per_author=per_author)
+    del books  # the candidates keep what they quote (titles, claims), not the material rows
+    return select_claims(candidates, n_authors, seed=seed, per_author=per_author)
 
 
 def stratum_capacity(candidates: dict[tuple[str, str | None], list[dict]], seed: int) -> dict:

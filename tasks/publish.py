@@ -110,7 +110,7 @@ def rejected_authors(warehouse: Warehouse, releases: list[str]) -> frozenset[str
     return frozenset(r["record_id"] for r in rows if r["record_kind"] == "author" and r["reason"] != SOURCE_UNAVAILABLE)
 
 
-def released_authors_rows(release: str, authors: list[dict], kept_qids: set[str]) -> list[dict]:
+def released_authors_rows(release: str, authors: Iterable[dict], kept_qids: set[str]) -> list[dict]:
     return [
         {"release_id": release, "qid": a["qid"], "ol_author_key": a["ol_author_key"], "name_norm": name_key(a["name"])}
         for a in authors

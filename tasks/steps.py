@@ -29,7 +29,7 @@ from typing import Any
 
 from kitab.core.params import ModelEndpoint
 from kitab.core.progress import step_progress
-from kitab.core.refs import TableRef, duck, read_rows, read_slice, write_query, write_rows
+from kitab.core.refs import TableRef, duck, iter_rows, read_rows, read_slice, write_query, write_rows
 from kitab.core.schemas import arrow_schema
 from kitab.core.stages import GENERATE_CONSTRAINTS, SAMPLE_AUTHORS, TAG_ENTITIES
 from kitab.core.workdir import StepResult, WorkDir
@@ -486,7 +486,8 @@ def sample_queries_step(
                 .to_pylist()
             }
         qids = {r["author_qid"] for r in rows.values()}
-        authors = {a["qid"]: a for a in read_rows([c.outputs["authors"] for c in collected]) if a["qid"] in qids}
+        # streamed row group by row group: only the top-ups' authors are kept
+        authors = {a["qid"]: a for a in iter_rows([c.outputs["authors"] for c in collected]) if a["qid"] in qids}
         sampled = [([rows[i]], ONE_UNSATISFIABLE) for i in one_ids]
         sampled += [([rows[a], rows[b]], TWO_UNSATISFIABLE) for a, b in pairs]
         top_ups = write_rows(
@@ -524,7 +525,8 @@ def claims_step(ctx: RunContext, constrained: list[StepResult]) -> StepResult:
     inputs = {name: tuple(r.outputs[name] for r in constrained) for name in CLAIMS_INPUTS}
 
     def compute() -> StepResult:
-        attributes, authors, books = (read_rows(list(inputs[name])) for name in CLAIMS_INPUTS)
+        # streamed from the batches' files, row group by row group: no whole-release Arrow copy
+        attributes, authors, books = (iter_rows(inputs[name]) for name in CLAIMS_INPUTS)
         rows, stats = claims_from_material(attributes, authors, books, seed=ctx.seed)
         return StepResult(_write(ctx, "claims", "all", {"claims": rows}), stats)
 

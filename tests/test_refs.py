@@ -1,4 +1,5 @@
-"""kitab.core.refs.read_slice: a batch's rows of a step's output, the same as slicing them all."""
+"""kitab.core.refs.read_slice: a batch's rows of a step's output, the same as slicing them all;
+iter_rows: every row of several refs, streamed, the same as read_rows."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kitab.core.refs import TableRef, read_rows, read_slice
+from kitab.core.refs import TableRef, iter_rows, read_rows, read_slice
 
 ROWS = 1_000
 
@@ -44,3 +45,18 @@ def test_an_empty_ref(tmp_path):
     path = tmp_path / "empty.parquet"
     pq.write_table(pa.table({"i": pa.array([], pa.int64())}), path)
     assert read_slice(TableRef("t", str(path), 0, ""), 0, 250) == []
+
+
+def test_iter_rows_streams_what_read_rows_reads(ref, tmp_path):
+    """Several refs (one empty, one of many uneven row groups), in file order; ``columns`` keeps
+    only those, in the same order."""
+    empty = tmp_path / "empty.parquet"
+    pq.write_table(pa.table({"i": pa.array([], pa.int64())}), empty)
+    small = tmp_path / "small.parquet"
+    pq.write_table(pa.table({"i": [-1, -2], "name": ["x", None], "ids": [[], ["a"]], "none": [None, None]}), small)
+    refs = [ref, TableRef("t", str(empty), 0, ""), TableRef("t", str(small), 2, ""), ref]
+    streamed = iter_rows(refs)
+    assert next(streamed) == read_rows(ref)[0]  # a generator: nothing read before it is asked
+    assert [read_rows(ref)[0], *streamed] == read_rows(refs)
+    assert len(read_rows(refs)) == 2 * ROWS + 2
+    assert list(iter_rows(refs, columns=["name", "i"])) == [{"name": r["name"], "i": r["i"]} for r in read_rows(refs)]

@@ -17,7 +17,7 @@ from kitab.core.views import DataTestFailure, create_views
 from kitab.core.warehouse import Warehouse
 from kitab.release.evaluation.metrics import QueryTruth, score_answer
 from kitab.release.evaluation.parse import read_answer
-from kitab.release.validity.battery import battery, query_rows, sample_authors
+from kitab.release.validity.battery import TRAIN_COLUMNS, battery, query_rows, sample_authors
 from kitab.release.validity.claims import (
     always_true,
     author_folds,
@@ -136,6 +136,28 @@ def test_the_classifier_trains_on_other_releases_when_there_are_any():
     assert claim_verdicts(claims, [])["naive-bayes"][1].startswith("held-out half")
     # claims about the scored authors are never training
     assert claim_verdicts(claims, [{**c, "release": "same"} for c in claims])["naive-bayes"][1].startswith("held-out")
+
+
+def test_the_classifier_reads_only_the_training_columns_publish_keeps():
+    """Publishing reads other releases' claims as TRAIN_COLUMNS only (memory): the verdicts are
+    those of the whole rows."""
+    claims = _claims(authors=10, tell=True)
+    other = [{**c, "author_qid": "R" + c["author_qid"], "release": "earlier"} for c in _claims(authors=12, tell=True)]
+    # more claims that name a scored author, their labels the other way round: never training
+    # (were they, the classifier would learn "indeed" is false)
+    other += [
+        {
+            **c,
+            "author_qid": "S" + c["author_qid"],
+            "claim_author_qid": c["author_qid"],
+            "label": not c["label"],
+            "release": "earlier",
+        }
+        for c in _claims(authors=10, per=6, tell=True)
+    ]
+    kept = [{k: c[k] for k in TRAIN_COLUMNS} for c in other]
+    assert claim_verdicts(claims, kept) == claim_verdicts(claims, other)
+    assert pair_scores(claims, claim_verdicts(claims, kept)["naive-bayes"][0])["overall"]["all"]["pair_accuracy"] == 1.0
 
 
 # -- the query baselines ----------------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ Prefect or Dask, never the rows themselves. A warehouse table (one with a file i
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -69,6 +69,19 @@ def read_arrow(refs: TableRef | Iterable[TableRef]) -> pa.Table:
     if not parts:
         return pa.table({})
     return pa.concat_tables(parts, promote_options="default")
+
+
+def iter_rows(refs: TableRef | Iterable[TableRef], columns: list[str] | None = None) -> Iterator[dict]:
+    """The rows of one or more refs, in file order, as :func:`read_rows` gives them (or only
+    ``columns``), converted one row group at a time: what a consumer keeps is what it costs,
+    not the whole table twice (as Arrow and as dicts)."""
+    refs = [refs] if isinstance(refs, TableRef) else list(refs)
+    for ref in refs:
+        if not ref.rows:
+            continue
+        with pq.ParquetFile(ref.path) as parquet:
+            for batch in parquet.iter_batches(batch_size=ROW_GROUP, columns=columns):
+                yield from batch.to_pylist()
 
 
 def read_rows(refs: TableRef | Iterable[TableRef]) -> list[dict]:

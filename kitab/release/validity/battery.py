@@ -30,6 +30,9 @@ QUERY_METRICS = {
     "unsatisfied": False,
     "not_from_author": False,
 }
+# what the classifier reads of other releases' claims (claims.py: naive_bayes, claim_verdicts):
+# a training claim's other columns (titles, years, ids) are not held in memory
+TRAIN_COLUMNS = ("release", "author_qid", "claim_author_qid", "kind", "label", "claim")
 MAX_QUERIES = 20_000  # above this, a seeded sample of authors' queries is scored (~400 queries/s, 3 baselines, at load)
 _EPOCH = datetime(2000, 1, 1, tzinfo=UTC)  # score_rows' evaluated_at, never stored
 

@@ -40,6 +40,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import statistics
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 
@@ -478,11 +479,7 @@ def _target(seed: int, key: str, width: int) -> tuple[bool, ...]:
 
 
 def _median(values: list[int]) -> float | None:
-    values = sorted(values)
-    if not values:
-        return None
-    mid = len(values) // 2
-    return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
+    return statistics.median(values) if values else None  # (the mean of the two middle ones when even)
 
 
 def _drawn(seed: int, *key: str) -> bytes:
@@ -526,8 +523,7 @@ def build_claims(
 def claims_from_material(
     attributes: Iterable[dict], authors: Iterable[dict], books: Iterable[dict], *, seed: int, per_author: int = 2
 ) -> tuple[list[dict], dict]:
-    """:func:`build_claims` from every batch's :func:`claim_material` (the claims step); each
-    input is iterated once (streamed rows will do) and the material let go before the selection."""
+    """:func:`build_claims` from every batch's :func:`claim_material`; each input iterated once."""
     books = list(books)
     n_authors = len({b["author_qid"] for b in books})
     candidates = pairs_from_material(attributes, authors, books, seed)

@@ -44,3 +44,32 @@ def test_an_empty_ref(tmp_path):
     path = tmp_path / "empty.parquet"
     pq.write_table(pa.table({"i": pa.array([], pa.int64())}), path)
     assert read_slice(TableRef("t", str(path), 0, ""), 0, 250) == []
+
+
+def test_duck_takes_this_process_share_of_the_threads():
+    from kitab.core.refs import duck, set_duck_threads
+
+    try:
+        set_duck_threads(1)
+        with duck() as con:
+            assert con.execute("SELECT current_setting('threads')").fetchone()[0] == 1
+        with duck(threads=3) as con:  # a caller's own number wins
+            assert con.execute("SELECT current_setting('threads')").fetchone()[0] == 3
+    finally:
+        set_duck_threads(None)
+
+
+def test_each_worker_process_gets_its_share_of_the_cores():
+    """Two worker processes on this machine: each DuckDB gets cores // 2 threads, not all of them."""
+    import os
+
+    from flows.runners import LocalRunner
+    from kitab.core.refs import duck_threads
+
+    runner = LocalRunner(workers=2)
+    try:
+        shares = runner.map(duck_threads, [(), ()], cpu=True)
+    finally:
+        runner.close()
+    assert shares == [max(1, (os.cpu_count() or 1) // 2)] * 2
+    assert duck_threads() is None  # the parent's own DuckDB is not limited

@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 from typing import Any, Protocol
 
+from kitab.core.refs import set_duck_threads
 from kitab.core.workdir import StepResult
 
 Step = Callable[..., StepResult]
@@ -77,7 +78,12 @@ def cpu_pool() -> Executor | None:
     global _POOL
     with _POOL_LOCK:
         if _POOL is None and cpu_workers() > 1 and not _in_dask_worker():
-            _POOL = ProcessPoolExecutor(cpu_workers(), mp_context=multiprocessing.get_context("spawn"))
+            _POOL = ProcessPoolExecutor(
+                cpu_workers(),
+                mp_context=multiprocessing.get_context("spawn"),
+                initializer=set_duck_threads,
+                initargs=(duck_share(cpu_workers()),),
+            )
         return _POOL
 
 
@@ -99,8 +105,17 @@ def _in_dask_worker() -> bool:
         return False
 
 
-def call_step(step: Step, args: tuple, cpu: bool) -> StepResult:
-    """Run a step here, or in the process pool when it is a CPU step and there is one."""
+def duck_share(workers: int) -> int:
+    """DuckDB threads for each of ``workers`` processes sharing this machine's cores: with
+    DuckDB's default (one thread per core) in each, 2 workers on 2 cores run 4 busy threads."""
+    return max(1, (os.cpu_count() or 1) // workers)
+
+
+def call_step(step: Step, args: tuple, cpu: bool, workers: int | None = None) -> StepResult:
+    """Run a step here, or in the process pool when it is a CPU step and there is one.
+    ``workers``: the worker processes per machine (the run's), when this may be a Dask worker."""
+    if workers is not None and _in_dask_worker():
+        set_duck_threads(duck_share(workers))
     pool = cpu_pool() if cpu else None
     if pool is None:
         return step(*args)
@@ -215,7 +230,7 @@ class PrefectRunner:
         futures = {}
         for n, args in enumerate(calls):
             named = task.with_options(task_run_name=names[n]) if names else task
-            futures[named.submit(step, args, cpu)] = n
+            futures[named.submit(step, args, cpu, cpu_workers())] = n
         results: list[StepResult | None] = [None] * len(calls)
         for future in prefect_completed(list(futures)):
             index = futures[future]

@@ -60,3 +60,32 @@ def test_iter_rows_streams_what_read_rows_reads(ref, tmp_path):
     assert [read_rows(ref)[0], *streamed] == read_rows(refs)
     assert len(read_rows(refs)) == 2 * ROWS + 2
     assert list(iter_rows(refs, columns=["name", "i"])) == [{"name": r["name"], "i": r["i"]} for r in read_rows(refs)]
+
+
+def test_duck_takes_this_process_share_of_the_threads():
+    from kitab.core.refs import duck, set_duck_threads
+
+    try:
+        set_duck_threads(1)
+        with duck() as con:
+            assert con.execute("SELECT current_setting('threads')").fetchone()[0] == 1
+        with duck(threads=3) as con:  # a caller's own number wins
+            assert con.execute("SELECT current_setting('threads')").fetchone()[0] == 3
+    finally:
+        set_duck_threads(None)
+
+
+def test_each_worker_process_gets_its_share_of_the_cores():
+    """Two worker processes on this machine: each DuckDB gets cores // 2 threads, not all of them."""
+    import os
+
+    from flows.runners import LocalRunner
+    from kitab.core.refs import duck_threads
+
+    runner = LocalRunner(workers=2)
+    try:
+        shares = runner.map(duck_threads, [(), ()], cpu=True)
+    finally:
+        runner.close()
+    assert shares == [max(1, (os.cpu_count() or 1) // 2)] * 2
+    assert duck_threads() is None  # the parent's own DuckDB is not limited

@@ -189,13 +189,30 @@ DUCKDB_MEMORY = "512MB"
 PUBLISH_MEMORY = "2GB"
 
 
+# DuckDB threads per connection in this process (None: DuckDB's default, one per core). A
+# worker process that shares the machine's cores with other workers gets its share (set by
+# flows/runners.py): two workers each running DuckDB on every core oversubscribe them.
+_DUCK_THREADS: int | None = None
+
+
+def set_duck_threads(threads: int | None) -> None:
+    global _DUCK_THREADS
+    _DUCK_THREADS = threads
+
+
+def duck_threads() -> int | None:
+    return _DUCK_THREADS
+
+
 def duck(spill_dir: str | os.PathLike | None = None, memory_limit: str = DUCKDB_MEMORY, threads: int | None = None):
-    """An in-memory DuckDB connection with a memory limit (and a spill folder, if given)."""
+    """An in-memory DuckDB connection with a memory limit (and a spill folder, if given);
+    ``threads``: else this process's share (:func:`set_duck_threads`), else DuckDB's default."""
     import duckdb
 
     con = duckdb.connect()
     con.execute(f"SET memory_limit = '{memory_limit}'")
     con.execute("SET preserve_insertion_order = false")  # every query that needs an order says so
+    threads = threads if threads is not None else _DUCK_THREADS
     if threads is not None:
         con.execute(f"SET threads = {int(threads)}")
     if spill_dir is not None:

@@ -17,6 +17,7 @@ import duckdb
 from kitab.core.config import Settings
 from kitab.core.files import atomic_dir
 from kitab.core.locking import waiting_lock
+from kitab.core.refs import duck_threads
 from kitab.sources.dump.keyed import KeyedTable, keyed_files
 from kitab.sources.dump.scan import KEYED, TABLES, build_cache
 from kitab.sources.dump.sql import sql_string
@@ -86,6 +87,8 @@ class DumpStore:
         self._db = duckdb.connect(":memory:")
         self._db.execute(f"SET memory_limit = {sql_string(QUERY_MEMORY_LIMIT)}")
         self._db.execute("SET parquet_metadata_cache = true")  # footers are read once, not per query
+        if duck_threads() is not None:  # this worker process's share of the cores (kitab.core.refs)
+            self._db.execute(f"SET threads = {int(duck_threads())}")
         for table in TABLES:
             path = sql_string(str(self.folder / f"{table}.parquet"))
             self._db.execute(f"CREATE VIEW {table} AS SELECT * FROM read_parquet({path})")

@@ -7,7 +7,8 @@ it maps to, S, N and κ = 1 − S/N. Sampling into queries is tasks/sample_queri
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import lru_cache
 
 from kitab.core.errors import BadValue
 from kitab.core.stages import GENERATE_CONSTRAINTS
@@ -16,11 +17,11 @@ from tasks.constraints import (
     SPEC_VERSION,
     Book,
     Candidate,
-    author_candidates,
     constraint_id,
     entity_kinds,
     spec_to_json,
 )
+from tasks.constraints.indexed import author_candidates_indexed
 from tasks.constraints.kinds._entity import EntitySpec
 from tasks.constraints.matching import author_books
 from tasks.taggers.registry import selected_versions, tagger_class
@@ -102,17 +103,24 @@ def book_view(row: Mapping, flags: Mapping[str, bool | None] | None) -> Book:
     )
 
 
+@lru_cache(maxsize=4096)
+def _spec_texts(spec) -> tuple[str, str]:
+    """(JSON, rendered text) of a spec: the same few hundred specs recur across every author."""
+    return spec_to_json(spec), spec.render()
+
+
 def constraint_row(author_qid: str, index: int, candidate: Candidate) -> dict:
     """One row of the ``constraints`` table (schema: schemas/constraints.json)."""
     spec = candidate.spec
+    spec_json, text = _spec_texts(spec)
     return {
         "constraint_id": constraint_id(author_qid, spec),
         "author_qid": author_qid,
         "constraint_index": index,
         "constraint_type": spec.TYPE,
         "kitab_constraint_type": spec.KITAB_TYPE,
-        "spec": spec_to_json(spec),
-        "text": spec.render(),
+        "spec": spec_json,
+        "text": text,
         "mapped_book_ids": [book.book_id for book in candidate.mapped],
         "mapped_titles": candidate.answers,
         "entity_kind": spec.KIND if isinstance(spec, EntitySpec) else None,
@@ -131,6 +139,7 @@ def generate_constraints(
     books: Iterable[Mapping],
     flags: Mapping[str, Mapping[str, bool]],
     kinds: Sequence[str] | None = None,
+    candidates_of: Callable[[Sequence[Book]], list[Candidate]] = author_candidates_indexed,
 ) -> StageResult:
     """All candidate constraints per author, ordered by author qid then candidate order.
 
@@ -139,6 +148,8 @@ def generate_constraints(
     constraint through the titles KITAB's evaluator credits to it (``author_books``), and
     ``mapped_titles`` names it by a title that satisfies the constraint. Entity constraints
     exist only for authors whose books are all tagged (an untagged book could go either way).
+    ``candidates_of``: one author's candidates; the indexed form by default, the verifier
+    form (``author_candidates``) is its reference in tests.
     """
     qids = sorted({author["qid"] for author in authors})
     known = set(qids)
@@ -165,7 +176,7 @@ def generate_constraints(
     for qid in qids:
         books_of_author = author_books(sorted(by_author.get(qid, []), key=lambda book: (book.title, book.book_id)))
         not_credited += sum(len(b.titles) for b in by_author.get(qid, [])) - sum(len(b.titles) for b in books_of_author)
-        for index, candidate in enumerate(author_candidates(books_of_author)):
+        for index, candidate in enumerate(candidates_of(books_of_author)):
             if mostly_unsure(candidate):
                 # issue 28: its key would rest on too few decided books; said, not silently dropped
                 rejects.append(

@@ -131,11 +131,12 @@ def answer_titles(books: Sequence[Sequence[str]]) -> list[tuple[str, ...]]:
     evaluator credits to it. A variant naming another book, or none, is left out; so is a
     canonical title another book's canonical title already claims (the same normalised text)."""
     canonical = [normalise_title(titles[0]) for titles in books]
+    matcher = TitleMatcher(canonical)  # once per author, not per title: the same match_title
     out = []
     for index, titles in enumerate(books):
         kept = []
         for title in dict.fromkeys(titles):
-            found = match_title(normalise_title(title), canonical)
+            found = matcher(normalise_title(title))
             if found is not None and found[0] == index:
                 kept.append(title)
         out.append(tuple(kept))

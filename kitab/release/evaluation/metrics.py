@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 from kitab.release.evaluation.parse import is_sentence
 from tasks.constraints import Book, EntitySpec, Spec
@@ -73,11 +73,18 @@ class QueryTruth:
 
     @cached_property
     def book_matcher(self) -> TitleMatcher:
-        return TitleMatcher(self.book_keys)
+        return matcher_of(tuple(self.book_keys))
 
     @cached_property
     def raw_matcher(self) -> TitleMatcher:
-        return TitleMatcher(self.raw_keys)
+        return matcher_of(tuple(self.raw_keys))
+
+
+@lru_cache(maxsize=1024)
+def matcher_of(keys: tuple[str, ...]) -> TitleMatcher:
+    """One matcher per list of titles: an author's queries (and every model scored on them)
+    share their books' list, and a matcher only reads what it was built from."""
+    return TitleMatcher(keys)
 
 
 @dataclass(frozen=True)

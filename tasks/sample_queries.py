@@ -253,8 +253,13 @@ def title_masks(rows: Sequence[Mapping]) -> tuple[list[int], Callable[[int], int
                 mask |= 1 << slot
         masks.append(mask)
     several = [b for b in book_bits.values() if b.bit_count() > 1]  # most books have one title
+    any_several = 0
+    for b in several:
+        any_several |= b
 
     def count_books(mask: int) -> int:
+        if not mask & any_several:  # no book with several titles in it: one bit per book (most pairs)
+            return mask.bit_count()
         return mask.bit_count() - sum(max(0, (mask & b).bit_count() - 1) for b in several)
 
     return masks, count_books

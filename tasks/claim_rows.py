@@ -84,3 +84,22 @@ def sides(sides: tuple | list) -> list[dict]:
         {**common, "year": y, "label": label, "claim": claim_text(kind, author=name, title=title, year=y)}
         for y, label in zip(slot, (True, False))
     ]
+
+
+class Pair(_Row):
+    """A candidate pair, read as :func:`tasks.claims.candidate_pairs`' dicts are (``values``
+    only in an attribute pair): a dict per book was most of the draw's memory."""
+
+    __slots__ = ("author_qid", "kind", "constraint_type", "pair_key", "sides", "cell", "values")
+
+    def __init__(self, author_qid, kind, constraint_type, pair_key, sides, cell, values=None) -> None:  # noqa: PLR0913
+        self.author_qid, self.kind, self.constraint_type, self.pair_key = author_qid, kind, constraint_type, pair_key
+        self.sides, self.cell, self.values = sides, cell, values
+
+    def __contains__(self, field: str) -> bool:
+        return field in self.__slots__ and (field != "values" or self.values is not None)
+
+    def as_dict(self) -> dict:
+        """The pair as a dict, its sides built."""
+        out = {field: self[field] for field in self.__slots__ if field in self}
+        return out | {"sides": sides(self.sides)}

@@ -45,7 +45,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from sys import intern
 
-from tasks.claim_rows import AttributeRow, book_rows, claim_text
+from tasks.claim_rows import AttributeRow, Pair, book_rows, claim_text
 from tasks.claim_rows import sides as claim_sides
 from tasks.constraints import Book, Spec, spec_from_dict, spec_from_json
 
@@ -81,10 +81,10 @@ def clause_of(spec: dict) -> str:
     return spec_from_dict(spec).claim_clause()
 
 
-def _pair(qid: str, kind: str, pair_key: str, sides: tuple, constraint_type: str | None = None) -> dict:
-    """A minimal pair of claims about author ``qid``: ``sides`` what claim_rows.sides makes
-    [the true claim, the false one] of (built for the drawn pairs only)."""
-    return {"author_qid": qid, "kind": kind, "constraint_type": constraint_type, "pair_key": pair_key, "sides": sides}
+def _pair(qid: str, kind: str, pair_key: str, sides: tuple, constraint_type: str | None = None, **more) -> Pair:
+    """A minimal pair of claims about author ``qid``: ``sides`` what claim_rows.sides makes [the
+    true claim, the false one] of (built for the drawn pairs only); ``cell``, attribute ``values``."""
+    return Pair(qid, kind, constraint_type, pair_key, sides, **more)
 
 
 def claim_material(
@@ -176,15 +176,12 @@ def candidate_pairs(
     year), in a deterministic order; the false side's random choices drawn from ``seed``."""
     material = claim_material(authors, books, variants, entities, constraints)
     out = pairs_from_material(material["claim_attributes"], material["claim_authors"], material["claim_books"], seed)
-    for pairs in out.values():
-        for pair in pairs:
-            pair["sides"] = claim_sides(pair["sides"])
-    return out
+    return {stratum: [pair.as_dict() for pair in pairs] for stratum, pairs in out.items()}
 
 
 def pairs_from_material(
     attributes: Iterable[dict], authors: Iterable[dict], books: Iterable[dict], seed: int
-) -> dict[tuple[str, str | None], list[dict]]:
+) -> dict[tuple[str, str | None], list[Pair]]:
     """:func:`candidate_pairs` from every batch's :func:`claim_material` (in any order): one
     seeded stream per author draws its pairs' false sides, attribute pairs first, so an author's
     draws depend on its own material only (a rebuild whose review labels changed one author's
@@ -205,7 +202,7 @@ def pairs_from_material(
         birth[qid] = a.get("birth_year")
         keys.setdefault(qid, set()).update(map(intern, a["keys"]))
     by_author = _books_by_author(book_rows(books))
-    out: dict[tuple[str, str | None], list[dict]] = defaultdict(list)
+    out: dict[tuple[str, str | None], list[Pair]] = defaultdict(list)
     qids = sorted(q for q in by_author if q in names)
 
     # attribute: per author and type, satisfiable x unsatisfiable constraints (one pair each
@@ -237,8 +234,9 @@ def pairs_from_material(
             if false in unused:
                 unused.remove(false)
             key = "|".join(sorted((true["constraint_id"], false["constraint_id"])))  # names neither side true
-            pair = _pair(qid, "attribute", key, ("attribute", true, false), ctype)
-            out["attribute", ctype].append({**pair, "cell": cell(false), "values": (true["value"], false["value"])})
+            values = (true["value"], false["value"])
+            pair = _pair(qid, "attribute", key, ("attribute", true, false), ctype, cell=cell(false), values=values)
+            out["attribute", ctype].append(pair)
     per_type.clear()  # the attribute material: its pairs hold what they need
 
     # authorship: a title of the author's vs the same title with an author who has no such title
@@ -251,6 +249,7 @@ def pairs_from_material(
         by_name[names[q]].append(position[q])
         for key in keys[q]:
             by_key[key].append(position[q])
+    keys.clear()  # by_key holds them
     born = {q: birth[q] for q in qids if birth.get(q) is not None}
     by_birth = sorted(born, key=lambda q: (born[q], q))
     birth_rank = {q: i for i, q in enumerate(by_birth)}
@@ -267,8 +266,9 @@ def pairs_from_material(
                 continue
             other = rng(qid).choice(others)
             sides = ("authorship", b["book_id"], b["title"], qid, names[qid], other, names[other])
-            out["authorship", None].append(_pair(qid, "authorship", b["book_id"], sides) | {"cell": ()})
+            out["authorship", None].append(_pair(qid, "authorship", b["book_id"], sides, cell=()))
 
+    del by_name, by_key  # the authorship index: the year pairs need neither
     # year: the first year vs a year 5-14 off and far from every year of the book's variants
     # (no future year; not the same decade: that ties the two last digits to opposite halves)
     latest = max((b["first_year"] for q in by_author for b in by_author[q] if b["first_year"] is not None), default=0)
@@ -293,9 +293,7 @@ def pairs_from_material(
             options = [y for y in options if _year_cell(year, y, centre) == target] or options
             wrong = rng(qid).choice(sorted(options))
             sides = ("year", b["book_id"], b["title"], qid, names[qid], year, wrong)
-            out["year", None].append(
-                _pair(qid, "year", b["book_id"], sides) | {"cell": _year_cell(year, wrong, centre)}
-            )
+            out["year", None].append(_pair(qid, "year", b["book_id"], sides, cell=_year_cell(year, wrong, centre)))
     return dict(out)
 
 

@@ -43,7 +43,10 @@ import random
 import statistics
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
+from sys import intern
 
+from tasks.claim_rows import AttributeRow, Pair, book_rows, claim_text
+from tasks.claim_rows import sides as claim_sides
 from tasks.constraints import Book, Spec, spec_from_dict, spec_from_json
 
 KINDS = ("attribute", "authorship", "year")
@@ -73,22 +76,15 @@ def _titles(book: dict) -> list[str]:
     return list(dict.fromkeys([book["canonical_title"], *(book.get("variant_titles") or [])]))
 
 
-def claim_text(kind: str, *, author: str, title: str | None = None, year: int | None = None, clause: str = "") -> str:
-    if kind == "attribute":
-        return f"{author} wrote a book {clause}."
-    if kind == "authorship":
-        return f"{author} wrote a book titled “{title}”."
-    return f"“{title}” by {author} was first published in {year}."
-
-
 def clause_of(spec: dict) -> str:
     """The claim's wording of a constraint spec: the constraint type's own (``claim_clause``)."""
     return spec_from_dict(spec).claim_clause()
 
 
-def _pair(qid: str, kind: str, pair_key: str, sides: list[dict], constraint_type: str | None = None) -> dict:
-    """A minimal pair of claims about author ``qid``: ``sides`` is [the true claim, the false one]."""
-    return {"author_qid": qid, "kind": kind, "constraint_type": constraint_type, "pair_key": pair_key, "sides": sides}
+def _pair(qid: str, kind: str, pair_key: str, sides: tuple, constraint_type: str | None = None, **more) -> Pair:
+    """A minimal pair of claims about author ``qid``: ``sides`` what claim_rows.sides makes [the
+    true claim, the false one] of (built for the drawn pairs only); ``cell``, attribute ``values``."""
+    return Pair(qid, kind, constraint_type, pair_key, sides, **more)
 
 
 def claim_material(
@@ -179,12 +175,13 @@ def candidate_pairs(
     """Every possible pair per stratum ``(kind, constraint_type)`` (None for authorship and
     year), in a deterministic order; the false side's random choices drawn from ``seed``."""
     material = claim_material(authors, books, variants, entities, constraints)
-    return pairs_from_material(material["claim_attributes"], material["claim_authors"], material["claim_books"], seed)
+    out = pairs_from_material(material["claim_attributes"], material["claim_authors"], material["claim_books"], seed)
+    return {stratum: [pair.as_dict() for pair in pairs] for stratum, pairs in out.items()}
 
 
 def pairs_from_material(
     attributes: Iterable[dict], authors: Iterable[dict], books: Iterable[dict], seed: int
-) -> dict[tuple[str, str | None], list[dict]]:
+) -> dict[tuple[str, str | None], list[Pair]]:
     """:func:`candidate_pairs` from every batch's :func:`claim_material` (in any order): one
     seeded stream per author draws its pairs' false sides, attribute pairs first, so an author's
     draws depend on its own material only (a rebuild whose review labels changed one author's
@@ -200,11 +197,12 @@ def pairs_from_material(
     birth: dict[str, int | None] = {}
     keys: dict[str, set[str]] = {}
     for a in authors:
-        names[a["qid"]] = a["name"]
-        birth[a["qid"]] = a.get("birth_year")
-        keys.setdefault(a["qid"], set()).update(a["keys"])
-    by_author = _books_by_author(books)
-    out: dict[tuple[str, str | None], list[dict]] = defaultdict(list)
+        qid = intern(a["qid"])
+        names[qid] = a["name"]
+        birth[qid] = a.get("birth_year")
+        keys.setdefault(qid, set()).update(map(intern, a["keys"]))
+    by_author = _books_by_author(book_rows(books))
+    out: dict[tuple[str, str | None], list[Pair]] = defaultdict(list)
     qids = sorted(q for q in by_author if q in names)
 
     # attribute: per author and type, satisfiable x unsatisfiable constraints (one pair each
@@ -215,7 +213,7 @@ def pairs_from_material(
     # one author would mark it false).
     per_type: dict[tuple[str, str], dict[bool, list[dict]]] = defaultdict(lambda: {True: [], False: []})
     true_values: dict[str, Counter] = defaultdict(Counter)
-    for c in sorted(attributes, key=lambda c: c["constraint_id"]):
+    for c in sorted(map(AttributeRow, attributes), key=lambda c: c["constraint_id"]):
         per_type[c["author_qid"], c["constraint_type"]][c["label"]].append(c)
         if c["label"]:
             true_values[c["constraint_type"]][c["value"]] += 1
@@ -236,8 +234,9 @@ def pairs_from_material(
             if false in unused:
                 unused.remove(false)
             key = "|".join(sorted((true["constraint_id"], false["constraint_id"])))  # names neither side true
-            pair = _pair(qid, "attribute", key, [_attribute_side(true), _attribute_side(false)], ctype)
-            out["attribute", ctype].append({**pair, "cell": cell(false), "values": (true["value"], false["value"])})
+            values = (true["value"], false["value"])
+            pair = _pair(qid, "attribute", key, ("attribute", true, false), ctype, cell=cell(false), values=values)
+            out["attribute", ctype].append(pair)
     per_type.clear()  # the attribute material: its pairs hold what they need
 
     # authorship: a title of the author's vs the same title with an author who has no such title
@@ -250,6 +249,7 @@ def pairs_from_material(
         by_name[names[q]].append(position[q])
         for key in keys[q]:
             by_key[key].append(position[q])
+    keys.clear()  # by_key holds them
     born = {q: birth[q] for q in qids if birth.get(q) is not None}
     by_birth = sorted(born, key=lambda q: (born[q], q))
     birth_rank = {q: i for i, q in enumerate(by_birth)}
@@ -265,17 +265,10 @@ def pairs_from_material(
             if not others:
                 continue
             other = rng(qid).choice(others)
-            title = b["title"]
-            common = {"book_id": b["book_id"], "title": title, "year": None, "constraint_id": None}
-            out["authorship", None].append(
-                _pair(qid, "authorship", b["book_id"], [
-                    {**common, "claim_author_qid": qid, "label": True,
-                     "claim": claim_text("authorship", author=names[qid], title=title)},
-                    {**common, "claim_author_qid": other, "label": False,
-                     "claim": claim_text("authorship", author=names[other], title=title)},
-                ]) | {"cell": ()}
-            )  # fmt: skip
+            sides = ("authorship", b["book_id"], b["title"], qid, names[qid], other, names[other])
+            out["authorship", None].append(_pair(qid, "authorship", b["book_id"], sides, cell=()))
 
+    del by_name, by_key  # the authorship index: the year pairs need neither
     # year: the first year vs a year 5-14 off and far from every year of the book's variants
     # (no future year; not the same decade: that ties the two last digits to opposite halves)
     latest = max((b["first_year"] for q in by_author for b in by_author[q] if b["first_year"] is not None), default=0)
@@ -299,16 +292,8 @@ def pairs_from_material(
             target = _target(seed, b["book_id"], 2)
             options = [y for y in options if _year_cell(year, y, centre) == target] or options
             wrong = rng(qid).choice(sorted(options))
-            title = b["title"]
-            common = {"book_id": b["book_id"], "title": title, "claim_author_qid": qid, "constraint_id": None}
-            out["year", None].append(
-                _pair(qid, "year", b["book_id"], [
-                    {**common, "year": year, "label": True,
-                     "claim": claim_text("year", author=names[qid], title=title, year=year)},
-                    {**common, "year": wrong, "label": False,
-                     "claim": claim_text("year", author=names[qid], title=title, year=wrong)},
-                ]) | {"cell": _year_cell(year, wrong, centre)}
-            )  # fmt: skip
+            sides = ("year", b["book_id"], b["title"], qid, names[qid], year, wrong)
+            out["year", None].append(_pair(qid, "year", b["book_id"], sides, cell=_year_cell(year, wrong, centre)))
     return dict(out)
 
 
@@ -368,19 +353,6 @@ def _year_book(seed: int, book_id: str) -> bool:
     """Whether ``book_id`` may make a year pair (else an authorship pair): a seeded half each, so
     no title is quoted by both kinds (a year claim names a book's author, both its sides)."""
     return _drawn(seed, "year-book", book_id)[0] % 2 == 1
-
-
-def _attribute_side(material: dict) -> dict:
-    """A ``claim_attributes`` row as its pair's side (the claims table's columns)."""
-    return {
-        "book_id": None,
-        "title": None,
-        "year": None,
-        "claim_author_qid": material["author_qid"],
-        "constraint_id": material["constraint_id"],
-        "label": material["label"],
-        "claim": material["claim"],
-    }
 
 
 def _round_robin(pairs: list[dict], n: int, seed: int, stratum: str) -> list[dict]:
@@ -524,7 +496,7 @@ def claims_from_material(
     attributes: Iterable[dict], authors: Iterable[dict], books: Iterable[dict], *, seed: int, per_author: int = 2
 ) -> tuple[list[dict], dict]:
     """:func:`build_claims` from every batch's :func:`claim_material`; each input iterated once."""
-    books = list(books)
+    books = book_rows(books)
     n_authors = len({b["author_qid"] for b in books})
     candidates = pairs_from_material(attributes, authors, books, seed)
     del books  # the candidates keep what they quote (titles, claims), not the material rows
@@ -553,7 +525,8 @@ def select_claims(
     rows = []
     for pair in sorted(chosen, key=lambda p: (p["author_qid"], p["kind"], p["pair_key"])):
         pair_id = f"{pair['kind']}:{pair['pair_key']}"
-        sides = pair["sides"] if _drawn(seed, "flip", pair_id)[0] < 128 else pair["sides"][::-1]
+        sides = claim_sides(pair["sides"])
+        sides = sides if _drawn(seed, "flip", pair_id)[0] < 128 else sides[::-1]
         for position, side in enumerate(sides, 1):
             rows.append(
                 {

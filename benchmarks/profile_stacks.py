@@ -8,8 +8,9 @@ tag_step, constrain_step, sample_queries_step, claims_step; flows/pipeline.py: d
 tasks/publish.py: publish), to ``prefect server`` when its process is uvicorn, else to
 ``other`` (start-up, Prefect's engine, the progress threads). Per stage the top lines are the
 innermost frame of the project's own code (kitab/, tasks/, flows/) with what runs below it (its
-heaviest leaf, e.g. a DuckDB call or spaCy), in seconds of CPU (samples ÷ rate) and share of the
-stage. benchmarks/scale.py --profile writes the file and prints this.
+heaviest leaf, e.g. a DuckDB call or spaCy), in sampled seconds (samples ÷ rate: a thread seen
+running, which on a loaded machine includes waiting for a core, so read the shares; the stage's
+CPU is benchmarks/scale.py's per-stage table) and share of the stage. benchmarks/scale.py --profile writes the file and prints this.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from pathlib import Path
 
 STEP_STAGES = (  # (frame function, stage); the innermost match decides
     ("sample_step", "sample_authors"),
+    # the dump scan's second thread (kitab/sources/dump/scan.py build_cache), which the sample step starts
+    ("_scan_wikidata", "sample_authors"),
     ("collect_step", "collect"),
     ("distinct_titles", "tag_entities"),
     ("tag_step", "tag_entities"),
@@ -95,8 +98,8 @@ def report(path: Path, rate: int, top: int = 20) -> str:
     for name in [s for s in STAGE_ORDER if s in stages]:
         stage = stages[name]
         total = stage["samples"]
-        lines.append(f"\n{name}: {total / rate:.1f} CPU-s sampled")
-        lines.append("| CPU-s | share | innermost project frame | heaviest leaf below it |")
+        lines.append(f"\n{name}: {total / rate:.1f} s sampled")
+        lines.append("| sampled s | share | innermost project frame | heaviest leaf below it |")
         lines.append("|---:|---:|---|---|")
         for key, count in stage["own"].most_common(top):
             leaf, _ = stage["leaves"][key].most_common(1)[0]

@@ -83,10 +83,12 @@ quoted_keys as (  -- every key the quoted book's titles have: match keys and low
     union
     select query_id, lower(title) from claims where kind = 'authorship'
 ),
-author_keys as (  -- every key of every title of every author: match keys and lower-cased titles
-    select author_qid, match_key as key from title_variants
+author_keys as (  -- the keys of every author's titles (match keys, lower-cased titles) that some
+    -- quoted book has: no other key can make an authorship claim undetermined (all of them did
+    -- not fit DuckDB's 2 GB at 100,000 authors)
+    select author_qid, match_key as key from title_variants where match_key in (select key from quoted_keys)
     union
-    select author_qid, lower(title) from title_variants
+    select author_qid, lower(title) from title_variants where lower(title) in (select key from quoted_keys)
 ),
 authorship_named as (  -- the named author has a book with exactly the claimed title
     select distinct cl.query_id

@@ -91,9 +91,11 @@ author_keys as (  -- the keys of every author's titles (match keys, lower-cased 
     select author_qid, lower(title) from title_variants where lower(title) in (select key from quoted_keys)
 ),
 authorship_named as (  -- the named author has a book with exactly the claimed title
+    -- (its own unnest, not the titles CTE: read twice, DuckDB kept that one whole in memory)
     select distinct cl.query_id
-    from claims cl join titles t on t.author_qid = cl.claim_author_qid and t.title = cl.title
-    where cl.kind = 'authorship'
+    from claims cl join books b on b.author_qid = cl.claim_author_qid,
+         unnest(list_distinct(list_prepend(b.canonical_title, coalesce(b.variant_titles, [])))) as t(title)
+    where cl.kind = 'authorship' and t.title = cl.title
 ),
 authorship_near as (  -- some title of the named author shares a key with the quoted book's titles
     select distinct cl.query_id

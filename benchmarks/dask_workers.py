@@ -39,16 +39,9 @@ SEED = 5  # the snapshot's; the sample's seed is 1, as in benchmarks/scale.py
 
 def snapshot(authors: int) -> Path:
     """A snapshot with enough candidates (about 84% pass every stage: benchmarks/scale.py)."""
-    candidates = math.ceil(authors * 1.3)
-    out = BENCH_OUT / f"snapshot-s{SEED}-n{candidates}"
-    if not (out / "MANIFEST.json").exists():
-        print(f"generating {out.name} ...", flush=True)
-        subprocess.run(
-            [*KITAB, "snapshot", "generate", "--seed", str(SEED), "--authors", str(candidates), "--out", str(out)],
-            check=True,
-            cwd=ROOT,
-        )
-    return out
+    from scale import generated  # benchmarks/ is sys.path[0] in this (the parent) process
+
+    return generated(SEED, math.ceil(authors * 1.3))
 
 
 def _args(snap: Path, authors: int, warehouse: Path, batch_size: int | None) -> dict:

@@ -50,7 +50,11 @@ PHASES = r"^kitab: \S+ (\w+) \(\d+/\d+\) started"
 
 
 def snapshot(authors: int) -> Path:
-    seed, candidates = SNAPSHOTS[authors]
+    return generated(*SNAPSHOTS[authors])
+
+
+def generated(seed: int, candidates: int) -> Path:
+    """bench_out/snapshot-s<seed>-n<candidates>: generated once (kitab snapshot generate), then reused."""
     out = BENCH_OUT / f"snapshot-s{seed}-n{candidates}"
     if not (out / "MANIFEST.json").exists():
         print(f"generating {out.name} ...", flush=True)

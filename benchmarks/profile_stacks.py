@@ -20,6 +20,8 @@ import re
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from kitab.core.progress import STAGES
+
 STEP_STAGES = (  # (frame function, stage); the innermost match decides
     ("sample_step", "sample_authors"),
     # the dump scan's second thread (kitab/sources/dump/scan.py build_cache), which the sample step starts
@@ -32,16 +34,8 @@ STEP_STAGES = (  # (frame function, stage); the innermost match decides
     ("claims_step", "publish"),
     ("publish", "publish"),
 )
-STAGE_ORDER = [
-    "sample_authors",
-    "collect",
-    "tag_entities",
-    "generate_constraints",
-    "sample_queries",
-    "publish",
-    "prefect server",
-    "other",
-]
+# the refresh's stages in run order (kitab/core/progress.py; "start" runs no step), then the rest
+STAGE_ORDER = [*(s for s in STAGES if s != "start"), "prefect server", "other"]
 PROJECT = re.compile(r"\((?:.*/)?((?:kitab|tasks|flows)/[^:]+\.py):\d+\)")
 FRAME = re.compile(r"^(?P<func>.*?) \((?P<file>[^()]*):(?P<line>\d+)\)$")
 

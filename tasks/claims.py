@@ -37,23 +37,18 @@ Pure: rows in, rows out; ``sql/checks/claims.sql`` re-derives every label withou
 
 from __future__ import annotations
 
-import hashlib
 import json
-import random
-import statistics
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
-from sys import intern
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 
-from tasks.claim_rows import AttributeRow, Pair, book_rows, claim_text
+from tasks.claim_draw import Reader, _drawn, fetch_sides, pairs_from_batches, rows_reader
+from tasks.claim_rows import Pair, claim_text
 from tasks.claim_rows import sides as claim_sides
 from tasks.constraints import Book, Spec, spec_from_dict, spec_from_json
 
 KINDS = ("attribute", "authorship", "year")
-YEAR_GAP = 5  # a false year is at least this far from every year of the book's variants
-YEAR_SPAN = 14  # and at most this far: the offsets 5-14 shift the last digit by each of 0-9 once
 VALUE_SLACK = 1  # how much more often a value may be true than false in a stratum (or less)
-PEERS = 8  # an authorship pair's other author: one of the this many born nearest the author
 
 
 def claim_books(books: list[dict], states: dict[str, tuple[tuple[str, bool | None], ...]]) -> list[Book]:
@@ -182,160 +177,12 @@ def candidate_pairs(
 def pairs_from_material(
     attributes: Iterable[dict], authors: Iterable[dict], books: Iterable[dict], seed: int
 ) -> dict[tuple[str, str | None], list[Pair]]:
-    """:func:`candidate_pairs` from every batch's :func:`claim_material` (in any order): one
-    seeded stream per author draws its pairs' false sides, attribute pairs first, so an author's
-    draws depend on its own material only (a rebuild whose review labels changed one author's
-    states redraws that author's pairs, not every later author's)."""
-    streams: dict[str, random.Random] = {}
-
-    def rng(qid: str) -> random.Random:
-        if qid not in streams:
-            streams[qid] = random.Random(f"claims-candidates:{seed}:{qid}")
-        return streams[qid]
-
-    names: dict[str, str] = {}
-    birth: dict[str, int | None] = {}
-    keys: dict[str, set[str]] = {}
-    for a in authors:
-        qid = intern(a["qid"])
-        names[qid] = a["name"]
-        birth[qid] = a.get("birth_year")
-        keys.setdefault(qid, set()).update(map(intern, a["keys"]))
-    by_author = _books_by_author(book_rows(books))
-    out: dict[tuple[str, str | None], list[Pair]] = defaultdict(list)
-    qids = sorted(q for q in by_author if q in names)
-
-    # attribute: per author and type, satisfiable x unsatisfiable constraints (one pair each
-    # true one); the constraint's own spec said whether its claim holds (Spec.claim_holds).
-    # The false value is drawn with the weight of how often it is a true value in the release
-    # (per type), so false values look like true ones (no rare letter, no "only 1 word" give-
-    # away), and without replacement within an author while it can (a value in two pairs of
-    # one author would mark it false).
-    per_type: dict[tuple[str, str], dict[bool, list[dict]]] = defaultdict(lambda: {True: [], False: []})
-    true_values: dict[str, Counter] = defaultdict(Counter)
-    for c in sorted(map(AttributeRow, attributes), key=lambda c: c["constraint_id"]):
-        per_type[c["author_qid"], c["constraint_type"]][c["label"]].append(c)
-        if c["label"]:
-            true_values[c["constraint_type"]][c["value"]] += 1
-    for (qid, ctype), sides in sorted(per_type.items()):
-        if not sides[True] or not sides[False]:
-            continue
-        unused = list(sides[False])
-        for true in sides[True]:
-
-            def cell(false: dict, true: dict = true, ctype: str = ctype) -> tuple[bool, ...]:
-                return _attribute_cell(true["value"], false["value"], true_values[ctype])
-
-            # aim at a seeded cell (which side is commoner, which is larger) so every cell fills
-            target = _target(seed, true["constraint_id"], len(cell(sides[False][0])))
-            pool = [c for c in unused if cell(c) == target] or unused or sides[False]
-            weights = [true_values[ctype][c["value"]] for c in pool]
-            false = rng(qid).choices(pool, weights)[0] if any(weights) else rng(qid).choice(pool)
-            if false in unused:
-                unused.remove(false)
-            key = "|".join(sorted((true["constraint_id"], false["constraint_id"])))  # names neither side true
-            values = (true["value"], false["value"])
-            pair = _pair(qid, "attribute", key, ("attribute", true, false), ctype, cell=cell(false), values=values)
-            out["attribute", ctype].append(pair)
-    per_type.clear()  # the attribute material: its pairs hold what they need
-
-    # authorship: a title of the author's vs the same title with an author who has no such title
-    # (nor the same name); the candidates are every such author in QID order, indexed so a book
-    # costs its keys, not the release's authors (a list per book was quadratic: hours at 10,000)
-    position = {q: i for i, q in enumerate(qids)}
-    by_name: dict[str, list[int]] = defaultdict(list)
-    by_key: dict[str, list[int]] = defaultdict(list)
-    for q in qids:
-        by_name[names[q]].append(position[q])
-        for key in keys[q]:
-            by_key[key].append(position[q])
-    keys.clear()  # by_key holds them
-    born = {q: birth[q] for q in qids if birth.get(q) is not None}
-    by_birth = sorted(born, key=lambda q: (born[q], q))
-    birth_rank = {q: i for i, q in enumerate(by_birth)}
-    for qid in qids:
-        for b in by_author[qid]:
-            if _year_book(seed, b["book_id"]):
-                continue
-            excluded = set(by_name[names[qid]])
-            for key in b["keys"]:
-                excluded.update(by_key.get(key, ()))
-            peers = _peers(by_birth, born, birth_rank.get(qid), {qids[i] for i in excluded}, PEERS)
-            others = peers or Remaining(qids, excluded)
-            if not others:
-                continue
-            other = rng(qid).choice(others)
-            sides = ("authorship", b["book_id"], b["title"], qid, names[qid], other, names[other])
-            out["authorship", None].append(_pair(qid, "authorship", b["book_id"], sides, cell=()))
-
-    del by_name, by_key  # the authorship index: the year pairs need neither
-    # year: the first year vs a year 5-14 off and far from every year of the book's variants
-    # (no future year; not the same decade: that ties the two last digits to opposite halves)
-    latest = max((b["first_year"] for q in by_author for b in by_author[q] if b["first_year"] is not None), default=0)
-    medians = {q: _median([b["first_year"] for b in by_author[q] if b["first_year"] is not None]) for q in qids}
-    for qid in qids:
-        for b in by_author[qid]:
-            year = b["first_year"]
-            if year is None or not _year_book(seed, b["book_id"]):
-                continue
-            taken = set(b["years"]) | {year}
-            options = [
-                y
-                for d in range(YEAR_GAP, YEAR_SPAN + 1)
-                for y in (year - d, year + d)
-                if 0 < y <= latest and all(abs(y - t) >= YEAR_GAP for t in taken)
-            ]
-            if not options:
-                continue
-            # aim at a seeded cell (false year later or earlier, nearer the author's median or not)
-            centre = medians[qid]
-            target = _target(seed, b["book_id"], 2)
-            options = [y for y in options if _year_cell(year, y, centre) == target] or options
-            wrong = rng(qid).choice(sorted(options))
-            sides = ("year", b["book_id"], b["title"], qid, names[qid], year, wrong)
-            out["year", None].append(_pair(qid, "year", b["book_id"], sides, cell=_year_cell(year, wrong, centre)))
-    return dict(out)
-
-
-class Remaining(Sequence):
-    """``items`` without the positions ``excluded``, in order, as a sequence (len and index)
-    built in the size of ``excluded``: ``rng.choice`` draws from it exactly as from the list."""
-
-    def __init__(self, items: Sequence, excluded: Iterable[int]) -> None:
-        self.items = items
-        self.excluded = sorted(excluded)
-
-    def __len__(self) -> int:
-        return len(self.items) - len(self.excluded)
-
-    def __getitem__(self, i: int):
-        if not 0 <= i < len(self):
-            raise IndexError(i)
-        for e in self.excluded:  # ascending: each excluded position at or before i moves i on
-            if e > i:
-                break
-            i += 1
-        return self.items[i]
-
-
-def _peers(by_birth: list[str], born: dict[str, int], rank: int | None, excluded: set[str], k: int) -> list[str]:
-    """The ``k`` authors born nearest the one at ``rank`` of ``by_birth`` (authors sorted by
-    birth year), none of ``excluded``, in QID order ([] when the author's birth year is unknown):
-    an authorship pair's other author is of the same period, as plausible as the true one."""
-    if rank is None:
-        return []
-    year = born[by_birth[rank]]
-    low, high, found = rank - 1, rank + 1, []
-    while len(found) < k and (low >= 0 or high < len(by_birth)):
-        below = abs(year - born[by_birth[low]]) if low >= 0 else None
-        above = abs(born[by_birth[high]] - year) if high < len(by_birth) else None
-        if above is None or (below is not None and below <= above):
-            q, low = by_birth[low], low - 1
-        else:
-            q, high = by_birth[high], high + 1
-        if q not in excluded:
-            found.append(q)
-    return sorted(found)
+    """:func:`candidate_pairs` from :func:`claim_material` held as rows (one batch, or every
+    batch's together): tasks/claim_draw.py, one seeded stream per author, attribute pairs first,
+    so an author's draws depend on its own material only (a rebuild whose review labels changed
+    one author's states redraws that author's pairs, not every later author's)."""
+    reader = rows_reader({"claim_attributes": attributes, "claim_books": books})
+    return pairs_from_batches(authors, [reader], seed)
 
 
 def _value(spec: str) -> str:
@@ -343,16 +190,6 @@ def _value(spec: str) -> str:
     pair's two claims differ in: a letter, a count, a window, present or absent)."""
     fields = json.loads(spec)
     return json.dumps([fields[k] for k in sorted(fields) if k != "type"])
-
-
-def _order(value: str) -> list:
-    return json.loads(value)
-
-
-def _year_book(seed: int, book_id: str) -> bool:
-    """Whether ``book_id`` may make a year pair (else an authorship pair): a seeded half each, so
-    no title is quoted by both kinds (a year claim names a book's author, both its sides)."""
-    return _drawn(seed, "year-book", book_id)[0] % 2 == 1
 
 
 def _round_robin(pairs: list[dict], n: int, seed: int, stratum: str) -> list[dict]:
@@ -429,36 +266,6 @@ def _balanced(pairs: list[dict], n: int, seed: int, stratum: str) -> list[dict]:
     ]
 
 
-def _attribute_cell(true: str, false: str, frequency: Counter) -> tuple[bool, ...]:
-    """An attribute pair's orientation: for numbers (a count, a window), is the true value the
-    smaller one (the false one as often above as below); else is it the commoner one in the
-    release (ties: the first)."""
-    t, f = _order(true), _order(false)
-    if all(isinstance(v, int | float) and not isinstance(v, bool) for v in t):
-        return (t < f,)
-    return ((frequency[true], f) > (frequency[false], t),)
-
-
-def _year_cell(year: int, wrong: int, centre: float | None) -> tuple[bool, bool]:
-    """A year pair's orientation: is the false year the later one, and is it the nearer one to
-    the author's median year."""
-    return (wrong > year, centre is not None and abs(wrong - centre) < abs(year - centre))
-
-
-def _target(seed: int, key: str, width: int) -> tuple[bool, ...]:
-    bits = _drawn(seed, "target", key)[0]
-    return tuple(bool(bits >> j & 1) for j in range(width))
-
-
-def _median(values: list[int]) -> float | None:
-    return statistics.median(values) if values else None  # (the mean of the two middle ones when even)
-
-
-def _drawn(seed: int, *key: str) -> bytes:
-    """A seeded hash of ``key``: its place in a seeded order (the same on every machine)."""
-    return hashlib.blake2b("\x1f".join(("claims", str(seed), *key)).encode(), digest_size=8).digest()
-
-
 def split_quota(
     total: int,
     available: dict,
@@ -495,12 +302,22 @@ def build_claims(
 def claims_from_material(
     attributes: Iterable[dict], authors: Iterable[dict], books: Iterable[dict], *, seed: int, per_author: int = 2
 ) -> tuple[list[dict], dict]:
-    """:func:`build_claims` from every batch's :func:`claim_material`; each input iterated once."""
-    books = book_rows(books)
-    n_authors = len({b["author_qid"] for b in books})
-    candidates = pairs_from_material(attributes, authors, books, seed)
-    del books  # the candidates keep what they quote (titles, claims), not the material rows
-    return select_claims(candidates, n_authors, seed=seed, per_author=per_author)
+    """:func:`build_claims` from :func:`claim_material` held as rows."""
+    reader = rows_reader({"claim_attributes": attributes, "claim_books": books})
+    return claims_from_batches(authors, [reader], seed=seed, per_author=per_author)
+
+
+def claims_from_batches(
+    authors: Iterable[dict], batches: Sequence[Reader], *, seed: int, per_author: int = 2, spill: Path | None = None
+) -> tuple[list[dict], dict]:
+    """:func:`build_claims` from every batch's :func:`claim_material`, read one batch at a time
+    (tasks/claim_draw.py); with ``spill`` (a folder) the candidates leave what they quote there
+    and only the drawn pairs bring it back: 1 KB per candidate pair held, 4 million of them at
+    100,000 authors."""
+    n_authors = len({b["author_qid"] for read in batches for b in read("claim_books", ["author_qid"])})
+    candidates = pairs_from_batches(authors, batches, seed, spill)
+    fetch = None if spill is None else (lambda chosen: fetch_sides(chosen, spill))
+    return select_claims(candidates, n_authors, seed=seed, per_author=per_author, fetch=fetch)
 
 
 def stratum_capacity(candidates: dict[tuple[str, str | None], list[dict]], seed: int) -> dict:
@@ -509,10 +326,16 @@ def stratum_capacity(candidates: dict[tuple[str, str | None], list[dict]], seed:
 
 
 def select_claims(
-    candidates: dict[tuple[str, str | None], list[dict]], n_authors: int, *, seed: int, per_author: int = 2
+    candidates: dict[tuple[str, str | None], list[dict]],
+    n_authors: int,
+    *,
+    seed: int,
+    per_author: int = 2,
+    fetch: Callable[[list], None] | None = None,
 ) -> tuple[list[dict], dict]:
     """The pairs drawn from ``candidates`` (:func:`candidate_pairs`) for ``n_authors`` authors
-    with books, as the claims table's rows (two per pair), and the stage's stats."""
+    with books, as the claims table's rows (two per pair), and the stage's stats. ``fetch``:
+    brings back the drawn pairs' spilled sides (tasks/claim_draw.py fetch_sides)."""
     capacity = stratum_capacity(candidates, seed)
     available = {kind: sum(n for (k, _), n in capacity.items() if k == kind) for kind in KINDS}
     per_kind = min(per_author * n_authors, *available.values())
@@ -522,6 +345,8 @@ def select_claims(
         quota = split_quota(per_kind, {t or "": n for t, n in strata.items()})
         for t in sorted(strata, key=lambda t: t or ""):
             chosen += _balanced(candidates[kind, t], quota[t or ""], seed, f"{kind}:{t or ''}")
+    if fetch is not None:
+        fetch(chosen)
     rows = []
     for pair in sorted(chosen, key=lambda p: (p["author_qid"], p["kind"], p["pair_key"])):
         pair_id = f"{pair['kind']}:{pair['pair_key']}"

@@ -23,8 +23,10 @@ The global parts (distinct titles, publishing) are DuckDB over the refs, in flow
 
 from __future__ import annotations
 
+import tempfile
 from collections import Counter
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from kitab.core.params import ModelEndpoint
@@ -36,7 +38,7 @@ from kitab.core.workdir import StepResult, WorkDir
 from kitab.sources import SourceSpec, sources_for
 from kitab.sources.wikidata import works_with_labels
 from tasks.book_evidence import review_labels
-from tasks.claims import claim_material, claims_from_material
+from tasks.claims import claim_material, claims_from_batches
 from tasks.clean_books import clean_books
 from tasks.dedup_titles import dedup_titles
 from tasks.entity_states import book_states, decided_by, deciding_index, second_reader_evidence
@@ -525,9 +527,17 @@ def claims_step(ctx: RunContext, constrained: list[StepResult]) -> StepResult:
     inputs = {name: tuple(r.outputs[name] for r in constrained) for name in CLAIMS_INPUTS}
 
     def compute() -> StepResult:
-        # streamed from the batches' files, row group by row group: no whole-release Arrow copy
-        attributes, authors, books = (iter_rows(inputs[name]) for name in CLAIMS_INPUTS)
-        rows, stats = claims_from_material(attributes, authors, books, seed=ctx.seed)
+        # read one batch's files at a time, row group by row group (tasks/claim_draw.py): the
+        # draw holds one batch's material, not the release's
+        def reader(batch: int):
+            return lambda name, columns=None: iter_rows(inputs[name][batch], columns)
+
+        batches = [reader(i) for i in range(len(constrained))]
+        Path(ctx.work.root).mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix="claims-spill-", dir=ctx.work.root) as spill:
+            rows, stats = claims_from_batches(
+                iter_rows(inputs["claim_authors"]), batches, seed=ctx.seed, spill=Path(spill)
+            )
         return StepResult(_write(ctx, "claims", "all", {"claims": rows}), stats)
 
     return ctx.work.run("claims", "all", compute, seed=ctx.seed, **inputs)

@@ -290,7 +290,7 @@ def test_remaining_draws_as_the_filtered_list_does(items, excluded, rnd):
     """The authorship pair's other author: a seeded choice from ``Remaining`` is the same draw
     as from the list it stands for (so the claims table did not change when the per-book list,
     quadratic in the release's authors, was replaced)."""
-    from tasks.claims import Remaining
+    from tasks.claim_draw import Remaining
 
     excluded = {e for e in excluded if e < len(items)}
     listed = [x for i, x in enumerate(items) if i not in excluded]

@@ -177,10 +177,14 @@ def joint_answers(members: Sequence[Mapping]) -> list[tuple[str, str]]:
     return out
 
 
-def query_row(members: Sequence[dict], stratum: str, author: Mapping, seed: int) -> dict:
+def query_row(
+    members: Sequence[dict], stratum: str, author: Mapping, seed: int, parsed: dict[str, Spec] | None = None
+) -> dict:
     """One row of the ``queries`` table (schema: schemas/queries.json); kitab_index
-    is filled in once the author's queries are ordered."""
-    specs = [spec_from_json(row["spec"]) for row in members]
+    is filled in once the author's queries are ordered. ``parsed``: spec JSON -> spec, filled
+    as specs are read (every author has the same few hundred)."""
+    parsed = {} if parsed is None else parsed
+    specs = [parsed.get(row["spec"]) or parsed.setdefault(row["spec"], spec_from_json(row["spec"])) for row in members]
     answers = joint_answers(members)
     mapped = [book_id for book_id, _ in answers]
     n_books = members[0]["n_books"]
@@ -471,9 +475,10 @@ def group_constraints(
 def query_rows(sampled: Iterable[Sampled], authors_by_qid: Mapping[str, Mapping], seed: int) -> list[dict]:
     """``queries`` rows of sampled queries, each with ``order`` (its constraints' per-author
     indices), which orders an author's queries and numbers them (number_queries)."""
+    parsed: dict[str, Spec] = {}
     return [
         {
-            **query_row(members, stratum, authors_by_qid[members[0]["author_qid"]], seed),
+            **query_row(members, stratum, authors_by_qid[members[0]["author_qid"]], seed, parsed),
             "order": [m["constraint_index"] for m in members],
         }
         for members, stratum in sampled

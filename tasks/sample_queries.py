@@ -293,8 +293,9 @@ def sample_authors_queries(
                     continue
                 stratum = two_stratum((first_type, types[j]), n_mapped, easy)
                 rate = two_rates[stratum]
-                # a draw is in [0, 1): a rate of 0 never keeps, 1 always does (no hash needed)
-                if rate > 0.0 and (rate >= 1.0 or pair_draw(first_id, ids[j]) < rate):
+                # a draw is never below 0: a rate of 0 (two books, the paper's) keeps nothing, no hash
+                # needed (a draw can round to 1.0, so a rate of 1 is still drawn)
+                if rate > 0.0 and pair_draw(first_id, ids[j]) < rate:
                     keep([first, second], stratum)
     return out
 

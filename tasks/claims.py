@@ -40,6 +40,7 @@ from __future__ import annotations
 import json
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
+from functools import lru_cache
 from pathlib import Path
 
 from tasks.claim_draw import Reader, _drawn, fetch_sides, pairs_from_batches, rows_reader
@@ -100,6 +101,8 @@ def claim_material(
     attributes: list[dict] = []
     readable: dict[str, list[Book]] = {}
     specs: dict[str, Spec] = {}  # spec JSON -> its spec: every author has the same few hundred
+    # (author, constraint type) -> claim_holds over the author's books, the books read once per type
+    holds_of: dict[tuple[str, type], Callable[[Spec], bool | None]] = {}
     for c in sorted(constraints, key=lambda c: c["constraint_id"]):
         qid = c["author_qid"]
         if qid not in names:
@@ -109,7 +112,10 @@ def claim_material(
         spec = specs.get(c["spec"])
         if spec is None:
             spec = specs[c["spec"]] = spec_from_json(c["spec"])
-        holds = spec.claim_holds(readable[qid])
+        reader = holds_of.get((qid, type(spec)))
+        if reader is None:
+            reader = holds_of[(qid, type(spec))] = type(spec).claims_over(readable[qid])
+        holds = reader(spec)
         if holds is not None and holds == bool(c["satisfiable"]):
             attributes.append(
                 {
@@ -185,6 +191,7 @@ def pairs_from_material(
     return pairs_from_batches(authors, [reader], seed)
 
 
+@lru_cache(maxsize=1 << 12)  # every author has the same few hundred specs
 def _value(spec: str) -> str:
     """A constraint spec's fields but its type, as JSON in field order (the slot an attribute
     pair's two claims differ in: a letter, a count, a window, present or absent)."""

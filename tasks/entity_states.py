@@ -213,25 +213,32 @@ def book_states(
         titles_of.setdefault(v["book_id"], []).append(v["title"])
     # a book's state is a function of its titles' classes and its second readers' verdicts: each
     # distinct combination is decided once (most books share "plain" and no second reader)
-    decided: dict[tuple, tuple[str, str, tuple[float, ...] | None]] = {}
+    # (state, evidence, error, error_low, error_high) per distinct key
+    decided: dict[tuple, tuple] = {}
+    default = ("plain", False)  # a title with no span and no doubt row
     rows = []
     for book in sorted(books, key=lambda b: b["book_id"]):
+        book_id, author_qid = book["book_id"], book["author_qid"]
+        titles = [t for t in dict.fromkeys(titles_of[book_id]) if t]
         for kind in kinds:
-            default = ("plain", False)  # a title with no span and no doubt row
-            classes = tuple(per_title.get((t, kind), default) for t in dict.fromkeys(titles_of[book["book_id"]]) if t)
-            mine = others.get((book["book_id"], kind), ())
+            classes = tuple(per_title.get((t, kind), default) for t in titles)
+            mine = others.get((book_id, kind), ())
             key = (kind, classes, tuple((o["source"], o["verdict"], o.get("detail", "")) for o in mine))
-            if key not in decided:
-                decided[key] = _book_state(kind, classes, mine, versions.get(kind))
-            state, evidence, error = decided[key]
+            found = decided.get(key)
+            if found is None:
+                state, evidence, error = _book_state(kind, classes, mine, versions.get(kind))
+                found = decided[key] = (state, evidence, *(error or (None, None, None)))
+            state, evidence, error, error_low, error_high = found
             rows.append(
                 {
-                    "book_id": book["book_id"],
-                    "author_qid": book["author_qid"],
+                    "book_id": book_id,
+                    "author_qid": author_qid,
                     "kind": kind,
                     "state": state,
                     "evidence": evidence,
-                    **dict(zip(ERROR_COLUMNS, error or (None, None, None), strict=True)),
+                    ERROR_COLUMNS[0]: error,
+                    ERROR_COLUMNS[1]: error_low,
+                    ERROR_COLUMNS[2]: error_high,
                 }
             )
     return rows

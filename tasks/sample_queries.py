@@ -18,7 +18,6 @@ totals, can change).
 
 from __future__ import annotations
 
-import hashlib
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
@@ -29,6 +28,7 @@ from kitab.core.params import DEFAULT_MAX_KEY_ERROR
 from tasks.base import StageResult
 from tasks.constraints import SPEC_VERSION, Spec, render_criteria, spec_from_json, spec_type
 from tasks.key_bound import key_error_over, over_bound_counts, over_bound_reject
+from tasks.query_pairs import pair_draws, title_masks, uniform
 
 ONE_ALWAYS = "one:always"
 ONE_SATISFIABLE = "one:satisfiable"
@@ -131,12 +131,6 @@ class SamplingRates:
         }[stratum]
 
 
-def uniform(seed: int, purpose: str, *ids: str) -> float:
-    """A uniform draw in [0, 1) fixed by (seed, purpose, ids)."""
-    key = "\x1f".join((str(seed), purpose, *ids)).encode()
-    return int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "big") / 2**64
-
-
 def fill_count(n_queries: int, n_unsatisfiable: int, share: float) -> int:
     """How many unsatisfiable queries to append so they make ``share`` of the total."""
     return max(0, round((share * n_queries - n_unsatisfiable) / (1.0 - share)))
@@ -154,10 +148,12 @@ def round_robin(pools: Mapping[str, list[dict]], draw: Callable[[dict], float]) 
         yield from (pool[position] for pool in ordered if position < len(pool))
 
 
-def two_stratum(first: dict, second: dict, n_mapped: int, rates: SamplingRates) -> str:
-    if n_mapped > 1 and {first["constraint_type"], second["constraint_type"]} == set(rates.two_easy_types):
+def two_stratum(types: tuple[str, str], n_mapped: int, easy: frozenset[tuple[str, str]]) -> str:
+    """The stratum of a pair of constraints of two different ``types`` mapping to ``n_mapped`` > 0
+    books; ``easy``: ``SamplingRates.two_easy_types`` in both orders (asked once per pair)."""
+    if n_mapped > 1 and types in easy:
         return TWO_EASY
-    return {1: TWO_ONE_BOOK, 2: TWO_TWO_BOOKS}.get(n_mapped, TWO_MORE_BOOKS)
+    return TWO_ONE_BOOK if n_mapped == 1 else TWO_TWO_BOOKS if n_mapped == 2 else TWO_MORE_BOOKS
 
 
 def render_query(author: Mapping, specs: Sequence[Spec]) -> str:
@@ -181,10 +177,14 @@ def joint_answers(members: Sequence[Mapping]) -> list[tuple[str, str]]:
     return out
 
 
-def query_row(members: Sequence[dict], stratum: str, author: Mapping, seed: int) -> dict:
+def query_row(
+    members: Sequence[dict], stratum: str, author: Mapping, seed: int, parsed: dict[str, Spec] | None = None
+) -> dict:
     """One row of the ``queries`` table (schema: schemas/queries.json); kitab_index
-    is filled in once the author's queries are ordered."""
-    specs = [spec_from_json(row["spec"]) for row in members]
+    is filled in once the author's queries are ordered. ``parsed``: spec JSON -> spec, filled
+    as specs are read (every author has the same few hundred)."""
+    parsed = {} if parsed is None else parsed
+    specs = [parsed.get(row["spec"]) or parsed.setdefault(row["spec"], spec_from_json(row["spec"])) for row in members]
     answers = joint_answers(members)
     mapped = [book_id for book_id, _ in answers]
     n_books = members[0]["n_books"]
@@ -236,35 +236,6 @@ class AuthorQueries:
     pool_over_bound: Counter = field(default_factory=Counter)
 
 
-def title_masks(rows: Sequence[Mapping]) -> tuple[list[int], Callable[[int], int]]:
-    """One author's constraint rows as bit masks over (book, satisfying title) slots, and the
-    function giving the number of books in a mask. S of a pair is one AND and a count (an
-    author with k satisfiable constraints has ~k²/2 pairs), and it counts a book only when
-    one title satisfies both, as ``joint_answers`` does."""
-    bit: dict[tuple[str, str], int] = {}
-    book_bits: dict[str, int] = defaultdict(int)
-    masks = []
-    for row in rows:
-        mask = 0
-        for book_id, titles in zip(row["mapped_book_ids"], row["satisfying_titles"]):
-            for title in titles:
-                slot = bit.setdefault((book_id, title), len(bit))
-                book_bits[book_id] |= 1 << slot
-                mask |= 1 << slot
-        masks.append(mask)
-    several = [b for b in book_bits.values() if b.bit_count() > 1]  # most books have one title
-    any_several = 0
-    for b in several:
-        any_several |= b
-
-    def count_books(mask: int) -> int:
-        if not mask & any_several:  # no book with several titles in it: one bit per book (most pairs)
-            return mask.bit_count()
-        return mask.bit_count() - sum(max(0, (mask & b).bit_count() - 1) for b in several)
-
-    return masks, count_books
-
-
 def sample_authors_queries(
     by_author: Mapping[str, Sequence[dict]], seed: int, rates: SamplingRates, books=None
 ) -> AuthorQueries:
@@ -274,6 +245,13 @@ def sample_authors_queries(
     rejects row, and left out of the unsatisfiable pools (the draws of the rest do not move)."""
     out = AuthorQueries()
     bound = rates.max_key_error
+    checked = bound is not None and books is not None  # else key_error_over is always None
+    pair_draw, unsatisfiable_draw = pair_draws(seed, "two"), pair_draws(seed, "two-unsatisfiable")
+    a, b = rates.two_easy_types
+    easy = frozenset({(a, b), (b, a)})
+    two_rates = {
+        stratum: rates.two_rate(stratum) for stratum in (TWO_EASY, TWO_ONE_BOOK, TWO_TWO_BOOKS, TWO_MORE_BOOKS)
+    }
 
     def keep(members: list[dict], stratum: str) -> None:
         p = key_error_over(members, books, bound)
@@ -296,21 +274,28 @@ def sample_authors_queries(
                 keep([row], ONE_SATISFIABLE)
         satisfiable = [row for row in rows if row["satisfiable"]]
         masks, count_books = title_masks(satisfiable)
+        types = [row["constraint_type"] for row in satisfiable]
+        ids = [row["constraint_id"] for row in satisfiable]
+        # key_error_over is None for a pair with no entity member: asked only where it can bite
+        bounded = [checked and bool(row.get("entity_kind")) for row in satisfiable]
         for i, first in enumerate(satisfiable):
+            first_type, first_id, first_mask, first_bounded = types[i], ids[i], masks[i], bounded[i]
             for j in range(i + 1, len(satisfiable)):
-                second = satisfiable[j]
-                if first["constraint_type"] == second["constraint_type"]:
+                if first_type == types[j]:
                     continue
-                n_mapped = count_books(masks[i] & masks[j])
+                second = satisfiable[j]
+                n_mapped = count_books(first_mask & masks[j])
                 if n_mapped == 0:
-                    if key_error_over([first, second], books, bound) is not None:
+                    if (first_bounded or bounded[j]) and key_error_over([first, second], books, bound) is not None:
                         out.pool_over_bound[TWO_UNSATISFIABLE] += 1
                         continue
-                    draw = uniform(seed, "two-unsatisfiable", first["constraint_id"], second["constraint_id"])
-                    out.two_unsatisfiable.append((first, second, draw))
+                    out.two_unsatisfiable.append((first, second, unsatisfiable_draw(first_id, ids[j])))
                     continue
-                stratum = two_stratum(first, second, n_mapped, rates)
-                if uniform(seed, "two", first["constraint_id"], second["constraint_id"]) < rates.two_rate(stratum):
+                stratum = two_stratum((first_type, types[j]), n_mapped, easy)
+                rate = two_rates[stratum]
+                # a draw is never below 0: a rate of 0 (two books, the paper's) keeps nothing, no hash
+                # needed (a draw can round to 1.0, so a rate of 1 is still drawn)
+                if rate > 0.0 and pair_draw(first_id, ids[j]) < rate:
                     keep([first, second], stratum)
     return out
 
@@ -491,9 +476,10 @@ def group_constraints(
 def query_rows(sampled: Iterable[Sampled], authors_by_qid: Mapping[str, Mapping], seed: int) -> list[dict]:
     """``queries`` rows of sampled queries, each with ``order`` (its constraints' per-author
     indices), which orders an author's queries and numbers them (number_queries)."""
+    parsed: dict[str, Spec] = {}
     return [
         {
-            **query_row(members, stratum, authors_by_qid[members[0]["author_qid"]], seed),
+            **query_row(members, stratum, authors_by_qid[members[0]["author_qid"]], seed, parsed),
             "order": [m["constraint_index"] for m in members],
         }
         for members, stratum in sampled

@@ -32,14 +32,17 @@ class Book:
     def __post_init__(self) -> None:
         if not self.titles and self.canonical is None:
             raise ValueError(f"book {self.book_id!r} has no title")
+        # kind -> found, read once: every entity spec of the author asks each book (not a field:
+        # equality, hashing and the repr stay those of the fields)
+        object.__setattr__(self, "_found", dict(self.entities))
 
     def has(self, kind: str) -> bool | None:
         """Whether a title of this book names an entity of ``kind`` (None: not tagged, or unsure)."""
-        return dict(self.entities).get(kind)
+        return self._found.get(kind)
 
     def tagged(self, kind: str) -> bool:
         """Whether the book has a state for ``kind`` (yes, no or unsure)."""
-        return any(k == kind for k, _ in self.entities)
+        return kind in self._found
 
     def unsure(self, kind: str) -> bool:
         """Tagged for ``kind``, and its state is unsure."""

@@ -82,6 +82,13 @@ class Spec(ABC):
         a type whose reading a person could dispute, or whose fact may be missing, overrides it."""
         return any(self.matches(book) for book in books)
 
+    @classmethod
+    def claims_over(cls, books: Sequence[Book]) -> Callable[[Spec], bool | None]:
+        """``spec.claim_holds(books)`` for many specs of this type over the same ``books`` (claims
+        ask every candidate of an author): a type may read the books once here; it must agree
+        with ``claim_holds`` (tests/test_claims_over.py)."""
+        return lambda spec: spec.claim_holds(books)
+
     def claim_clause(self) -> str:
         """The spec inside a claim about one book ("<author> wrote a book <claim_clause>.")."""
         return self.clause()

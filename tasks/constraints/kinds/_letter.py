@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import re
 from abc import abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
 from tasks.constraints.book import Book
-from tasks.constraints.counting import LETTERS, undisputed
+from tasks.constraints.counting import LETTERS, title_readings, undisputed
 from tasks.constraints.registry import Spec
 
 
@@ -43,6 +43,23 @@ class LetterSpec(Spec):
     def claim_holds(self, books: Sequence[Book]) -> bool | None:
         # a title whose letter changes with its leading article ("The Bluest Eye") is disputable
         return undisputed((t for b in books for t in b.titles), lambda words: self.letter_in(words) == self.letter)
+
+    @classmethod
+    def claims_over(cls, books: Sequence[Book]) -> Callable[[Spec], bool | None]:
+        # claim_holds for all 26 letters in one pass over the titles: a letter holds when a title
+        # has it under both readings, is disputable when some title has it under one (undisputed)
+        if cls.claim_holds is not LetterSpec.claim_holds:  # a subclass that reads claims its own way
+            return super().claims_over(books)
+        both: set[str | None] = set()
+        either: set[str | None] = set()
+        for title in (t for b in books for t in b.titles):
+            kitab, kept = title_readings(title)
+            first = cls.letter_in(kitab)
+            second = first if kept == kitab else cls.letter_in(kept)
+            if first == second:
+                both.add(first)
+            either.update((first, second))
+        return lambda spec: True if spec.letter in both else (None if spec.letter in either else False)
 
     def render(self) -> str:
         return f"Book title {self.VERB} with the letter {self.letter}."

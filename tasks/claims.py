@@ -314,15 +314,21 @@ def claims_from_material(
     return claims_from_batches(authors, [reader], seed=seed, per_author=per_author)
 
 
-def claims_from_batches(
-    authors: Iterable[dict], batches: Sequence[Reader], *, seed: int, per_author: int = 2, spill: Path | None = None
+def claims_from_batches(  # noqa: PLR0913
+    authors: Iterable[dict],
+    batches: Sequence[Reader],
+    *,
+    seed: int,
+    per_author: int = 2,
+    spill: Path | None = None,
+    shared: set[str] | None = None,
 ) -> tuple[list[dict], dict]:
     """:func:`build_claims` from every batch's :func:`claim_material`, read one batch at a time
     (tasks/claim_draw.py); with ``spill`` (a folder) the candidates leave what they quote there
     and only the drawn pairs bring it back: 1 KB per candidate pair held, 4 million of them at
-    100,000 authors."""
+    100,000 authors; ``shared``: tasks/claim_draw.py shared_keys."""
     n_authors = len({b["author_qid"] for read in batches for b in read("claim_books", ["author_qid"])})
-    candidates = pairs_from_batches(authors, batches, seed, spill)
+    candidates = pairs_from_batches(authors, batches, seed, spill, shared)
     fetch = None if spill is None else (lambda chosen: fetch_sides(chosen, spill))
     return select_claims(candidates, n_authors, seed=seed, per_author=per_author, fetch=fetch)
 

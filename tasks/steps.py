@@ -29,7 +29,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kitab.core.cycles import cycle_collection_paused
 from kitab.core.params import ModelEndpoint
 from kitab.core.progress import step_progress
 from kitab.core.refs import TableRef, duck, iter_rows, read_rows, read_slice, write_query, write_rows
@@ -39,6 +38,7 @@ from kitab.core.workdir import StepResult, WorkDir
 from kitab.sources import SourceSpec, sources_for
 from kitab.sources.wikidata import works_with_labels
 from tasks.book_evidence import review_labels
+from tasks.claim_draw import shared_keys
 from tasks.claims import claim_material, claims_from_batches
 from tasks.clean_books import clean_books
 from tasks.dedup_titles import dedup_titles
@@ -366,12 +366,6 @@ def constrain_step(
     model_version = second_reader_version(model) if model else ""
 
     def compute() -> StepResult:
-        # rows of dicts and tuples, none in a cycle: the collector's walks over them were about a
-        # quarter of this step's CPU (kitab/core/cycles.py)
-        with cycle_collection_paused():
-            return build()
-
-    def build() -> StepResult:
         books, variants = read_rows(inputs["books"]), read_rows(inputs["title_variants"])
         authors_all = read_rows(inputs["authors"])
         titles = sorted({v["title"] for v in variants} | {b["canonical_title"] for b in books})
@@ -542,8 +536,10 @@ def claims_step(ctx: RunContext, constrained: list[StepResult]) -> StepResult:
         batches = [reader(i) for i in range(len(constrained))]
         Path(ctx.work.root).mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(prefix="claims-spill-", dir=ctx.work.root) as spill:
+            paths = {name: [ref.path for ref in inputs[name] if ref.rows] for name in CLAIMS_INPUTS}
+            shared = shared_keys(paths["claim_authors"], paths["claim_books"])
             rows, stats = claims_from_batches(
-                iter_rows(inputs["claim_authors"]), batches, seed=ctx.seed, spill=Path(spill)
+                iter_rows(inputs["claim_authors"]), batches, seed=ctx.seed, spill=Path(spill), shared=shared
             )
         return StepResult(_write(ctx, "claims", "all", {"claims": rows}), stats)
 

@@ -9,6 +9,7 @@ import json
 import random
 from collections import Counter
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -333,3 +334,57 @@ def test_undisputed_testing_a_title_once_where_its_readings_agree_matches_both_r
     }[test]
     titles = [" ".join(w) for w in words]
     assert undisputed(titles, holds) is _undisputed_both_readings(titles, holds)
+
+
+def _read_batch(refs: dict, name: str, columns: list[str] | None = None):
+    from kitab.core.refs import iter_rows
+
+    return iter_rows(refs[name], columns)
+
+
+def test_a_draw_batch_by_batch_with_spilled_sides_and_shared_keys_is_the_whole_release_draw(tables, tmp_path):
+    """tasks/claim_draw.py: the release's material split into batches of authors (as the
+    constrain step writes it), read in a shuffled batch order, the candidates' sides spilled to
+    disk and only keys of several authors indexed, draws exactly the claims of the whole
+    material held as rows."""
+    from kitab.core.refs import iter_rows, write_rows
+    from tasks.claim_draw import pairs_from_batches, rows_reader, shared_keys
+    from tasks.claims import claim_material, claims_from_batches, claims_from_material
+
+    rows = {t: tables[t].to_pylist() for t in INPUTS}
+    whole = claim_material(*(rows[t] for t in INPUTS))
+    authors = sorted(a["qid"] for a in rows["authors"])
+    groups = [set(authors[i::3]) for i in range(3)]
+    refs = []
+    for n, group in enumerate(groups):
+        part = {t: [r for r in rows[t] if (r.get("author_qid") or r.get("qid")) in group] for t in INPUTS}
+        material = claim_material(*(part[t] for t in INPUTS))
+        refs.append({name: write_rows(name, got, tmp_path / f"{n}.{name}.parquet") for name, got in material.items()})
+    refs = [refs[2], refs[0], refs[1]]  # batches come in any order
+    batches = [partial(_read_batch, r) for r in refs]
+    shared = shared_keys([r["claim_authors"].path for r in refs], [r["claim_books"].path for r in refs])
+    owners: dict[str, set] = {}  # key -> the authors with it in their own titles or a book's
+    for a in whole["claim_authors"]:
+        for k in a["keys"]:
+            owners.setdefault(k, set()).add(a["qid"])
+    for b in whole["claim_books"]:
+        for k in b["keys"]:
+            owners.setdefault(k, set()).add(b["author_qid"])
+    assert shared == {k for k, who in owners.items() if len(who) > 1}
+    assert 0 < len(shared) < len(owners) / 2  # some keys shared (the filter matters), most not
+
+    def authors_rows():
+        return (a for r in refs for a in iter_rows(r["claim_authors"]))
+
+    reference = claims_from_material(whole["claim_attributes"], whole["claim_authors"], whole["claim_books"], seed=13)
+    batched = claims_from_batches(authors_rows(), batches, seed=13, spill=tmp_path, shared=shared)
+    assert batched == reference
+    assert sorted(p.name for p in tmp_path.glob("*.pickle")) == ["00000.pickle", "00001.pickle", "00002.pickle"]
+    # the candidates themselves: the same pairs in the same order, sides and all
+    one = pairs_from_batches(whole["claim_authors"], [rows_reader({
+        "claim_attributes": whole["claim_attributes"], "claim_books": whole["claim_books"]})], 13)  # fmt: skip
+    many = pairs_from_batches(authors_rows(), batches, 13, shared=shared)
+    assert list(one) == list(many)
+    assert {s: [p.as_dict() for p in v] for s, v in one.items()} == {
+        s: [p.as_dict() for p in v] for s, v in many.items()
+    }

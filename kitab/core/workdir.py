@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field, is_dataclass
 from pathlib import Path
 from typing import Any
 
+from kitab.core.cycles import cycle_collection_paused
 from kitab.core.files import sha256_file, write_bytes
 from kitab.core.refs import TableRef
 from kitab.core.version import code_digest
@@ -98,7 +99,8 @@ class WorkDir:
     ) -> StepResult:
         """The recorded result if the inputs and code are unchanged, else ``compute()``, recorded
         only if ``final(result)``: a result that a rerun could improve (a source that did not
-        answer this time) is not kept, so the rerun computes it again."""
+        answer this time) is not kept, so the rerun computes it again. ``compute`` runs with
+        the cycle collector paused (kitab/core/cycles.py)."""
         key = step_key(step, part=part, **inputs)
         found = self.cached(step, part, key)
         if found is not None:
@@ -107,7 +109,8 @@ class WorkDir:
             if "requests_sent" in stats:
                 stats["requests_sent"] = 0
             return StepResult(found.outputs, stats)
-        result = compute()
+        with cycle_collection_paused():  # a step's rows are millions of objects in no cycle
+            result = compute()
         if final(result):
             self.record(step, part, key, result)
         return result

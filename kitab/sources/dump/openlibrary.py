@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from kitab.core.config import Settings
+from kitab.sources.dump.search import search_names
 from kitab.sources.dump.store import open_store
 from kitab.sources.http import Fetched, RequestCounter, fingerprint
 from kitab.sources.openlibrary import MAX_REDIRECTS, OpenLibraryBase, bare_key
@@ -183,23 +184,13 @@ class DumpOpenLibrary(OpenLibraryBase):
         results = {name: _search_authors_data(0, []) for name in names}
         if not queries:
             return results  # a query with no tokens matches nothing
-        ids, toks = zip(*queries)
-        top = self.store.query(
-            f"""
-            WITH q AS (SELECT unnest(?::INTEGER[]) AS qid, unnest(?::VARCHAR[]) AS token),
-                 need AS (SELECT qid, count(*) AS n FROM q GROUP BY qid),
-                 hit AS (SELECT q.qid, t.key, any_value(t.key_num) AS key_num,
-                                any_value(t.work_count) AS work_count, count(*) AS n
-                         FROM q JOIN author_tokens_rows t ON t.token = q.token
-                         GROUP BY q.qid, t.key)
-            SELECT qid, key, count(*) OVER (PARTITION BY qid) AS total
-            FROM hit JOIN need USING (qid, n)
-            QUALIFY row_number() OVER (PARTITION BY qid ORDER BY work_count DESC, key_num, key) <= {SEARCH_AUTHORS_LIMIT}
-            ORDER BY qid, work_count DESC, key_num, key
-        """,
-            [list(ids), list(toks)],
-            rows_of={"author_tokens": toks},
-        )
+        toks = sorted({token for _, token in queries})
+        rows = self.store.keyed["author_tokens"].rows(toks)
+        top = [
+            (qid, key, total)
+            for qid, (total, keys) in enumerate(search_names([wanted[n] for n in names], rows, SEARCH_AUTHORS_LIMIT))
+            for key in keys
+        ]
         keys = {key for _, key, _ in top}
         found = {
             row[0]: row

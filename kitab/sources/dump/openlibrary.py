@@ -28,7 +28,7 @@ SEARCH_AUTHORS_LIMIT = 100  # OLIndex.search_authors' default, what DumpOpenLibr
 
 
 WORK_COLUMNS = "key, title, subtitle, author_keys, author_name, edition_count, first_publish_year, publish_year, language, person, place"
-WORK_FIELDS = tuple(name.strip() for name in WORK_COLUMNS.split(","))
+WORK_COLUMN_NAMES = tuple(name.strip() for name in WORK_COLUMNS.split(","))
 AUTHOR_COLUMNS = "key, record, work_count, top_work"
 
 
@@ -237,7 +237,7 @@ class DumpOpenLibrary(OpenLibraryBase):
         # rows cost 6x more (list columns); the file's order already is this sort's
         found = self.store.keyed["author_works"].rows(wanted)
         found = found.sort_by([("author_key", "ascending"), ("key_num", "ascending"), ("key", "ascending")])
-        columns = [found.column(name).to_pylist() for name in ("author_key", *WORK_FIELDS)]
+        columns = [found.column(name).to_pylist() for name in ("author_key", *WORK_COLUMN_NAMES)]
         for author_key, *row in zip(*columns, strict=True):
             docs[author_key].append(work_doc(row))
         self._works.update(docs)

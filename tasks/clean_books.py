@@ -35,8 +35,9 @@ from importlib.metadata import version
 
 from kitab.core.stages import CLEAN_BOOKS
 from tasks.base import StageResult, reject
+from tasks.fetch_works import label_key  # how a WikiData label is joined back to our title
 from tasks.taggers.gazetteers import DATA_DIR, load_lexicon, norm
-from tasks.text import MAX_TITLE_CHARS, fold, match_key
+from tasks.text import MAX_TITLE_CHARS, match_key
 
 STAGE = CLEAN_BOOKS  # rejects.stage of what this stage drops (kitab/core/stages.py)
 ENGLISH = "eng"
@@ -247,11 +248,6 @@ def _read_words(name: str) -> frozenset[str]:
     return frozenset(w.strip().lower() for w in lines if w.strip() and not w.startswith("#"))
 
 
-def _label_key(title: str) -> str:
-    """How a WikiData label is joined back to our title: case- and spacing-insensitive."""
-    return _SPACES.sub(" ", fold(title)).strip()
-
-
 def _name_key(text: str) -> str:
     """Words of a name in any order, spaces ignored: "Morrison, Toni" == "Toni Morrison", "J.K." == "J. K."."""
     return "".join(sorted(match_key(text).split()))
@@ -278,7 +274,7 @@ def _misattributed(title: str, author_qid: str, wd_works: dict[str, set[tuple[st
     author's known work is dropped (a completeness loss, visible in rejects with evidence);
     titles shared by many authors ("Home") are kept rather than risk that for every author.
     """
-    works = wd_works.get(_label_key(title), set())
+    works = wd_works.get(label_key(title), set())
     authors = {author for author, _ in works}
     if not authors or author_qid in authors or len(authors) > MAX_OTHER_WRITERS:
         return None
@@ -297,7 +293,7 @@ def _wikidata_works(
         calls, sent = calls + 1, sent + len(batch)
         for row in wikidata_titles(batch):
             if row.get("author_qid"):  # a work without P50 names no other author
-                works[_label_key(row["title"])].add((row["author_qid"], row["work_qid"]))
+                works[label_key(row["title"])].add((row["author_qid"], row["work_qid"]))
     return works, {"wikidata_queries": calls, "wikidata_titles_sent": sent}
 
 

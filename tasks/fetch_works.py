@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from functools import lru_cache
 
 from kitab.core.stages import FETCH_WORKS
 from kitab.sources.http import Fetched, SourceUnavailable
@@ -62,6 +63,7 @@ def record_rows(doc: dict, author: dict, fetched: Fetched, source: str) -> list[
 _SPACES = re.compile(r"\s+")
 
 
+@lru_cache(maxsize=1 << 16)  # a batch's WikiData rows repeat its few thousand titles (~90,000 rows at 100k)
 def label_key(title: str) -> str:
     """A title as the authorship cross-check joins WikiData labels to it (tasks/clean_books.py):
     case-, accent- and spacing-insensitive."""
@@ -73,7 +75,10 @@ def wikidata_items(works_clean: list[dict], wd_works: list[dict]) -> dict[str, l
     cross-check compares them) and our author among the item's P50 authors. ``wd_works``: the
     cross-check's rows (``works_with_labels``: work_qid, title, author_qid)."""
     items: dict[tuple[str, str], set[str]] = {}
+    ours = {work["author_qid"] for work in works_clean}
     for row in wd_works:
+        if row["author_qid"] not in ours:  # most rows: the label's works by other authors
+            continue
         items.setdefault((label_key(row["title"]), row["author_qid"]), set()).add(row["work_qid"])
     found = {}
     for work in works_clean:

@@ -43,6 +43,7 @@ from kitab.sources.snapshot.format import (
     read_manifest,
 )
 from kitab.sources.snapshot.manifest import write_manifest
+from kitab.sources.wikidata import label_rows, works_with_labels
 
 X = "http://www.w3.org/2001/XMLSchema#"
 WINDOWS = [(start, min(start + 25, 2026)) for start in range(1850, 2026, 25)]
@@ -190,6 +191,19 @@ def test_works_by_titles_equal_pyoxigraph(dump_wd, store, wikidata_labels, refer
     titles += ["", "Beloved", 'A "quoted" title', "back\\slash", "Ünïcödé", "no such title at all"]
     assert_same_titles(dump_wd, store, titles)
     assert dump_wd.works_by_titles([]).data["results"]["bindings"] == []
+
+
+def test_works_with_labels_equal_the_rows_of_works_by_titles(dump_wd, wikidata_labels, reference_ol):
+    """The dump's own works_with_labels (no SPARQL JSON, Arrow's sort) gives the rows, in order,
+    that reading works_by_titles' answer gives (label_rows, the reference form)."""
+    ol_titles = sorted({json.loads(p).get("title") or "" for p in reference_ol.index._works.values()})
+    titles = wikidata_labels[::3] + ol_titles[::7] + ["", "Ünïcödé", "no such title at all"]
+    cached = dump_wd.counter.cached
+    rows = works_with_labels(dump_wd, titles)
+    assert dump_wd.counter.cached == cached + 1  # counted as works_by_titles counts its answer
+    assert rows == label_rows(dump_wd.works_by_titles(titles))
+    assert len({r["title"] for r in rows}) > 20 and any(r["work_qid"].startswith("Q") for r in rows)
+    assert works_with_labels(dump_wd, []) == []
 
 
 def test_counter_and_provenance(snapshot_dir, module_settings):
@@ -587,6 +601,8 @@ def test_awkward_wikidata_records_equal_pyoxigraph(tricky, tmp_path):
     assert {"Q1", "Q2", "Q9", "Q11"} <= got.keys() and not {"Q3", "Q4", "Q5", "Q6", "Q7", "Q8", "Q12"} & got.keys()
     assert got["Q1"]["name"]["value"] == 'José "Pepe" O\'Brien \U0001f600' and got["Q2"]["sitelinks"]["value"] == "7"
     assert_same_titles(source, reference, TRICKY_TITLES)
+    # the dump's own works_with_labels: blank nodes, literal authors, several works and authors a label
+    assert works_with_labels(source, TRICKY_TITLES) == label_rows(source.works_by_titles(TRICKY_TITLES))
     source.close()
 
 

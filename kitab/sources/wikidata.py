@@ -206,14 +206,21 @@ def works_with_labels(wikidata: Wikidata, titles: list[str]) -> list[dict]:
     (sql/sparql/works_by_titles.rq) for the whole list. Rows: work_qid, title, author_qid."""
     if not titles:
         return []
-    prefix = "http://www.wikidata.org/entity/"
+    own = getattr(wikidata, "works_with_labels", None)
+    if own is not None:  # the dump: the same rows without SPARQL JSON in between
+        return own(titles)
+    return label_rows(wikidata.works_by_titles(titles))
+
+
+def label_rows(fetched: Fetched) -> list[dict]:
+    """works_by_titles.rq's answer -> rows work_qid, title, author_qid."""
     return [
         {
-            "work_qid": r["work"].removeprefix(prefix),
+            "work_qid": r["work"].removeprefix(ENTITY),
             "title": r["title"],
-            "author_qid": r["author"].removeprefix(prefix),
+            "author_qid": r["author"].removeprefix(ENTITY),
         }
-        for r in bindings(wikidata.works_by_titles(titles))
+        for r in bindings(fetched)
     ]
 
 

@@ -124,8 +124,13 @@ class KeyedTable:
         with self._mapped() as (index, reader):
             lo = np.searchsorted(index[0], hashes, "left")
             hi = np.searchsorted(index[0], hashes, "right")
-            entries = _ranges(lo, hi - lo)  # index entries: a key, or another with the same hash
-            rows = np.unique(_ranges(index[1][entries].astype(np.int64), index[2][entries].astype(np.int64)))
+            # index entries: a key, or another with the same hash (two wanted keys of one hash find it twice)
+            entries = np.unique(_ranges(lo, hi - lo))
+            first, count = index[1][entries].astype(np.int64), index[2][entries].astype(np.int64)
+            # distinct keys' runs are disjoint: in file order their rows are sorted and distinct
+            # (no unique over the rows: NumPy's hash-based unique took 0.7 s on 350,000 of them)
+            by_row = np.argsort(first, kind="stable")
+            rows = _ranges(first[by_row], count[by_row])
             if len(rows):
                 batch_of = np.searchsorted(self.offsets, rows, "right") - 1
                 starts = np.flatnonzero(np.r_[True, batch_of[1:] != batch_of[:-1]])

@@ -19,7 +19,7 @@ from kitab.sources.dump.store import open_store
 from kitab.sources.http import Fetched, RequestCounter, fingerprint
 from kitab.sources.queries import SQL_DIR, occupations, sparql, sparql_titles
 from kitab.sources.snapshot.format import WD, WDT, XSD_INTEGER
-from kitab.sources.wikidata import work_values
+from kitab.sources.wikidata import ENTITY, work_values
 
 Q5 = WD + "Q5"
 
@@ -151,6 +151,32 @@ class DumpWikidata:
             for work, title, author, kind, lang in rows
         ]
         return self._fetched(query, {"head": {"vars": ["work", "title", "author"]}, "results": {"bindings": bindings}})
+
+    def works_with_labels(self, titles: list[str]) -> list[dict]:
+        """:func:`kitab.sources.wikidata.works_with_labels`' rows, in :meth:`works_by_titles`' order,
+        straight from the lookup: a batch's titles have every author's works of that title (~90,000
+        rows at 100,000 authors), and a DuckDB sort, SPARQL JSON, then rows read back out of it
+        cost ~15x the lookup. Arrow's sort is stable; rows tied on the query's order differ only
+        in ``lang``, which the rows leave out."""
+        import pyarrow.compute as pc
+
+        self.counter.record(from_cache=True)  # what works_by_titles counts
+        found = self.store.keyed["wd_work_labels"].rows(set(titles))
+        found = found.append_column("s_blank", pc.starts_with(found["s"], "_:"))
+        found = found.append_column("o_literal", pc.equal(found["o_kind"], "literal"))
+        found = found.append_column("o_blank", pc.starts_with(found["o"], "_:"))
+        keys = [("label", "ascending"), ("s_blank", "descending"), ("s", "ascending")]
+        keys += [("o_literal", "ascending"), ("o_blank", "descending"), ("o", "ascending")]
+        found = found.sort_by(keys)
+        columns = (found.column(name).to_pylist() for name in ("s", "label", "o", "o_kind"))
+        return [
+            {
+                "work_qid": work.removeprefix("_:").removeprefix(ENTITY),  # a blank node's binding drops its _:
+                "title": title,
+                "author_qid": (author.removeprefix("_:") if kind == "bnode" else author).removeprefix(ENTITY),
+            }
+            for work, title, author, kind in zip(*columns, strict=True)
+        ]
 
     def _work_record_rows(self, works: list[str]) -> list[tuple]:
         # The order is total on the columns returned, so any set of works' rows, taken from a larger

@@ -1,0 +1,72 @@
+"""The dump's author name search (kitab/sources/dump/search.py): the NumPy intersections give
+exactly the join's answers (SEARCH_SQL, the reference form) on generated token tables."""
+
+from __future__ import annotations
+
+import duckdb
+import pyarrow as pa
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kitab.sources.dump.search import SEARCH_SQL, search_names
+
+TOKENS = ["a", "b", "c", "d", "é", "zz"]
+KEYS = [f"/authors/OL{n}A" for n in (1, 2, 3, 10, 11, 20)] + ["/authors/x", "/authors/É"]
+
+
+def _reference(wanted: list[list[str]], rows: pa.Table, limit: int) -> list[tuple[int, list[str]]]:
+    queries = [(i, t) for i, tokens in enumerate(wanted) for t in tokens]
+    found = [(0, []) for _ in wanted]
+    if not queries:
+        return found
+    con = duckdb.connect()
+    con.register("author_tokens_rows", rows)
+    ids, toks = zip(*queries)
+    for qid, key, total in con.execute(SEARCH_SQL.format(limit=limit), [list(ids), list(toks)]).fetchall():
+        found[qid] = (total, found[qid][1] + [key])
+    return found
+
+
+@st.composite
+def token_tables(draw):
+    # each author: a key number (ties and the -1 of a key without one), a work count (ties), a token bag
+    authors = draw(st.lists(st.sampled_from(KEYS), unique=True, max_size=len(KEYS)))
+    rows = []
+    for key in authors:
+        num = -1 if not key[-2].isdigit() else int(key.removeprefix("/authors/OL")[:-1])
+        count = draw(st.integers(0, 3))
+        for token in draw(st.sets(st.sampled_from(TOKENS), max_size=4)):
+            rows.append((token, key, num, count))
+    rows.sort(key=lambda r: (r[0], r[1]))
+    table = pa.table(
+        {name: [r[i] for r in rows] for i, name in enumerate(("token", "key", "key_num", "work_count"))},
+        schema=pa.schema(
+            [("token", pa.string()), ("key", pa.string()), ("key_num", pa.int64()), ("work_count", pa.int64())]
+        ),
+    )
+    wanted = draw(st.lists(st.lists(st.sampled_from(TOKENS + ["missing"]), unique=True, max_size=3), max_size=6))
+    return wanted, table, draw(st.integers(1, 4))
+
+
+@settings(max_examples=150, deadline=None)
+@given(token_tables())
+def test_search_names_equals_the_join(case):
+    wanted, rows, limit = case
+    assert search_names(wanted, rows, limit) == _reference(wanted, rows, limit)
+
+
+def test_search_names_orders_by_work_count_then_key_number_then_key():
+    rows = pa.table(
+        {
+            "token": ["a", "a", "a", "a", "b", "b"],
+            "key": ["/authors/OL1A", "/authors/OL2A", "/authors/OL3A", "/authors/x", "/authors/OL2A", "/authors/x"],
+            "key_num": [1, 2, 3, -1, 2, -1],
+            "work_count": [5, 7, 7, 7, 7, 7],
+        }
+    )
+    assert search_names([["a"], ["a", "b"], [], ["a", "c"]], rows, 3) == [
+        (4, ["/authors/x", "/authors/OL2A", "/authors/OL3A"]),
+        (2, ["/authors/x", "/authors/OL2A"]),
+        (0, []),
+        (0, []),
+    ]

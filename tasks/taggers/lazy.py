@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from tasks.taggers.blas import one_blas_thread
 from tasks.taggers.city import CityTagger
 from tasks.taggers.human import HumanTagger
 from tasks.taggers.patterns import LIFE_NOUNS, naming_pattern, unknown_proper
@@ -194,8 +195,9 @@ class LazyNerTagger(PipelineTagger):
             else:
                 self._cheap[id(doc)] = view
         ner = self.nlp.get_pipe("ner")
-        for n, doc in zip(send, ner.pipe((docs[n] for n in send), batch_size=BATCH_SIZE)):
-            docs[n] = doc
+        with one_blas_thread():
+            for n, doc in zip(send, ner.pipe((docs[n] for n in send), batch_size=BATCH_SIZE)):
+                docs[n] = doc
         self.ner_titles = len(send)  # this call's; the totals below are the process's
         self.ner_total = getattr(self, "ner_total", 0) + len(send)
         self.parsed_total = getattr(self, "parsed_total", 0) + len(titles)

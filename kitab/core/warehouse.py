@@ -183,10 +183,10 @@ class Warehouse(WarehouseFiles):
         return removed
 
     # -- reading -----------------------------------------------------------------------
-    def read_table(self, table: str, releases: list[str] | None = None) -> pa.Table:
+    def read_table(self, table: str, releases: list[str] | None = None, columns: list[str] | None = None) -> pa.Table:
         """A table's rows over the given (default: all committed) releases, with ``release``
         (and without the stored ``release_id``, as the views). A committed file that is missing
-        or unreadable is an error, never an empty table."""
+        or unreadable is an error, never an empty table. ``columns``: only those (and ``release``)."""
         committed = self.committed_releases()
         parts = []
         for release in committed if releases is None else releases:
@@ -197,7 +197,7 @@ class Warehouse(WarehouseFiles):
                 )
             if path is not None:
                 try:
-                    part = pq.read_table(path)
+                    part = pq.read_table(path, columns=columns)
                 except (OSError, pa.ArrowException) as exc:
                     raise KitabError(
                         f"release {release}: the {table} file {path.relative_to(self.root)} is "
@@ -207,7 +207,8 @@ class Warehouse(WarehouseFiles):
                 part = part.drop_columns([c for c in (STORED_RELEASE, "release") if c in part.column_names])
                 parts.append(part.append_column("release", pa.array([release] * part.num_rows, pa.string())))
         if not parts:
-            return _view_schema(table).empty_table()
+            empty = _view_schema(table).empty_table()
+            return empty if columns is None else empty.select([*columns, "release"])
         return pa.concat_tables(parts, promote_options="default")
 
     # -- catalog -----------------------------------------------------------------------

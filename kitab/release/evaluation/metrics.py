@@ -64,27 +64,65 @@ class QueryTruth:
     unsure: frozenset[str] = frozenset()  # book ids the key leaves out (queries.unsure_book_ids)
 
     @cached_property
-    def book_keys(self) -> list[str]:
-        return [normalise_title(book.title) for book in self.books]
+    def book_keys(self) -> tuple[str, ...]:
+        return normalised(tuple(book.title for book in self.books))
 
     @cached_property
-    def raw_keys(self) -> list[str]:
-        return [normalise_title(title) for title in self.raw]
+    def raw_keys(self) -> tuple[str, ...]:
+        return normalised(self.raw)
 
     @cached_property
-    def book_matcher(self) -> TitleMatcher:
-        return matcher_of(tuple(self.book_keys))
+    def book_matcher(self) -> Matcher:
+        return matcher_of(self.book_keys)
 
     @cached_property
-    def raw_matcher(self) -> TitleMatcher:
-        return matcher_of(tuple(self.raw_keys))
+    def raw_matcher(self) -> Matcher:
+        return matcher_of(self.raw_keys)
+
+    @cached_property
+    def key_books(self) -> tuple[int | None, ...]:
+        """Per ``mapped`` title, the index of the book it names (every answer to the query is
+        scored against the same key)."""
+        return tuple(
+            None if (found := self.book_matcher(normalise_title(m))) is None else found[0] for m in self.mapped
+        )
 
 
 @lru_cache(maxsize=1024)
-def matcher_of(keys: tuple[str, ...]) -> TitleMatcher:
+def normalised(titles: tuple[str, ...]) -> tuple[str, ...]:
+    """``titles`` normalised, once per list: an author's queries share its books' and raw titles' lists."""
+    return tuple(normalise_title(title) for title in titles)
+
+
+@lru_cache(maxsize=1024)
+def matcher_of(keys: tuple[str, ...]) -> Matcher:
     """One matcher per list of titles: an author's queries (and every model scored on them)
     share their books' list, and a matcher only reads what it was built from."""
-    return TitleMatcher(keys)
+    return Matcher(keys)
+
+
+class Matcher:
+    """A :class:`TitleMatcher` that answers each (title, sentence) once: an author's queries
+    ask it the same titles (their keys' titles, a baseline's answers, a model's favourites)."""
+
+    __slots__ = ("_match", "_seen")
+
+    def __init__(self, keys: Sequence[str]):
+        self._match = TitleMatcher(keys)
+        self._seen: dict[tuple[str, bool], tuple[int, str] | None] = {}
+
+    def __call__(self, title: str, *, sentence: bool = False) -> tuple[int, str] | None:
+        key = (title, sentence)
+        if key not in self._seen:
+            self._seen[key] = self._match(title, sentence=sentence)
+        return self._seen[key]
+
+
+@lru_cache(maxsize=4096)
+def title_key(title: str) -> tuple[str, bool]:
+    """A model title's normalised form and whether it reads as a sentence (titles repeat across
+    an author's queries and a model's answers)."""
+    return normalise_title(title), is_sentence(title)
 
 
 @dataclass(frozen=True)
@@ -133,9 +171,10 @@ def _map_keys(truth: QueryTruth, keys: Sequence[tuple[str, bool]]) -> list[tuple
 def score_answer(truth: QueryTruth, titles: Sequence[str], *, no_books: bool = False) -> QueryScore:
     """KITAB's metrics of the model ``titles`` (already parsed from its answer) for ``truth``;
     ``no_books``: the answer said explicitly that no book satisfies the query."""
-    keyed = [(t, key) for t in titles if (key := normalise_title(t))]  # (normalised once)
+    read = [(t, *title_key(t)) for t in titles]  # (normalised once)
+    keyed = [(t, key) for t, key, _ in read if key]
     titles = [t for t, _ in keyed]
-    mapped = _map_keys(truth, [(key, is_sentence(t)) for t, key in keyed])
+    mapped = _map_keys(truth, [(key, sentence) for _, key, sentence in read if key])
     clusters: dict[int, list[str]] = {}
     irrelevant: set[str] = set()
     n_raw = 0
@@ -169,8 +208,7 @@ def score_answer(truth: QueryTruth, titles: Sequence[str], *, no_books: bool = F
     sat, unsat, nfa = rate(len(satisfied)), rate(len(clusters) - len(satisfied)), rate(len(irrelevant))
     completeness = None
     if truth.mapped:
-        wanted = [truth.book_matcher(normalise_title(m)) for m in truth.mapped]
-        completeness = sum(1 for w in wanted if w is not None and w[0] in satisfied) / len(truth.mapped)
+        completeness = sum(1 for index in truth.key_books if index in satisfied) / len(truth.mapped)
         all_correct = completeness == 1.0 and sat == 1.0 and nfa == 0.0
     else:  # nothing to list: right when the answer says so, or lists only "don't care" books
         all_correct = not scored and (no_books or bool(titles))

@@ -13,18 +13,20 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime
+from functools import cached_property, lru_cache
 from pathlib import Path
 
 from kitab.core.errors import KitabError
 from kitab.core.warehouse import Warehouse
 from kitab.release.bins import kappa_bin_label, popularity_bin_label
 from kitab.release.evaluation.answers import Answer, answers_model, read_answers
-from kitab.release.evaluation.metrics import QueryTruth, score_answer, unanswered_score
-from kitab.release.evaluation.parse import is_reasoning_only, read_answer
+from kitab.release.evaluation.metrics import QueryScore, QueryTruth, score_answer, unanswered_score
+from kitab.release.evaluation.parse import ParsedAnswer, is_reasoning_only, read_answer
 from kitab.release.evaluation.population import Population, choose_population, file_limit
 from kitab.release.leaderboard import leaderboard
 from tasks.constraints import Book, entity_kinds, parse_criteria
@@ -46,6 +48,19 @@ class QueryInfo:
     n_books: int
     constrainedness: float
     sitelinks: int
+
+    # what each of the query's rows repeats (a row per answer sample, a baseline's row per query)
+    @cached_property
+    def type_labels(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(spec.label for spec in self.truth.specs))
+
+    @cached_property
+    def kappa_bin(self) -> str:
+        return kappa_bin_label(self.n_mapped, self.n_books)
+
+    @cached_property
+    def popularity_bin(self) -> str:
+        return popularity_bin_label(self.sitelinks)
 
 
 def load_truths(con) -> dict[str, QueryInfo]:
@@ -74,6 +89,25 @@ def load_truths(con) -> dict[str, QueryInfo]:
         "JOIN authors a ON a.qid = q.author_qid ORDER BY k.query_id"
     ).fetchall()
     shared = {qid: tuple(author_books) for qid, author_books in books.items()}
+    # An author's all_books and raw_books strings repeat on each of its queries, and criteria
+    # texts across queries: each distinct string is parsed once (ast.literal_eval was most of
+    # the battery's time), and an author's all_books checked once against its books.
+    lists: dict[str, tuple[str, ...]] = {}
+    criteria: dict[str, tuple] = {}
+    checked: set[tuple[str, str]] = set()
+
+    def listed(text: str) -> tuple[str, ...]:
+        found = lists.get(text)
+        if found is None:
+            found = lists[text] = read_py_list(text)
+        return found
+
+    def specs(text: str) -> tuple:
+        found = criteria.get(text)
+        if found is None:
+            found = criteria[text] = tuple(parse_criteria(text))
+        return found
+
     out = {}
     for (
         query_id,
@@ -92,26 +126,43 @@ def load_truths(con) -> dict[str, QueryInfo]:
         sitelinks,
     ) in rows:
         author_books = shared.get(qid, ())
-        listed = ast.literal_eval(all_books)
-        if len(listed) != len(author_books) or not all(
-            entry.startswith(book.title) for entry, book in zip(listed, author_books)
-        ):
-            raise KitabError(
-                f"query {query_id}: all_books does not list the author's books in order "
-                "(the release's views and tables disagree)"
-            )
+        if (qid, all_books) not in checked:
+            entries = listed(all_books)
+            if len(entries) != len(author_books) or not all(
+                entry.startswith(book.title) for entry, book in zip(entries, author_books)
+            ):
+                raise KitabError(
+                    f"query {query_id}: all_books does not list the author's books in order "
+                    "(the release's views and tables disagree)"
+                )
+            checked.add((qid, all_books))
         truth = QueryTruth(
             query_id,
-            tuple(parse_criteria(constraints)),
+            specs(constraints),
             author_books,
-            tuple(ast.literal_eval(mapped)),
-            tuple(ast.literal_eval(raw)),
+            listed(mapped),
+            listed(raw),
             frozenset(unsure or ()),
         )
         out[query_id] = QueryInfo(
             truth, qid, (author, ctype, constraints), n_constraints, ctype, n_mapped, n_books, kappa, sitelinks
         )
     return out
+
+
+# kitab_py_list's text (sql/marts/kitab_book_constraints.sql) when no item needed an escape:
+# each item quoted by a quote it does not hold, so the item's text is the string
+_ITEM = r"'[^'\\\n\r\x00]*'|\"[^\"\\\n\r\x00]*\""
+_PLAIN_LIST = re.compile(rf"\[(?:(?:{_ITEM})(?:, (?:{_ITEM}))*)?\]")
+_PLAIN_ITEM = re.compile(r"'([^']*)'|\"([^\"]*)\"")
+
+
+def read_py_list(text: str) -> tuple[str, ...]:
+    """A KITAB view's stringified list of strings read back: what ``ast.literal_eval`` returns
+    (KITAB's consumers read it so), without compiling it when no item holds an escape."""
+    if _PLAIN_LIST.fullmatch(text):
+        return tuple(a or b for a, b in _PLAIN_ITEM.findall(text))
+    return tuple(ast.literal_eval(text))
 
 
 def match_answers(answers: Iterable[Answer], queries: dict[str, QueryInfo], path: Path) -> list[tuple[Answer, str]]:
@@ -188,7 +239,7 @@ def _score_row(head: dict, info: QueryInfo, query_id: str, sample: int, answer: 
     if answer is None:
         score = unanswered_score(satisfiable=info.n_mapped > 0)
     else:
-        parsed = read_answer(answer.response)
+        parsed = _read(answer.response)
         score = score_answer(info.truth, parsed.titles, no_books=parsed.no_books)
         unread = parsed.unread
     finish_reason = answer.finish_reason if answer is not None else None
@@ -199,11 +250,11 @@ def _score_row(head: dict, info: QueryInfo, query_id: str, sample: int, answer: 
         "author_qid": info.author_qid,
         "n_constraints": info.n_constraints,
         "constraint_type": info.constraint_type,
-        "type_labels": list(dict.fromkeys(spec.label for spec in info.truth.specs)),
+        "type_labels": list(info.type_labels),
         "constrainedness": info.constrainedness,
-        "kappa_bin": kappa_bin_label(info.n_mapped, info.n_books),
+        "kappa_bin": info.kappa_bin,
         "sitelinks": info.sitelinks,
-        "popularity_bin": popularity_bin_label(info.sitelinks),
+        "popularity_bin": info.popularity_bin,
         "n_mapped": info.n_mapped,
         "n_books": info.n_books,
         "answered": answer is not None,
@@ -214,8 +265,18 @@ def _score_row(head: dict, info: QueryInfo, query_id: str, sample: int, answer: 
         "response": answer.response if answer is not None else None,
         "reasoning": answer.reasoning if answer is not None else None,
         # (a shallow copy: asdict would deep-copy every title list again)
-        **{f.name: getattr(score, f.name) for f in fields(score)},
+        **{name: getattr(score, name) for name in _SCORE_FIELDS},
     }
+
+
+_SCORE_FIELDS = tuple(f.name for f in fields(QueryScore))
+
+
+@lru_cache(maxsize=256)
+def _read(response: str | None) -> ParsedAnswer:
+    """:func:`read_answer`, a recent response read once: the baselines (kitab/release/validity)
+    give an author's queries the same few answers, and a model repeats "No books found."."""
+    return read_answer(response)
 
 
 # what an evaluations file written before a column existed means by its absence

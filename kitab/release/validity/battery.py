@@ -11,13 +11,14 @@ metrics from kitab/release/evaluation with the leaderboard's cluster-bootstrap i
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 
+from kitab.core.warehouse import Warehouse
 from kitab.release.evaluation.answers import Answer
 from kitab.release.evaluation.run import load_truths, score_rows
-from kitab.release.intervals import METRIC_COLUMNS, SEED, metric_intervals
-from kitab.release.validity.claims import claim_verdicts, pair_scores, stable_hash
+from kitab.release.intervals import METRIC_COLUMNS, SEED, clusters, interval
+from kitab.release.validity.claims import stable_hash, streamed_claim_scores
 from kitab.release.validity.queries import longest_titles, median_key_size, none_everywhere, title_pattern
 
 TABLE = "baselines"
@@ -33,6 +34,19 @@ QUERY_METRICS = {
 # what the classifier reads of other releases' claims (claims.py: naive_bayes, claim_verdicts):
 # a training claim's other columns (titles, years, ids) are not held in memory
 TRAIN_COLUMNS = ("release", "author_qid", "claim_author_qid", "kind", "label", "claim")
+# what the baselines read of the release's own claims, BATCH at a time (claims.py: streamed_claim_scores)
+CLAIM_COLUMNS = (
+    "query_id",
+    "pair_id",
+    "position",
+    "author_qid",
+    "claim_author_qid",
+    "kind",
+    "constraint_type",
+    "claim",
+    "label",
+)
+BATCH = 50_000
 MAX_QUERIES = 20_000  # above this, a seeded sample of authors' queries is scored (~400 queries/s, 3 baselines, at load)
 _EPOCH = datetime(2000, 1, 1, tzinfo=UTC)  # score_rows' evaluated_at, never stored
 
@@ -52,15 +66,40 @@ def _row(task, baseline, metric, dimension, label, value, low, high, n, trained_
     }
 
 
-def claim_rows(claims: list[dict], train: list[dict]) -> list[dict]:
-    """The claim baselines' pair accuracy (overall, per kind, per constraint type)."""
+def claim_rows(scores: dict[str, tuple[dict, str]]) -> list[dict]:
+    """The claim baselines' pair accuracy (overall, per kind, per constraint type), from each
+    baseline's pair scores and what it was trained on (claims.py: claim_scores)."""
     out = []
-    for name, (verdicts, trained_on) in claim_verdicts(claims, train).items():
-        for dimension, bins in pair_scores(claims, verdicts).items():
+    for name, (bins_of, trained_on) in scores.items():
+        for dimension, bins in bins_of.items():
             for label, s in bins.items():
                 score = (s["pair_accuracy"], s["low"], s["high"], s["pairs"])
                 out.append(_row("claims", name, "pair_accuracy", dimension, label, *score, trained_on))
     return out
+
+
+def claim_batches(con, size: int = BATCH) -> Callable[[], Iterator[list[dict]]]:
+    """The release's claims, ``size`` at a time, as the baselines read them (a pass each call)."""
+
+    def read() -> Iterator[list[dict]]:
+        cursor = con.cursor()  # (its own result: the passes interleave with no other query, but say so)
+        try:
+            reader = cursor.sql(f"SELECT {', '.join(CLAIM_COLUMNS)} FROM claims").to_arrow_reader(size)
+            for batch in reader:
+                yield batch.to_pylist()
+        finally:
+            cursor.close()
+
+    return read
+
+
+def other_claims(warehouse: Warehouse, releases: list[str], size: int = BATCH) -> Iterator[list[dict]]:
+    """The claims of ``releases`` the classifier trains on (TRAIN_COLUMNS), ``size`` at a time,
+    one release read at a time."""
+    for release in releases:
+        table = warehouse.read_table("claims", [release], columns=[c for c in TRAIN_COLUMNS if c != "release"])
+        for batch in table.to_batches(size):
+            yield batch.to_pylist()
 
 
 def sample_authors(counts: dict[str, int], limit: int = MAX_QUERIES, seed: int = SEED) -> list[str] | None:
@@ -125,28 +164,28 @@ def query_rows(con, limit: int = MAX_QUERIES) -> list[dict]:
             for label in dict.fromkeys(row["type_labels"]):
                 groups.setdefault(("type", label), []).append(row)
         for (dimension, label), group in groups.items():
-            for metric, ci in metric_intervals(group).items():
-                if metric in QUERY_METRICS:
-                    # n: the queries the metric is a mean over (a rate: those that listed a title)
-                    n = sum(1 for r in group if r[METRIC_COLUMNS[metric]] is not None)
-                    score = (ci["value"], ci["low"], ci["high"], n)
-                    out.append(_row("queries", name, metric, dimension, label, *score, learned))
+            for metric in QUERY_METRICS:  # (the leaderboard's interval of each, intervals.metric_intervals)
+                cells = clusters(group, METRIC_COLUMNS[metric])
+                ci = interval(cells)
+                # n: the queries the metric is a mean over (a rate: those that listed a title)
+                n = sum(count for _, count in cells.values())
+                score = (ci["value"], ci["low"], ci["high"], n)
+                out.append(_row("queries", name, metric, dimension, label, *score, learned))
     return out
 
 
-def battery_rows(con, train_claims: list[dict], limit: int = MAX_QUERIES) -> list[dict]:
+def battery_rows(con, train_claims: Iterable[list[dict]], limit: int = MAX_QUERIES) -> list[dict]:
     """The ``baselines`` table of the release ``con``'s views show (a staged release at publish
-    time); ``train_claims``: other releases' claims (with ``release``), the classifier's training."""
-    cursor = con.execute("SELECT * FROM claims ORDER BY query_id")
-    names = [d[0] for d in cursor.description]
-    claims = [dict(zip(names, r)) for r in cursor.fetchall()]
-    rows = claim_rows(claims, train_claims) + query_rows(con, limit)
+    time); ``train_claims``: other releases' claims (with ``release``), batch by batch, the
+    classifier's training."""
+    rows = claim_rows(streamed_claim_scores(claim_batches(con), train_claims)) + query_rows(con, limit)
     return sorted(rows, key=lambda r: (r["task"], r["baseline"], r["metric"], r["dimension"], r["bin"]))
 
 
-def battery(read_claims: Callable[[], list[dict]], limit: int = MAX_QUERIES) -> Callable:
+def battery(read_claims: Callable[[], Iterable[list[dict]]], limit: int = MAX_QUERIES) -> Callable:
     """What publishing runs over the staged release (kitab.core.release_commit's ``derive``):
-    ``read_claims`` returns the claims of the releases the classifier trains on."""
+    ``read_claims`` returns the claims of the releases the classifier trains on, batch by batch
+    (:func:`other_claims`)."""
 
     def derive(con) -> dict[str, list[dict]]:
         return {TABLE: battery_rows(con, read_claims(), limit)}

@@ -311,7 +311,8 @@ def claims_from_material(
 ) -> tuple[list[dict], dict]:
     """:func:`build_claims` from :func:`claim_material` held as rows."""
     reader = rows_reader({"claim_attributes": attributes, "claim_books": books})
-    return claims_from_batches(authors, [reader], seed=seed, per_author=per_author)
+    columns, stats = claims_from_batches(authors, [reader], seed=seed, per_author=per_author)
+    return as_rows(columns), stats
 
 
 def claims_from_batches(  # noqa: PLR0913
@@ -322,15 +323,20 @@ def claims_from_batches(  # noqa: PLR0913
     per_author: int = 2,
     spill: Path | None = None,
     shared: set[str] | None = None,
-) -> tuple[list[dict], dict]:
-    """:func:`build_claims` from every batch's :func:`claim_material`, read one batch at a time
-    (tasks/claim_draw.py); with ``spill`` (a folder) the candidates leave what they quote there
-    and only the drawn pairs bring it back: 1 KB per candidate pair held, 4 million of them at
-    100,000 authors; ``shared``: tasks/claim_draw.py shared_keys."""
+) -> tuple[dict[str, list], dict]:
+    """The claims table as columns (:func:`claim_columns`) and the stage's stats, from every
+    batch's :func:`claim_material`, read one batch at a time (tasks/claim_draw.py); with
+    ``spill`` (a folder) the candidates leave what they quote there and only the drawn pairs
+    bring it back (4 million candidate pairs at 100,000 authors, 0.6 million drawn);
+    ``shared``: tasks/claim_draw.py shared_keys."""
     n_authors = len({b["author_qid"] for read in batches for b in read("claim_books", ["author_qid"])})
     candidates = pairs_from_batches(authors, batches, seed, spill, shared)
-    fetch = None if spill is None else (lambda chosen: fetch_sides(chosen, spill))
-    return select_claims(candidates, n_authors, seed=seed, per_author=per_author, fetch=fetch)
+    chosen, available = choose_pairs(candidates, n_authors, seed=seed, per_author=per_author)
+    del candidates  # the pairs not drawn: most of the draw's memory, before the claims are built
+    if spill is not None:
+        fetch_sides(chosen, spill)
+    columns = claim_columns(chosen, seed)
+    return columns, claim_stats(chosen, columns, available)
 
 
 def stratum_capacity(candidates: dict[tuple[str, str | None], list[dict]], seed: int) -> dict:
@@ -338,61 +344,78 @@ def stratum_capacity(candidates: dict[tuple[str, str | None], list[dict]], seed:
     return {(k, t): _capacity(pairs, seed, f"{k}:{t or ''}") for (k, t), pairs in candidates.items()}
 
 
-def select_claims(
-    candidates: dict[tuple[str, str | None], list[dict]],
-    n_authors: int,
-    *,
-    seed: int,
-    per_author: int = 2,
-    fetch: Callable[[list], None] | None = None,
-) -> tuple[list[dict], dict]:
+CLAIM_COLUMNS = (
+    "query_id", "pair_id", "position", "author_qid", "kind", "constraint_type",
+    "book_id", "title", "year", "constraint_id", "claim_author_qid", "label", "claim",
+)  # fmt: skip
+
+
+def choose_pairs(
+    candidates: dict[tuple[str, str | None], list], n_authors: int, *, seed: int, per_author: int = 2
+) -> tuple[list, dict[str, int]]:
     """The pairs drawn from ``candidates`` (:func:`candidate_pairs`) for ``n_authors`` authors
-    with books, as the claims table's rows (two per pair), and the stage's stats. ``fetch``:
-    brings back the drawn pairs' spilled sides (tasks/claim_draw.py fetch_sides)."""
+    with books, and how many each kind offered."""
     capacity = stratum_capacity(candidates, seed)
     available = {kind: sum(n for (k, _), n in capacity.items() if k == kind) for kind in KINDS}
     per_kind = min(per_author * n_authors, *available.values())
-    chosen: list[dict] = []
+    chosen: list = []
     for kind in KINDS:
         strata = {t: n for (k, t), n in capacity.items() if k == kind}
         quota = split_quota(per_kind, {t or "": n for t, n in strata.items()})
         for t in sorted(strata, key=lambda t: t or ""):
             chosen += _balanced(candidates[kind, t], quota[t or ""], seed, f"{kind}:{t or ''}")
-    if fetch is not None:
-        fetch(chosen)
-    rows = []
+    return chosen, available
+
+
+def claim_columns(chosen: list, seed: int) -> dict[str, list]:
+    """The drawn pairs as the claims table's columns (two rows per pair, in author, kind, pair
+    order; which claim comes first a seeded coin): columns, not a dict per claim, which at
+    1.2 million claims (100,000 authors) was 1 GB."""
+    columns: dict[str, list] = {name: [] for name in CLAIM_COLUMNS}
     for pair in sorted(chosen, key=lambda p: (p["author_qid"], p["kind"], p["pair_key"])):
         pair_id = f"{pair['kind']}:{pair['pair_key']}"
         sides = claim_sides(pair["sides"])
         sides = sides if _drawn(seed, "flip", pair_id)[0] < 128 else sides[::-1]
         for position, side in enumerate(sides, 1):
-            rows.append(
-                {
-                    "query_id": f"{pair_id}#{position}",
-                    "pair_id": pair_id,
-                    "position": position,
-                    "author_qid": pair["author_qid"],
-                    "kind": pair["kind"],
-                    "constraint_type": pair["constraint_type"],
-                    **side,
-                }
-            )
-    stats = {
+            row = {
+                "query_id": f"{pair_id}#{position}",
+                "pair_id": pair_id,
+                "position": position,
+                "author_qid": pair["author_qid"],
+                "kind": pair["kind"],
+                "constraint_type": pair["constraint_type"],
+                **side,
+            }
+            for name in CLAIM_COLUMNS:
+                columns[name].append(row[name])
+    return columns
+
+
+def claim_stats(chosen: list, columns: dict[str, list], available: dict[str, int]) -> dict:
+    """The claims stage's stats."""
+    types = {p["constraint_type"] for p in chosen if p["constraint_type"]}
+    return {
         "pairs": len(chosen),
-        "claims": len(rows),
+        "claims": len(columns["query_id"]),
         "per_kind": {k: sum(1 for p in chosen if p["kind"] == k) for k in KINDS},
-        "per_constraint_type": dict(
-            sorted(
-                {
-                    t: sum(1 for p in chosen if p["constraint_type"] == t)
-                    for t in {p["constraint_type"] for p in chosen if p["constraint_type"]}
-                }.items()
-            )
-        ),
+        "per_constraint_type": {t: sum(1 for p in chosen if p["constraint_type"] == t) for t in sorted(types)},
         "available": available,
-        "true_first": sum(1 for r in rows if r["position"] == 1 and r["label"]),
+        "true_first": sum(1 for pos, label in zip(columns["position"], columns["label"]) if pos == 1 and label),
     }
-    return rows, stats
+
+
+def as_rows(columns: dict[str, list]) -> list[dict]:
+    return [dict(zip(columns, values)) for values in zip(*columns.values())]
+
+
+def select_claims(
+    candidates: dict[tuple[str, str | None], list[dict]], n_authors: int, *, seed: int, per_author: int = 2
+) -> tuple[list[dict], dict]:
+    """The pairs drawn from ``candidates`` (:func:`candidate_pairs`) for ``n_authors`` authors
+    with books, as the claims table's rows (two per pair), and the stage's stats."""
+    chosen, available = choose_pairs(candidates, n_authors, seed=seed, per_author=per_author)
+    columns = claim_columns(chosen, seed)
+    return as_rows(columns), claim_stats(chosen, columns, available)
 
 
 def claims_from_rows(tables: dict[str, Iterable[dict]], seed: int, per_author: int = 2) -> tuple[list[dict], dict]:

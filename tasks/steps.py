@@ -31,8 +31,8 @@ from typing import Any
 
 from kitab.core.params import ModelEndpoint
 from kitab.core.progress import step_progress
-from kitab.core.refs import TableRef, duck, iter_rows, read_rows, read_slice, write_query, write_rows
-from kitab.core.schemas import arrow_schema
+from kitab.core.refs import TableRef, duck, iter_rows, read_rows, read_slice, write_arrow, write_query, write_rows
+from kitab.core.schemas import arrow_schema, columns_to_arrow
 from kitab.core.stages import GENERATE_CONSTRAINTS, SAMPLE_AUTHORS, TAG_ENTITIES
 from kitab.core.workdir import StepResult, WorkDir
 from kitab.sources import SourceSpec, sources_for
@@ -538,9 +538,10 @@ def claims_step(ctx: RunContext, constrained: list[StepResult]) -> StepResult:
         with tempfile.TemporaryDirectory(prefix="claims-spill-", dir=ctx.work.root) as spill:
             paths = {name: [ref.path for ref in inputs[name] if ref.rows] for name in CLAIMS_INPUTS}
             shared = shared_keys(paths["claim_authors"], paths["claim_books"])
-            rows, stats = claims_from_batches(
+            columns, stats = claims_from_batches(
                 iter_rows(inputs["claim_authors"]), batches, seed=ctx.seed, spill=Path(spill), shared=shared
             )
-        return StepResult(_write(ctx, "claims", "all", {"claims": rows}), stats)
+        ref = write_arrow("claims", columns_to_arrow("claims", columns), ctx.work.path("claims", "all", "claims"))
+        return StepResult({"claims": ref}, stats)
 
     return ctx.work.run("claims", "all", compute, seed=ctx.seed, **inputs)

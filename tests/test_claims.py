@@ -349,7 +349,7 @@ def test_a_draw_batch_by_batch_with_spilled_sides_and_shared_keys_is_the_whole_r
     material held as rows."""
     from kitab.core.refs import iter_rows, write_rows
     from tasks.claim_draw import pairs_from_batches, rows_reader, shared_keys
-    from tasks.claims import claim_material, claims_from_batches, claims_from_material
+    from tasks.claims import as_rows, claim_material, claims_from_batches, claims_from_material
 
     rows = {t: tables[t].to_pylist() for t in INPUTS}
     whole = claim_material(*(rows[t] for t in INPUTS))
@@ -377,8 +377,8 @@ def test_a_draw_batch_by_batch_with_spilled_sides_and_shared_keys_is_the_whole_r
         return (a for r in refs for a in iter_rows(r["claim_authors"]))
 
     reference = claims_from_material(whole["claim_attributes"], whole["claim_authors"], whole["claim_books"], seed=13)
-    batched = claims_from_batches(authors_rows(), batches, seed=13, spill=tmp_path, shared=shared)
-    assert batched == reference
+    columns, stats = claims_from_batches(authors_rows(), batches, seed=13, spill=tmp_path, shared=shared)
+    assert (as_rows(columns), stats) == reference
     assert sorted(p.name for p in tmp_path.glob("*.pickle")) == ["00000.pickle", "00001.pickle", "00002.pickle"]
     # the candidates themselves: the same pairs in the same order, sides and all
     one = pairs_from_batches(whole["claim_authors"], [rows_reader({

@@ -70,9 +70,19 @@ def to_arrow(table: str, rows: list[dict]) -> pa.Table:
     extra = {k for row in rows[:1000] for k in row} - set(names)
     if extra:
         raise ValueError(f"{table}: columns not in schemas/{table}.json: {sorted(extra)}")
-    columns = {n: [row.get(n) for row in rows] for n in names}
+    return columns_to_arrow(table, {n: [row.get(n) for row in rows] for n in names})
+
+
+def columns_to_arrow(table: str, columns: dict[str, list]) -> pa.Table:
+    """Columns (name -> values) -> Arrow table in the schema's column order (a column not given:
+    nulls); a clear error on a bad value or a column the schema lacks."""
+    schema = arrow_schema(table)
+    extra = set(columns) - set(schema.names)
+    if extra:
+        raise ValueError(f"{table}: columns not in schemas/{table}.json: {sorted(extra)}")
+    length = len(next(iter(columns.values()), []))
     try:
-        return pa.table(columns, schema=schema)
+        return pa.table({n: columns.get(n, [None] * length) for n in schema.names}, schema=schema)
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
         raise ValueError(f"{table}: rows do not match schemas/{table}.json: {exc}") from exc
 

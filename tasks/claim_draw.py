@@ -71,7 +71,13 @@ def pairs_from_batches(
             if b["first_year"] is not None and b["first_year"] > latest:
                 latest = b["first_year"]
     release = Release(authors, with_books, latest, seed, shared)
-    cells = {ctype: _cell_of(values) for ctype, values in true_values.items()}
+    cells: dict[str, Callable] = {}  # per type, each value pair's cell computed once
+
+    def cell_of(ctype: str) -> Callable:
+        if ctype not in cells:  # (a type may have no true value in the release)
+            cells[ctype] = _cell_of(true_values[ctype])
+        return cells[ctype]
+
     out: dict[Stratum, list[Pair]] = defaultdict(list)
     seen: set[str] = set()
     for number, read in enumerate(batches):
@@ -89,7 +95,10 @@ def pairs_from_batches(
         for qid in batch:
             rng = random.Random(f"claims-candidates:{seed}:{qid}")
             drawn = [
-                (("attribute", ctype), _attribute_pairs(qid, ctype, sides, cells[ctype], true_values[ctype], rng, seed))
+                (
+                    ("attribute", ctype),
+                    _attribute_pairs(qid, ctype, sides, cell_of(ctype), true_values[ctype], rng, seed),
+                )
                 for ctype, sides in sorted(per_type.pop(qid, {}).items())
             ]
             if qid in release.position:

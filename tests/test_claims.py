@@ -388,3 +388,19 @@ def test_a_draw_batch_by_batch_with_spilled_sides_and_shared_keys_is_the_whole_r
     assert {s: [p.as_dict() for p in v] for s, v in one.items()} == {
         s: [p.as_dict() for p in v] for s, v in many.items()
     }
+
+
+def test_a_constraint_type_with_no_true_claim_in_the_release_makes_no_pair_and_no_error():
+    from tasks.claims import pairs_from_material
+
+    def attribute(qid, ctype, n, label):
+        value = json.dumps([n])
+        return {"author_qid": qid, "constraint_type": ctype, "constraint_id": f"{qid}:{ctype}:{n}",
+                "label": label, "value": value, "claim": f"claim {n}"}  # fmt: skip
+
+    attributes = [attribute("Q1", "word_count", n, n == 2) for n in (1, 2, 3)]
+    attributes += [attribute("Q1", "city_name", n, False) for n in (0, 1)]  # never true anywhere
+    authors = [{"qid": "Q1", "name": "A", "birth_year": 1950, "keys": ["x"]}]
+    books = [{"author_qid": "Q1", "book_id": "Q1:b", "title": "X", "first_year": 1990, "keys": ["x"], "years": []}]
+    pairs = pairs_from_material(attributes, authors, books, seed=1)
+    assert ("attribute", "word_count") in pairs and ("attribute", "city_name") not in pairs

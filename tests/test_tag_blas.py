@@ -4,14 +4,12 @@ as thinc's default, BLIS, and the thread setting is the caller's again afterward
 from __future__ import annotations
 
 import csv
-import gc
 from pathlib import Path
 
 from thinc.api import NumpyOps
 
 from tasks.taggers.blas import _set_local_threads, one_blas_thread, openblas_usable
 from tasks.taggers.pipeline import load_pipeline, recase
-from tasks.taggers.registry import freeze_loaded, make_taggers
 
 DATA = Path(__file__).resolve().parent.parent / "benchmarks" / "data"
 
@@ -60,9 +58,3 @@ def test_one_blas_thread_restores_the_callers_setting():
         assert set_threads(2) == 2  # after: the caller's two again
     finally:
         set_threads(before)
-
-
-def test_loaded_taggers_are_frozen_out_of_the_collector():
-    make_taggers(("human_v7", "city_v7"))
-    freeze_loaded()
-    assert gc.get_freeze_count() > 100_000  # the word lists and the gazetteer, walked by no collection

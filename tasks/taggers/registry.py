@@ -24,10 +24,8 @@ and importing it registers the tagger (:func:`register_tagger`) and its entity k
 
 from __future__ import annotations
 
-import gc
 import importlib
 from collections.abc import Sequence
-from functools import cache
 from typing import Any
 
 from kitab.core.errors import BadValue
@@ -88,18 +86,7 @@ def make_taggers(versions: Sequence[str] | None = None, *, endpoint: Any = None,
 
     classes = [tagger_class(v) for v in (selected_versions() if versions is None else versions)]
     taggers = [cls(**options, endpoint=endpoint) if issubclass(cls, ModelTagger) else cls(**options) for cls in classes]
-    freeze_loaded()
     return taggers
-
-
-@cache
-def freeze_loaded() -> None:
-    """Once per process, after the first taggers load: move everything alive (the word lists,
-    the gazetteer's ~130,000 entries, spaCy's pipeline, all kept for the process's life) out of
-    the cyclic garbage collector's reach (`gc.freeze`). Every full collection walked them again:
-    ~12% of tagging's CPU. A collection first, so no garbage is frozen with them."""
-    gc.collect()
-    gc.freeze()
 
 
 def tagger_class(version: str) -> type:

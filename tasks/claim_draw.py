@@ -24,6 +24,7 @@ from functools import cache
 from operator import attrgetter
 from pathlib import Path
 from sys import intern
+from typing import NamedTuple
 
 from kitab.core.refs import duck
 from tasks.claim_rows import AttributeRow, Pair, book_rows
@@ -45,21 +46,16 @@ def rows_reader(material: dict[str, Iterable[dict]]) -> Reader:
     return lambda name, columns=None: held[name]
 
 
-def pairs_from_batches(
-    authors: Iterable[dict],
-    batches: Sequence[Reader],
-    seed: int,
-    spill: Path | None = None,
-    shared: set[str] | None = None,
-) -> dict[Stratum, list[Pair]]:
-    """Every candidate pair per stratum, each stratum's in author (QID) order and per author
-    in the order drawn: the same pairs whichever batches the authors come in, as long as each
-    author's material is in one batch (else a ValueError). ``spill``: a folder where each
-    batch's pairs leave their sides (the titles and claims they quote, most of a pair's
-    memory), a pair keeping where they are; :func:`fetch_sides` brings back the drawn ones'.
-    ``shared``: the keys of more than one author (:func:`shared_keys`), the only ones an
-    authorship pair's exclusions need (None: index every key)."""
-    true_values: dict[str, Counter] = defaultdict(Counter)  # per type: how often each value is true
+class ReleaseFacts(NamedTuple):
+    """What crosses authors in the material, read from a few columns of every batch."""
+
+    true_values: dict[str, Counter]  # per type: how often each value is true
+    with_books: set[str]  # the authors with books
+    latest: int  # the latest first year (a false year is never later)
+
+
+def release_facts(batches: Sequence[Reader]) -> ReleaseFacts:
+    true_values: dict[str, Counter] = defaultdict(Counter)
     with_books: set[str] = set()
     latest = 0
     for read in batches:
@@ -70,7 +66,27 @@ def pairs_from_batches(
             with_books.add(b["author_qid"])
             if b["first_year"] is not None and b["first_year"] > latest:
                 latest = b["first_year"]
-    release = Release(authors, with_books, latest, seed, shared)
+    return ReleaseFacts(true_values, with_books, latest)
+
+
+def pairs_from_batches(  # noqa: PLR0913
+    authors: Iterable[dict],
+    batches: Sequence[Reader],
+    seed: int,
+    spill: Path | None = None,
+    shared: set[str] | None = None,
+    facts: ReleaseFacts | None = None,
+) -> dict[Stratum, list[Pair]]:
+    """Every candidate pair per stratum, each stratum's in author (QID) order and per author
+    in the order drawn: the same pairs whichever batches the authors come in, as long as each
+    author's material is in one batch (else a ValueError). ``spill``: a folder where each
+    batch's pairs leave their sides (the titles and claims they quote, most of a pair's
+    memory), a pair keeping where they are; :func:`fetch_sides` brings back the drawn ones'.
+    ``shared``: the keys of more than one author (:func:`shared_keys`), the only ones an
+    authorship pair's exclusions need (None: index every key). ``facts``: the batches'
+    :func:`release_facts`, if the caller has read them already."""
+    true_values, with_books, latest = facts if facts is not None else release_facts(batches)
+    release = Release(authors, with_books, seed, shared)
     cells: dict[str, Callable] = {}  # per type, each value pair's cell computed once
 
     def cell_of(ctype: str) -> Callable:
@@ -218,7 +234,7 @@ class Release:
     authors (a list per book was quadratic: hours at 10,000)."""
 
     def __init__(
-        self, authors: Iterable[dict], with_books: set[str], latest: int, seed: int, shared: set[str] | None = None
+        self, authors: Iterable[dict], with_books: set[str], seed: int, shared: set[str] | None = None
     ) -> None:
         self.names: dict[str, str] = {}
         birth: dict[str, int | None] = {}

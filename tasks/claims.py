@@ -43,7 +43,7 @@ from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 from pathlib import Path
 
-from tasks.claim_draw import Reader, _drawn, fetch_sides, pairs_from_batches, rows_reader
+from tasks.claim_draw import Reader, _drawn, fetch_sides, pairs_from_batches, release_facts, rows_reader
 from tasks.claim_rows import Pair, claim_text
 from tasks.claim_rows import sides as claim_sides
 from tasks.constraints import Book, Spec, spec_from_dict, spec_from_json
@@ -329,9 +329,9 @@ def claims_from_batches(  # noqa: PLR0913
     ``spill`` (a folder) the candidates leave what they quote there and only the drawn pairs
     bring it back (4 million candidate pairs at 100,000 authors, 0.6 million drawn);
     ``shared``: tasks/claim_draw.py shared_keys."""
-    n_authors = len({b["author_qid"] for read in batches for b in read("claim_books", ["author_qid"])})
-    candidates = pairs_from_batches(authors, batches, seed, spill, shared)
-    chosen, available = choose_pairs(candidates, n_authors, seed=seed, per_author=per_author)
+    facts = release_facts(batches)
+    candidates = pairs_from_batches(authors, batches, seed, spill, shared, facts)
+    chosen, available = choose_pairs(candidates, len(facts.with_books), seed=seed, per_author=per_author)
     del candidates  # the pairs not drawn: most of the draw's memory, before the claims are built
     if spill is not None:
         fetch_sides(chosen, spill)

@@ -45,15 +45,9 @@ def snapshot(authors: int) -> Path:
 
 
 def _args(snap: Path, authors: int, warehouse: Path, batch_size: int | None) -> dict:
-    return dict(
-        source="dump",
-        snapshot=str(snap),
-        authors=authors,
-        seed=1,
-        release=f"dask-{authors}",
-        warehouse=str(warehouse),
-        batch_size=batch_size,
-    )
+    from scale import refresh_args  # benchmarks/ is sys.path[0] in this (the parent) process
+
+    return refresh_args(snap, authors, warehouse, batch_size, release=f"dask-{authors}")
 
 
 def _child(args: dict, workers: int, cache_only: bool) -> dict:

@@ -84,19 +84,24 @@ def measured(cmd: list[str], env: dict, profile: Path | None = None) -> tuple[fl
     return result.wall, result.peak_gib, result.out, result.err
 
 
-def run(authors: int, mode: str, batch_size: int | None, profile: bool = False, extra: tuple = ()) -> dict:
-    snap = snapshot(authors)
-    warehouse = Path(tempfile.mkdtemp(prefix=f"kitab-scale-{authors}-{mode}-", dir=BENCH_OUT))
-    env = {**os.environ, "KITAB_WAREHOUSE": str(warehouse)}
-    args = dict(
+def refresh_args(snap: Path, authors: int, warehouse: Path, batch_size: int | None, release: str) -> dict:
+    """kitab.app.runs.run_refresh's arguments for a benchmark's refresh from ``snap`` (seed 1)."""
+    return dict(
         source="dump",
         snapshot=str(snap),
         authors=authors,
         seed=1,
-        release=f"scale-{authors}",
+        release=release,
         warehouse=str(warehouse),
         batch_size=batch_size,
     )
+
+
+def run(authors: int, mode: str, batch_size: int | None, profile: bool = False, extra: tuple = ()) -> dict:
+    snap = snapshot(authors)
+    warehouse = Path(tempfile.mkdtemp(prefix=f"kitab-scale-{authors}-{mode}-", dir=BENCH_OUT))
+    env = {**os.environ, "KITAB_WAREHOUSE": str(warehouse)}
+    args = refresh_args(snap, authors, warehouse, batch_size, release=f"scale-{authors}")
     if mode == "flow":
         cmd = [
             *KITAB,
@@ -166,15 +171,7 @@ def through_collect(authors: int, batch_size: int | None, world: int | None = No
     snap = snapshot(world or authors)
     warehouse = Path(tempfile.mkdtemp(prefix=f"kitab-scale-{authors}-collect-", dir=BENCH_OUT))
     env = {**os.environ, "KITAB_WAREHOUSE": str(warehouse)}
-    args = dict(
-        source="dump",
-        snapshot=str(snap),
-        authors=authors,
-        seed=1,
-        release=f"scale-{authors}",
-        warehouse=str(warehouse),
-        batch_size=batch_size,
-    )
+    args = refresh_args(snap, authors, warehouse, batch_size, release=f"scale-{authors}")
     wall, rss, out, _ = measured([sys.executable, __file__, "--child-collect", json.dumps(args)], env)
     child = json.loads(out.strip().splitlines()[-1])
     return {

@@ -34,6 +34,7 @@ def run_refresh(
     if another refresh holds it): both fail at once and write nothing but the lock file."""
     from flows.pipeline import check_inputs, running
     from kitab.core.locking import refresh_lock
+    from kitab.sources.dump.prebuild import needs_prebuild, prebuilding
 
     inputs = {**parameters, "snapshot": str(snapshot) if snapshot else None, "warehouse": str(warehouse)}
     # resolved once (the defaults of today too): the lock names the release the flow then builds
@@ -46,6 +47,7 @@ def run_refresh(
         None
         if direct or os.environ.get("PREFECT_API_URL")
         else "starting Prefect's temporary server (once per refresh, ~10 s)"
+        + ("; the dump cache is built beside it" if needs_prebuild(config.params, config.settings) else "")
     )
     with (
         refresh_lock(Path(warehouse), config.params.release),
@@ -55,10 +57,9 @@ def run_refresh(
     ):
         config = dataclasses.replace(config, params=params)
         from flows.rebuild import check_rebuild_early
-        from kitab.sources.dump.prebuild import prebuilding
 
         check_rebuild_early(config)  # a refused rebuild: one line before Prefect's server starts
-        with prebuilding(config.params, config.settings):  # a dump's cache: built while the rest starts
+        with prebuilding(config.params, config.settings):  # the dump cache: built while the rest starts
             return _run(config, progress, direct=direct, dask_address=dask_address)
 
 

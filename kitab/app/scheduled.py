@@ -29,7 +29,7 @@ def _scheduled(**parameters) -> dict:
         config = run_config(parameters, direct=False, task_runner="threads", dask_address=None)
     from kitab.sources.dump.prebuild import prebuilding
 
-    with prebuilding(config.params, config.settings):  # a dump's cache: its build's memory not kept
+    with prebuilding(config.params, config.settings):  # the dump cache: its build's memory not kept
         return refresh_release(config)
 
 

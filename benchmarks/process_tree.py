@@ -48,6 +48,8 @@ def role(p: psutil.Process, root_pid: int, root_name: str) -> str:
         return "prefect server"
     if "spawn_main" in cmd or "dask" in cmd:
         return "worker"
+    if "kitab.sources.dump.prebuild" in cmd:
+        return "dump cache"  # the refresh's child building the dump cache as it starts
     if p.pid == root_pid or (p.ppid() == root_pid and "py-spy" in " ".join(psutil.Process(root_pid).cmdline())):
         return root_name  # the command itself (or, profiled, the command py-spy started)
     return "other"
@@ -77,7 +79,8 @@ def run_measured(
     cpu: dict[int, tuple[str, float]] = {}  # pid -> (kind, CPU seconds so far)
     done = threading.Event()
     marks: list[tuple[float, str]] = [(0.0, "startup")]  # (seconds since start, phase begun)
-    timeline: list[tuple[float, int, dict[int, tuple[str, float]]]] = []  # (t, tree RSS, cpu by pid)
+    # (t, tree RSS, cpu by pid, RSS by kind)
+    timeline: list[tuple[float, int, dict[int, tuple[str, float]], dict[str, int]]] = []
     err_lines: list[str] = []
     pattern = re.compile(phases) if phases else None
 
@@ -94,7 +97,7 @@ def run_measured(
         parent = psutil.Process(proc.pid)
         while not done.is_set():
             try:
-                total = 0
+                total, by_kind = 0, {}
                 for p in [parent, *parent.children(recursive=True)]:
                     try:
                         rss = p.memory_info().rss
@@ -102,13 +105,14 @@ def run_measured(
                         if name == "profiler":  # py-spy: not the measured command's memory or CPU
                             continue
                         total += rss
+                        by_kind[name] = by_kind.get(name, 0) + rss
                         roles[name] = max(roles.get(name, 0), rss)
                         times = p.cpu_times()
                         cpu[p.pid] = (name, times.user + times.system)
                     except psutil.Error:
                         pass
                 peak = max(peak, total)
-                timeline.append((time.monotonic() - started, total, dict(cpu)))
+                timeline.append((time.monotonic() - started, total, dict(cpu), by_kind))
             except psutil.Error:
                 pass
             loads.append(os.getloadavg()[0])
@@ -143,7 +147,7 @@ def run_measured(
 
 def phase_table(marks: list[tuple[float, str]], timeline: list, wall: float) -> list[dict]:
     """Per phase (from one mark to the next): wall, CPU seconds per kind of process and peak
-    tree RSS. A process's CPU in a phase is its last sample in the phase minus its last sample
+    tree RSS (and per kind of process). A process's CPU in a phase is its last sample in the phase minus its last sample
     before it (0 if it had none: it started in the phase)."""
     bounds = [(name, start, marks[n + 1][0] if n + 1 < len(marks) else wall) for n, (start, name) in enumerate(marks)]
     out = []
@@ -152,7 +156,7 @@ def phase_table(marks: list[tuple[float, str]], timeline: list, wall: float) -> 
         inside = [s for s in timeline if start <= s[0] < end]
         last_before = before[-1][2] if before else {}
         last_inside: dict[int, tuple[str, float]] = dict(last_before)
-        for _, _, cpus in inside:
+        for _, _, cpus, _ in inside:
             last_inside.update(cpus)
         by_kind: dict[str, float] = {}
         for pid, (kind, seconds) in last_inside.items():
@@ -164,6 +168,10 @@ def phase_table(marks: list[tuple[float, str]], timeline: list, wall: float) -> 
                 "cpu_s": {k: round(v, 1) for k, v in sorted(by_kind.items()) if round(v, 1)},
                 "cpu_total_s": round(sum(by_kind.values()), 1),
                 "peak_rss_gib": round(max((s[1] for s in inside), default=0) / 2**30, 2),
+                # per kind of process (all its processes together), e.g. the refresh's own during collect
+                "peak_rss_gib_by_process": {
+                    k: round(max(s[3].get(k, 0) for s in inside) / 2**30, 2) for k in {k for s in inside for k in s[3]}
+                },
             }
         )
     return out

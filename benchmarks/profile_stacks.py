@@ -5,7 +5,9 @@ Prefect's server), read per stage: where each stage's CPU-seconds go.
 
 A stack belongs to the stage whose step it runs in (tasks/steps.py: sample_step, collect_step,
 tag_step, constrain_step, sample_queries_step, claims_step; flows/pipeline.py: distinct_titles,
-tasks/publish.py: publish), to ``prefect server`` when its process is uvicorn, else to
+tasks/publish.py: publish), to ``dump cache`` when it builds the dump cache (in the refresh's
+child, kitab/sources/dump/prebuild.py, or a sample step that builds it itself), to ``prefect
+server`` when its process is uvicorn, else to
 ``other`` (start-up, Prefect's engine, the progress threads). Per stage the top lines are the
 innermost frame of the project's own code (kitab/, tasks/, flows/) with what runs below it (its
 heaviest leaf, e.g. a DuckDB call or spaCy), in sampled seconds (samples ÷ rate: a thread seen
@@ -22,10 +24,13 @@ from pathlib import Path
 
 from kitab.core.progress import STAGES
 
+DUMP_CACHE = "dump cache"
 STEP_STAGES = (  # (frame function, stage); the innermost match decides
+    # the dump cache's build (kitab/sources/dump/scan.py build_cache, and its second thread), in the
+    # child the refresh starts as it starts (kitab/sources/dump/prebuild.py), or else in the sample step
+    ("build_cache", DUMP_CACHE),
+    ("_scan_wikidata", DUMP_CACHE),
     ("sample_step", "sample_authors"),
-    # the dump scan's second thread (kitab/sources/dump/scan.py build_cache), which the sample step starts
-    ("_scan_wikidata", "sample_authors"),
     ("collect_step", "collect"),
     ("distinct_titles", "tag_entities"),
     ("tag_step", "tag_entities"),
@@ -35,7 +40,7 @@ STEP_STAGES = (  # (frame function, stage); the innermost match decides
     ("publish", "publish"),
 )
 # the refresh's stages in run order (kitab/core/progress.py; "start" runs no step), then the rest
-STAGE_ORDER = [*(s for s in STAGES if s != "start"), "prefect server", "other"]
+STAGE_ORDER = [DUMP_CACHE, *(s for s in STAGES if s != "start"), "prefect server", "other"]
 PROJECT = re.compile(r"\((?:.*/)?((?:kitab|tasks|flows)/[^:]+\.py):\d+\)")
 FRAME = re.compile(r"^(?P<func>.*?) \((?P<file>[^()]*):(?P<line>\d+)\)$")
 

@@ -153,15 +153,18 @@ def run(authors: int, mode: str, batch_size: int | None, profile: bool = False, 
 
 
 def phase_table(result: dict) -> None:
-    """Per stage of one run: wall, CPU (user + sys) of every kind of process, peak tree RSS."""
+    """Per stage of one run: wall, CPU (user + sys) of every kind of process, peak RSS of the tree
+    and of the refresh process itself."""
     kinds = sorted({k for p in result["phases"] for k in p["cpu_s"]})
     print(f"\n{result['authors']:,} authors, {result['mode']}: load {result['load_avg_1min']}")
-    print("| stage | wall | CPU all | " + " | ".join(f"CPU {k}" for k in kinds) + " | peak RSS (tree) |")
-    print("|---|---:|---:|" + "---:|" * len(kinds) + "---:|")
+    print("| stage | wall | CPU all | " + " | ".join(f"CPU {k}" for k in kinds) + " | peak RSS (tree) | refresh |")
+    print("|---|---:|---:|" + "---:|" * len(kinds) + "---:|---:|")
     for p in result["phases"]:
         cells = " | ".join(f"{p['cpu_s'].get(k, 0):.1f} s" for k in kinds)
+        own = p.get("peak_rss_gib_by_process", {}).get("refresh", 0)
         print(
-            f"| {p['phase']} | {p['wall_s']:.1f} s | {p['cpu_total_s']:.1f} s | {cells} | {p['peak_rss_gib']:.2f} GiB |"
+            f"| {p['phase']} | {p['wall_s']:.1f} s | {p['cpu_total_s']:.1f} s | {cells} | {p['peak_rss_gib']:.2f} GiB "
+            f"| {own:.2f} GiB |"
         )
 
 

@@ -32,8 +32,9 @@ def run_refresh(
     Before anything starts (Prefect's server, a mirror, a request), the inputs are checked
     (kitab.core.errors.BadValue) and the warehouse's refresh lock is taken (kitab.core.locking.WarehouseBusy
     if another refresh holds it): both fail at once and write nothing but the lock file."""
-    from flows.pipeline import check_inputs, run_pipeline, running
+    from flows.pipeline import check_inputs, running
     from kitab.core.locking import refresh_lock
+    from kitab.sources.dump.prebuild import needs_prebuild, prebuilding
 
     inputs = {**parameters, "snapshot": str(snapshot) if snapshot else None, "warehouse": str(warehouse)}
     # resolved once (the defaults of today too): the lock names the release the flow then builds
@@ -46,6 +47,7 @@ def run_refresh(
         None
         if direct or os.environ.get("PREFECT_API_URL")
         else "starting Prefect's temporary server (once per refresh, ~10 s)"
+        + ("; the dump cache is built beside it" if needs_prebuild(config.params, config.settings) else "")
     )
     with (
         refresh_lock(Path(warehouse), config.params.release),
@@ -54,41 +56,50 @@ def run_refresh(
         serving(config.params) as params,
     ):
         config = dataclasses.replace(config, params=params)
-        if direct:
-            from flows.runners import LocalRunner
-
-            runner = LocalRunner(workers=config.workers)
-            try:
-                return run_pipeline(config, runner, progress=progress)
-            finally:
-                runner.close()
         from flows.rebuild import check_rebuild_early
-        from flows.refresh import with_task_runner
-        from kitab.app.prefect_guard import guard_server, quiet_user_errors
 
         check_rebuild_early(config)  # a refused rebuild: one line before Prefect's server starts
-        guard_server()  # Prefect's temporary server goes when this process goes, kill -9 included
+        with prebuilding(config.params, config.settings):  # the dump cache: built while the rest starts
+            return _run(config, progress, direct=direct, dask_address=dask_address)
 
-        with quiet_user_errors():  # a KitabError reaches the caller whole; Prefect's traceback of it is noise
-            try:
-                # the config alone: the flow gets the run's parameters once
-                return with_task_runner(config_runner_kind(config), dask_address or _env_dask_address())(
-                    config=config.to_dict()
-                )
-            except Exception as exc:
-                full = _disk_full(Path(warehouse))
-                if full:  # e.g. Prefect's server could not write its database: the disk, not a bug
-                    import logging
 
-                    # Prefect's log workers would print "--- Error logging to API ---" and the
-                    # server's 500 at exit (its database is on the full disk): errors of logging
-                    # itself are not shown from here on, the one line below says what happened
-                    logging.raiseExceptions = False
-                    raise KitabError(
-                        f"the refresh failed with the disk of {warehouse} full ({full}); free some "
-                        "space and run it again"
-                    ) from exc
-                raise
+def _run(config, progress, *, direct: bool, dask_address: str | None) -> dict:
+    """The checked ``config``'s pipeline: directly (LocalRunner) or as the refresh flow."""
+    from flows.pipeline import run_pipeline
+
+    warehouse = config.settings.warehouse
+    if direct:
+        from flows.runners import LocalRunner
+
+        runner = LocalRunner(workers=config.workers)
+        try:
+            return run_pipeline(config, runner, progress=progress)
+        finally:
+            runner.close()
+    from flows.refresh import with_task_runner
+    from kitab.app.prefect_guard import guard_server, quiet_user_errors
+
+    guard_server()  # Prefect's temporary server goes when this process goes, kill -9 included
+
+    with quiet_user_errors():  # a KitabError reaches the caller whole; Prefect's traceback of it is noise
+        try:
+            # the config alone: the flow gets the run's parameters once
+            return with_task_runner(config_runner_kind(config), dask_address or _env_dask_address())(
+                config=config.to_dict()
+            )
+        except Exception as exc:
+            full = _disk_full(Path(warehouse))
+            if full:  # e.g. Prefect's server could not write its database: the disk, not a bug
+                import logging
+
+                # Prefect's log workers would print "--- Error logging to API ---" and the
+                # server's 500 at exit (its database is on the full disk): errors of logging
+                # itself are not shown from here on, the one line below says what happened
+                logging.raiseExceptions = False
+                raise KitabError(
+                    f"the refresh failed with the disk of {warehouse} full ({full}); free some space and run it again"
+                ) from exc
+            raise
 
 
 def check_ledger_rows(warehouse: Path) -> None:

@@ -27,7 +27,10 @@ def _scheduled(**parameters) -> dict:
     else:
         parameters.pop("config", None)
         config = run_config(parameters, direct=False, task_runner="threads", dask_address=None)
-    return refresh_release(config)
+    from kitab.sources.dump.prebuild import prebuilding
+
+    with prebuilding(config.params, config.settings):  # the dump cache: its build's memory not kept
+        return refresh_release(config)
 
 
 _scheduled.__signature__ = flow_signature()  # the same parameters, and schema, as the refresh flow
@@ -50,7 +53,10 @@ def _scheduled_cycle(
 
     parameters.pop("config", None)
     config = run_config(parameters, direct=False, task_runner="threads", dask_address=None)
-    return cycle_run(config, models, limit=limit, site=site, export=export, push=push)
+    from kitab.sources.dump.prebuild import prebuilding
+
+    with prebuilding(config.params, config.settings):
+        return cycle_run(config, models, limit=limit, site=site, export=export, push=push)
 
 
 def _cycle_signature() -> inspect.Signature:

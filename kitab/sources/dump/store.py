@@ -6,6 +6,7 @@ queried through DuckDB, one connection per thread, and by key (kitab/sources/dum
 from __future__ import annotations
 
 import json
+import shutil
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -45,6 +46,49 @@ def _is_ready(folder: Path, marker: dict) -> bool:
     return {k: found.get(k) for k in marker} == marker and all((folder / name).is_file() for name in files)
 
 
+def snapshot_manifest(snapshot_dir: Path) -> dict:
+    """The manifest of ``snapshot_dir``, once its four data files are known to be there."""
+    manifest = read_manifest(snapshot_dir)
+    for name in DATA_FILES:
+        if not (snapshot_dir / name).is_file():
+            raise SnapshotFormatError(f"{snapshot_dir / name}: missing; is {snapshot_dir} a snapshot folder?")
+    return manifest
+
+
+def cache_ready(snapshot_dir: Path, cache_root: Path) -> bool:
+    """Whether the cache of ``snapshot_dir`` under ``cache_root`` is there, whole and current."""
+    manifest = snapshot_manifest(Path(snapshot_dir))
+    return _is_ready(Path(cache_root) / manifest["snapshot_id"], _ready_marker(manifest))
+
+
+def cache_lock(cache_root: Path, manifest: dict) -> Path:
+    """The file whose ``flock`` serialises the builders of one snapshot's cache."""
+    return cache_root / f".{manifest['snapshot_id']}.lock"
+
+
+def build_locked(snapshot_dir: Path, cache_root: Path, manifest: dict, memory_limit: str = "1GB") -> dict | None:
+    """The cache built, for a caller holding :func:`cache_lock`, unless it is ready (then None;
+    else the scan's seconds per step). Built beside its place, then swapped in whole (a stale or
+    broken one goes); READY.json is written last."""
+    marker = _ready_marker(manifest)
+    folder = cache_root / manifest["snapshot_id"]
+    if _is_ready(folder, marker):  # built while we waited for the lock
+        return None
+    _sweep_orphans(cache_root, manifest["snapshot_id"])
+    with atomic_dir(folder) as tmp:
+        timings = build_cache(snapshot_dir, tmp, memory_limit)
+        (tmp / READY_FILE).write_text(json.dumps({**marker, "scan_seconds": timings}, indent=2))
+    return timings
+
+
+def _sweep_orphans(cache_root: Path, snapshot_id: str) -> None:
+    """The temp folders (kitab.core.files.atomic_dir, swap_dir) of builders that died (a killed
+    build, e.g. a stopped prebuild): under the lock no builder is alive, so any is an orphan."""
+    for path in [*cache_root.glob(f".{snapshot_id}.*.tmp"), *cache_root.glob(f".{snapshot_id}.old-*")]:
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+
+
 @dataclass
 class DumpStore:
     """The scanned tables of one snapshot, queried through DuckDB (one connection per thread)."""
@@ -57,24 +101,17 @@ class DumpStore:
 
     @classmethod
     def open(cls, snapshot_dir: Path, cache_root: Path, memory_limit: str = "1GB") -> DumpStore:
-        """The cache of ``snapshot_dir`` under ``cache_root/<snapshot_id>``, scanned first if missing."""
+        """The cache of ``snapshot_dir`` under ``cache_root/<snapshot_id>``, scanned first if missing
+        (a build in progress elsewhere, e.g. kitab/sources/dump/prebuild.py's child: waited for)."""
         snapshot_dir, cache_root = Path(snapshot_dir), Path(cache_root)
-        manifest = read_manifest(snapshot_dir)
-        for name in DATA_FILES:
-            if not (snapshot_dir / name).is_file():
-                raise SnapshotFormatError(f"{snapshot_dir / name}: missing; is {snapshot_dir} a snapshot folder?")
-        marker = _ready_marker(manifest)
+        manifest = snapshot_manifest(snapshot_dir)
         folder = cache_root / manifest["snapshot_id"]
         timings = None
-        if not _is_ready(folder, marker):
+        if not _is_ready(folder, _ready_marker(manifest)):
             cache_root.mkdir(parents=True, exist_ok=True)
             # one scan per snapshot at a time, across processes: the others wait, then use it
-            with waiting_lock(cache_root / f".{manifest['snapshot_id']}.lock"):
-                if not _is_ready(folder, marker):  # nobody built it while we waited
-                    # built beside it, then swapped in whole (a stale or broken one goes)
-                    with atomic_dir(folder) as tmp:
-                        timings = build_cache(snapshot_dir, tmp, memory_limit)
-                        (tmp / READY_FILE).write_text(json.dumps({**marker, "scan_seconds": timings}, indent=2))
+            with waiting_lock(cache_lock(cache_root, manifest)):
+                timings = build_locked(snapshot_dir, cache_root, manifest, memory_limit)
         store = cls(snapshot_dir, folder, manifest, memory_limit, timings)
         store._connect()
         return store

@@ -321,14 +321,22 @@ def test_prompts_then_answers_then_evaluate_is_a_loop(warehouse, exported, tmp_p
     assert result.exit_code == 1 and "unknown template" in result.stderr
 
 
+KEY_QUALITY_INPUTS = (("queries", "query_id"), ("constraints", "constraint_id"), ("book_entities", "book_id, kind"))
+
+
 def test_key_quality_is_in_the_report_its_json_and_beside_each_entity_types_scores(warehouse, evaluated, tmp_path):
     """Issue 28 item 7: computed once (kitab.release.key_quality), shown everywhere."""
     from kitab.release.key_quality import release_key_quality
+    from tasks.entity_states import key_quality
 
     with Warehouse(warehouse).connect(release=RELEASE) as con:
         quality = release_key_quality(con)
         # read a few queries at a time (as a 100,000-author release is, 50,000 at a time): the same numbers
         assert release_key_quality(con, per_part=7) == quality
+        # it reads only the states a criterion can decide: the pure form over every state agrees
+        every = [con.sql(f"SELECT * FROM {t} ORDER BY {k}").to_arrow_table().to_pylist() for t, k in KEY_QUALITY_INPUTS]
+        for label, whole in key_quality(*every).items():
+            assert {k: quality[label][k] for k in whole} == whole
     assert {"human-name", "no-human-name", "city-name", "no-city-name"} <= set(quality)
     for q in quality.values():
         assert 0 <= q["unsure_share"] < 0.5 and 0 < q["wrong_key"] <= 0.10 and q["queries"] > 0

@@ -9,11 +9,24 @@ is shown whole. Programs read ``--output json|jsonl|csv`` instead.
 
 from __future__ import annotations
 
+import json
+import sys
+
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 console = Console()
+
+
+def print_json(data) -> None:
+    """``data`` as indented JSON on stdout: highlighted on a terminal; elsewhere the same text
+    written as is (rich's layout of a large summary cost 1.5 s at 10,000 authors for no change)."""
+    text = json.dumps(data, indent=2, ensure_ascii=False, default=str)
+    if console.is_terminal:
+        console.print_json(text)
+    else:
+        sys.stdout.write(text + "\n")
 
 
 def print_rows(columns: list[str], rows: list[tuple], title: str | None = None) -> None:

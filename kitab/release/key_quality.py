@@ -53,10 +53,12 @@ def release_key_quality(con: duckdb.DuckDBPyConnection, per_part: int = QUERIES_
                 "SELECT constraint_id, spec, entity_kind, mapped_book_ids FROM constraints "
                 f"WHERE constraint_id IN (SELECT unnest(constraint_ids) {scope}) ORDER BY constraint_id",
             ),
+            # only the states a criterion can read: its author's books of its entity kind
             _dicts(
                 con,
-                f"SELECT {columns} FROM book_entities WHERE author_qid IN (SELECT author_qid {scope}) "
-                "ORDER BY book_id, kind",
+                f"SELECT {columns} FROM book_entities WHERE (author_qid, kind) IN (SELECT DISTINCT q.author_qid, "
+                f"c.entity_kind FROM (SELECT author_qid, unnest(constraint_ids) AS id {scope}) q "
+                "JOIN constraints c ON c.constraint_id = q.id WHERE c.entity_kind IS NOT NULL) ORDER BY book_id, kind",
             ),
         )
 
@@ -69,9 +71,11 @@ def release_key_quality(con: duckdb.DuckDBPyConnection, per_part: int = QUERIES_
 
 
 def _state_columns(con: duckdb.DuckDBPyConnection) -> str:
-    """book_entities' columns key quality reads (the stated errors only where the release has them)."""
+    """book_entities' columns key quality reads: the stated errors where the release has them, and
+    the evidence only of a row without one (tasks.entity_states.state_error works it out from it)."""
     have = {r[0] for r in con.sql("SELECT column_name FROM (DESCRIBE book_entities)").fetchall()}
-    return ", ".join(c for c in ("book_id", "author_qid", "kind", "state", "evidence", *ERROR_COLUMNS) if c in have)
+    evidence = "CASE WHEN error IS NULL THEN evidence END AS evidence" if "error" in have else "evidence"
+    return ", ".join(["book_id", "author_qid", "kind", "state", evidence, *(c for c in ERROR_COLUMNS if c in have)])
 
 
 def bound_cost(con: duckdb.DuckDBPyConnection) -> dict:

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from pathlib import Path
@@ -11,7 +10,7 @@ from pathlib import Path
 import typer
 
 from kitab.app.commands.common import WarehouseOpt, warehouse_root, warn
-from kitab.app.console import console
+from kitab.app.console import console, print_json
 from kitab.core.env import BUNDLED_SNAPSHOT
 from kitab.core.params import DEFAULTS
 
@@ -144,7 +143,7 @@ def refresh(
         # per entity slice: kept, left out by the key-error bound, est. wrong keys, ceiling
         with Warehouse(Path(summary["warehouse"])).connect(release=summary["release"]) as con:
             summary["key_quality"] = release_key_quality(con)
-        console.print_json(json.dumps(summary, default=str))
+        print_json(summary)
     else:
         from kitab.app.summary import print_summary
 

@@ -327,6 +327,29 @@ def batch_tables(part: AuthorQueries, authors_by_qid: Mapping[str, Mapping], see
     }
 
 
+def batch_columns(
+    part: AuthorQueries, authors_by_qid: Mapping[str, Mapping], seed: int
+) -> dict[str, list[dict] | dict[str, list]]:
+    """:func:`batch_tables` as the constrain step writes it: the unsatisfiable candidates as
+    columns (name -> values), not a dict per row. They are the step's largest table by rows
+    (~360 pairs per author); the queries stay rows (``query_row``). The same bytes once written
+    (tests/test_sample_queries.py: ``batch_tables`` is the reference)."""
+    one, two = part.one_unsatisfiable, part.two_unsatisfiable
+    return {
+        "queries_kept": query_rows(part.kept, authors_by_qid, seed),
+        "one_unsatisfiable": {name: [r[name] for r in one] for name in ONE_UNSATISFIABLE_COLUMNS},
+        "two_unsatisfiable": {
+            "author_qid": [a["author_qid"] for a, _, _ in two],
+            "first_id": [a["constraint_id"] for a, _, _ in two],
+            "second_id": [b["constraint_id"] for _, b, _ in two],
+            "draw": [draw for _, _, draw in two],
+        },
+    }
+
+
+ONE_UNSATISFIABLE_COLUMNS = ("author_qid", "constraint_id", "constraint_type", "draw")
+
+
 def batch_counts(by_author: Mapping[str, Sequence[dict]], part: AuthorQueries) -> dict:
     """One batch's counts, merged over batches for the top-up counts and the summary."""
     candidates = [row for rows in by_author.values() for row in rows]

@@ -332,17 +332,15 @@ def batch_tables(part: AuthorQueries, authors_by_qid: Mapping[str, Mapping], see
     }
 
 
-def batch_columns(
-    part: AuthorQueries, authors_by_qid: Mapping[str, Mapping], seed: int
-) -> dict[str, list[dict] | dict[str, list]]:
-    """:func:`batch_tables` as the constrain step writes it: the unsatisfiable candidates as
-    columns (name -> values), not a dict per row. They are the step's largest table by rows
-    (~360 pairs per author); the queries stay rows (``query_row``). The same bytes once written
-    (tests/test_sample_queries.py: ``batch_tables`` is the reference)."""
+def batch_columns(part: AuthorQueries, authors_by_qid: Mapping[str, Mapping], seed: int) -> dict:
+    """:func:`batch_tables` as the constrain step writes it, the same bytes: the unsatisfiable
+    candidates (~360 pairs per author, its largest table) as columns, not a dict per row."""
     one, two = part.one_unsatisfiable, part.two_unsatisfiable
     return {
         "queries_kept": query_rows(part.kept, authors_by_qid, seed),
-        "one_unsatisfiable": {name: [r[name] for r in one] for name in ONE_UNSATISFIABLE_COLUMNS},
+        "one_unsatisfiable": {
+            k: [r[k] for r in one] for k in ("author_qid", "constraint_id", "constraint_type", "draw")
+        },
         "two_unsatisfiable": {
             "author_qid": [a["author_qid"] for a, _, _ in two],
             "first_id": [a["constraint_id"] for a, _, _ in two],
@@ -350,9 +348,6 @@ def batch_columns(
             "draw": [draw for _, _, draw in two],
         },
     }
-
-
-ONE_UNSATISFIABLE_COLUMNS = ("author_qid", "constraint_id", "constraint_type", "draw")
 
 
 def batch_counts(by_author: Mapping[str, Sequence[dict]], part: AuthorQueries) -> dict:

@@ -44,7 +44,7 @@ _NOT_CITY_QUALIFIER = re.compile(
 
 # a batch folds each title and catalogued name once per kind and per rule that reads it; the same
 # few thousand strings, so they are folded once (the functions are pure, their results immutable)
-@lru_cache(maxsize=1 << 16)
+@lru_cache(maxsize=1 << 14)
 def fold(text: str) -> str:
     """Case and accents folded (dotless i too: "Nursı̂" -> "nursi")."""
     text = text.replace("ı", "i").replace("İ", "I")

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache
 from typing import Protocol
 
 RECORD, MODEL, REVIEW = "record", "model", "review"  # evidence sources
@@ -41,6 +42,9 @@ _NOT_CITY_QUALIFIER = re.compile(
 )
 
 
+# a batch folds each title and catalogued name once per kind and per rule that reads it; the same
+# few thousand strings, so they are folded once (the functions are pure, their results immutable)
+@lru_cache(maxsize=1 << 14)
 def fold(text: str) -> str:
     """Case and accents folded (dotless i too: "Nursı̂" -> "nursi")."""
     text = text.replace("ı", "i").replace("İ", "I")
@@ -55,6 +59,11 @@ def words(text: str) -> list[str]:
 def person_names(raw: str) -> list[tuple[str, ...]]:
     """A catalogued person -> the word tuples that name it: dates and parentheses dropped,
     "Last, First" turned round, ranks and realms dropped, ";" separating aliases."""
+    return list(_person_names(raw))
+
+
+@lru_cache(maxsize=1 << 14)
+def _person_names(raw: str) -> tuple[tuple[str, ...], ...]:
     names = []
     for part in raw.split(";"):
         part = _RANK_TAIL.sub("", _DATES.sub(" ", _PAREN.sub(" ", part))).strip(" ,.")
@@ -64,9 +73,10 @@ def person_names(raw: str) -> list[tuple[str, ...]]:
         name = tuple(w for w in words(part) if w not in _HONORIFICS and len(w) > 1)
         if name:
             names.append(name)
-    return names
+    return tuple(names)
 
 
+@lru_cache(maxsize=1 << 14)
 def place_name(raw: str) -> tuple[tuple[str, ...], str]:
     """A catalogued place -> (its words, its qualifier): "Cincinnati (Ohio)" -> (("cincinnati",), "Ohio")."""
     qualifier = " ".join(m.strip("() ") for m in _PAREN.findall(raw))

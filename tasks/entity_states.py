@@ -331,7 +331,7 @@ def query_key_error(
     criterion (constraint row, unsure deciding books, deciding books). ``members``: the query's
     constraint rows (``entity_kind``, ``mapped_book_ids``). A criterion's deciding books are the
     author's books meeting every other criterion (all of them for a one-constraint query)."""
-    ok = [1.0, 1.0, 1.0]
+    ok0 = ok1 = ok2 = 1.0  # one product per bound, in the books' order (sampling asks it per drawn pair)
     per: list[tuple[Mapping, int, int]] = []
     for c in members:
         if not c.get("entity_kind"):
@@ -340,12 +340,16 @@ def query_key_error(
         allowed = other_criteria_books(c, members) if deciding else None  # meets_other_criteria, as a set
         if allowed is not None:
             deciding = [b for b in deciding if b[0] in allowed]
-        for _, state, err in deciding:
-            if state != UNSURE:
-                for i in range(3):
-                    ok[i] *= 1.0 - err[i]
-        per.append((c, sum(1 for b in deciding if b[1] == UNSURE), len(deciding)))
-    return (1.0 - ok[0], 1.0 - ok[1], 1.0 - ok[2]), per
+        unsure = 0
+        for _, state, (error, low, high) in deciding:
+            if state == UNSURE:
+                unsure += 1
+            else:
+                ok0 *= 1.0 - error
+                ok1 *= 1.0 - low
+                ok2 *= 1.0 - high
+        per.append((c, unsure, len(deciding)))
+    return (1.0 - ok0, 1.0 - ok1, 1.0 - ok2), per
 
 
 def wrong_count_quantile(ps: Sequence[float], q: float) -> int:

@@ -14,18 +14,25 @@ def uniform(seed: int, purpose: str, *ids: str) -> float:
     return int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "big") / 2**64
 
 
-def pair_draws(seed: int, purpose: str) -> Callable[[str, str], float]:
-    """``uniform(seed, purpose, first, second)`` with the (seed, purpose) part of the hash
-    computed once: sampling draws once per pair of an author's constraints. (A property test
-    ties the two.)"""
+def first_draws(seed: int, purpose: str) -> Callable[[str], Callable[[bytes], float]]:
+    """``uniform(seed, purpose, first, second)`` as ``first_draws(seed, purpose)(first)(second.encode())``:
+    the (seed, purpose) part of the hash computed once, each first id's part once per first id
+    (sampling draws once per pair of an author's constraints; a property test ties the two)."""
     start = hashlib.blake2b(f"{seed}\x1f{purpose}\x1f".encode(), digest_size=8)
 
-    def draw(first: str, second: str) -> float:
-        h = start.copy()
-        h.update(f"{first}\x1f{second}".encode())
-        return int.from_bytes(h.digest(), "big") / 2**64
+    def of_first(first: str) -> Callable[[bytes], float]:
+        prefix = start.copy()
+        prefix.update(f"{first}\x1f".encode())
+        copy, from_bytes = prefix.copy, int.from_bytes
 
-    return draw
+        def draw(second: bytes) -> float:
+            h = copy()
+            h.update(second)
+            return from_bytes(h.digest(), "big") / 2**64
+
+        return draw
+
+    return of_first
 
 
 def title_masks(rows: Sequence[Mapping]) -> tuple[list[int], Callable[[int], int]]:

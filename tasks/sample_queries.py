@@ -28,7 +28,7 @@ from kitab.core.params import DEFAULT_MAX_KEY_ERROR
 from tasks.base import StageResult
 from tasks.constraints import SPEC_VERSION, Spec, render_criteria, spec_from_json, spec_type
 from tasks.key_bound import key_error_over, over_bound_counts, over_bound_reject
-from tasks.query_pairs import pair_draws, title_masks, uniform
+from tasks.query_pairs import first_draws, title_masks, uniform
 
 ONE_ALWAYS = "one:always"
 ONE_SATISFIABLE = "one:satisfiable"
@@ -246,7 +246,7 @@ def sample_authors_queries(
     out = AuthorQueries()
     bound = rates.max_key_error
     checked = bound is not None and books is not None  # else key_error_over is always None
-    pair_draw, unsatisfiable_draw = pair_draws(seed, "two"), pair_draws(seed, "two-unsatisfiable")
+    pair_draws_of, unsatisfiable_draws_of = first_draws(seed, "two"), first_draws(seed, "two-unsatisfiable")
     a, b = rates.two_easy_types
     easy = frozenset({(a, b), (b, a)})
     two_rates = {
@@ -278,8 +278,10 @@ def sample_authors_queries(
         ids = [row["constraint_id"] for row in satisfiable]
         # key_error_over is None for a pair with no entity member: asked only where it can bite
         bounded = [checked and bool(row.get("entity_kind")) for row in satisfiable]
+        encoded = [i.encode() for i in ids]  # the second id's part of each pair's hash
         for i, first in enumerate(satisfiable):
             first_type, first_id, first_mask, first_bounded = types[i], ids[i], masks[i], bounded[i]
+            pair_draw = unsatisfiable_draw = None  # the first id's hash prefix, made when first drawn
             for j in range(i + 1, len(satisfiable)):
                 if first_type == types[j]:
                     continue
@@ -289,14 +291,17 @@ def sample_authors_queries(
                     if (first_bounded or bounded[j]) and key_error_over([first, second], books, bound) is not None:
                         out.pool_over_bound[TWO_UNSATISFIABLE] += 1
                         continue
-                    out.two_unsatisfiable.append((first, second, unsatisfiable_draw(first_id, ids[j])))
+                    unsatisfiable_draw = unsatisfiable_draw or unsatisfiable_draws_of(first_id)
+                    out.two_unsatisfiable.append((first, second, unsatisfiable_draw(encoded[j])))
                     continue
                 stratum = two_stratum((first_type, types[j]), n_mapped, easy)
                 rate = two_rates[stratum]
                 # a draw is never below 0: a rate of 0 (two books, the paper's) keeps nothing, no hash
                 # needed (a draw can round to 1.0, so a rate of 1 is still drawn)
-                if rate > 0.0 and pair_draw(first_id, ids[j]) < rate:
-                    keep([first, second], stratum)
+                if rate > 0.0:
+                    pair_draw = pair_draw or pair_draws_of(first_id)
+                    if pair_draw(encoded[j]) < rate:
+                        keep([first, second], stratum)
     return out
 
 
@@ -324,6 +329,24 @@ def batch_tables(part: AuthorQueries, authors_by_qid: Mapping[str, Mapping], see
             }
             for a, b, draw in part.two_unsatisfiable
         ],
+    }
+
+
+def batch_columns(part: AuthorQueries, authors_by_qid: Mapping[str, Mapping], seed: int) -> dict:
+    """:func:`batch_tables` as the constrain step writes it, the same bytes: the unsatisfiable
+    candidates (~360 pairs per author, its largest table) as columns, not a dict per row."""
+    one, two = part.one_unsatisfiable, part.two_unsatisfiable
+    return {
+        "queries_kept": query_rows(part.kept, authors_by_qid, seed),
+        "one_unsatisfiable": {
+            k: [r[k] for r in one] for k in ("author_qid", "constraint_id", "constraint_type", "draw")
+        },
+        "two_unsatisfiable": {
+            "author_qid": [a["author_qid"] for a, _, _ in two],
+            "first_id": [a["constraint_id"] for a, _, _ in two],
+            "second_id": [b["constraint_id"] for _, b, _ in two],
+            "draw": [draw for _, _, draw in two],
+        },
     }
 
 

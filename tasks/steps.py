@@ -31,7 +31,17 @@ from typing import Any
 
 from kitab.core.params import ModelEndpoint
 from kitab.core.progress import step_progress
-from kitab.core.refs import TableRef, duck, iter_rows, read_rows, read_slice, write_arrow, write_query, write_rows
+from kitab.core.refs import (
+    TableRef,
+    duck,
+    iter_rows,
+    read_rows,
+    read_slice,
+    write_arrow,
+    write_columns,
+    write_query,
+    write_rows,
+)
 from kitab.core.schemas import arrow_schema, columns_to_arrow
 from kitab.core.stages import GENERATE_CONSTRAINTS, SAMPLE_AUTHORS, TAG_ENTITIES
 from kitab.core.workdir import StepResult, WorkDir
@@ -50,8 +60,8 @@ from tasks.sample_queries import (
     ONE_UNSATISFIABLE,
     TWO_UNSATISFIABLE,
     SamplingRates,
+    batch_columns,
     batch_counts,
-    batch_tables,
     choose_top_ups_sql,
     fill_count,
     group_constraints,
@@ -111,8 +121,16 @@ class Collected:
     failed: int  # of them, lost to an unavailable source
 
 
-def _write(ctx: RunContext, step: str, part: str, tables: dict[str, list[dict]]) -> dict[str, TableRef]:
-    return {name: write_rows(_table_of(name), rows, ctx.work.path(step, part, name)) for name, rows in tables.items()}
+def _write(
+    ctx: RunContext, step: str, part: str, tables: dict[str, list[dict] | dict[str, list]]
+) -> dict[str, TableRef]:
+    """Each output table, given as rows or as columns (name -> values), to its Parquet file."""
+    return {
+        name: (write_columns if isinstance(table, dict) else write_rows)(
+            _table_of(name), table, ctx.work.path(step, part, name)
+        )
+        for name, table in tables.items()
+    }
 
 
 def _table_of(name: str) -> str:
@@ -412,7 +430,7 @@ def constrain_step(
                 "constraints": constraints.tables["constraints"],
                 "rejects.generate_constraints": constraints.rejects,
                 "rejects.sample_queries": part.over_bound,
-                **batch_tables(part, authors_by_qid, ctx.seed),
+                **batch_columns(part, authors_by_qid, ctx.seed),
                 **claims,
             },
         )

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from kitab.core.cycles import cycle_collection_paused
 from tasks.constraints import Book
 from tasks.constraints.registry import spec_types
-from tasks.sample_queries import pair_draws, uniform
+from tasks.query_pairs import first_draws, uniform
 from tests.test_constraint_indexed import titles
 
 
@@ -51,7 +51,9 @@ def test_claim_readers_agree_with_claim_holds(books):
 @settings(max_examples=300, deadline=None)
 @given(st.integers(0, 2**31), st.sampled_from(["two", "two-unsatisfiable"]), st.text(), st.text())
 def test_pair_draws_are_uniform(seed, purpose, first, second):
-    assert pair_draws(seed, purpose)(first, second) == uniform(seed, purpose, first, second)
+    of_first = first_draws(seed, purpose)
+    assert of_first(first)(second.encode()) == uniform(seed, purpose, first, second)
+    assert of_first(second)(first.encode()) == uniform(seed, purpose, second, first)  # the prefix is not spent
 
 
 def test_the_collector_is_paused_inside_and_restored_after():

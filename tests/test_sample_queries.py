@@ -359,3 +359,34 @@ def test_the_refresh_samples_what_sample_queries_samples(inputs, seed, rates, cu
 
 def by_id(row: dict) -> str:
     return row["query_id"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(small_inputs(), st.integers(0, 2**32), rates_drawn())
+def test_the_batch_columns_write_the_batch_rows(inputs, seed, rates):
+    """The constrain step writes the unsatisfiable candidates as columns (batch_columns, through
+    write_columns); the rows of batch_tables, its reference, written as rows give the same bytes."""
+    import tempfile
+    from pathlib import Path
+
+    from kitab.core.refs import write_columns, write_rows
+    from tasks.sample_queries import (
+        AuthorQueries,
+        batch_columns,
+        batch_tables,
+        group_constraints,
+        sample_authors_queries,
+    )
+
+    authors, books, constraints = inputs
+    by_author, authors_by_qid = group_constraints(constraints, authors, books)
+    # and a batch that drew nothing: its empty tables are written as write_rows writes no rows
+    for drawn in (sample_authors_queries(by_author, seed, rates), AuthorQueries()):
+        rows, columns = batch_tables(drawn, authors_by_qid, seed), batch_columns(drawn, authors_by_qid, seed)
+        assert list(rows) == list(columns)
+        with tempfile.TemporaryDirectory() as root:
+            for name, table in rows.items():
+                expected = write_rows(name, table, Path(root) / f"rows.{name}.parquet")
+                write = write_columns if isinstance(columns[name], dict) else write_rows
+                written = write(name, columns[name], Path(root) / f"columns.{name}.parquet")
+                assert (written.rows, written.sha256) == (expected.rows, expected.sha256), name

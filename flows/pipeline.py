@@ -23,7 +23,7 @@ from pathlib import Path
 from flows.configure import recorded_config
 from flows.rebuild import built_review_labels, check_rebuild
 from flows.run_summary import rejected_author_reasons, run_summary
-from kitab.core.child import in_child
+from kitab.core.child import InProcess, in_child
 from kitab.core.config import Settings
 from kitab.core.errors import BadValue, KitabError
 from kitab.core.locking import refresh_lock
@@ -277,19 +277,6 @@ def claims_draw(ctx: RunContext, constrained: list[StepResult]) -> contextlib.Ab
     if not CLAIMS_IN_CHILD:
         return contextlib.nullcontext(InProcess(claims_step, ctx, constrained))
     return in_child(claims_step, ctx, constrained, name="the claims draw")
-
-
-class InProcess:
-    """A step called in this process when its result is first asked for (in_child's reference)."""
-
-    def __init__(self, step, *args) -> None:
-        self._call, self._result = (step, args), None
-
-    def result(self) -> StepResult:
-        if self._result is None:
-            step, args = self._call
-            self._result = step(*args)
-        return self._result
 
 
 def claims_table(claims) -> Callable[[], list[TableRef]]:

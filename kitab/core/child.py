@@ -73,6 +73,21 @@ class Child:
         self._receive.close()
 
 
+class InProcess:
+    """``fn(*args)`` called in this process when its result is first asked for: the reference
+    :class:`Child` is compared with (the same value, without the second process)."""
+
+    def __init__(self, fn: Callable[..., Any], *args: Any) -> None:
+        self._call: tuple | None = (fn, args)
+        self._value: Any = None
+
+    def result(self) -> Any:
+        if self._call is not None:
+            fn, args = self._call
+            self._value, self._call = fn(*args), None
+        return self._value
+
+
 @contextlib.contextmanager
 def in_child(fn: Callable[..., Any], *args: Any, name: str) -> Iterator[Child]:
     """``fn(*args)`` started in a child process; ended on leaving if still running."""

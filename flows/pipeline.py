@@ -16,13 +16,14 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, date, datetime
 from pathlib import Path
 
 from flows.configure import recorded_config
 from flows.rebuild import built_review_labels, check_rebuild
 from flows.run_summary import rejected_author_reasons, run_summary
+from kitab.core.child import InProcess, in_child
 from kitab.core.config import Settings
 from kitab.core.errors import BadValue, KitabError
 from kitab.core.locking import refresh_lock
@@ -187,19 +188,21 @@ def _run_pipeline(config: RunConfig, runner, today: date, progress: Progress) ->
         titles, chunks, tags = tag(runner, ctx, config, collected, progress)
         constrained = constrain(runner, ctx, config, collected, tags, progress)
         progress.stage("sample_queries")
-        runner.release_workers()  # the rest is DuckDB in this process: free the workers' memory first
-        queries, query_stats = sample_queries_step(ctx, collected.results, constrained, sampling_rates(config))
-        progress.end_stage(rows=queries.rows)
-        progress.stage("publish")
-        claims = claims_step(ctx, constrained)  # a second task: each batch's claim material, drawn once, seeded
-        tables = release_tables(ctx, sampled, collected.results, constrained, queries, claims.outputs["claims"])
-        rejected_reasons = rejected_author_reasons(tables["rejects"])
-        requests_made = sampled.stats["requests_sent"] + sum(c.stats["requests_sent"] for c in collected.results)
-        labels = built_review_labels(config, ctx.review_labels, tables["books"], tables["authors"])
-        committed = publish_release(
-            wh, config, origin, tables, requests_made, progress, excluded=excluded, labels=labels, because=because
-        )
-        progress.end_stage(rows=sum(committed["row_counts"].values()))
+        runner.release_workers()  # the rest is this process and the claims draw's: free the workers' memory first
+        with claims_draw(ctx, constrained) as claims:
+            queries, query_stats = sample_queries_step(ctx, collected.results, constrained, sampling_rates(config))
+            progress.end_stage(rows=queries.rows)
+            progress.stage("publish")
+            # the claims table awaited: publishing stages every other table while it is drawn
+            tables = release_tables(ctx, sampled, collected.results, constrained, queries, claims_table(claims))
+            rejected_reasons = rejected_author_reasons(tables["rejects"])
+            requests_made = sampled.stats["requests_sent"] + sum(c.stats["requests_sent"] for c in collected.results)
+            labels = built_review_labels(config, ctx.review_labels, tables["books"], tables["authors"])
+            committed = publish_release(
+                wh, config, origin, tables, requests_made, progress, excluded=excluded, labels=labels, because=because
+            )
+            progress.end_stage(rows=sum(committed["row_counts"].values()))
+            claim_stats = claims.result().stats
     ctx.work.remove()
     return run_summary(
         config,
@@ -211,7 +214,7 @@ def _run_pipeline(config: RunConfig, runner, today: date, progress: Progress) ->
         constrained=constrained,
         titles=titles,
         chunks=chunks,
-        stats={"sample_queries": query_stats, "claims": claims.stats},
+        stats={"sample_queries": query_stats, "claims": claim_stats},
         rejected_reasons=rejected_reasons,
         requests_made=requests_made,
         committed=committed,
@@ -258,6 +261,27 @@ def run_context(config: RunConfig, wh: Warehouse, spec: SourceSpec, today: date,
 def rejected_before(wh: Warehouse, config: RunConfig, excluded) -> tuple[str, ...]:
     """The authors earlier releases rejected, not drawn again (unless --redraw-rejected)."""
     return () if config.params.redraw_rejected else tuple(sorted(rejected_authors(wh, excluded)))
+
+
+# The claims draw runs in a child process of its own (False: in this process, when awaited:
+# the reference the tests compare it with).
+CLAIMS_IN_CHILD = True
+
+
+def claims_draw(ctx: RunContext, constrained: list[StepResult]) -> contextlib.AbstractContextManager:
+    """The claims step (tasks/steps.claims_step: each batch's claim material, drawn once,
+    seeded) started as soon as the constrain step ends, in a child process: it draws on the
+    second core while this process samples the query top-ups and stages the other tables, and
+    the memory it needs goes when it exits. Yields what :func:`claims_table` awaits; leaving
+    ends a draw still running (a failure elsewhere: no orphan)."""
+    if not CLAIMS_IN_CHILD:
+        return contextlib.nullcontext(InProcess(claims_step, ctx, constrained))
+    return in_child(claims_step, ctx, constrained, name="the claims draw")
+
+
+def claims_table(claims) -> Callable[[], list[TableRef]]:
+    """The ``claims`` table's parts, awaited: publishing asks for them once the others are staged."""
+    return lambda: [claims.result().outputs["claims"]]
 
 
 def publish_release(
@@ -420,7 +444,8 @@ def constrain(runner, ctx: RunContext, config: RunConfig, collected: Collected, 
 def release_tables(
     ctx: RunContext, sampled, collected: list[StepResult], constrained: list[StepResult], queries, claims
 ):
-    """Every table of the release as its parts (refs), for publishing."""
+    """Every table of the release as its parts (refs), for publishing; ``claims``: a function
+    returning its parts once drawn (:func:`claims_table`)."""
 
     def parts(step_results: list[StepResult], name: str) -> list[TableRef]:
         return [r.outputs[name] for r in step_results]
@@ -443,7 +468,7 @@ def release_tables(
         "book_entities": parts(constrained, "book_entities"),
         "constraints": parts(constrained, "constraints"),
         "queries": [queries],
-        "claims": [claims],
+        "claims": claims,  # awaited (claims_table)
         # stage by stage, as the stages ran; the key order decides, this only breaks ties
         "rejects": [
             sampled.outputs["rejects.sample_authors"],

@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from kitab.core.errors import BadValue
 from kitab.core.refs import read_rows, write_rows
 from kitab.core.workdir import StepResult, WorkDir
 from tasks.steps import merge_stats
@@ -128,3 +129,34 @@ def test_a_fourth_source_kind_needs_no_edit_of_the_composition(reference, tmp_pa
     # asked before the run, for the scope, and opened with that scope in this process (threads)
     scope = f"threads-{summary['snapshot_id']}"
     assert kind.asked[:2] == ["check_inputs", "cache_scope"] and f"open {scope}" in kind.asked
+
+
+def test_claims_drawn_in_this_process_give_the_same_bytes(reference, tmp_path, monkeypatch):
+    """The claims draw runs in a child process while the other tables are staged; drawn in the
+    refresh's own process when awaited (the reference form), the release is the same, table for table."""
+    import flows.pipeline
+
+    monkeypatch.setattr(flows.pipeline, "CLAIMS_IN_CHILD", False)
+    in_process = _refresh(tmp_path, "in-process", direct=True, batch_size=500)
+    assert json.loads(in_process["checksums"]) == json.loads(reference["checksums"])
+    assert in_process["stage_counts"] == reference["stage_counts"]
+
+
+def _failing_draw(ctx, constrained):
+    raise BadValue("claims: the claim material of batch 0 is unreadable")
+
+
+def test_a_failing_claims_draw_is_the_same_clear_error_and_commits_nothing(tmp_path, monkeypatch):
+    """The draw's child raises while this process stages the other tables: the refresh fails with
+    the child's error (type and message), no release is committed, and no child is left."""
+    import multiprocessing
+
+    import flows.pipeline
+    from kitab.core.warehouse import Warehouse
+
+    monkeypatch.setattr(flows.pipeline, "claims_step", _failing_draw)
+    with pytest.raises(BadValue, match="^claims: the claim material of batch 0 is unreadable$"):
+        _refresh(tmp_path, "failing", direct=True, batch_size=500)
+    assert Warehouse(tmp_path / "failing").committed_releases() == []
+    assert not list((tmp_path / "failing").glob("releases/*/*.parquet"))  # no ledger row written
+    assert multiprocessing.active_children() == []

@@ -5,7 +5,10 @@ check and the commit must not interleave):
 
 1. validate: a plain release id; no author already released by another release;
 2. stage: each table written, in key order and named by its content, into a private staging
-   warehouse (``<root>/.staging/<id>``);
+   warehouse (``<root>/.staging/<id>``): the tables at hand first, then, while a table still
+   being computed elsewhere (the claims draw, in a child process) is awaited, the derived
+   tables' part that reads none of those (:class:`Derive`), then the awaited tables, then the
+   rest of the derived ones;
 3. test: views over exactly the staged files, each showing every row written (so no data test
    passes vacuously), then the data tests (sql/tests) on them;
 4. adopt: the tested files moved beside the committed ones, which no reader sees yet;
@@ -30,6 +33,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pyarrow.parquet as pq
@@ -44,6 +48,18 @@ from kitab.core.schemas import to_arrow, view_name
 from kitab.core.version import code_version
 from kitab.core.views import create_views, run_data_tests
 from kitab.core.warehouse import Warehouse
+
+
+@dataclass(frozen=True)
+class Derive:
+    """Tables computed from the staged release (the validity battery's ``baselines``,
+    kitab/release/validity), in two parts so the first overlaps a table still being computed:
+    ``early(con)`` reads none of the awaited tables (their views are empty then) and returns
+    anything; ``late(con, early's value)`` reads every table and returns the derived tables
+    (name -> rows). ``con``: a DuckDB connection with the views over exactly the staged files."""
+
+    late: Callable[[duckdb.DuckDBPyConnection, Any], dict[str, list[dict]]]
+    early: Callable[[duckdb.DuckDBPyConnection], Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -88,10 +104,12 @@ def commit_release(
     stages: list[dict] | None = None,
     *,
     replace: bool = False,
-    derive: Callable[[duckdb.DuckDBPyConnection], dict[str, list[dict]]] | None = None,
+    derive: Derive | None = None,
 ) -> dict:
     """Commit ``tables`` (per table: rows, or the Parquet parts (TableRef) the pipeline's
-    batches wrote) as release ``release`` of ``warehouse``, by the steps above. ``run``: the
+    batches wrote, or a function returning either once it is ready: an awaited table, staged
+    after the others) as release ``release`` of ``warehouse``, by the steps above. An awaited
+    table that fails raises here, before anything is committed. ``run``: the
     run's own columns of the ledger row (seed, source, snapshot_id, n_authors_requested,
     requests_made); ``stages``: the refresh's stages before this one (kitab.core.progress
     records), which the row's ``stages`` column keeps with this one (seconds up to the commit,
@@ -103,20 +121,26 @@ def commit_release(
     tables) unless ``replace``, and the replaced version's row is kept in the new row's
     ``history``.
 
-    ``derive``: tables computed from the staged release (a DuckDB connection with the views over
-    exactly its staged files), staged and tested with it (the validity battery's ``baselines``,
-    kitab/release/validity)."""
+    ``derive``: tables computed from the staged release (:class:`Derive`), staged and tested
+    with it."""
     started = time.monotonic()
     validate_release_id(release)
     with warehouse.lock():
         refuse_released_authors(warehouse, release, tables.get("released_authors", []))
         staged = staging(warehouse, release)
         shutil.rmtree(staged.root, ignore_errors=True)
-        written = write_staged(staged, release, tables)
+        awaited = {name: parts for name, parts in tables.items() if callable(parts)}
+        written = write_staged(staged, release, {n: p for n, p in tables.items() if n not in awaited})
+        early = None
+        if derive is not None and derive.early is not None:
+            with staged_views(warehouse, written) as con:
+                early = derive.early(con)
+        written.update(write_staged(staged, release, {name: wait() for name, wait in awaited.items()}))
         if derive is not None:
             with staged_views(warehouse, written) as con:
-                derived = derive(con)
+                derived = derive.late(con, early)
             written.update(write_staged(staged, release, derived))
+        written = dict(sorted(written.items()))
         checked = check_staged(warehouse, release, written)
         existing = warehouse.ledger_row(release) if release in warehouse.committed_releases() else None
         if existing is not None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 
+from kitab.core.release_commit import Derive
 from kitab.core.warehouse import Warehouse
 from kitab.release.evaluation.answers import Answer
 from kitab.release.evaluation.run import load_truths, score_rows
@@ -174,20 +175,19 @@ def query_rows(con, limit: int = MAX_QUERIES) -> list[dict]:
     return out
 
 
-def battery_rows(con, train_claims: Iterable[list[dict]], limit: int = MAX_QUERIES) -> list[dict]:
-    """The ``baselines`` table of the release ``con``'s views show (a staged release at publish
-    time); ``train_claims``: other releases' claims (with ``release``), batch by batch, the
-    classifier's training."""
-    rows = claim_rows(streamed_claim_scores(claim_batches(con), train_claims)) + query_rows(con, limit)
+def with_claim_rows(con, train_claims: Iterable[list[dict]], queries: list[dict]) -> list[dict]:
+    """The ``baselines`` table: the claim baselines' rows over ``con``'s claims, with the
+    query baselines' rows ``queries`` (:func:`query_rows`, which reads no claims)."""
+    rows = claim_rows(streamed_claim_scores(claim_batches(con), train_claims)) + queries
     return sorted(rows, key=lambda r: (r["task"], r["baseline"], r["metric"], r["dimension"], r["bin"]))
 
 
-def battery(read_claims: Callable[[], Iterable[list[dict]]], limit: int = MAX_QUERIES) -> Callable:
+def battery(read_claims: Callable[[], Iterable[list[dict]]], limit: int = MAX_QUERIES) -> Derive:
     """What publishing runs over the staged release (kitab.core.release_commit's ``derive``):
-    ``read_claims`` returns the claims of the releases the classifier trains on, batch by batch
-    (:func:`other_claims`)."""
-
-    def derive(con) -> dict[str, list[dict]]:
-        return {TABLE: battery_rows(con, read_claims(), limit)}
-
-    return derive
+    the query baselines first (they read no claims, so they run while the claims are drawn),
+    then the claim baselines. ``read_claims`` returns the claims of the releases the classifier
+    trains on, batch by batch (:func:`other_claims`)."""
+    return Derive(
+        early=lambda con: query_rows(con, limit),
+        late=lambda con, queries: {TABLE: with_claim_rows(con, read_claims(), queries)},
+    )

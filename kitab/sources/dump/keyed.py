@@ -83,8 +83,11 @@ class KeyedTable:
 
     Each lookup maps the two files for its own duration only: what it takes is copied out, so
     the pages it touched do not stay in this process's memory (over a whole run, the batches of
-    one worker touch most of a large table). ``rows_read`` and ``batches_read`` count the rows
-    taken from the file and the record batches touched: what lookups cost."""
+    one worker touch most of a large table); within a lookup, the data file's pages leave the
+    process once each record batch's rows are copied (:func:`drop_pages`): a lookup touched up
+    to 400 MiB of a 100,000-author dump, all of it counted in the worker's RSS until the end.
+    ``rows_read`` and ``batches_read`` count the rows taken from the file and the record
+    batches touched: what lookups cost."""
 
     def __init__(self, folder: Path, table: str, key: str):
         import numpy as np
@@ -92,7 +95,7 @@ class KeyedTable:
         arrow_name, index_name = keyed_files(table)
         self.table, self.key = table, key
         self.data_path, self.index_path = folder / arrow_name, folder / index_name
-        with self._mapped() as (_, reader):
+        with self._mapped() as (_, reader, _drop):
             self.schema = reader.schema
             sizes = [reader.get_batch(i).num_rows for i in range(reader.num_record_batches)]
         self.offsets = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)])  # first row of each batch
@@ -106,7 +109,7 @@ class KeyedTable:
 
         source = pa.memory_map(str(self.data_path), "r")
         try:
-            yield np.load(self.index_path, mmap_mode="r"), pa.ipc.open_file(source)
+            yield np.load(self.index_path, mmap_mode="r"), pa.ipc.open_file(source), lambda: drop_pages(source)
         finally:
             source.close()  # unmapped once no zero-copy view of it is left
 
@@ -121,7 +124,7 @@ class KeyedTable:
         hashes = np.fromiter((key_hash(k) for k in wanted), dtype=np.uint64, count=len(wanted))
         hashes.sort()
         parts = []
-        with self._mapped() as (index, reader):
+        with self._mapped() as (index, reader, drop):
             lo = np.searchsorted(index[0], hashes, "left")
             hi = np.searchsorted(index[0], hashes, "right")
             # index entries: a key, or another with the same hash (two wanted keys of one hash find it twice)
@@ -138,6 +141,7 @@ class KeyedTable:
                     b = int(batch_of[start])
                     # take copies the rows out of the zero-copy batch
                     parts.append(reader.get_batch(b).take(pa.array(rows[start:stop] - self.offsets[b])))
+                    drop()
             del index
         with self._lock:
             self.rows_read += len(rows)
@@ -145,6 +149,29 @@ class KeyedTable:
         found = pa.Table.from_batches(parts, schema=self.schema)
         # a hash shared by two keys brings the other's rows too: the exact test drops them
         return found.filter(pc.is_in(found.column(self.key), value_set=pa.array(wanted, pa.string())))
+
+
+_MADV_DONTNEED = 4  # Linux
+
+
+def drop_pages(source) -> bool:
+    """The pages of the memory-mapped ``source`` (a pyarrow MemoryMappedFile, read only) out of
+    this process's RSS: ``madvise(MADV_DONTNEED)`` on the whole mapping. The file's pages stay
+    in the page cache; a later read maps them again. False where that is not possible (not
+    Linux), which costs memory, never a wrong row: nothing that points into the map is written."""
+    import sys
+
+    if not sys.platform.startswith("linux") or not source.size():
+        return False
+    import ctypes
+    import mmap
+
+    source.seek(0)
+    start = source.read_buffer(1).address  # the mapping's first byte (page-aligned)
+    source.seek(0)
+    libc = ctypes.CDLL(None, use_errno=True)
+    length = -(-source.size() // mmap.PAGESIZE) * mmap.PAGESIZE
+    return libc.madvise(ctypes.c_void_p(start), ctypes.c_size_t(length), _MADV_DONTNEED) == 0
 
 
 def _ranges(starts, lengths):

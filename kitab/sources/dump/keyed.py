@@ -95,7 +95,7 @@ class KeyedTable:
         arrow_name, index_name = keyed_files(table)
         self.table, self.key = table, key
         self.data_path, self.index_path = folder / arrow_name, folder / index_name
-        with self._mapped() as (_, reader, _drop):
+        with self._mapped() as (_, reader):
             self.schema = reader.schema
             sizes = [reader.get_batch(i).num_rows for i in range(reader.num_record_batches)]
         self.offsets = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)])  # first row of each batch
@@ -109,7 +109,7 @@ class KeyedTable:
 
         source = pa.memory_map(str(self.data_path), "r")
         try:
-            yield np.load(self.index_path, mmap_mode="r"), pa.ipc.open_file(source), lambda: drop_pages(source)
+            yield np.load(self.index_path, mmap_mode="r"), pa.ipc.open_file(source)
         finally:
             source.close()  # unmapped once no zero-copy view of it is left
 
@@ -124,7 +124,7 @@ class KeyedTable:
         hashes = np.fromiter((key_hash(k) for k in wanted), dtype=np.uint64, count=len(wanted))
         hashes.sort()
         parts = []
-        with self._mapped() as (index, reader, drop):
+        with self._mapped() as (index, reader):
             lo = np.searchsorted(index[0], hashes, "left")
             hi = np.searchsorted(index[0], hashes, "right")
             # index entries: a key, or another with the same hash (two wanted keys of one hash find it twice)
@@ -140,8 +140,9 @@ class KeyedTable:
                 for start, stop in zip(starts, np.r_[starts[1:], len(rows)]):
                     b = int(batch_of[start])
                     # take copies the rows out of the zero-copy batch
-                    parts.append(reader.get_batch(b).take(pa.array(rows[start:stop] - self.offsets[b])))
-                    drop()
+                    batch = reader.get_batch(b)
+                    parts.append(batch.take(pa.array(rows[start:stop] - self.offsets[b])))
+                    drop_pages(buffer for column in batch.columns for buffer in column.buffers())
             del index
         with self._lock:
             self.rows_read += len(rows)
@@ -154,24 +155,24 @@ class KeyedTable:
 _MADV_DONTNEED = 4  # Linux
 
 
-def drop_pages(source) -> bool:
-    """The pages of the memory-mapped ``source`` (a pyarrow MemoryMappedFile, read only) out of
-    this process's RSS: ``madvise(MADV_DONTNEED)`` on the whole mapping. The file's pages stay
-    in the page cache; a later read maps them again. False where that is not possible (not
-    Linux), which costs memory, never a wrong row: nothing that points into the map is written."""
+def drop_pages(buffers) -> bool:
+    """The pages under ``buffers`` (zero-copy Arrow buffers of one read-only memory map, e.g. a
+    record batch's; None entries skipped) out of this process's RSS: ``madvise(MADV_DONTNEED)``
+    on the span they cover, so the call costs that span, not the file. The file's pages stay in
+    the page cache; a later read maps them again. False where that is not possible (not Linux):
+    that costs memory, never a wrong row, since nothing that points into the map is written."""
     import sys
 
-    if not sys.platform.startswith("linux") or not source.size():
+    spans = [(b.address, b.address + b.size) for b in buffers if b is not None and b.size]
+    if not sys.platform.startswith("linux") or not spans:
         return False
     import ctypes
     import mmap
 
-    source.seek(0)
-    start = source.read_buffer(1).address  # the mapping's first byte (page-aligned)
-    source.seek(0)
+    start = min(lo for lo, _ in spans) // mmap.PAGESIZE * mmap.PAGESIZE
+    stop = max(hi for _, hi in spans)
     libc = ctypes.CDLL(None, use_errno=True)
-    length = -(-source.size() // mmap.PAGESIZE) * mmap.PAGESIZE
-    return libc.madvise(ctypes.c_void_p(start), ctypes.c_size_t(length), _MADV_DONTNEED) == 0
+    return libc.madvise(ctypes.c_void_p(start), ctypes.c_size_t(stop - start), _MADV_DONTNEED) == 0
 
 
 def _ranges(starts, lengths):

@@ -429,6 +429,7 @@ def constrain(runner, ctx: RunContext, config: RunConfig, collected: Collected, 
     """Every batch's entities, constraints and per-author query draws, at the config's rates."""
     batches = collected.batches
     progress.stage(GENERATE_CONSTRAINTS, total=collected.drawn, unit="authors", tasks=len(batches))
+    runner.release_workers()  # fresh workers: spaCy's model and what tagging left go with the taggers'
     rates = sampling_rates(config)
     constrained = runner.map(
         constrain_step,

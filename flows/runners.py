@@ -73,18 +73,29 @@ def cpu_pool() -> Executor | None:
     """The process pool for CPU steps in this process (None: run them in the caller's thread).
 
     Worker processes are spawned, not forked (the parent has threads: DuckDB, HTTP, Prefect),
-    and kept until the pipeline releases them (after collecting, and before publishing), so
-    each loads the spaCy model once for every tag and constrain step."""
+    and kept until the pipeline releases them after each stage of CPU steps (collect, tag,
+    constrain): each loads what its stage uses once (the dump, spaCy, the lists), and what one
+    stage loaded or left is not carried into the next one's memory (docs/scale.md)."""
     global _POOL
     with _POOL_LOCK:
         if _POOL is None and cpu_workers() > 1 and not _in_dask_worker():
             _POOL = ProcessPoolExecutor(
                 cpu_workers(),
                 mp_context=multiprocessing.get_context("spawn"),
-                initializer=set_duck_threads,
+                initializer=start_worker,
                 initargs=(duck_share(cpu_workers()),),
             )
         return _POOL
+
+
+def start_worker(duck_threads: int) -> None:
+    """A worker process's set-up: its share of DuckDB's threads, and Arrow's buffers from the C
+    heap (glibc) instead of Arrow's own allocator (mimalloc), which kept what a batch freed (40-50
+    MiB a worker); glibc's free pages go back after every step (kitab/core/step_memory.py)."""
+    import pyarrow as pa
+
+    set_duck_threads(duck_threads)
+    pa.set_memory_pool(pa.system_memory_pool())
 
 
 def shutdown_cpu_pool() -> None:

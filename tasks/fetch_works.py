@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from functools import lru_cache
 
 from kitab.core.stages import FETCH_WORKS
+from kitab.core.step_memory import step_cache
 from kitab.sources.http import Fetched, SourceUnavailable
 from kitab.sources.openlibrary import OpenLibrary
 from kitab.sources.wikidata import Wikidata, records_of_works
@@ -63,7 +63,7 @@ def record_rows(doc: dict, author: dict, fetched: Fetched, source: str) -> list[
 _SPACES = re.compile(r"\s+")
 
 
-@lru_cache(maxsize=1 << 16)  # a batch's WikiData rows repeat its few thousand titles (~90,000 rows at 100k)
+@step_cache(maxsize=1 << 16)  # a batch's WikiData rows repeat its few thousand titles (~90,000 rows at 100k)
 def label_key(title: str) -> str:
     """A title as the authorship cross-check joins WikiData labels to it (tasks/clean_books.py):
     case-, accent- and spacing-insensitive."""

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from functools import lru_cache
+
+from kitab.core.step_memory import step_cache
 
 __all__ = ["ARTICLES", "MAX_TITLE_CHARS", "fold", "main_title", "match_key", "split_title_year"]
 
@@ -140,7 +141,7 @@ def _numbers_to_digits(tokens: list[str]) -> list[str]:
     return out
 
 
-@lru_cache(maxsize=1 << 16)  # a title is keyed several times per stage (clusters, subsets, output rows)
+@step_cache(maxsize=1 << 16)  # a title is keyed several times per stage (clusters, subsets, output rows)
 def match_key(title: str) -> str:
     """The normalised key two titles must share to be the same title (see module doc)."""
     text = fold(title).replace("&", " and ")

@@ -23,6 +23,7 @@ from typing import Any
 from kitab.core.cycles import cycle_collection_paused
 from kitab.core.files import sha256_file, write_bytes
 from kitab.core.refs import TableRef
+from kitab.core.step_memory import after_step
 from kitab.core.version import code_digest
 
 
@@ -100,7 +101,8 @@ class WorkDir:
         """The recorded result if the inputs and code are unchanged, else ``compute()``, recorded
         only if ``final(result)``: a result that a rerun could improve (a source that did not
         answer this time) is not kept, so the rerun computes it again. ``compute`` runs with
-        the cycle collector paused (kitab/core/cycles.py)."""
+        the cycle collector paused (kitab/core/cycles.py); after it, the process keeps nothing
+        of the batch (kitab/core/step_memory.py: per-step caches emptied, free heap returned)."""
         key = step_key(step, part=part, **inputs)
         found = self.cached(step, part, key)
         if found is not None:
@@ -109,8 +111,11 @@ class WorkDir:
             if "requests_sent" in stats:
                 stats["requests_sent"] = 0
             return StepResult(found.outputs, stats)
-        with cycle_collection_paused():  # a step's rows are millions of objects in no cycle
-            result = compute()
+        try:
+            with cycle_collection_paused():  # a step's rows are millions of objects in no cycle
+                result = compute()
+        finally:
+            after_step()
         if final(result):
             self.record(step, part, key, result)
         return result

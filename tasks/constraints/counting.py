@@ -24,14 +24,15 @@ from __future__ import annotations
 
 import string
 from collections.abc import Callable, Iterable
-from functools import lru_cache
+
+from kitab.core.step_memory import step_cache
 
 ARTICLES = frozenset({"the", "a", "an"})
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
 _DELETE = str.maketrans("", "", string.punctuation)
 
 
-@lru_cache(maxsize=1 << 16)
+@step_cache(maxsize=1 << 16)
 def title_words(title: str) -> tuple[str, ...]:
     """The words of ``title`` under the rules above (cached: every spec of an author asks)."""
     words = _all_words(title)
@@ -40,12 +41,12 @@ def title_words(title: str) -> tuple[str, ...]:
     return words
 
 
-@lru_cache(maxsize=1 << 16)
+@step_cache(maxsize=1 << 16)
 def _all_words(title: str) -> tuple[str, ...]:
     return tuple(title.lower().replace("&", "and").translate(_DELETE).split())
 
 
-@lru_cache(maxsize=1 << 16)  # claims read every title once per letter and constraint type
+@step_cache(maxsize=1 << 16)  # claims read every title once per letter and constraint type
 def title_readings(title: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The two readings of ``title`` a person could give it: rule 4 applied (KITAB's) and
     not (the leading article kept). A claim (tasks/claims.py) is stated only where both agree."""

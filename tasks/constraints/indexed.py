@@ -13,8 +13,8 @@ property test (tests/test_constraint_indexed.py) ties this to ``author_candidate
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from functools import lru_cache
 
+from kitab.core.step_memory import step_cache
 from tasks.constraints.book import Book
 from tasks.constraints.candidates import Candidate
 from tasks.constraints.counting import first_letter_in, last_letter_in, title_words
@@ -30,7 +30,7 @@ from tasks.constraints.registry import Spec, spec_types
 Index = dict[object, dict[int, list[str]]]
 
 
-@lru_cache(maxsize=1 << 16)
+@step_cache(maxsize=1 << 16)
 def title_facts(title: str) -> tuple[str | None, str | None, int]:
     """(first letter, last letter, word count) of ``title``, read once per distinct title."""
     words = title_words(title)

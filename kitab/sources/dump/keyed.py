@@ -83,8 +83,11 @@ class KeyedTable:
 
     Each lookup maps the two files for its own duration only: what it takes is copied out, so
     the pages it touched do not stay in this process's memory (over a whole run, the batches of
-    one worker touch most of a large table). ``rows_read`` and ``batches_read`` count the rows
-    taken from the file and the record batches touched: what lookups cost."""
+    one worker touch most of a large table); within a lookup, the data file's pages leave the
+    process once each record batch's rows are copied (:func:`drop_pages`): a lookup touched up
+    to 400 MiB of a 100,000-author dump, all of it counted in the worker's RSS until the end.
+    ``rows_read`` and ``batches_read`` count the rows taken from the file and the record
+    batches touched: what lookups cost."""
 
     def __init__(self, folder: Path, table: str, key: str):
         import numpy as np
@@ -137,7 +140,9 @@ class KeyedTable:
                 for start, stop in zip(starts, np.r_[starts[1:], len(rows)]):
                     b = int(batch_of[start])
                     # take copies the rows out of the zero-copy batch
-                    parts.append(reader.get_batch(b).take(pa.array(rows[start:stop] - self.offsets[b])))
+                    batch = reader.get_batch(b)
+                    parts.append(batch.take(pa.array(rows[start:stop] - self.offsets[b])))
+                    drop_pages(buffer for column in batch.columns for buffer in column.buffers())
             del index
         with self._lock:
             self.rows_read += len(rows)
@@ -145,6 +150,29 @@ class KeyedTable:
         found = pa.Table.from_batches(parts, schema=self.schema)
         # a hash shared by two keys brings the other's rows too: the exact test drops them
         return found.filter(pc.is_in(found.column(self.key), value_set=pa.array(wanted, pa.string())))
+
+
+_MADV_DONTNEED = 4  # Linux
+
+
+def drop_pages(buffers) -> bool:
+    """The pages under ``buffers`` (zero-copy Arrow buffers of one read-only memory map, e.g. a
+    record batch's; None entries skipped) out of this process's RSS: ``madvise(MADV_DONTNEED)``
+    on the span they cover, so the call costs that span, not the file. The file's pages stay in
+    the page cache; a later read maps them again. False where that is not possible (not Linux):
+    that costs memory, never a wrong row, since nothing that points into the map is written."""
+    import sys
+
+    spans = [(b.address, b.address + b.size) for b in buffers if b is not None and b.size]
+    if not sys.platform.startswith("linux") or not spans:
+        return False
+    import ctypes
+    import mmap
+
+    start = min(lo for lo, _ in spans) // mmap.PAGESIZE * mmap.PAGESIZE
+    stop = max(hi for _, hi in spans)
+    libc = ctypes.CDLL(None, use_errno=True)
+    return libc.madvise(ctypes.c_void_p(start), ctypes.c_size_t(stop - start), _MADV_DONTNEED) == 0
 
 
 def _ranges(starts, lengths):

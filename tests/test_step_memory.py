@@ -1,0 +1,93 @@
+"""What a process keeps between steps (kitab/core/step_memory.py, WorkDir.run, the worker
+processes' set-up in flows/runners.py): per-step caches bounded and emptied after each step,
+the C heap trimmed, Arrow's buffers from the C heap in the workers only."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from kitab.core.step_memory import clear_step_caches, step_cache, trim_heap
+from kitab.core.workdir import StepResult, WorkDir
+from tasks.constraints.counting import title_words
+from tasks.text import match_key
+
+
+@step_cache(maxsize=8)
+def _square(n: int) -> int:
+    return n * n
+
+
+def test_a_step_cache_stays_bounded_within_a_step():
+    clear_step_caches()
+    assert [_square(n) for n in range(100)] == [n * n for n in range(100)]
+    assert _square.cache_info().currsize == 8
+    assert _square(99) == 9801 and _square.cache_info().hits == 1  # still a cache
+
+
+def test_a_step_keeps_none_of_its_batch_in_the_caches(tmp_path):
+    """The title caches the collect and constrain steps fill are empty once each step is done,
+    recorded or failed: a worker's next batch starts from what it had loaded, not from the
+    titles of every batch before."""
+    seen = {}
+
+    def compute() -> StepResult:
+        for title in ("The Bluest Eye", "Sula", "Song of Solomon"):
+            match_key(title), title_words(title), _square(len(title))
+        seen.update(key=match_key.cache_info().currsize, words=title_words.cache_info().currsize)
+        return StepResult({}, {"n": 3})
+
+    work = WorkDir(str(tmp_path / "work"))
+    assert work.run("s", "p", compute).stats == {"n": 3}
+    assert seen == {"key": 3, "words": 3}  # filled while the step ran
+    assert match_key.cache_info().currsize == title_words.cache_info().currsize == 0
+    assert _square.cache_info().currsize == 0
+
+    def failing() -> StepResult:
+        match_key("Beloved")
+        raise ValueError("no")
+
+    with pytest.raises(ValueError):
+        work.run("s", "q", failing)
+    assert match_key.cache_info().currsize == 0
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc_trim")
+def test_the_heap_is_trimmed_on_linux():
+    assert trim_heap() is True
+
+
+def test_workers_take_arrows_buffers_from_the_c_heap_and_the_parent_does_not():
+    """Each worker process of the pool is set up with Arrow's system allocator (its mimalloc
+    kept what a batch freed); the refresh process keeps Arrow's default."""
+    import pyarrow as pa
+
+    from flows.runners import LocalRunner
+
+    backend = "__import__('pyarrow').default_memory_pool().backend_name"
+    runner = LocalRunner(workers=2)
+    try:
+        found = runner.map(eval, [(backend,), (backend,)], cpu=True)
+    finally:
+        runner.close()
+    assert found == ["system", "system"]
+    assert pa.default_memory_pool().backend_name != "system"
+
+
+def test_released_workers_are_new_processes():
+    """The pipeline releases the pool after each stage of CPU steps: the next stage's steps run
+    in new processes, without what the last stage loaded."""
+    import os
+
+    from flows.runners import LocalRunner
+
+    runner = LocalRunner(workers=2)
+    try:
+        before = set(runner.map(os.getpid, [(), ()], cpu=True))
+        runner.release_workers()
+        after = set(runner.map(os.getpid, [(), ()], cpu=True))
+    finally:
+        runner.close()
+    assert os.getpid() not in before | after
+    assert not before & after

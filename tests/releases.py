@@ -30,9 +30,10 @@ def dump_release(
     return root
 
 
-def run_sql_check(check: Path, tables: dict, mutate: str | None = None) -> list[tuple]:
-    """The rows (problems) the SQL file ``check`` returns over ``tables`` (name -> Arrow table),
-    copied into a fresh DuckDB, after the statement ``mutate`` (a deliberate damage) if given."""
+def run_sql_check(check: Path | str, tables: dict, mutate: str | None = None) -> list[tuple]:
+    """The rows (problems) the SQL file ``check`` (or SQL text) returns over ``tables`` (name ->
+    Arrow table), copied into a fresh DuckDB, after the statement ``mutate`` (a deliberate damage)
+    if given."""
     import duckdb
 
     db = duckdb.connect()
@@ -41,4 +42,4 @@ def run_sql_check(check: Path, tables: dict, mutate: str | None = None) -> list[
         db.execute(f"CREATE TABLE {name} AS SELECT * FROM source_{name}")
     if mutate:
         db.execute(mutate)
-    return db.execute(check.read_text(encoding="utf-8")).fetchall()
+    return db.execute(check.read_text(encoding="utf-8") if isinstance(check, Path) else check).fetchall()

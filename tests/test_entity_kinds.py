@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+from pathlib import Path
 
 import duckdb
 import pytest
@@ -21,7 +22,7 @@ from kitab.core.errors import BadValue
 from tasks.constraints import constraints_probe, entity_kinds, parse_criterion, spec_type
 from tasks.entities import registry as kinds_registry
 from tasks.taggers import registry as tagger_registry
-from tests.releases import dump_release
+from tests.releases import dump_release, run_sql_check
 
 MODULE = "tests.entity_colour"
 SELECTION = f"human_v6,city_v6,{MODULE}:colour_v1"
@@ -235,3 +236,57 @@ def test_the_report_gives_the_new_kinds_key_quality_before_any_evaluation(colour
     assert {q["kind"] for q in quality.values()} == {"human", "city", "colour"}
     colour = quality["colour-name"]
     assert colour["queries"] > 0 and 0.0 <= colour["unsure_share"] <= 1.0 and colour["wrong_key"] is not None
+
+
+# The entity-states data test in one pass, each constraint's lists copied onto every book of its
+# author: the reference the two-pass form (sql/tests/constraints_entity_states_agree.sql, issue
+# 41: ~1 GB at 10,000 writers in this form) must return the same rows as, damaged or not.
+ONE_PASS_AGREE = """
+with c as (
+    select release, author_qid, constraint_id, entity_kind, mapped_book_ids, unsure_book_ids,
+           json_extract(spec, '$.present')::boolean as present
+    from constraints where entity_kind is not null
+),
+pairs as (
+    select c.*, b.book_id, e.state
+    from c
+    join books b on b.release = c.release and b.author_qid = c.author_qid
+    left join book_entities e on e.release = c.release and e.book_id = b.book_id and e.kind = c.entity_kind
+)
+select release, constraint_id, book_id, coalesce(state, 'missing') as problem
+from pairs
+where state is null
+   or list_contains(mapped_book_ids, book_id) <> (state = case when present then 'yes' else 'no' end)
+   or list_contains(unsure_book_ids, book_id) <> (state = 'unsure')
+"""
+
+
+def test_the_entity_states_data_test_reads_every_kind_and_catches_each_damage_as_the_one_pass_form(colour_release):
+    root, _ = colour_release
+    agree = Path(__file__).resolve().parents[1] / "sql" / "tests" / "constraints_entity_states_agree.sql"
+    con = duckdb.connect()
+    tables = {
+        t: con.sql(
+            f"SELECT * FROM read_parquet('{root}/tables/{t}/*/*.parquet', hive_partitioning = true)"
+        ).to_arrow_table()
+        for t in ("constraints", "books", "book_entities")
+    }
+    assert {r["entity_kind"] for r in tables["constraints"].to_pylist()} >= {"human", "city", "colour"}
+    one = "(SELECT min(constraint_id) FROM constraints WHERE entity_kind = 'colour' AND len(mapped_book_ids) > 0)"
+    state = "(SELECT min(book_id) FROM book_entities WHERE kind = 'colour' AND state = 'yes')"
+    damaged = {
+        None: False,
+        "a mapped book dropped": f"UPDATE constraints SET mapped_book_ids = mapped_book_ids[2:] WHERE constraint_id = {one}",
+        "a mapped book listed as unsure too": "UPDATE constraints SET unsure_book_ids = "
+        f"list_append(unsure_book_ids, mapped_book_ids[1]) WHERE constraint_id = {one}",
+        "a state missing": f"DELETE FROM book_entities WHERE kind = 'colour' AND book_id = {state}",
+        "a state flipped": f"UPDATE book_entities SET state = 'no' WHERE kind = 'colour' AND book_id = {state}",
+        "a second, other state": "INSERT INTO book_entities BY NAME (SELECT * REPLACE ('unsure' AS state) "
+        f"FROM book_entities WHERE kind = 'colour' AND book_id = {state})",
+        "another author's book mapped (not a disagreement of the author's books)": "UPDATE constraints SET "
+        "mapped_book_ids = list_append(mapped_book_ids, 'not-a-book') WHERE entity_kind IS NOT NULL",
+    }
+    for what, mutate in damaged.items():
+        rows = sorted(run_sql_check(agree, tables, mutate))
+        assert rows == sorted(run_sql_check(ONE_PASS_AGREE, tables, mutate)), what
+        assert bool(rows) == (what is not None and not what.startswith("another")), (what, rows)

@@ -1,7 +1,8 @@
 -- Every query as a KITAB row, with KITAB's column names and formats: lists are stringified
 -- Python lists (KITAB's consumers ast.literal_eval them), all_books entries are
 -- "Title (YYYY)" (just "Title" without a year) sorted by title, raw_books are the distinct
--- titles fetched before cleaning that are the author's own books (see raw_books below).
+-- titles fetched before cleaning that are the author's own books (both per author:
+-- kitab_author_books.sql).
 -- Two columns of ours follow KITAB's: query_id (links back
 -- to `queries`) and release (every join stays inside one release: an author sampled but not
 -- released in one release may be sampled again in another). The views
@@ -21,30 +22,6 @@ create or replace macro kitab_py_list(xs) as
     '[' || array_to_string(list_transform(coalesce(xs, []::varchar[]), lambda t: kitab_py_str(t)), ', ') || ']';
 
 create or replace view kitab_book_constraints as
-with all_books as (
-    select release, author_qid,
-           list(case when first_year is null then canonical_title
-                     else canonical_title || ' (' || cast(first_year as varchar) || ')' end
-                order by canonical_title, book_id) as titles
-    from books
-    group by release, author_qid
-), raw_books as (
-    -- KITAB's evaluator forgives an answer found here (neither scored nor "not from the
-    -- author"), so only titles that are the author's own books belong here: kept works, and
-    -- works dropped only for their language or as a duplicate row. A title cleaning rejected
-    -- as junk or as someone else's (empty_title, title_is_author_name, more_than_two_authors,
-    -- wikidata_other_author, any new reason) stays out: an empty raw title is a substring of
-    -- every answer and would forgive any invented title.
-    select w.release, w.author_qid, list_sort(list_distinct(list(w.title))) as titles
-    from works_raw w
-    where nullif(trim(w.title), '') is not null
-      and not exists (
-        select 1 from rejects r
-        where r.release = w.release and r.author_qid = w.author_qid and r.record_kind = 'work'
-          and r.record_id = w.work_key and r.stage = 'clean_books'
-          and r.reason not in ('not_english_tagged', 'not_english_detected', 'language_unknown', 'duplicate_row'))
-    group by w.release, w.author_qid
-)
 select
     a.name                            as "Author",
     cast(a.birth_year as bigint)      as "Birth Year",
@@ -53,8 +30,8 @@ select
     q.kitab_constraint_type           as constraint_type,
     q.constraints                     as constraints,
     kitab_py_list(q.mapped_titles)    as mapped_books,
-    kitab_py_list(ab.titles)          as all_books,
-    kitab_py_list(rb.titles)          as raw_books,
+    kitab_py_list(ab.all_books)       as all_books,
+    kitab_py_list(ab.raw_books)       as raw_books,
     q.query_id                        as query_id,
     -- issue 28: the books this query's key leaves out (an entity state unsure), by canonical
     -- title as all_books lists them (no year), sorted: neither required nor forbidden
@@ -68,5 +45,4 @@ select
     q.n_constraints                   as n_constraints
 from queries q
 join authors a on a.release = q.release and a.qid = q.author_qid
-left join all_books ab on ab.release = q.release and ab.author_qid = q.author_qid
-left join raw_books rb on rb.release = q.release and rb.author_qid = q.author_qid;
+left join kitab_author_books ab on ab.release = q.release and ab.author_qid = q.author_qid;

@@ -82,21 +82,30 @@ def load_truths(con) -> dict[str, QueryInfo]:
     )
     for qid, book_id, title, year in rows:
         books[qid].append(Book(book_id, (title,), year, entities=tuple(sorted(flags[book_id].items()))))
-    rows = con.execute(
-        'SELECT k.query_id, q.author_qid, k."Author", k.constraint_type, k.constraints, k.mapped_books, k.all_books, '
-        "k.raw_books, q.unsure_book_ids, q.n_constraints, q.n_mapped, q.n_books, q.constrainedness, a.sitelinks "
-        "FROM kitab_book_constraints k JOIN queries q ON q.query_id = k.query_id "
-        "JOIN authors a ON a.qid = q.author_qid ORDER BY k.query_id"
-    ).fetchall()
     shared = {qid: tuple(author_books) for qid, author_books in books.items()}
-    # An author's all_books and raw_books strings repeat on each of its queries, and criteria
-    # texts across queries: each distinct string is parsed once (ast.literal_eval was most of
-    # the battery's time), and an author's all_books checked once against its books.
+    # An author's all_books and raw_books are the same on each of its queries: read once per
+    # author as lists (sql/marts/kitab_author_books.sql), not stringified per query and parsed
+    # back (20,000 queries' copies held ~0.3 GB of DuckDB's memory at 10,000 authors); all_books
+    # checked against the author's books. Criteria and mapped texts parsed once per distinct text.
+    raw_books: dict[str, tuple[str, ...]] = {}
+    for qid, all_books, raw in con.execute(
+        "SELECT author_qid, all_books, raw_books FROM kitab_author_books"
+    ).fetchall():
+        entries, author_books = all_books or [], shared.get(qid, ())
+        if (
+            qid in raw_books
+            or len(entries) != len(author_books)
+            or not all(entry.startswith(book.title) for entry, book in zip(entries, author_books))
+        ):
+            raise KitabError(
+                f"author {qid}: all_books does not list the author's books in order "
+                "(the release's views and tables disagree)"
+            )
+        raw_books[qid] = tuple(raw or ())
     lists: dict[str, tuple[str, ...]] = {}
     criteria: dict[str, tuple] = {}
-    checked: set[tuple[str, str]] = set()
 
-    def listed(text: str) -> tuple[str, ...]:
+    def mapped_list(text: str) -> tuple[str, ...]:
         found = lists.get(text)
         if found is None:
             found = lists[text] = read_py_list(text)
@@ -116,38 +125,39 @@ def load_truths(con) -> dict[str, QueryInfo]:
         ctype,
         constraints,
         mapped,
-        all_books,
-        raw,
         unsure,
         n_constraints,
         n_mapped,
         n_books,
         kappa,
         sitelinks,
-    ) in rows:
+    ) in _fetched(
+        con.execute(
+            'SELECT k.query_id, q.author_qid, k."Author", k.constraint_type, k.constraints, k.mapped_books, '
+            "q.unsure_book_ids, q.n_constraints, q.n_mapped, q.n_books, q.constrainedness, a.sitelinks "
+            "FROM kitab_book_constraints k JOIN queries q ON q.query_id = k.query_id "
+            "JOIN authors a ON a.qid = q.author_qid ORDER BY k.query_id"
+        )
+    ):
         author_books = shared.get(qid, ())
-        if (qid, all_books) not in checked:
-            entries = listed(all_books)
-            if len(entries) != len(author_books) or not all(
-                entry.startswith(book.title) for entry, book in zip(entries, author_books)
-            ):
-                raise KitabError(
-                    f"query {query_id}: all_books does not list the author's books in order "
-                    "(the release's views and tables disagree)"
-                )
-            checked.add((qid, all_books))
         truth = QueryTruth(
             query_id,
             specs(constraints),
             author_books,
-            listed(mapped),
-            listed(raw),
+            mapped_list(mapped),
+            raw_books[qid],
             frozenset(unsure or ()),
         )
         out[query_id] = QueryInfo(
             truth, qid, (author, ctype, constraints), n_constraints, ctype, n_mapped, n_books, kappa, sitelinks
         )
     return out
+
+
+def _fetched(cursor, size: int = 2048) -> Iterator[tuple]:
+    """A result's rows, fetched ``size`` at a time (not every row's tuple held at once)."""
+    while batch := cursor.fetchmany(size):
+        yield from batch
 
 
 # kitab_py_list's text (sql/marts/kitab_book_constraints.sql) when no item needed an escape:

@@ -13,6 +13,7 @@ so memory is bounded by a batch, not by the release.
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import logging
 import time
@@ -347,6 +348,7 @@ def sample(
         # a dump's store (its DuckDB and mapped tables, ~70 MB) is not read here again: the
         # workers open their own, and a step run in this process reopens it (cheaply, once built)
         close_sources()
+        gc.collect()  # (the step ran with the cycle collector paused: its cyclic garbage goes now)
         trim_heap()
     order = sampled.outputs["order"]
     log.info(

@@ -13,6 +13,7 @@ so memory is bounded by a batch, not by the release.
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import logging
 import time
@@ -32,6 +33,7 @@ from kitab.core.progress import Progress, active, tracking
 from kitab.core.refs import TableRef, duck, iter_rows, write_query, write_rows
 from kitab.core.reviews import label_tuples
 from kitab.core.stages import GENERATE_CONSTRAINTS, SAMPLE_AUTHORS, TAG_ENTITIES
+from kitab.core.step_memory import trim_heap
 from kitab.core.warehouse import Warehouse
 from kitab.core.workdir import StepResult, WorkDir
 from kitab.sources import Origin, SourceSpec, close_sources, source_kind, sources_for
@@ -342,6 +344,12 @@ def sample(
         (tuple(sorted(since.qids)), tuple(sorted(since.names))),
         name=SAMPLE_AUTHORS,
     )
+    if not source_kind(params.source).sends_requests:
+        # a dump's store (its DuckDB and mapped tables, ~70 MB) is not read here again: the
+        # workers open their own, and a step run in this process reopens it (cheaply, once built)
+        close_sources()
+        gc.collect()  # (the step ran with the cycle collector paused: its cyclic garbage goes now)
+        trim_heap()
     order = sampled.outputs["order"]
     log.info(
         "%d eligible authors in the draw order (%d excluded as released, %d as rejected before)",

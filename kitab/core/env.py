@@ -1,4 +1,4 @@
-"""Process environment that keeps Prefect quiet, offline and CI-safe.
+"""Process environment that keeps Prefect quiet, offline and CI-safe (and Arrow on the C heap).
 
 Prefect reads its settings from the environment when it is first imported, so this runs
 from ``kitab/__init__`` before any stage or flow module imports prefect. Values already
@@ -31,6 +31,10 @@ def quiet_prefect_env(prefect_home: Path | None = None) -> None:
         "HF_DATASETS_OFFLINE": "1",
         "HF_HUB_DISABLE_TELEMETRY": "1",
         "HF_XET_TELEMETRY_ENABLED": "false",
+        # Arrow's buffers from the C heap, not its mimalloc, which kept what a step freed (the
+        # refresh ~0.1 GiB, each worker 40-50 MiB): glibc's free pages go back after every step
+        # (kitab/core/step_memory.py). Read when pyarrow is first imported, so here.
+        "ARROW_DEFAULT_MEMORY_POOL": "system",
     }
     if prefect_home is not None:
         defaults["PREFECT_HOME"] = str(prefect_home)

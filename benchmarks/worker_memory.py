@@ -159,13 +159,12 @@ def _pool():
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    from flows import runners
+    from kitab.core.refs import set_duck_threads
 
-    start = getattr(runners, "start_worker", None)
-    if start is None:  # (before the worker set-up had its own function)
-        from kitab.core.refs import set_duck_threads as start
     # DuckDB's share of a worker of two on two cores, as in a run
-    return ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"), initializer=start, initargs=(1,))
+    return ProcessPoolExecutor(
+        1, mp_context=multiprocessing.get_context("spawn"), initializer=set_duck_threads, initargs=(1,)
+    )
 
 
 def report(log: Path) -> None:

@@ -33,14 +33,12 @@ def main() -> None:
     parser.add_argument("--duck-threads", type=int, default=1, help="a worker's DuckDB threads (1: two on two cores)")
     args = parser.parse_args()
 
-    from flows import runners
+    from kitab.core.refs import set_duck_threads
     from kitab.core.workdir import WorkDir
 
-    # set up as a worker of the pool is (flows/runners.py), where that has its own function
-    start = getattr(runners, "start_worker", None)
-    if start is None:
-        from kitab.core.refs import set_duck_threads as start
-    start(args.duck_threads)
+    # set up as a worker of the pool is (flows/runners.py: its DuckDB threads; Arrow's pool
+    # comes from the environment kitab sets, kitab/core/env.py)
+    set_duck_threads(args.duck_threads)
     import tasks.steps  # noqa: F401  (what a worker imports to unpickle a step)
 
     print(f"imports: RSS {status()['VmRSS'] / 1024:.0f} MiB")

@@ -82,20 +82,10 @@ def cpu_pool() -> Executor | None:
             _POOL = ProcessPoolExecutor(
                 cpu_workers(),
                 mp_context=multiprocessing.get_context("spawn"),
-                initializer=start_worker,
+                initializer=set_duck_threads,
                 initargs=(duck_share(cpu_workers()),),
             )
         return _POOL
-
-
-def start_worker(duck_threads: int) -> None:
-    """A worker process's set-up: its share of DuckDB's threads, and Arrow's buffers from the C
-    heap (glibc) instead of Arrow's own allocator (mimalloc), which kept what a batch freed (40-50
-    MiB a worker); glibc's free pages go back after every step (kitab/core/step_memory.py)."""
-    import pyarrow as pa
-
-    set_duck_threads(duck_threads)
-    pa.set_memory_pool(pa.system_memory_pool())
 
 
 def shutdown_cpu_pool() -> None:

@@ -62,9 +62,8 @@ def test_the_heap_is_trimmed_on_linux():
 def test_every_kitab_process_takes_arrows_buffers_from_the_c_heap_unless_told_otherwise():
     """Arrow's default allocator (mimalloc) kept what a batch or a publish step freed (40-50 MiB
     a worker, ~0.1 GiB in the refresh): kitab's processes use the C heap, whose free pages go
-    back after every step. The pool's workers are set up so (also where the environment is not
-    kitab's, e.g. a Dask worker); any process that imports kitab first has it as its default,
-    unless ARROW_DEFAULT_MEMORY_POOL says otherwise."""
+    back after every step. Any process that imports kitab first has it as its default (the
+    pool's workers inherit it), unless ARROW_DEFAULT_MEMORY_POOL says otherwise."""
     import subprocess
 
     from flows.runners import LocalRunner

@@ -314,3 +314,19 @@ def test_a_p648_that_is_not_an_author_key_is_skipped(via_mirror):
     }
     row, rejected = match_author(author, via_mirror.openlibrary)
     assert rejected is None and row["ol_author_key"] == "OL31120A" and row["match_method"] == "p648"
+
+
+def test_a_request_is_logged_before_it_is_answered(snapshot_dir):
+    """A client that has its answer finds its request in the log (a test that counts requests
+    right after a call relies on it): while the log is held, the mirror cannot answer."""
+    import requests
+
+    from kitab.simulate.mirror.server import Mirror
+
+    with Mirror(snapshot_dir, ol_rate=None) as m:
+        with m._log_lock:  # the mirror's logging blocks here, and so must its answer
+            with pytest.raises(requests.exceptions.ReadTimeout):
+                requests.get(m.url + "/works/OL0W.json", timeout=0.5)
+        answer = requests.get(m.url + "/works/OL0W.json", timeout=5)
+        assert answer.status_code == 404
+        assert [e.status for e in m.log() if e.path == "/works/OL0W.json"][-1] == 404

@@ -195,13 +195,22 @@ def _handler_for(mirror: Mirror) -> type[BaseHTTPRequestHandler]:
                 else "openlibrary"
             )
             self.injected: Fault | None = None
+            self._entry = (arrived, method, parts.path, parts.query, service)
             status = self._respond(method, parts.path, parts.query, params, body, service)
+            if status == NO_ANSWER:  # nothing sent: logged here, before the connection drops
+                self._record(status)
+
+        def _record(self, status: int) -> None:
+            """Log this request. Called before the answer's bytes go out: a client that has its
+            answer finds the request in the log (logged after, a test reading the log at once
+            could miss the last request when the server thread lost the core in between)."""
+            arrived, method, path, query, service = self._entry
             mirror.record(
                 LogEntry(
                     arrived,
                     method,
-                    parts.path,
-                    parts.query,
+                    path,
+                    query,
                     status,
                     self.headers.get("User-Agent", ""),
                     service,
@@ -260,6 +269,7 @@ def _handler_for(mirror: Mirror) -> type[BaseHTTPRequestHandler]:
         def _send(
             self, status: int, ctype: str, payload: bytes, *, retry_after: int | None = None, cut: bool = False
         ) -> int:
+            self._record(status)
             self.send_response(status)
             self.send_header("Content-Type", ctype)
             self.send_header("Content-Length", str(len(payload)))

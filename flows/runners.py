@@ -47,9 +47,7 @@ def set_workers(workers: int | None) -> None:
 
 
 class Runner(Protocol):
-    def run(self, step: Step, *args: Any, cpu: bool = False, name: str, in_worker: bool = False) -> StepResult:
-        """One step call; ``in_worker``: a CPU step runs in a worker process even alone (a pool
-        gains it no speed, but what it loads and leaves stays out of this process's memory)."""
+    def run(self, step: Step, *args: Any, cpu: bool = False, name: str) -> StepResult: ...
 
     def release_workers(self) -> None:
         """No more CPU steps: free the worker processes (their memory) before publishing."""
@@ -132,8 +130,8 @@ class LocalRunner:
         set_workers(workers)
         self.io = ThreadPoolExecutor(io_threads, thread_name_prefix="kitab-io")
 
-    def run(self, step: Step, *args: Any, cpu: bool = False, name: str = "", in_worker: bool = False) -> StepResult:
-        return call_step(step, args, cpu and in_worker)
+    def run(self, step: Step, *args: Any, cpu: bool = False, name: str = "") -> StepResult:
+        return call_step(step, args, cpu)
 
     def map(
         self,
@@ -214,8 +212,8 @@ class PrefectRunner:
             )
         return self._tasks[key]
 
-    def run(self, step: Step, *args: Any, cpu: bool = False, name: str = "", in_worker: bool = False) -> StepResult:
-        return self.map(step, [args], cpu=cpu, names=[name or step.__name__], in_worker=in_worker)[0]
+    def run(self, step: Step, *args: Any, cpu: bool = False, name: str = "") -> StepResult:
+        return self.map(step, [args], cpu=cpu, names=[name or step.__name__])[0]
 
     def map(
         self,
@@ -225,13 +223,10 @@ class PrefectRunner:
         cpu: bool = False,
         names: Sequence[str] = (),
         on_done: OnDone | None = None,
-        in_worker: bool = False,
     ) -> list[StepResult]:
         from prefect.futures import as_completed as prefect_completed
 
-        # a pool gains nothing for one call, and costs its start-up (unless the call is to stay
-        # out of this process: ``in_worker``, Runner.run)
-        cpu = cpu and (len(calls) > 1 or in_worker)
+        cpu = cpu and len(calls) > 1  # a pool gains nothing for one call, and costs its start-up
         task = self._task(step, cpu)
         futures = {}
         for n, args in enumerate(calls):

@@ -32,6 +32,7 @@ from typing import Any
 from kitab.core.params import ModelEndpoint
 from kitab.core.progress import step_progress
 from kitab.core.refs import (
+    WORK_COMPRESSION,
     TableRef,
     duck,
     iter_rows,
@@ -122,12 +123,12 @@ class Collected:
 
 
 def _write(
-    ctx: RunContext, step: str, part: str, tables: dict[str, list[dict] | dict[str, list]]
+    ctx: RunContext, step: str, part: str, tables: dict[str, list[dict] | dict[str, list]], compression: str = "zstd"
 ) -> dict[str, TableRef]:
     """Each output table, given as rows or as columns (name -> values), to its Parquet file."""
     return {
         name: (write_columns if isinstance(table, dict) else write_rows)(
-            _table_of(name), table, ctx.work.path(step, part, name)
+            _table_of(name), table, ctx.work.path(step, part, name), compression
         )
         for name, table in tables.items()
     }
@@ -433,6 +434,7 @@ def constrain_step(
                 **batch_columns(part, authors_by_qid, ctx.seed),
                 **claims,
             },
+            WORK_COMPRESSION,  # read by the top-ups, the claims draw and publishing, never released as is
         )
         return StepResult(
             outputs,

@@ -410,9 +410,9 @@ def constrain_step(
             model_version,
             tag_rows,
         )
-        states = book_states(books, variants, tag_rows, kinds, others, kind_versions(ctx.taggers or None))
-        baseline = book_states(books, variants, tag_rows, kinds) if others else states
-        entity_stats["decided_by"] = decided_by(states, baseline, others)
+        before: dict[tuple[str, str], str] = {}  # the title rules' states alone, where a second reader spoke
+        states = book_states(books, variants, tag_rows, kinds, others, kind_versions(ctx.taggers or None), before)
+        entity_stats["decided_by"] = decided_by(states, before, others)
         entity_stats["states"] = dict(sorted(Counter(f"{r['kind']}:{r['state']}" for r in states).items()))
         kept_qids = {b["author_qid"] for b in books}
         authors = [a for a in authors_all if a["qid"] in kept_qids]

@@ -388,7 +388,7 @@ def constrain_step(
         books, variants = read_rows(inputs["books"]), read_rows(inputs["title_variants"])
         authors_all = read_rows(inputs["authors"])
         titles = sorted({v["title"] for v in variants} | {b["canonical_title"] for b in books})
-        tag_rows = _tags_for(titles, tags)
+        tag_rows = tags_for(titles, tags)
         entities, entity_stats = entity_rows(books, variants, tag_rows)
         kinds = tagged_kinds(ctx.taggers or None)
         # yes / no / unsure per book and kind: the title rules' classes, and the second readers'
@@ -459,21 +459,24 @@ def constrain_step(
     )
 
 
-def _tags_for(titles: list[str], tags: tuple[TableRef, ...]) -> list[dict]:
-    """The title_tags rows of ``titles`` from every tag chunk (a semi-join in DuckDB)."""
+def tags_for(titles: list[str], tags: tuple[TableRef, ...]) -> list[dict]:
+    """The title_tags rows of ``titles`` from every tag chunk, ordered by title, tagger and start:
+    each chunk filtered in Arrow (a DuckDB connection and semi-join per batch cost twice as much;
+    tests/test_steps_tags.py keeps that form as the reference)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
     files = [ref.path for ref in tags if ref.rows]
     if not files or not titles:
         return []
-    with duck() as con:
-        con.execute("CREATE TEMP TABLE wanted AS SELECT unnest(?::VARCHAR[]) AS title", [titles])
-        return (
-            con.sql(
-                "SELECT t.* FROM read_parquet(?) t SEMI JOIN wanted USING (title) ORDER BY title, tagger, start",
-                params=[files],
-            )
-            .to_arrow_table()
-            .to_pylist()
-        )
+    wanted = pa.array(titles, pa.string())
+    parts = []
+    for path in files:
+        table = pq.read_table(path)
+        parts.append(table.filter(pc.is_in(table["title"], value_set=wanted)))
+    found = pa.concat_tables(parts, promote_options="default")
+    return found.sort_by([("title", "ascending"), ("tagger", "ascending"), ("start", "ascending")]).to_pylist()
 
 
 # -- sample_queries (global part) -----------------------------------------------------------

@@ -36,6 +36,7 @@ from kitab.core.refs import (
     TableRef,
     duck,
     iter_rows,
+    read_parquet_file,
     read_rows,
     read_slice,
     write_arrow,
@@ -465,7 +466,6 @@ def tags_for(titles: list[str], tags: tuple[TableRef, ...]) -> list[dict]:
     tests/test_steps_tags.py keeps that form as the reference)."""
     import pyarrow as pa
     import pyarrow.compute as pc
-    import pyarrow.parquet as pq
 
     files = [ref.path for ref in tags if ref.rows]
     if not files or not titles:
@@ -473,7 +473,7 @@ def tags_for(titles: list[str], tags: tuple[TableRef, ...]) -> list[dict]:
     wanted = pa.array(titles, pa.string())
     parts = []
     for path in files:
-        table = pq.read_table(path)
+        table = read_parquet_file(path)
         parts.append(table.filter(pc.is_in(table["title"], value_set=wanted)))
     found = pa.concat_tables(parts, promote_options="default")
     return found.sort_by([("title", "ascending"), ("tagger", "ascending"), ("start", "ascending")]).to_pylist()

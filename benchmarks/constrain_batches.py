@@ -1,8 +1,10 @@
 """The constrain step's compute per batch, timed on a run's kept collect and tag outputs: each
 batch's ``tasks/steps.py:constrain_step`` called in this process (into a temporary work folder,
 so nothing is cached), the CPU seconds of all the batches for the warmer of ``--reps`` passes,
-and every output file's sha256, row count and the step's stats, saved (``--save``) or compared
-with a saved file (``--compare``: two commits whose steps write the same bytes print IDENTICAL).
+and every output's content digest (its rows and schema, whatever the file's encoding), row
+count and the step's stats, saved (``--save``) or compared with a saved file (``--compare``: two
+commits whose steps write the same tables print IDENTICAL; each file's sha256 is saved too, and
+files whose bytes differ are listed apart: a work-dir file is read back, never released as is).
 
     .venv/bin/python benchmarks/constrain_batches.py --work /tmp/run-work --save before.json
     .venv/bin/python benchmarks/constrain_batches.py --work /tmp/run-work --compare before.json
@@ -16,11 +18,15 @@ refresh's.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 HERE = Path(__file__).resolve().parent
 # benchmarks/ holds a requests.py: off the path, the project root on it
@@ -42,11 +48,22 @@ def kept(work: Path, step: str, path: Path) -> StepResult:
     return StepResult(moved, result.stats)
 
 
-def differences(saved: dict, got: dict) -> list[str]:
-    """``part:output`` (or ``part:stats``) of every batch whose file or stats differ."""
+def content(path: str) -> str:
+    """sha256 of a Parquet file's table (schema and rows) as Arrow IPC: equal for the same
+    table written with another compression or encoding."""
+    table = pq.read_table(path)
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table.combine_chunks())
+    return hashlib.sha256(sink.getvalue().to_pybytes()).hexdigest()
+
+
+def differences(saved: dict, got: dict, what: str = "outputs") -> list[str]:
+    """``part:output`` (or ``part:stats``) of every batch whose ``what`` (``outputs``: table
+    contents, ``files``: file bytes) or stats differ."""
     out = []
     for part in sorted(saved.keys() | got.keys()):
-        a, b = saved.get(part, {}).get("outputs", {}), got.get(part, {}).get("outputs", {})
+        a, b = saved.get(part, {}).get(what, {}), got.get(part, {}).get(what, {})
         out += [f"{part}:{name}" for name in sorted(a.keys() | b.keys()) if a.get(name) != b.get(name)]
         if saved.get(part, {}).get("stats") != got.get(part, {}).get("stats"):
             out.append(f"{part}:stats")
@@ -77,7 +94,8 @@ def main() -> None:
                 out = constrain_step(ctx, Batch(int(part), 0, 0), result, tags, SamplingRates())
                 spent += time.process_time() - started
                 got[part] = {
-                    "outputs": {name: [ref.sha256, ref.rows] for name, ref in sorted(out.outputs.items())},
+                    "outputs": {name: [content(ref.path), ref.rows] for name, ref in sorted(out.outputs.items())},
+                    "files": {name: ref.sha256 for name, ref in sorted(out.outputs.items())},
                     "stats": json.loads(json.dumps(out.stats)),
                 }
         print(f"pass {rep + 1}: {spent:.2f} CPU-s over {len(collected)} batches", flush=True)
@@ -89,6 +107,8 @@ def main() -> None:
         saved = json.loads(args.compare.read_text())
         differ = differences(saved, got)
         print("IDENTICAL" if not differ else f"DIFFER: {', '.join(differ)}")
+        files = [d for d in differences(saved, got, "files") if not d.endswith(":stats")]
+        print(f"file bytes differ (same tables): {len(files)} files" if files else "file bytes identical")
         if differ:
             raise SystemExit(1)
 

@@ -161,21 +161,30 @@ def second_reader_evidence(
 
 
 def decided_by(
-    states: Sequence[Mapping], baseline: Sequence[Mapping], others: Mapping[tuple[str, str], Sequence[Mapping]]
+    states: Sequence[Mapping],
+    baseline: Sequence[Mapping] | Mapping[tuple[str, str], str],
+    others: Mapping[tuple[str, str], Sequence[Mapping]],
 ) -> dict[str, dict[str, int]]:
     """kind -> how its books' states came about, for the step's stats: ``title`` (the title rules
     alone), ``title+record`` (the same state, a second reader agreeing), ``record`` / ``model`` /
     ``review`` (a second reader decided what the title rules alone left unsure or said
     otherwise), ``unsure`` (``unsure:disagree`` where the title rules alone would have decided).
-    ``baseline``: :func:`book_states` of the same books without second readers."""
-    before = {(r["book_id"], r["kind"]): r["state"] for r in baseline}
+    ``baseline``: :func:`book_states` of the same books without second readers (the reference),
+    or what ``book_states(..., before=...)`` filled in the same pass: (book_id, kind) -> the title
+    rules' state alone, for the books and kinds with second readers (any other's state is the
+    title rules' alone)."""
+    if isinstance(baseline, Mapping):
+        before: Mapping[tuple[str, str], str] = baseline
+    else:
+        before = {(r["book_id"], r["kind"]): r["state"] for r in baseline}
     out: dict[str, Counter] = {}
     for r in states:
         key = (r["book_id"], r["kind"])
+        alone = before.get(key, r["state"])
         agreeing = sorted({o["source"] for o in others.get(key, ()) if o["verdict"] == r["state"]}, key=SOURCES.index)
         if r["state"] == UNSURE:
-            label = UNSURE if before[key] == UNSURE else "unsure:disagree"
-        elif before[key] == r["state"]:
+            label = UNSURE if alone == UNSURE else "unsure:disagree"
+        elif alone == r["state"]:
             label = "+".join(["title", *agreeing])
         else:
             label = "+".join(agreeing) or "title"
@@ -190,12 +199,15 @@ def book_states(
     kinds: Sequence[str],
     others: Mapping[tuple[str, str], Sequence[Mapping]] | None = None,
     versions: Mapping[str, str] | None = None,
+    before: dict[tuple[str, str], str] | None = None,
 ) -> list[dict]:
     """Rows of ``book_entities`` (schemas/book_entities.json): one per book and kind, from the
     title_tags rows of the books' titles (spans, and the tagger's doubt rows: ``start`` < 0,
     ``evidence`` = the class of a title with no span) and the second readers' verdicts, with each
     decided state's stated error and its interval (:func:`book_error`; ``versions``: kind -> the
-    run's tagger version, default the kind's default; unsure: null)."""
+    run's tagger version, default the kind's default; unsure: null). ``before``, if given, is
+    filled with (book_id, kind) -> the state the title rules alone decide, for each book and kind
+    with second readers (:func:`decided_by`'s baseline, without deciding every book again)."""
     others = others or {}
     versions = versions or {}
     per_title: dict[tuple[str, str], tuple[str, bool]] = {}
@@ -229,6 +241,12 @@ def book_states(
                 state, evidence, error = _book_state(kind, classes, mine, versions.get(kind))
                 found = decided[key] = (state, evidence, *(error or (None, None, None)))
             state, evidence, error, error_low, error_high = found
+            if mine and before is not None:
+                alone = (kind, classes, ())
+                if alone not in decided:
+                    state_alone, evidence_alone, error_alone = _book_state(kind, classes, (), versions.get(kind))
+                    decided[alone] = (state_alone, evidence_alone, *(error_alone or (None, None, None)))
+                before[(book_id, kind)] = decided[alone][0]
             rows.append(
                 {
                     "book_id": book_id,

@@ -469,10 +469,10 @@ def sampling_summary_sql(con, queries: str, counts: Mapping, seed: int, rates: S
 
 
 def group_constraints(
-    constraints: Iterable[Mapping], authors: Iterable[Mapping], books: Iterable[Mapping]
+    constraints: Iterable[dict], authors: Iterable[Mapping], books: Iterable[Mapping]
 ) -> tuple[dict[str, list[dict]], dict[str, Mapping]]:
-    """Constraints by author in candidate order and authors by QID; raises if the
-    constraints are stale (another spec version, or N differs from ``books``)."""
+    """Constraints by author in candidate order (the rows, not copies) and authors by QID; raises
+    if the constraints are stale (another spec version, or N differs from ``books``)."""
     by_author: dict[str, list[dict]] = defaultdict(list)
     for row in constraints:
         if row["spec_version"] != SPEC_VERSION:
@@ -480,9 +480,10 @@ def group_constraints(
                 f"constraint {row['constraint_id']} has spec version {row['spec_version']}, "
                 f"this code is {SPEC_VERSION}: regenerate the constraints"
             )
-        by_author[row["author_qid"]].append(dict(row))
+        by_author[row["author_qid"]].append(row)  # the rows themselves: sampling reads them, never writes
+    order = {t: spec_type(t).ORDER for t in {r["constraint_type"] for rs in by_author.values() for r in rs}}
     for rows in by_author.values():
-        rows.sort(key=lambda row: (spec_type(row["constraint_type"]).ORDER, row["constraint_index"]))
+        rows.sort(key=lambda row: (order[row["constraint_type"]], row["constraint_index"]))
     authors_by_qid = {author["qid"]: author for author in authors}
     n_books: Counter[str] = Counter(book["author_qid"] for book in books)
     for qid, rows in by_author.items():

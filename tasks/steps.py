@@ -32,9 +32,11 @@ from typing import Any
 from kitab.core.params import ModelEndpoint
 from kitab.core.progress import step_progress
 from kitab.core.refs import (
+    WORK_COMPRESSION,
     TableRef,
     duck,
     iter_rows,
+    read_parquet_file,
     read_rows,
     read_slice,
     write_arrow,
@@ -122,12 +124,12 @@ class Collected:
 
 
 def _write(
-    ctx: RunContext, step: str, part: str, tables: dict[str, list[dict] | dict[str, list]]
+    ctx: RunContext, step: str, part: str, tables: dict[str, list[dict] | dict[str, list]], compression: str = "zstd"
 ) -> dict[str, TableRef]:
     """Each output table, given as rows or as columns (name -> values), to its Parquet file."""
     return {
         name: (write_columns if isinstance(table, dict) else write_rows)(
-            _table_of(name), table, ctx.work.path(step, part, name)
+            _table_of(name), table, ctx.work.path(step, part, name), compression
         )
         for name, table in tables.items()
     }
@@ -387,7 +389,7 @@ def constrain_step(
         books, variants = read_rows(inputs["books"]), read_rows(inputs["title_variants"])
         authors_all = read_rows(inputs["authors"])
         titles = sorted({v["title"] for v in variants} | {b["canonical_title"] for b in books})
-        tag_rows = _tags_for(titles, tags)
+        tag_rows = tags_for(titles, tags)
         entities, entity_stats = entity_rows(books, variants, tag_rows)
         kinds = tagged_kinds(ctx.taggers or None)
         # yes / no / unsure per book and kind: the title rules' classes, and the second readers'
@@ -409,9 +411,9 @@ def constrain_step(
             model_version,
             tag_rows,
         )
-        states = book_states(books, variants, tag_rows, kinds, others, kind_versions(ctx.taggers or None))
-        baseline = book_states(books, variants, tag_rows, kinds) if others else states
-        entity_stats["decided_by"] = decided_by(states, baseline, others)
+        before: dict[tuple[str, str], str] = {}  # the title rules' states alone, where a second reader spoke
+        states = book_states(books, variants, tag_rows, kinds, others, kind_versions(ctx.taggers or None), before)
+        entity_stats["decided_by"] = decided_by(states, before, others)
         entity_stats["states"] = dict(sorted(Counter(f"{r['kind']}:{r['state']}" for r in states).items()))
         kept_qids = {b["author_qid"] for b in books}
         authors = [a for a in authors_all if a["qid"] in kept_qids]
@@ -433,6 +435,7 @@ def constrain_step(
                 **batch_columns(part, authors_by_qid, ctx.seed),
                 **claims,
             },
+            WORK_COMPRESSION,  # read by the top-ups, the claims draw and publishing, never released as is
         )
         return StepResult(
             outputs,
@@ -457,21 +460,23 @@ def constrain_step(
     )
 
 
-def _tags_for(titles: list[str], tags: tuple[TableRef, ...]) -> list[dict]:
-    """The title_tags rows of ``titles`` from every tag chunk (a semi-join in DuckDB)."""
+def tags_for(titles: list[str], tags: tuple[TableRef, ...]) -> list[dict]:
+    """The title_tags rows of ``titles`` from every tag chunk, ordered by title, tagger and start:
+    each chunk filtered in Arrow (a DuckDB connection and semi-join per batch cost twice as much;
+    tests/test_steps_tags.py keeps that form as the reference)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     files = [ref.path for ref in tags if ref.rows]
     if not files or not titles:
         return []
-    with duck() as con:
-        con.execute("CREATE TEMP TABLE wanted AS SELECT unnest(?::VARCHAR[]) AS title", [titles])
-        return (
-            con.sql(
-                "SELECT t.* FROM read_parquet(?) t SEMI JOIN wanted USING (title) ORDER BY title, tagger, start",
-                params=[files],
-            )
-            .to_arrow_table()
-            .to_pylist()
-        )
+    wanted = pa.array(titles, pa.string())
+    parts = []
+    for path in files:
+        table = read_parquet_file(path)
+        parts.append(table.filter(pc.is_in(table["title"], value_set=wanted)))
+    found = pa.concat_tables(parts, promote_options="default")
+    return found.sort_by([("title", "ascending"), ("tagger", "ascending"), ("start", "ascending")]).to_pylist()
 
 
 # -- sample_queries (global part) -----------------------------------------------------------

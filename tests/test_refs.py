@@ -89,3 +89,21 @@ def test_each_worker_process_gets_its_share_of_the_cores():
         runner.close()
     assert shares == [max(1, (os.cpu_count() or 1) // 2)] * 2
     assert duck_threads() is None  # the parent's own DuckDB is not limited
+
+
+def test_read_parquet_file_is_read_table(ref, tmp_path):
+    """read_arrow's reader: the table pq.read_table gives (types, values, schema metadata), for a
+    file of many row groups and for a warehouse table's file written in its schema (Snappy)."""
+    from kitab.core.refs import read_parquet_file, write_rows
+
+    table = read_parquet_file(ref.path)
+    assert table.equals(pq.read_table(ref.path), check_metadata=True)
+    written = write_rows(
+        "rejects",
+        [{"stage": "s", "reason": "r", "record_kind": "book", "record_id": "b1"}],
+        tmp_path / "r.parquet",
+        "snappy",
+    )
+    assert pq.ParquetFile(written.path).metadata.row_group(0).column(0).compression == "SNAPPY"
+    assert read_parquet_file(written.path).equals(pq.read_table(written.path), check_metadata=True)
+    assert read_parquet_file(written.path).schema.metadata[b"kitab.table"] == b"rejects"

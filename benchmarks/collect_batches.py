@@ -34,7 +34,7 @@ import pyarrow.parquet as pq  # noqa: E402
 from kitab.core.config import Settings  # noqa: E402
 from kitab.sources import SourceSpec, sources_for  # noqa: E402
 from kitab.sources.wikidata import works_with_labels  # noqa: E402
-from tasks.clean_books import clean_books  # noqa: E402
+from tasks.clean_books import CROWD, clean_books  # noqa: E402
 from tasks.dedup_titles import dedup_titles  # noqa: E402
 from tasks.fetch_works import collect_authors, wikidata_records  # noqa: E402
 from tasks.sample_authors import fetch_candidates, sample_authors  # noqa: E402
@@ -97,8 +97,10 @@ def main() -> None:
         kept = [a for a in collected.tables.get("authors", []) if a["qid"] not in rejected]
         wd_works: list[dict] = []
 
-        def wikidata_titles(titles: list[str], into: list[dict] = wd_works) -> list[dict]:
-            into.extend(found := works_with_labels(sources.wikidata, titles))
+        ours = {a["qid"] for a in kept}
+
+        def wikidata_titles(titles: list[str], into: list[dict] = wd_works, ours: set[str] = ours) -> list[dict]:
+            into.extend(found := works_with_labels(sources.wikidata, titles, ours, CROWD))
             return found
 
         cleaned = clean_books(

@@ -47,6 +47,9 @@ LANG_COLUMNS = ("lang_detector", "lang_label", "lang_confidence", "lang_rule")
 # A title WikiData credits to more authors than this (none of them ours) is a common title
 # ("Home"): its other holders say nothing about our author's book, so it is kept.
 MAX_OTHER_WRITERS = 2
+# A label this many WikiData authors share decides no work here (see _misattributed), whoever else
+# shares it: the WikiData rows may leave the rest out (kitab.sources.wikidata.narrow_crowded).
+CROWD = MAX_OTHER_WRITERS + 1
 PLACEHOLDER_YEAR = 9999
 _SPACES = re.compile(r"\s+")
 

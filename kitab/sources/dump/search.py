@@ -60,31 +60,50 @@ def search_names(wanted: list[list[str]], rows, limit: int) -> list[tuple[int, l
             by_number[token] = (nums, order + start) if unique else None
         return by_number[token]
 
-    found = []
+    found: list[tuple[int, list[str]] | None] = []
+    hits: list = []  # per name: its matched rows (of its smallest run), None when not by number
+    pairs: list = []  # (name, a matched row, the row of the same key number in another run)
     for name_tokens in wanted:
         spans = [runs.get(t) for t in name_tokens]
         if not spans or None in spans:
             found.append((0, []))
+            hits.append(None)
             continue
         tokens = sorted(name_tokens, key=lambda t: runs[t][1] - runs[t][0])  # smallest run first
         sorted_runs = [numbered(t) for t in tokens]
         if None in sorted_runs:
-            found.append(_one_name(name_tokens, rows, runs, limit))
+            found.append(None)
+            hits.append(None)
             continue
         nums, matched = sorted_runs[0]
-        same = True
-        for other_nums, other_rows in sorted_runs[1:]:
+        for other_nums, _ in sorted_runs[1:]:
             at = np.minimum(np.searchsorted(other_nums, nums), max(len(other_nums) - 1, 0))
             hit = other_nums[at] == nums if len(other_nums) else np.zeros(len(nums), dtype=bool)
-            nums, matched, at = nums[hit], matched[hit], at[hit]
-            # the same number, the same key? (else two odd keys share it: the exact way decides)
-            same = same and pc.all(pc.equal(keys.take(pa.array(matched)), keys.take(pa.array(other_rows[at])))).as_py()
-        if not same and len(matched):
-            found.append(_one_name(name_tokens, rows, runs, limit))
-            continue
-        names = keys.take(pa.array(matched)).to_pylist()
-        ranked = sorted(zip((-work_count[matched]).tolist(), key_num[matched].tolist(), names, strict=True))
-        found.append((len(matched), [key for _, _, key in ranked[:limit]]))
+            nums, matched = nums[hit], matched[hit]
+        for other_nums, other_rows in sorted_runs[1:]:
+            pairs.append((len(found), matched, other_rows[np.searchsorted(other_nums, nums)]))
+        found.append(None)
+        hits.append(matched)
+    # the same number, the same key? (else two odd keys share it: that name goes the exact way);
+    # one Arrow call for every name's matches, not a few per name
+    if pairs:
+        left = keys.take(pa.array(np.concatenate([m for _, m, _ in pairs])))
+        right = keys.take(pa.array(np.concatenate([o for _, _, o in pairs])))
+        owner = np.concatenate([np.full(len(m), n) for n, m, _ in pairs])
+        for n in set(owner[~pc.equal(left, right).to_numpy(zero_copy_only=False)].tolist()):
+            hits[n] = None
+    numbered_hits = [m for m in hits if m is not None]
+    names = keys.take(pa.array(np.concatenate(numbered_hits))).to_pylist() if numbered_hits else []
+    offset = 0
+    for n, matched in enumerate(hits):
+        if matched is not None:
+            ranked = sorted(
+                zip((-work_count[matched]).tolist(), key_num[matched].tolist(), names[offset : offset + len(matched)])
+            )
+            offset += len(matched)
+            found[n] = (len(matched), [key for _, _, key in ranked[:limit]])
+        elif found[n] is None:
+            found[n] = _one_name(wanted[n], rows, runs, limit)
     return found
 
 

@@ -47,6 +47,9 @@ LANG_COLUMNS = ("lang_detector", "lang_label", "lang_confidence", "lang_rule")
 # A title WikiData credits to more authors than this (none of them ours) is a common title
 # ("Home"): its other holders say nothing about our author's book, so it is kept.
 MAX_OTHER_WRITERS = 2
+# A label this many WikiData authors share decides no work here (see _misattributed), whoever else
+# shares it: the WikiData rows may leave the rest out (kitab.sources.wikidata.narrow_crowded).
+CROWD = MAX_OTHER_WRITERS + 1
 PLACEHOLDER_YEAR = 9999
 _SPACES = re.compile(r"\s+")
 
@@ -297,15 +300,25 @@ def _wikidata_works(
     return works, {"wikidata_queries": calls, "wikidata_titles_sent": sent}
 
 
-def _screen(title: str, row: dict, author: dict) -> tuple[str, dict | None] | None:
-    """(reason, evidence) of the first title, authorship-count or language-tag check failed, else None."""
+def author_names(author: dict) -> tuple[list[str], frozenset[str]]:
+    """The author's names (WikiData's, Open Library's) and their :func:`_name_key` s: what
+    :func:`_screen` compares every title of the author with (worked out once per author)."""
+    names = sorted({n for n in (author.get("name"), author.get("ol_name")) if n})
+    return names, frozenset(_name_key(n) for n in names)
+
+
+def _screen(
+    title: str, row: dict, author: dict, names: tuple[list[str], frozenset[str]] | None = None
+) -> tuple[str, dict | None] | None:
+    """(reason, evidence) of the first title, authorship-count or language-tag check failed, else
+    None. ``names``: :func:`author_names` of ``author``, if already worked out."""
     if len(title) > MAX_TITLE_CHARS:  # first: nothing else should spend time on junk
         return "title_too_long", {"chars": len(title), "max_chars": MAX_TITLE_CHARS}
     if not match_key(title):
         return "empty_title", None
-    names = sorted({n for n in (author.get("name"), author.get("ol_name")) if n})
-    if _name_key(title) in {_name_key(n) for n in names}:
-        return "title_is_author_name", {"names": names}
+    names, keys = names or author_names(author)
+    if _name_key(title) in keys:
+        return "title_is_author_name", {"names": list(names)}
     author_keys = sorted(set(row.get("author_keys") or []))
     if len(author_keys) > 2:
         return "more_than_two_authors", {"author_keys": author_keys, "author_names": row.get("author_names")}
@@ -398,6 +411,7 @@ def clean_books(
     detected = 0
     unknown = Counter()  # language_unknown: kept (True) and dropped (False)
     by_author_languages = author_languages(works_raw)
+    names_of: dict[str, tuple[list[str], frozenset[str]]] = {}  # author QID -> author_names
 
     def drop(row: dict, reason: str, evidence: dict | None = None) -> None:
         title = row.get("title")
@@ -415,7 +429,9 @@ def clean_books(
         elif author is None:
             failure = ("unknown_author", None)
         else:
-            failure = _screen(title, row, author)
+            if row["author_qid"] not in names_of:
+                names_of[row["author_qid"]] = author_names(author)
+            failure = _screen(title, row, author, names_of[row["author_qid"]])
         seen.add(key)
         if failure is None:
             english, evidence = _language(title, row, by_author_languages.get(row["author_qid"], (0, 0)))

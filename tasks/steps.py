@@ -52,7 +52,7 @@ from kitab.sources.wikidata import works_with_labels
 from tasks.book_evidence import review_labels
 from tasks.claim_draw import shared_keys
 from tasks.claims import claim_material, claims_from_batches
-from tasks.clean_books import clean_books
+from tasks.clean_books import CROWD, clean_books
 from tasks.dedup_titles import dedup_titles
 from tasks.entity_states import book_states, decided_by, deciding_index, second_reader_evidence
 from tasks.fetch_works import SOURCE_UNAVAILABLE, collect_authors, wikidata_records
@@ -277,8 +277,10 @@ def collect_step(ctx: RunContext, batch: Batch, sampled: TableRef) -> StepResult
         kept = [a for a in authors if a["qid"] not in rejected]
         wd_works: list[dict] = []  # the cross-check's WikiData works: which of ours have an item
 
+        ours = {a["qid"] for a in kept}
+
         def wikidata_titles(titles: list[str]) -> list[dict]:
-            wd_works.extend(found := works_with_labels(sources.wikidata, titles))
+            wd_works.extend(found := works_with_labels(sources.wikidata, titles, ours, CROWD))
             return found
 
         cleaned = clean_books(

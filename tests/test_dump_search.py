@@ -11,7 +11,12 @@ from hypothesis import strategies as st
 from kitab.sources.dump.search import SEARCH_SQL, search_names
 
 TOKENS = ["a", "b", "c", "d", "é", "zz"]
-KEYS = [f"/authors/OL{n}A" for n in (1, 2, 3, 10, 11, 20)] + ["/authors/x", "/authors/É"]
+KEYS = [f"/authors/OL{n}A" for n in (1, 2, 3, 10, 11, 20)] + [
+    "/authors/x",
+    "/authors/É",
+    "/authors/OL01A",
+    "/authors/OL002A",
+]
 
 
 def _reference(wanted: list[list[str]], rows: pa.Table, limit: int) -> list[tuple[int, list[str]]]:
@@ -70,3 +75,33 @@ def test_search_names_orders_by_work_count_then_key_number_then_key():
         (0, []),
         (0, []),
     ]
+
+
+def test_keys_sharing_a_number_are_told_apart():
+    """Two keys with one key number in different tokens' runs match by number only: the keys
+    themselves decide (and a run holding both, or a key without a number, goes the exact way)."""
+    rows = pa.table(
+        {
+            "token": ["a", "a", "b", "b", "c", "c", "d"],
+            "key": [
+                "/authors/OL1A",
+                "/authors/OL2A",
+                "/authors/OL01A",
+                "/authors/OL2A",
+                "/authors/OL01A",
+                "/authors/OL1A",
+                "/authors/x",
+            ],
+            "key_num": [1, 2, 1, 2, 1, 1, -1],
+            "work_count": [3, 1, 3, 1, 3, 3, 2],
+        }
+    )
+    wanted = [["a", "b"], ["a", "c"], ["b", "c"], ["d"], ["a"]]
+    expected = [
+        (1, ["/authors/OL2A"]),
+        (1, ["/authors/OL1A"]),
+        (1, ["/authors/OL01A"]),
+        (1, ["/authors/x"]),
+        (2, ["/authors/OL1A", "/authors/OL2A"]),
+    ]
+    assert search_names(wanted, rows, 5) == expected == _reference(wanted, rows, 5)

@@ -11,6 +11,7 @@ an error, so the author is dropped; ``xsd:integer`` values come back in canonica
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 
 from kitab.core.config import Settings
@@ -45,6 +46,53 @@ def _integer(value: int) -> dict:
 def _term_order(column: str) -> str:
     """SPARQL ORDER BY on terms: blank nodes before IRIs (all are one or the other here)."""
     return f"starts_with({column}, '_:') DESC, {column}"
+
+
+def _drop_prefix(column, prefix: str):
+    """``str.removeprefix`` on an Arrow string column (the prefixes here are ASCII)."""
+    import pyarrow.compute as pc
+
+    return pc.if_else(pc.starts_with(column, prefix), pc.utf8_slice_codeunits(column, len(prefix)), column)
+
+
+def label_table_rows(found, ours: Collection[str] | None = None, crowd: int | None = None) -> list[dict]:
+    """wd_work_labels rows (s, label, o, o_kind; in the query's order) -> ``works_with_labels``
+    rows; with ``ours`` and ``crowd``, only those :func:`~kitab.sources.wikidata.narrow_crowded`
+    keeps (that function is the reference: tests/test_crowded_labels.py), chosen in Arrow and
+    NumPy: a crowded label's rows cost C, not a Python dict each."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    # a blank node's binding drops its _: (the work's always, the author's when it is a bnode)
+    work = _drop_prefix(_drop_prefix(found["s"], "_:"), ENTITY)
+    o = found["o"]
+    author = _drop_prefix(pc.if_else(pc.equal(found["o_kind"], "bnode"), _drop_prefix(o, "_:"), o), ENTITY)
+    label = found["label"]
+    if ours is not None and crowd is not None and len(found):
+        labels = pc.dictionary_encode(label.combine_chunks())
+        authors = pc.dictionary_encode(author.combine_chunks() if isinstance(author, pa.ChunkedArray) else author)
+        label_id = labels.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        author_id = authors.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        named = pc.not_equal(authors.dictionary, "").to_numpy(zero_copy_only=False)  # an empty QID is no author
+        mine = pc.is_in(authors.dictionary, value_set=pa.array(sorted(set(ours)), pa.string()))
+        mine = mine.to_numpy(zero_copy_only=False)
+        rows = np.flatnonzero(named[author_id])
+        # each (label, author) pair's first row, then each label's pairs in the order of those rows
+        pairs, first = np.unique(label_id[rows] * len(authors.dictionary) + author_id[rows], return_index=True)
+        first = rows[first]
+        pair_label = pairs // len(authors.dictionary)
+        by_label = np.lexsort((first, pair_label))
+        pair_label, first = pair_label[by_label], first[by_label]
+        starts = np.flatnonzero(np.r_[True, pair_label[1:] != pair_label[:-1]])
+        rank = np.arange(len(first)) - np.repeat(starts, np.diff(np.r_[starts, len(first)]))
+        crowded = np.bincount(pair_label, minlength=len(labels.dictionary)) >= crowd
+        keep = ~crowded[label_id] | mine[author_id]
+        keep[first[rank < crowd]] = True
+        mask = pa.array(keep)
+        work, author, label = (pc.filter(c, mask) for c in (work, author, label))
+    columns = (c.to_pylist() for c in (work, label, author))
+    return [{"work_qid": w, "title": t, "author_qid": a} for w, t, a in zip(*columns, strict=True)]
 
 
 class DumpWikidata:
@@ -152,12 +200,15 @@ class DumpWikidata:
         ]
         return self._fetched(query, {"head": {"vars": ["work", "title", "author"]}, "results": {"bindings": bindings}})
 
-    def works_with_labels(self, titles: list[str]) -> list[dict]:
+    def works_with_labels(
+        self, titles: list[str], ours: Collection[str] | None = None, crowd: int | None = None
+    ) -> list[dict]:
         """:func:`kitab.sources.wikidata.works_with_labels`' rows, in :meth:`works_by_titles`' order,
         straight from the lookup: a batch's titles have every author's works of that title (~90,000
         rows at 100,000 authors), and a DuckDB sort, SPARQL JSON, then rows read back out of it
         cost ~15x the lookup. Arrow's sort is stable; rows tied on the query's order differ only
-        in ``lang``, which the rows leave out."""
+        in ``lang``, which the rows leave out. With ``ours`` and ``crowd``, narrowed as
+        :func:`~kitab.sources.wikidata.narrow_crowded` says before any row becomes Python."""
         import pyarrow.compute as pc
 
         self.counter.record(from_cache=True)  # what works_by_titles counts
@@ -167,16 +218,7 @@ class DumpWikidata:
         found = found.append_column("o_blank", pc.starts_with(found["o"], "_:"))
         keys = [("label", "ascending"), ("s_blank", "descending"), ("s", "ascending")]
         keys += [("o_literal", "ascending"), ("o_blank", "descending"), ("o", "ascending")]
-        found = found.sort_by(keys)
-        columns = (found.column(name).to_pylist() for name in ("s", "label", "o", "o_kind"))
-        return [
-            {
-                "work_qid": work.removeprefix("_:").removeprefix(ENTITY),  # a blank node's binding drops its _:
-                "title": title,
-                "author_qid": (author.removeprefix("_:") if kind == "bnode" else author).removeprefix(ENTITY),
-            }
-            for work, title, author, kind in zip(*columns, strict=True)
-        ]
+        return label_table_rows(found.sort_by(keys), ours, crowd)
 
     def _work_record_rows(self, works: list[str]) -> list[tuple]:
         # The order is total on the columns returned, so any set of works' rows, taken from a larger

@@ -84,6 +84,8 @@ def _scan_connection(folder: Path, memory_limit: str) -> duckdb.DuckDBPyConnecti
     con.execute(f"SET memory_limit = {sql_string(memory_limit)}")
     con.execute(f"SET temp_directory = {sql_string(str(folder / 'spill'))}")
     con.execute("SET preserve_insertion_order = false")  # COPY ... ORDER BY still writes in order
+    # a query past 2 s would draw DuckDB's progress bar on stdout: the refresh's, in a sample step's build
+    con.execute("SET enable_progress_bar = false")
     con.create_function("nt_unescape", nt_unescape, ["VARCHAR"], "VARCHAR")
     con.create_function("xsd_year_bounds", xsd_year_bounds, ["VARCHAR", "VARCHAR"], "BIGINT[]")
     con.create_function("py_int", digits_value, ["VARCHAR"], "BIGINT")

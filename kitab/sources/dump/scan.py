@@ -33,7 +33,7 @@ from kitab.sources.dump.sql import (
     sql_list,
     sql_string,
 )
-from kitab.sources.ntriples import NT_BLANK, NT_LINE, NT_LITERAL_PARTS, nt_unescape
+from kitab.sources.ntriples import NT_BLANK, NT_LINE, NT_LINE_IRIS, NT_LITERAL_PARTS, nt_unescape
 from kitab.sources.queries import SCHOLARLY_CLASSES, SCHOLARLY_PROPERTY
 from kitab.sources.snapshot.format import (
     OL_AUTHOR,
@@ -84,6 +84,8 @@ def _scan_connection(folder: Path, memory_limit: str) -> duckdb.DuckDBPyConnecti
     con.execute(f"SET memory_limit = {sql_string(memory_limit)}")
     con.execute(f"SET temp_directory = {sql_string(str(folder / 'spill'))}")
     con.execute("SET preserve_insertion_order = false")  # COPY ... ORDER BY still writes in order
+    # a query past 2 s would draw DuckDB's progress bar on stdout: the refresh's, in a sample step's build
+    con.execute("SET enable_progress_bar = false")
     con.create_function("nt_unescape", nt_unescape, ["VARCHAR"], "VARCHAR")
     con.create_function("xsd_year_bounds", xsd_year_bounds, ["VARCHAR", "VARCHAR"], "BIGINT[]")
     con.create_function("py_int", digits_value, ["VARCHAR"], "BIGINT")
@@ -118,20 +120,28 @@ def _unescape(term: str) -> str:
     return f"CASE WHEN contains({term}, '\\') THEN nt_unescape({term}) ELSE {term} END"
 
 
+def nt_terms(lines: str) -> str:
+    """SELECT of ``line`` and ``t``, NT_LINE's groups of the line (struct s, p, o; each '' if it
+    is not an N-Triples line), for each ``line`` of the query ``lines``. NT_LINE_IRIS answers
+    the lines without a blank node, most of them, at a third of NT_LINE's cost."""
+    return f"""
+        SELECT line, CASE WHEN t.s <> '' THEN t
+                          ELSE regexp_extract(line, {sql_string(NT_LINE)}, ['s', 'p', 'o']) END AS t
+        FROM (SELECT line, regexp_extract(line, {sql_string(NT_LINE_IRIS)}, ['s', 'p', 'o']) AS t FROM ({lines}))"""
+
+
 def _scan_wikidata(con: duckdb.DuckDBPyConnection, path: Path, out: Path) -> None:
     """wikidata.nt.gz -> wd_triples (p, s, o, kinds) sorted by p, s; wd_labels (@en, else @mul) sorted by label;
     wd_births (YEAR and comparison bounds of each P569) sorted by s. Every line is checked."""
     predicates = " ".join(
         f"WHEN {sql_string('<' + iri + '>')} THEN {sql_string(name)}" for iri, name in PREDICATES.items()
     )
+    blank = sql_string(NT_BLANK)
+    lines = f"SELECT line FROM {read_lines(path)} WHERE line IS NOT NULL AND NOT regexp_full_match(line, {blank})"
     with _reading(path):
         con.execute(f"""
             CREATE TABLE kept AS
-            WITH terms AS (
-                SELECT line, regexp_extract(line, {sql_string(NT_LINE)}, ['s', 'p', 'o']) AS t
-                FROM {read_lines(path)}
-                WHERE line IS NOT NULL AND NOT regexp_full_match(line, {sql_string(NT_BLANK)})
-            ), checked AS (
+            WITH terms AS ({nt_terms(lines)}), checked AS (
                 SELECT CASE WHEN t.s = '' THEN error({sql_string("not an N-Triples line: ")} || left(line, 300))
                             ELSE t END AS t
                 FROM terms
@@ -262,9 +272,8 @@ def _scan_editions(con: duckdb.DuckDBPyConnection, path: Path) -> None:
         """)
 
 
-def _scan_works(con: duckdb.DuckDBPyConnection, path: Path, out: Path) -> None:
-    """Work search docs exactly like OLIndex._work_doc, written per author as author_works, and
-    the per-author work_count / top_work of OLIndex._author_doc."""
+def _scan_works(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    """ol_works: one row per work key (the highest revision), with the fields of its search doc."""
     with _reading(path):
         con.execute(f"""
             CREATE TABLE ol_works AS
@@ -281,6 +290,12 @@ def _scan_works(con: duckdb.DuckDBPyConnection, path: Path, out: Path) -> None:
             QUALIFY row_number() OVER (PARTITION BY key ORDER BY revision DESC, last_modified DESC) = 1
                 AND json_extract_string(j[2], '$') = {sql_string(OL_WORK)}
         """)
+
+
+def _join_works(con: duckdb.DuckDBPyConnection, out: Path) -> None:
+    """Work search docs exactly like OLIndex._work_doc (ol_works with its authors' names and its
+    edition_facts), written per author as author_works, and the per-author work_count / top_work
+    of OLIndex._author_doc."""
     # author_name: each author reference resolved through at most 4 redirects (OLIndex._resolve_name).
     hops = range(5)
     joins = "\n".join(
@@ -382,14 +397,19 @@ def _write_keyed_tables(con: duckdb.DuckDBPyConnection, out: Path) -> None:
 
 def build_cache(snapshot_dir: Path, out: Path, memory_limit: str = "1GB") -> dict[str, float]:
     """Scan the snapshot's four data files into the Parquet tables of ``out`` (an empty folder).
-    Returns the seconds each step took. WikiData's file is scanned on a second cursor, beside
-    Open Library's chain (authors, editions, works, then what reads them), and the key indexes
-    of both are written last: each gzip file is read by one thread, so on two cores the two
-    chains overlap instead of taking turns."""
+    Returns the seconds each step took. Each gzip file is read by one thread, so the scan runs as
+    three chains on cursors of one scratch database: WikiData's file and Open Library's editions
+    (the largest file) each beside the main chain (authors, works, then, once the editions are
+    in, what joins them); the key indexes are written last. On two cores the chains share both
+    cores to the end, where two chains (editions inside Open Library's) left one core idle once
+    the shorter was done."""
     timings: dict[str, float] = {}
     scratch = out / ".scan"
     scratch.mkdir()
     con = _scan_connection(scratch, memory_limit)
+    # The chains are the parallelism: one thread per query keeps each operator's memory to one
+    # thread's share (three chains of two threads each ran out of the 1 GB limit at 100,000 writers)
+    con.execute("SET threads = 1")
 
     def run(steps: list[tuple[str, Callable[[], None]]]) -> None:
         for name, step in steps:
@@ -398,27 +418,47 @@ def build_cache(snapshot_dir: Path, out: Path, memory_limit: str = "1GB") -> dic
             timings[name] = round(time.perf_counter() - started, 2)
             log.info("dump scan %s: %.1f s", name, timings[name])
 
+    # the same scratch database; each chain's own tables (kept, scholarly, names; edition_facts)
+    wikidata, editions = con.cursor(), con.cursor()
     try:
-        wikidata = con.cursor()  # the same scratch database; its own tables (kept, scholarly, names)
-        with ThreadPoolExecutor(1, thread_name_prefix="kitab-scan") as pool:
-            beside = pool.submit(
-                run, [("wikidata", lambda: _scan_wikidata(wikidata, snapshot_dir / WIKIDATA_FILE, out))]
-            )
+        with ThreadPoolExecutor(2, thread_name_prefix="kitab-scan") as pool:
+            beside = {
+                wikidata: pool.submit(
+                    run, [("wikidata", lambda: _scan_wikidata(wikidata, snapshot_dir / WIKIDATA_FILE, out))]
+                ),
+                editions: pool.submit(
+                    run, [("editions", lambda: _scan_editions(editions, snapshot_dir / OL_EDITIONS_FILE))]
+                ),
+            }
             try:
                 run(
                     [
                         ("authors", lambda: _scan_authors(con, snapshot_dir / OL_AUTHORS_FILE)),
-                        ("editions", lambda: _scan_editions(con, snapshot_dir / OL_EDITIONS_FILE)),
-                        ("works", lambda: _scan_works(con, snapshot_dir / OL_WORKS_FILE, out)),
+                        ("works", lambda: _scan_works(con, snapshot_dir / OL_WORKS_FILE)),
+                    ]
+                )
+                beside[editions].result()  # (its error, if it failed)
+                run(
+                    [
+                        ("works_join", lambda: _join_works(con, out)),
                         ("tokens", lambda: _write_tokens(con, scratch, out)),
                         ("authors_out", lambda: _write_authors(con, out)),
                     ]
                 )
+            except BaseException:
+                for cursor in beside:  # a failed (or stopped) build stops its other chains now
+                    cursor.interrupt()
+                raise
             finally:
-                beside.result()  # (its error, if it failed; and never leave it running on a closed connection)
-        wikidata.close()
+                # never leave a chain running on a closed connection; the main chain's error first
+                errors = [future.exception() for future in beside.values()]
+            for error in errors:
+                if error is not None:
+                    raise error
         run([("keyed", lambda: _write_keyed_tables(con, out))])  # (indexes WikiData's tables too)
     finally:
+        wikidata.close()
+        editions.close()
         con.close()
         shutil.rmtree(scratch, ignore_errors=True)
     return timings

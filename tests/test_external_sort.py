@@ -54,7 +54,8 @@ def test_sorted_parts_equal_write_table_of_all_rows(tmp_path_factory, rows, cuts
     assert not any((tmp / "spill").glob("*/*")) if (tmp / "spill").exists() else True
 
 
-def test_buckets_stay_near_their_size(tmp_path):
+@pytest.mark.parametrize("part_rows", [100, 7])  # 7: parts smaller than a bucket, joined into runs
+def test_buckets_stay_near_their_size(tmp_path, part_rows):
     rows = [
         {
             "stage": "s",
@@ -67,7 +68,9 @@ def test_buckets_stay_near_their_size(tmp_path):
         }
         for i in range(1000)
     ]
-    parts = [write_rows("rejects", rows[i : i + 100], tmp_path / f"p{i}.parquet") for i in range(0, 1000, 100)]
+    parts = [
+        write_rows("rejects", rows[i : i + part_rows], tmp_path / f"p{i}.parquet") for i in range(0, 1000, part_rows)
+    ]
     cuts = boundaries(parts, table_spec("rejects")["key"], arrow_schema("rejects"), bucket_rows=100)
     keys = sorted(sort_key(pa.Table.from_pylist(rows), table_spec("rejects")["key"]).to_pylist())
     sizes = [sum(1 for k in keys if lo <= k < hi) for lo, hi in zip(["", *cuts], [*cuts, "\U0010ffff"])]
@@ -95,3 +98,25 @@ def test_key_with_nul_is_a_clear_error(tmp_path):
             spill_dir=tmp_path / "spill",
         )
     assert not (tmp_path / "out.parquet").exists()
+
+
+def test_ties_keep_part_order_when_small_parts_are_joined(tmp_path):
+    """Parts smaller than a bucket are sorted together: rows with equal keys keep part, then row order."""
+    rows = [
+        {"stage": "s", "reason": "r", "record_kind": "k", "record_id": f"{i % 3}", "author_qid": None,
+         "title": f"t{i}", "evidence": None}
+        for i in range(60)
+    ]  # fmt: skip
+    parts = [write_rows("rejects", rows[i : i + 4], tmp_path / f"p{i:02d}.parquet") for i in range(0, 60, 4)]
+    expected = Warehouse(tmp_path / "one").write_table("rejects", "r1", rows)
+    for bucket_rows in (10, 25, 1000):
+        got = write_sorted(
+            parts,
+            table_spec("rejects")["key"],
+            "rejects",
+            tmp_path / f"sorted-{bucket_rows}.parquet",
+            arrow_schema("rejects"),
+            spill_dir=tmp_path / "spill",
+            bucket_rows=bucket_rows,
+        )
+        assert (got.rows, got.sha256) == (expected.rows, expected.sha256)

@@ -8,9 +8,10 @@ check and the commit must not interleave):
    warehouse (``<root>/.staging/<id>``): the tables at hand first, then, while a table still
    being computed elsewhere (the claims draw, in a child process) is awaited, the derived
    tables' part that reads none of those (:class:`Derive`), then the awaited tables, then the
-   rest of the derived ones;
-3. test: views over exactly the staged files, each showing every row written (so no data test
-   passes vacuously), then the data tests (sql/tests) on them;
+   rest of the derived ones; two tables at a time;
+3. test: the data tests (sql/tests) over exactly the staged files, each as soon as the tables it
+   reads are staged, in a thread beside step 2's derived tables; then views over all of them,
+   each showing every row written (so no data test passes vacuously), and the tests left;
 4. adopt: the tested files moved beside the committed ones, which no reader sees yet;
 5. commit: the ledger row written (one rename swaps the whole release in), then its stamps;
 6. catalog: kitab.duckdb rebuilt for other tools;
@@ -30,6 +31,7 @@ import os
 import shutil
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -46,7 +48,7 @@ from kitab.core.refs import PUBLISH_MEMORY, TableRef, duck, read_rows
 from kitab.core.row_digest import DIGESTS
 from kitab.core.schemas import to_arrow, view_name
 from kitab.core.version import code_version
-from kitab.core.views import create_views, run_data_tests
+from kitab.core.views import create_views, run_data_tests, tests_ready
 from kitab.core.warehouse import Warehouse
 
 
@@ -129,19 +131,8 @@ def commit_release(
         refuse_released_authors(warehouse, release, tables.get("released_authors", []))
         staged = staging(warehouse, release)
         shutil.rmtree(staged.root, ignore_errors=True)
-        awaited = {name: parts for name, parts in tables.items() if callable(parts)}
-        written = write_staged(staged, release, {n: p for n, p in tables.items() if n not in awaited})
-        early = None
-        if derive is not None and derive.early is not None:
-            with staged_views(warehouse, written) as con:
-                early = derive.early(con)
-        written.update(write_staged(staged, release, {name: wait() for name, wait in awaited.items()}))
-        if derive is not None:
-            with staged_views(warehouse, written) as con:
-                derived = derive.late(con, early)
-            written.update(write_staged(staged, release, derived))
-        written = dict(sorted(written.items()))
-        checked = check_staged(warehouse, release, written)
+        written, done = stage_and_test(warehouse, staged, release, tables, derive)
+        checked = check_staged(warehouse, release, written, done)
         existing = warehouse.ledger_row(release) if release in warehouse.committed_releases() else None
         if existing is not None:
             changed = changed_tables(existing, written)
@@ -251,14 +242,66 @@ def staging(warehouse: Warehouse, release: str) -> Warehouse:
     return Warehouse(warehouse.root / ".staging" / validate_release_id(release))
 
 
+# Tables staged at once (threads: sorting and writing Parquet are mostly Arrow's C++, which
+# runs outside the GIL), and data tests run beside the derived tables' Python: the machine's
+# two cores, while the refresh would otherwise keep one busy.
+STAGING_THREADS = 2
+# DuckDB's memory for the data tests run while an awaited table is computed (the claims draw's
+# child process beside them): at 100,000 authors the largest of them (the entity states', each
+# work's one outcome) peaked at 2.36 GiB under PUBLISH_MEMORY, 1.20 GiB under this, spilling.
+BESIDE_MEMORY = "1GB"
+
+
+def stage_and_test(
+    warehouse: Warehouse, staged: Warehouse, release: str, tables: dict[str, list], derive: Derive | None
+) -> tuple[dict[str, WrittenTable], dict[str, list[tuple]]]:
+    """Steps 2 and 3 as far as they go before every table is staged: the tables at hand staged,
+    then, while the awaited ones are computed elsewhere and the derived ones here, the data
+    tests that read only the tables staged so far, beside them in a thread of their own (each
+    test run once, over the same files the final check's views read: kitab.core.views.tests_ready).
+    Returns the staged tables (name order) and the tests run with their offending rows."""
+    awaited = {name: parts for name, parts in tables.items() if callable(parts)}
+    written = write_staged(staged, release, {n: p for n, p in tables.items() if n not in awaited})
+    done: dict[str, list[tuple]] = {}
+    with ThreadPoolExecutor(1, thread_name_prefix="data-tests") as beside:
+        tests = beside.submit(_tests_ready, warehouse, release, dict(written), done, BESIDE_MEMORY)
+        early = None
+        if derive is not None and derive.early is not None:
+            with staged_views(warehouse, written) as con:
+                early = derive.early(con)
+        tests.result()
+        written.update(write_staged(staged, release, {name: wait() for name, wait in awaited.items()}))
+        if derive is not None:
+            tests = beside.submit(_tests_ready, warehouse, release, dict(written), done, PUBLISH_MEMORY)
+            with staged_views(warehouse, written) as con:
+                derived = derive.late(con, early)
+            tests.result()
+            written.update(write_staged(staged, release, derived))
+    return dict(sorted(written.items())), done
+
+
+def _tests_ready(warehouse: Warehouse, release: str, written: dict[str, WrittenTable], done: dict, memory: str) -> None:
+    with duck(warehouse.root / ".duckdb_tmp", memory) as con:
+        tests_ready(con, {name: [w.path] for name, w in written.items()}, release, done)
+
+
 def write_staged(staged: Warehouse, release: str, tables: dict[str, list]) -> dict[str, WrittenTable]:
-    """Step 2: every table's file in ``staged``, from its rows or its Parquet parts."""
-    return {
-        name: staged.write_parts(name, release, parts)
-        if parts and isinstance(parts[0], TableRef)
-        else staged.write_table(name, release, parts)
-        for name, parts in sorted(tables.items())
-    }
+    """Step 2: every table's file in ``staged``, from its rows or its Parquet parts; up to
+    STAGING_THREADS tables at once, the largest first (each file's bytes are its own)."""
+
+    def size(parts: list) -> int:
+        return sum(p.rows for p in parts) if parts and isinstance(parts[0], TableRef) else len(parts)
+
+    def write(name: str) -> WrittenTable:
+        parts = tables[name]
+        if parts and isinstance(parts[0], TableRef):
+            return staged.write_parts(name, release, parts)
+        return staged.write_table(name, release, parts)
+
+    order = sorted(tables, key=lambda name: (-size(tables[name]), name))
+    with ThreadPoolExecutor(STAGING_THREADS, thread_name_prefix="staging") as pool:
+        done = dict(zip(order, pool.map(write, order)))
+    return dict(sorted(done.items()))
 
 
 @contextlib.contextmanager
@@ -269,15 +312,18 @@ def staged_views(warehouse: Warehouse, written: dict[str, WrittenTable]) -> Iter
         yield con
 
 
-def check_staged(warehouse: Warehouse, release: str, written: dict[str, WrittenTable]) -> dict[str, int]:
-    """Step 3: the views over exactly the staged files, then the data tests; raises (nothing
-    committed was touched) or returns the offending rows per test (all 0)."""
+def check_staged(
+    warehouse: Warehouse, release: str, written: dict[str, WrittenTable], done: dict[str, list[tuple]] | None = None
+) -> dict[str, int]:
+    """Step 3: the views over exactly the staged files, then the data tests (those not in
+    ``done``, the ones already run over the same files); raises (nothing committed was
+    touched) or returns the offending rows per test (all 0)."""
     with staged_views(warehouse, written) as con:
         for name, w in written.items():  # the views see every row written, so no test passes vacuously
             seen = con.execute(f'SELECT count(*) FROM "{view_name(name)}"').fetchall()[0][0]
             if seen != w.rows:
                 raise RuntimeError(f"release {release}: view {name} shows {seen} of {w.rows} rows written")
-        return run_data_tests(con)
+        return run_data_tests(con, done)
 
 
 def ledger_row(

@@ -103,10 +103,7 @@ authorship_named as (  -- the named author has a book with exactly the claimed t
     -- (one equi-join on author and title: a join on the author alone, filtered by title, made
     -- 10 million rows at 100,000 authors and did not fit DuckDB's 2 GB)
     select distinct cl.query_id
-    from claims cl semi join (
-        select b.author_qid, t.title
-        from books b, unnest(list_distinct(list_prepend(b.canonical_title, coalesce(b.variant_titles, [])))) as t(title)
-    ) named on named.author_qid = cl.claim_author_qid and named.title = cl.title
+    from claims cl semi join titles named on named.author_qid = cl.claim_author_qid and named.title = cl.title
     where cl.kind = 'authorship'
 ),
 authorship_near as (  -- some title of the named author shares a key with the quoted book's titles

@@ -47,7 +47,9 @@ def set_workers(workers: int | None) -> None:
 
 
 class Runner(Protocol):
-    def run(self, step: Step, *args: Any, cpu: bool = False, name: str) -> StepResult: ...
+    def run(self, step: Step, *args: Any, cpu: bool = False, name: str, in_worker: bool = False) -> StepResult:
+        """One step call; ``in_worker``: a CPU step runs in a worker process even alone (a pool
+        gains it no speed, but what it loads and leaves stays out of this process's memory)."""
 
     def release_workers(self) -> None:
         """No more CPU steps: free the worker processes (their memory) before publishing."""
@@ -130,8 +132,8 @@ class LocalRunner:
         set_workers(workers)
         self.io = ThreadPoolExecutor(io_threads, thread_name_prefix="kitab-io")
 
-    def run(self, step: Step, *args: Any, cpu: bool = False, name: str = "") -> StepResult:
-        return call_step(step, args, cpu)
+    def run(self, step: Step, *args: Any, cpu: bool = False, name: str = "", in_worker: bool = False) -> StepResult:
+        return call_step(step, args, cpu and in_worker)
 
     def map(
         self,
@@ -212,8 +214,8 @@ class PrefectRunner:
             )
         return self._tasks[key]
 
-    def run(self, step: Step, *args: Any, cpu: bool = False, name: str = "") -> StepResult:
-        return self.map(step, [args], cpu=cpu, names=[name or step.__name__])[0]
+    def run(self, step: Step, *args: Any, cpu: bool = False, name: str = "", in_worker: bool = False) -> StepResult:
+        return self.map(step, [args], cpu=cpu, names=[name or step.__name__], in_worker=in_worker)[0]
 
     def map(
         self,
@@ -223,10 +225,13 @@ class PrefectRunner:
         cpu: bool = False,
         names: Sequence[str] = (),
         on_done: OnDone | None = None,
+        in_worker: bool = False,
     ) -> list[StepResult]:
         from prefect.futures import as_completed as prefect_completed
 
-        cpu = cpu and len(calls) > 1  # a pool gains nothing for one call, and costs its start-up
+        # a pool gains nothing for one call, and costs its start-up (unless the call is to stay
+        # out of this process: ``in_worker``, Runner.run)
+        cpu = cpu and (len(calls) > 1 or in_worker)
         task = self._task(step, cpu)
         futures = {}
         for n, args in enumerate(calls):

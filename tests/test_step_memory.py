@@ -99,3 +99,21 @@ def test_released_workers_are_new_processes():
         runner.close()
     assert os.getpid() not in before | after
     assert not before & after
+
+
+def test_a_single_call_runs_in_a_worker_only_when_asked():
+    """One call gains nothing from the pool, so it runs here, unless ``in_worker``: the sample
+    step from a dump, whose memory is to stay out of the refresh's process."""
+    import os
+
+    from flows.runners import LocalRunner
+
+    runner = LocalRunner(workers=2)
+    try:
+        here = runner.run(os.getpid, cpu=True)
+        away = runner.run(os.getpid, cpu=True, in_worker=True)
+        io_step = runner.run(os.getpid, in_worker=True)  # not a CPU step: stays on this process
+    finally:
+        runner.close()
+    assert here == io_step == os.getpid()
+    assert away != os.getpid()

@@ -90,6 +90,15 @@ def cpu_pool() -> Executor | None:
         return _POOL
 
 
+def in_pool(cpu: bool, calls: int, in_worker: bool = False) -> bool:
+    """Whether CPU steps go to the process pool: several calls, or one that is to stay out of
+    this process (``in_worker``), or any once the pool is running (it costs no start-up then, and
+    what the step loads (a dump's store, the word lists, fastText) stays out of the refresh,
+    which holds on to the end: a collect round of one batch loaded them here). One call with
+    no pool yet runs here: a pool gains it nothing and costs its start-up."""
+    return cpu and (calls > 1 or in_worker or _POOL is not None)
+
+
 def shutdown_cpu_pool() -> None:
     global _POOL
     with _POOL_LOCK:
@@ -133,7 +142,7 @@ class LocalRunner:
         self.io = ThreadPoolExecutor(io_threads, thread_name_prefix="kitab-io")
 
     def run(self, step: Step, *args: Any, cpu: bool = False, name: str = "", in_worker: bool = False) -> StepResult:
-        return call_step(step, args, cpu and in_worker)
+        return call_step(step, args, in_pool(cpu, 1, in_worker))
 
     def map(
         self,
@@ -144,7 +153,7 @@ class LocalRunner:
         names: Sequence[str] = (),
         on_done: OnDone | None = None,
     ) -> list[StepResult]:
-        cpu = cpu and len(calls) > 1  # a pool gains nothing for one call, and costs its start-up
+        cpu = in_pool(cpu, len(calls))
         futures: dict[Future, int] = {self.io.submit(call_step, step, args, cpu): n for n, args in enumerate(calls)}
         return _collect(futures, len(calls), on_done)
 
@@ -229,9 +238,7 @@ class PrefectRunner:
     ) -> list[StepResult]:
         from prefect.futures import as_completed as prefect_completed
 
-        # a pool gains nothing for one call, and costs its start-up (unless the call is to stay
-        # out of this process: ``in_worker``, Runner.run)
-        cpu = cpu and (len(calls) > 1 or in_worker)
+        cpu = in_pool(cpu, len(calls), in_worker)
         task = self._task(step, cpu)
         futures = {}
         for n, args in enumerate(calls):

@@ -101,9 +101,10 @@ def test_released_workers_are_new_processes():
     assert not before & after
 
 
-def test_a_single_call_runs_in_a_worker_only_when_asked():
-    """One call gains nothing from the pool, so it runs here, unless ``in_worker``: the sample
-    step from a dump, whose memory is to stay out of the refresh's process."""
+def test_a_single_call_runs_in_a_worker_when_asked_or_once_the_pool_runs():
+    """One call gains nothing from starting the pool, so it runs here, unless ``in_worker``
+    (the sample step from a dump) or the pool is running already (a collect round of one batch:
+    it loaded the collect step's lists into the refresh, which keeps them to the end)."""
     import os
 
     from flows.runners import LocalRunner
@@ -111,9 +112,13 @@ def test_a_single_call_runs_in_a_worker_only_when_asked():
     runner = LocalRunner(workers=2)
     try:
         here = runner.run(os.getpid, cpu=True)
-        away = runner.run(os.getpid, cpu=True, in_worker=True)
+        alone = runner.map(os.getpid, [()], cpu=True)
         io_step = runner.run(os.getpid, in_worker=True)  # not a CPU step: stays on this process
+        away = runner.run(os.getpid, cpu=True, in_worker=True)  # starts the pool
+        then = runner.map(os.getpid, [()], cpu=True)
+        runner.release_workers()
+        after_release = runner.map(os.getpid, [()], cpu=True)
     finally:
         runner.close()
-    assert here == io_step == os.getpid()
-    assert away != os.getpid()
+    assert here == alone[0] == io_step == after_release[0] == os.getpid()
+    assert away != os.getpid() and then[0] != os.getpid()

@@ -243,33 +243,30 @@ def staging(warehouse: Warehouse, release: str) -> Warehouse:
 
 
 # Tables staged at once (threads: sorting and writing Parquet are mostly Arrow's C++, which
-# runs outside the GIL), and data tests run beside the derived tables' Python: the machine's
-# two cores, while the refresh would otherwise keep one busy.
+# runs outside the GIL), and data tests run beside the late derived tables' Python: the
+# machine's two cores, while the refresh would otherwise keep one busy. Not beside the early
+# ones: an awaited table is computed then (the claims draw, in a child process), and tests
+# there put their memory on top of the child's (the 10,000 release's tree 1.42 -> 1.57 GiB,
+# publish no faster: docs/scale.md).
 STAGING_THREADS = 2
-# DuckDB's memory for the data tests run while an awaited table is computed (the claims draw's
-# child process beside them): at 100,000 authors the largest of them (the entity states', each
-# work's one outcome) peaked at 2.36 GiB under PUBLISH_MEMORY, 1.20 GiB under this, spilling.
-BESIDE_MEMORY = "1GB"
 
 
 def stage_and_test(
     warehouse: Warehouse, staged: Warehouse, release: str, tables: dict[str, list], derive: Derive | None
 ) -> tuple[dict[str, WrittenTable], dict[str, list[tuple]]]:
     """Steps 2 and 3 as far as they go before every table is staged: the tables at hand staged,
-    then, while the awaited ones are computed elsewhere and the derived ones here, the data
-    tests that read only the tables staged so far, beside them in a thread of their own (each
+    the awaited ones waited for and staged, then, while the late derived ones are computed here,
+    the data tests that read only the tables staged so far, beside them in a thread of their own (each
     test run once, over the same files the final check's views read: kitab.core.views.tests_ready).
     Returns the staged tables (name order) and the tests run with their offending rows."""
     awaited = {name: parts for name, parts in tables.items() if callable(parts)}
     written = write_staged(staged, release, {n: p for n, p in tables.items() if n not in awaited})
     done: dict[str, list[tuple]] = {}
     with ThreadPoolExecutor(1, thread_name_prefix="data-tests") as beside:
-        tests = beside.submit(_tests_ready, warehouse, release, dict(written), done, BESIDE_MEMORY)
         early = None
         if derive is not None and derive.early is not None:
             with staged_views(warehouse, written) as con:
                 early = derive.early(con)
-        tests.result()
         written.update(write_staged(staged, release, {name: wait() for name, wait in awaited.items()}))
         if derive is not None:
             tests = beside.submit(_tests_ready, warehouse, release, dict(written), done, PUBLISH_MEMORY)

@@ -249,10 +249,6 @@ def staging(warehouse: Warehouse, release: str) -> Warehouse:
 # there put their memory on top of the child's (the 10,000 release's tree 1.42 -> 1.57 GiB,
 # publish no faster: docs/scale.md).
 STAGING_THREADS = 2
-# DuckDB's memory for the early derived tables, computed while the claims draw's child runs:
-# their DuckDB work (the battery's 20,000-query sample, bounded at any size) spills rather
-# than adding its peak to the child's.
-BESIDE_MEMORY = "512MB"
 
 
 def stage_and_test(
@@ -269,7 +265,7 @@ def stage_and_test(
     with ThreadPoolExecutor(1, thread_name_prefix="data-tests") as beside:
         early = None
         if derive is not None and derive.early is not None:
-            with staged_views(warehouse, written, BESIDE_MEMORY) as con:
+            with staged_views(warehouse, written) as con:
                 early = derive.early(con)
         written.update(write_staged(staged, release, {name: wait() for name, wait in awaited.items()}))
         if derive is not None:
@@ -306,11 +302,9 @@ def write_staged(staged: Warehouse, release: str, tables: dict[str, list]) -> di
 
 
 @contextlib.contextmanager
-def staged_views(
-    warehouse: Warehouse, written: dict[str, WrittenTable], memory: str = PUBLISH_MEMORY
-) -> Iterator[duckdb.DuckDBPyConnection]:
+def staged_views(warehouse: Warehouse, written: dict[str, WrittenTable]) -> Iterator[duckdb.DuckDBPyConnection]:
     """A DuckDB connection with the views over exactly the staged files."""
-    with duck(warehouse.root / ".duckdb_tmp", memory) as con:
+    with duck(warehouse.root / ".duckdb_tmp", PUBLISH_MEMORY) as con:
         create_views(con, {name: [w.path] for name, w in written.items()})
         yield con
 

@@ -242,13 +242,12 @@ def staging(warehouse: Warehouse, release: str) -> Warehouse:
     return Warehouse(warehouse.root / ".staging" / validate_release_id(release))
 
 
-# Tables staged at once (threads: sorting and writing Parquet are mostly Arrow's C++, which
-# runs outside the GIL), and data tests run beside the late derived tables' Python: the
-# machine's two cores, while the refresh would otherwise keep one busy. Not beside the early
-# ones: an awaited table is computed then (the claims draw, in a child process), and tests
-# there put their memory on top of the child's (the 10,000 release's tree 1.42 -> 1.57 GiB,
-# publish no faster: docs/scale.md).
-STAGING_THREADS = 2
+# Tables staged one at a time: two at once (threads; the sort and Parquet writing are Arrow's
+# C++) made publish no faster at 10,000 authors (24.0 s either way) and put two sorts' memory
+# beside the claims draw's child (the tree 1.44 -> 1.56 GiB; docs/scale.md). The data tests run
+# beside the late derived tables' Python (the claim baselines), once the draw is done, not
+# beside the early ones, which are computed while the child runs.
+STAGING_THREADS = 1
 
 
 def stage_and_test(

@@ -265,8 +265,8 @@ TAGS = [  # (title, kind, start, evidence): spans and the taggers' doubt rows
 ]
 
 
-@settings(max_examples=60, deadline=None)
-@given(
+# A generated batch: books with variant titles, title tags, second readers' verdicts on some.
+BATCH = (
     st.lists(st.tuples(st.sampled_from(TITLES), st.lists(st.sampled_from(TITLES), max_size=2)), min_size=1, max_size=8),
     st.lists(st.sampled_from(TAGS), unique=True),
     st.lists(
@@ -275,8 +275,10 @@ TAGS = [  # (title, kind, start, evidence): spans and the taggers' doubt rows
     ),
     st.lists(st.sampled_from([YES, NO]), min_size=6, max_size=6),
 )
-def test_book_states_decided_once_per_evidence_agree_with_each_book_decided_alone(shape, tagged, said, verdicts):
-    # book_states decides each distinct (kind, classes, second readers) once; the reference per book
+
+
+def _batch(shape, tagged, said, verdicts) -> tuple[list, list, list, dict]:
+    """BATCH's draw as book_states' inputs: books, variants, tags, second readers' verdicts."""
     books = [{"book_id": f"b{i}", "author_qid": "Q1", "canonical_title": t} for i, (t, _) in enumerate(shape)]
     variants = [
         {"variant_id": f"v{i}{j}", "book_id": f"b{i}", "author_qid": "Q1", "title": t}
@@ -288,6 +290,14 @@ def test_book_states_decided_once_per_evidence_agree_with_each_book_decided_alon
     for (i, kind, source), verdict in zip(said, verdicts, strict=False):
         if i < len(books):
             others.setdefault((f"b{i}", kind), []).append(source(verdict))
+    return books, variants, tags, others
+
+
+@settings(max_examples=60, deadline=None)
+@given(*BATCH)
+def test_book_states_decided_once_per_evidence_agree_with_each_book_decided_alone(shape, tagged, said, verdicts):
+    # book_states decides each distinct (kind, classes, second readers) once; the reference per book
+    books, variants, tags, others = _batch(shape, tagged, said, verdicts)
     kinds = ["human", "city"]
     got = [
         (
@@ -303,31 +313,13 @@ def test_book_states_decided_once_per_evidence_agree_with_each_book_decided_alon
 
 
 @settings(max_examples=60, deadline=None)
-@given(
-    st.lists(st.tuples(st.sampled_from(TITLES), st.lists(st.sampled_from(TITLES), max_size=2)), min_size=1, max_size=8),
-    st.lists(st.sampled_from(TAGS), unique=True),
-    st.lists(
-        st.tuples(st.integers(0, 7), st.sampled_from(["human", "city"]), st.sampled_from([rec, model, review])),
-        max_size=6,
-    ),
-    st.lists(st.sampled_from([YES, NO]), min_size=6, max_size=6),
-)
+@given(*BATCH)
 def test_decided_by_from_the_one_pass_baseline_is_that_of_the_states_decided_again(shape, tagged, said, verdicts):
     # the constrain step's form (book_states filling ``before`` where a second reader spoke) against
     # the reference: every book decided a second time without second readers
     from tasks.entity_states import decided_by
 
-    books = [{"book_id": f"b{i}", "author_qid": "Q1", "canonical_title": t} for i, (t, _) in enumerate(shape)]
-    variants = [
-        {"variant_id": f"v{i}{j}", "book_id": f"b{i}", "author_qid": "Q1", "title": t}
-        for i, (_, vs) in enumerate(shape)
-        for j, t in enumerate(vs)
-    ]
-    tags = [dict(zip(("title", "kind", "start", "evidence"), t, strict=True)) for t in tagged]
-    others: dict = {}
-    for (i, kind, source), verdict in zip(said, verdicts, strict=False):
-        if i < len(books):
-            others.setdefault((f"b{i}", kind), []).append(source(verdict))
+    books, variants, tags, others = _batch(shape, tagged, said, verdicts)
     kinds = ["human", "city"]
     before: dict = {}
     states = book_states(books, variants, tags, kinds, others, before=before)

@@ -8,9 +8,9 @@ check and the commit must not interleave):
    warehouse (``<root>/.staging/<id>``): the tables at hand first, then, while a table still
    being computed elsewhere (the claims draw, in a child process) is awaited, the derived
    tables' part that reads none of those (:class:`Derive`), then the awaited tables, then the
-   rest of the derived ones; two tables at a time;
+   rest of the derived ones; one table at a time (STAGING_THREADS);
 3. test: the data tests (sql/tests) over exactly the staged files, each as soon as the tables it
-   reads are staged, in a thread beside step 2's derived tables; then views over all of them,
+   reads are staged, in a thread beside step 2's late derived tables; then views over all of them,
    each showing every row written (so no data test passes vacuously), and the tests left;
 4. adopt: the tested files moved beside the committed ones, which no reader sees yet;
 5. commit: the ledger row written (one rename swaps the whole release in), then its stamps;

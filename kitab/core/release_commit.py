@@ -8,7 +8,7 @@ check and the commit must not interleave):
    warehouse (``<root>/.staging/<id>``): the tables at hand first, then, while a table still
    being computed elsewhere (the claims draw, in a child process) is awaited, the derived
    tables' part that reads none of those (:class:`Derive`), then the awaited tables, then the
-   rest of the derived ones; one table at a time (STAGING_THREADS);
+   rest of the derived ones; one table at a time;
 3. test: the data tests (sql/tests) over exactly the staged files, each as soon as the tables it
    reads are staged, in a thread beside step 2's late derived tables; then views over all of them,
    each showing every row written (so no data test passes vacuously), and the tests left;
@@ -242,12 +242,11 @@ def staging(warehouse: Warehouse, release: str) -> Warehouse:
     return Warehouse(warehouse.root / ".staging" / validate_release_id(release))
 
 
-# Tables staged one at a time: two at once (threads; the sort and Parquet writing are Arrow's
-# C++) made publish no faster at 10,000 authors (24.0 s either way) and put two sorts' memory
-# beside the claims draw's child (the tree 1.44 -> 1.56 GiB; docs/scale.md). The data tests run
-# beside the late derived tables' Python (the claim baselines), once the draw is done, not
-# beside the early ones, which are computed while the child runs.
-STAGING_THREADS = 1
+# Tables are staged one at a time: two at once (threads; the sort and Parquet writing are
+# Arrow's C++) made publish no faster at 10,000 authors (24.0 s either way) and put two sorts'
+# memory beside the claims draw's child (the tree 1.44 -> 1.56 GiB; docs/scale.md). The data
+# tests run beside the late derived tables' Python (the claim baselines), once the draw is
+# done, not beside the early ones, which are computed while the child runs.
 
 
 def stage_and_test(
@@ -282,22 +281,14 @@ def _tests_ready(warehouse: Warehouse, release: str, written: dict[str, WrittenT
 
 
 def write_staged(staged: Warehouse, release: str, tables: dict[str, list]) -> dict[str, WrittenTable]:
-    """Step 2: every table's file in ``staged``, from its rows or its Parquet parts; up to
-    STAGING_THREADS tables at once, the largest first (each file's bytes are its own)."""
-
-    def size(parts: list) -> int:
-        return sum(p.rows for p in parts) if parts and isinstance(parts[0], TableRef) else len(parts)
-
-    def write(name: str) -> WrittenTable:
-        parts = tables[name]
-        if parts and isinstance(parts[0], TableRef):
-            return staged.write_parts(name, release, parts)
-        return staged.write_table(name, release, parts)
-
-    order = sorted(tables, key=lambda name: (-size(tables[name]), name))
-    with ThreadPoolExecutor(STAGING_THREADS, thread_name_prefix="staging") as pool:
-        done = dict(zip(order, pool.map(write, order)))
-    return dict(sorted(done.items()))
+    """Step 2: every table's file in ``staged``, from its rows or its Parquet parts, one table
+    at a time (two at once were tried: see the note above stage_and_test)."""
+    return {
+        name: staged.write_parts(name, release, parts)
+        if parts and isinstance(parts[0], TableRef)
+        else staged.write_table(name, release, parts)
+        for name, parts in sorted(tables.items())
+    }
 
 
 @contextlib.contextmanager

@@ -1,6 +1,7 @@
 """The constrain step's compute per batch, timed on a run's kept collect and tag outputs: each
 batch's ``tasks/steps.py:constrain_step`` called in this process (into a temporary work folder,
-so nothing is cached), the CPU seconds of all the batches for the warmer of ``--reps`` passes,
+so nothing is cached; the tag chunks routed to the batches first, as a refresh does, timed
+apart), the CPU seconds of all the batches for the warmer of ``--reps`` passes,
 and every output's content digest (its rows and schema, whatever the file's encoding), row
 count and the step's stats, saved (``--save``) or compared with a saved file (``--compare``: two
 commits whose steps write the same tables print IDENTICAL; each file's sha256 is saved too, and
@@ -35,7 +36,7 @@ sys.path[:] = [str(HERE.parent), *(p for p in sys.path if Path(p or ".").resolve
 from kitab.core.refs import TableRef  # noqa: E402
 from kitab.core.workdir import StepResult, WorkDir  # noqa: E402
 from tasks.sample_queries import SamplingRates  # noqa: E402
-from tasks.steps import Batch, RunContext, constrain_step  # noqa: E402
+from tasks.steps import Batch, RunContext, constrain_step, route_tags  # noqa: E402
 
 
 def kept(work: Path, step: str, path: Path) -> StepResult:
@@ -78,16 +79,20 @@ def main() -> None:
     parser.add_argument("--save", type=Path)
     parser.add_argument("--compare", type=Path)
     args = parser.parse_args()
-    tags = tuple(
+    chunks = tuple(
         ref
         for path in sorted((args.work / "tag_entities").glob("*.json"))
         for ref in kept(args.work, "tag_entities", path).outputs.values()
     )
     collected = {path.stem: kept(args.work, "collect", path) for path in sorted((args.work / "collect").glob("*.json"))}
+    variants = [(int(part), result.outputs["title_variants"]) for part, result in collected.items()]
     best, got = None, {}
     for rep in range(args.reps):
         spent = 0.0
         with tempfile.TemporaryDirectory() as tmp:
+            started = time.process_time()
+            tags = route_tags(tmp, variants, chunks, Path(tmp) / "routed.title_tags.parquet")
+            print(f"tags routed to {len(variants)} batches: {time.process_time() - started:.2f} CPU-s", flush=True)
             ctx = RunContext(release="bench", seed=args.seed, today_year=2026, work=WorkDir(tmp), sources=None)
             for part, result in collected.items():
                 started = time.process_time()

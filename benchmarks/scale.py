@@ -97,8 +97,11 @@ def refresh_args(snap: Path, authors: int, warehouse: Path, batch_size: int | No
     )
 
 
-def run(authors: int, mode: str, batch_size: int | None, profile: bool = False, extra: tuple = ()) -> dict:
-    snap = snapshot(authors)
+def run(
+    authors: int, mode: str, batch_size: int | None, profile: bool = False, extra: tuple = (), world: int | None = None
+) -> dict:
+    """One refresh of ``authors``; ``world``: draw them from the snapshot made for that many authors."""
+    snap = snapshot(world or authors)
     warehouse = Path(tempfile.mkdtemp(prefix=f"kitab-scale-{authors}-{mode}-", dir=BENCH_OUT))
     env = {**os.environ, "KITAB_WAREHOUSE": str(warehouse)}
     args = refresh_args(snap, authors, warehouse, batch_size, release=f"scale-{authors}")
@@ -138,6 +141,7 @@ def run(authors: int, mode: str, batch_size: int | None, profile: bool = False, 
     return {
         "authors": authors,
         "mode": mode,
+        "snapshot": snap.name,
         "wall_s": round(wall, 1),
         "peak_rss_gib": round(rss, 2),
         "rows": json.loads(summary["counts"]) if "counts" in summary else _rows(summary),
@@ -333,8 +337,8 @@ def main() -> None:
         "--world",
         type=int,
         default=None,
-        help="with --through collect: every size samples the snapshot of this size (the "
-        "same generated world), so the answers per batch do not change with the size",
+        help="every size samples the snapshot of this size (the same generated world), so the "
+        "answers per batch do not change with the size: tells cost per author from cost per world",
     )
     parser.add_argument(
         "--profile",
@@ -364,7 +368,7 @@ def main() -> None:
     for authors in [int(s) for s in args.sizes.split(",")]:
         modes = ["flow", "direct"] if authors <= args.direct_max else ["flow"]
         for mode in modes:
-            result = run(authors, mode, args.batch_size, args.profile, tuple(args.refresh_args.split()))
+            result = run(authors, mode, args.batch_size, args.profile, tuple(args.refresh_args.split()), args.world)
             results.append(result)
             print(json.dumps(result), flush=True)
             phase_table(result)

@@ -2,12 +2,12 @@
 the benchmarks all call :func:`run_pipeline`, with a runner (flows/runners.py) that decides
 where each step runs.
 
-    sample ─► collect (per batch) ─► distinct titles ─► tag (per chunk) ─► constrain (per batch)
-           ─► query top-ups ─► publish
+    sample ─► collect (per batch) ─► distinct titles ─► tag (per chunk) ─► tags to batches
+           ─► constrain (per batch) ─► query top-ups ─► publish
 
 Between steps travel Parquet refs (kitab/core/refs.py) in the release's work folder, never rows;
-the global parts (distinct titles, query top-ups, publishing) are DuckDB over those files,
-so memory is bounded by a batch, not by the release.
+the global parts (distinct titles, tags to batches, query top-ups, publishing) are DuckDB over
+those files, so memory is bounded by a batch, not by the release.
 """
 
 from __future__ import annotations
@@ -53,6 +53,7 @@ from tasks.steps import (
     claims_step,
     collect_step,
     constrain_step,
+    route_tags,
     sample_queries_step,
     sample_step,
     tag_step,
@@ -422,7 +423,8 @@ def collect(runner, ctx: RunContext, config: RunConfig, sampled: StepResult, pro
 
 
 def tag(runner, ctx: RunContext, config: RunConfig, collected: Collected, progress: Progress):
-    """The release's distinct titles, tagged in chunks: (titles, chunks, their title_tags refs)."""
+    """The release's distinct titles, tagged in chunks: (titles, chunks, the tags routed to
+    their batches: tasks/steps.py route_tags)."""
     progress.stage(TAG_ENTITIES)
     runner.release_workers()  # fresh workers for tagging: the dump lookups' memory goes with these
     titles = distinct_titles(ctx, [c.outputs["title_variants"] for c in collected.results])
@@ -436,11 +438,15 @@ def tag(runner, ctx: RunContext, config: RunConfig, collected: Collected, progre
         names=[f"tag-{c.part}" for c in chunks],
         on_done=part_done(progress, chunks),
     )
+    variants = [(b.index, r.outputs["title_variants"]) for b, r in zip(collected.batches, collected.results)]
+    routed = route_tags(
+        ctx.work.root, variants, tuple(r.outputs["title_tags"] for r in tagged), ctx.work.path("tags", "all", "routed")
+    )
     progress.end_stage(rows=titles.rows)
-    return titles, chunks, tuple(r.outputs["title_tags"] for r in tagged)
+    return titles, chunks, routed
 
 
-def constrain(runner, ctx: RunContext, config: RunConfig, collected: Collected, tags: tuple, progress: Progress):
+def constrain(runner, ctx: RunContext, config: RunConfig, collected: Collected, tags: TableRef, progress: Progress):
     """Every batch's entities, constraints and per-author query draws, at the config's rates."""
     batches = collected.batches
     progress.stage(GENERATE_CONSTRAINTS, total=collected.drawn, unit="authors", tasks=len(batches))

@@ -18,7 +18,8 @@ step
 claims_step        claims.claims_from_material (the draws)    once, over every batch
 =================  =========================================  ====================
 
-The global parts (distinct titles, publishing) are DuckDB over the refs, in flows/pipeline.py.
+The global parts (distinct titles, publishing) are DuckDB over the refs, in flows/pipeline.py;
+route_tags (tags to their batches) is here, beside tags_for, which reads its output.
 """
 
 from __future__ import annotations
@@ -36,10 +37,10 @@ from kitab.core.refs import (
     TableRef,
     duck,
     iter_rows,
-    read_parquet_file,
     read_rows,
     read_slice,
     write_arrow,
+    write_batches,
     write_columns,
     write_query,
     write_rows,
@@ -377,12 +378,13 @@ def constrain_step(
     ctx: RunContext,
     batch: Batch,
     collected: StepResult,
-    tags: tuple[TableRef, ...],
+    tags: TableRef,
     rates: SamplingRates,
 ) -> StepResult:
     """One batch's ``title_entities``, ``constraints`` and the queries its authors' own
-    draws keep, with the unsatisfiable candidates the global top-ups choose from. ``rates``:
-    the run's (RunConfig.sampling_rates), never a default of the step's."""
+    draws keep, with the unsatisfiable candidates the global top-ups choose from. ``tags``: the
+    run's routed title tags (:func:`route_tags`); ``rates``: the run's
+    (RunConfig.sampling_rates), never a default of the step's."""
     inputs = {k: collected.outputs[k] for k in ("authors", "books", "title_variants", "book_records")}
     model = second_reader_session(ctx.second_reader, ctx.tagger_endpoint, ctx.taggers)  # None: no second reader
     model_version = second_reader_version(model) if model else ""
@@ -391,7 +393,7 @@ def constrain_step(
         books, variants = read_rows(inputs["books"]), read_rows(inputs["title_variants"])
         authors_all = read_rows(inputs["authors"])
         titles = sorted({v["title"] for v in variants} | {b["canonical_title"] for b in books})
-        tag_rows = tags_for(titles, tags)
+        tag_rows = tags_for(titles, tags, batch.index)
         entities, entity_stats = entity_rows(books, variants, tag_rows)
         kinds = tagged_kinds(ctx.taggers or None)
         # yes / no / unsure per book and kind: the title rules' classes, and the second readers'
@@ -462,22 +464,64 @@ def constrain_step(
     )
 
 
-def tags_for(titles: list[str], tags: tuple[TableRef, ...]) -> list[dict]:
-    """The title_tags rows of ``titles`` from every tag chunk, ordered by title, tagger and start:
-    each chunk filtered in Arrow (a DuckDB connection and semi-join per batch cost twice as much;
-    tests/test_steps_tags.py keeps that form as the reference)."""
+# rows per row group of the routed tags: a batch's few thousand rows span one or two of them
+ROUTED_ROW_GROUP = 8_192
+
+
+def route_tags(
+    spill: str | Path, variants: list[tuple[int, TableRef]], tags: tuple[TableRef, ...], target: str | Path
+) -> TableRef:
+    """Every batch's title_tags, found once for the run: for each (batch index, title_variants
+    ref), the tag rows of its titles (a book's canonical title is one of its variants), with the
+    index as ``part``,
+    sorted by part, title, tagger and start, in row groups of ROUTED_ROW_GROUP rows, so that a
+    constrain step reads only its part's row groups (:func:`tags_for`). Reading every tag chunk
+    in every batch made the lookups grow as batches × chunks: at 100,000 writers, ~480 batches
+    each read the ~130 chunks (~0.35 CPU-s a batch)."""
     import pyarrow as pa
-    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
 
     files = [ref.path for ref in tags if ref.rows]
-    if not files or not titles:
+    parts = [(part, ref.path) for part, ref in variants if ref.rows]
+    columns = list(pq.read_schema(files[0])) if files else [pa.field("title", pa.string())]
+    schema = pa.schema([pa.field("part", pa.int32()), *columns])
+    if not files or not parts:
+        return write_batches([], "title_tags", target, schema)
+    with duck(spill) as con:
+        con.register("parts", pa.table({"part": [p for p, _ in parts], "filename": [f for _, f in parts]}))
+        reader = con.sql(
+            "SELECT b.part::INTEGER AS part, t.* "
+            "FROM (SELECT DISTINCT p.part, v.title FROM read_parquet(?, filename = true) v "
+            "      JOIN parts p ON v.filename = p.filename) b "
+            "JOIN read_parquet(?) t ON t.title = b.title "
+            "ORDER BY b.part, t.title, t.tagger, t.start",
+            params=[[f for _, f in parts], files],
+        ).to_arrow_reader(ROUTED_ROW_GROUP)
+        return write_batches(reader, "title_tags", target, schema, ROUTED_ROW_GROUP)
+
+
+def tags_for(titles: list[str], routed: TableRef, part: int) -> list[dict]:
+    """The title_tags rows of ``titles`` in batch ``part``'s (its index's) share of the routed tags
+    (:func:`route_tags`), ordered by title, tagger and start: only the row groups whose ``part``
+    statistics hold ``part`` are read, filtered in Arrow (tests/test_steps_tags.py keeps a DuckDB
+    semi-join over the tag chunks as the reference)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    if not routed.rows or not titles:
         return []
+    with pq.ParquetFile(routed.path) as parquet:
+        meta, column = parquet.metadata, parquet.schema_arrow.get_field_index("part")
+        groups = []
+        for i in range(meta.num_row_groups):
+            stats = meta.row_group(i).column(column).statistics
+            if stats is None or not stats.has_min_max or stats.min <= part <= stats.max:
+                groups.append(i)
+        table = parquet.read_row_groups(groups) if groups else parquet.schema_arrow.empty_table()
     wanted = pa.array(titles, pa.string())
-    parts = []
-    for path in files:
-        table = read_parquet_file(path)
-        parts.append(table.filter(pc.is_in(table["title"], value_set=wanted)))
-    found = pa.concat_tables(parts, promote_options="default")
+    keep = pc.and_(pc.equal(table["part"], pa.scalar(part, pa.int32())), pc.is_in(table["title"], value_set=wanted))
+    found = table.filter(keep).drop_columns(["part"])
     return found.sort_by([("title", "ascending"), ("tagger", "ascending"), ("start", "ascending")]).to_pylist()
 
 

@@ -146,11 +146,11 @@ def _warehouse_tables() -> frozenset[str]:
 
 
 class RowGroupWriter:
-    """Appends Arrow tables to a Parquet file in row groups of exactly ROW_GROUP rows (the
+    """Appends Arrow tables to a Parquet file in row groups of exactly ``row_group`` rows (the
     last one shorter): the same bytes as writing the concatenation at once."""
 
-    def __init__(self, writer: pq.ParquetWriter, schema: pa.Schema):
-        self.writer, self.schema = writer, schema
+    def __init__(self, writer: pq.ParquetWriter, schema: pa.Schema, row_group: int = ROW_GROUP):
+        self.writer, self.schema, self.row_group = writer, schema, row_group
         self.pending: list[pa.Table] = []
         self.buffered = self.rows = 0
 
@@ -158,14 +158,15 @@ class RowGroupWriter:
         self.pending.append(table)
         self.buffered += table.num_rows
         self.rows += table.num_rows
-        if self.buffered >= ROW_GROUP:
+        if self.buffered >= self.row_group:
             self._flush(final=False)
 
     def _flush(self, final: bool) -> None:
+        size = self.row_group
         table = pa.concat_tables(self.pending).combine_chunks() if self.pending else self.schema.empty_table()
-        full = table.num_rows if final else table.num_rows - table.num_rows % ROW_GROUP
-        for start in range(0, full, ROW_GROUP):
-            self.writer.write_table(table.slice(start, min(ROW_GROUP, full - start)))
+        full = table.num_rows if final else table.num_rows - table.num_rows % size
+        for start in range(0, full, size):
+            self.writer.write_table(table.slice(start, min(size, full - start)))
         if final and self.rows == 0:
             self.writer.write_table(table)  # an empty table still writes its schema
         rest = table.slice(full)
@@ -176,16 +177,21 @@ class RowGroupWriter:
 
 
 def write_batches(
-    batches: Iterable[pa.Table | pa.RecordBatch], table_name: str, path: str | os.PathLike, schema: pa.Schema
+    batches: Iterable[pa.Table | pa.RecordBatch],
+    table_name: str,
+    path: str | os.PathLike,
+    schema: pa.Schema,
+    row_group: int = ROW_GROUP,
 ) -> TableRef:
-    """Arrow tables or batches, in order -> one Parquet file (zstd) in ``schema``, atomically."""
+    """Arrow tables or batches, in order -> one Parquet file (zstd) in ``schema``, atomically,
+    in row groups of ``row_group`` rows."""
     path = Path(path)
     rows = 0
 
     def write(tmp: str) -> None:
         nonlocal rows
         with pq.ParquetWriter(tmp, schema, compression="zstd") as writer:
-            out = RowGroupWriter(writer, schema)
+            out = RowGroupWriter(writer, schema, row_group)
             for batch in batches:
                 table = pa.Table.from_batches([batch]) if isinstance(batch, pa.RecordBatch) else batch
                 out.append(table.select(schema.names).cast(schema))

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kitab.sources.dump.search import SEARCH_SQL, search_names
+from kitab.sources.dump import search
+from kitab.sources.dump.keyed import KeyedTable, write_keyed
+from kitab.sources.dump.search import SEARCH_SQL, TokenIndex, search_names, token_index
 
 TOKENS = ["a", "b", "c", "d", "é", "zz"]
 KEYS = [f"/authors/OL{n}A" for n in (1, 2, 3, 10, 11, 20)] + [
@@ -105,3 +108,41 @@ def test_keys_sharing_a_number_are_told_apart():
         (2, ["/authors/OL1A", "/authors/OL2A"]),
     ]
     assert search_names(wanted, rows, 5) == expected == _reference(wanted, rows, 5)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    token_tables(),
+    st.lists(st.lists(st.lists(st.sampled_from(TOKENS), unique=True, max_size=3), max_size=4), max_size=3),
+)
+def test_one_index_answers_every_batch_as_its_own_rows_do(case, later):
+    """A TokenIndex of the whole table, reused by batch after batch (as a worker reuses the
+    whole-table index), answers each batch as that batch's rows alone (and the join) do."""
+    wanted, rows, limit = case
+    index = TokenIndex(rows)
+    for names in [wanted, *later]:
+        asked = sorted({t for name in names for t in name})
+        own = rows.filter(pc.is_in(rows["token"], value_set=pa.array(asked, pa.string())))
+        assert search_names(names, index, limit) == search_names(names, own, limit) == _reference(names, own, limit)
+
+
+def test_a_small_token_table_is_read_once_per_process(tmp_path, monkeypatch):
+    """token_index: the whole small table, read once and reused; past WHOLE_TOKEN_TABLE_BYTES
+    the asked tokens' rows alone; both give the same answers."""
+    con = duckdb.connect()
+    con.execute(f"""
+        COPY (SELECT * FROM (VALUES ('a', '/authors/OL1A', 1, 3), ('a', '/authors/OL2A', 2, 1),
+                                    ('b', '/authors/OL2A', 2, 1), ('c', '/authors/OL3A', 3, 0))
+                     t(token, key, key_num, work_count) ORDER BY token, key)
+        TO '{tmp_path / "author_tokens.parquet"}' (FORMAT parquet)""")
+    write_keyed(con, tmp_path, "author_tokens", "token")
+    table = KeyedTable(tmp_path, "author_tokens", key="token")
+    whole = token_index(table, ["a"])
+    assert whole is token_index(table, ["b", "c"]) and whole.rows.num_rows == 4
+    monkeypatch.setattr(search, "WHOLE_TOKEN_TABLE_BYTES", 0)
+    own = token_index(table, ["a", "b"])
+    assert own is not whole and own.rows.num_rows == 3
+    names = [["a"], ["a", "b"], ["b"]]
+    expected = [(2, ["/authors/OL1A", "/authors/OL2A"]), (1, ["/authors/OL2A"]), (1, ["/authors/OL2A"])]
+    assert search_names(names, whole, 5) == search_names(names, own, 5) == expected
+    assert search_names([["c"]], whole, 5) == [(1, ["/authors/OL3A"])]

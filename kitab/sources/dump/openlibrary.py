@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from kitab.core.config import Settings
-from kitab.sources.dump.search import search_names
+from kitab.sources.dump.search import search_names, token_index
 from kitab.sources.dump.store import open_store
 from kitab.sources.http import Fetched, RequestCounter, fingerprint
 from kitab.sources.openlibrary import MAX_REDIRECTS, OpenLibraryBase, bare_key
@@ -186,10 +186,10 @@ class DumpOpenLibrary(OpenLibraryBase):
         if not queries:
             return results  # a query with no tokens matches nothing
         toks = sorted({token for _, token in queries})
-        rows = self.store.keyed["author_tokens"].rows(toks)
+        index = token_index(self.store.keyed["author_tokens"], toks)
         top = [
             (qid, key, total)
-            for qid, (total, keys) in enumerate(search_names([wanted[n] for n in names], rows, SEARCH_AUTHORS_LIMIT))
+            for qid, (total, keys) in enumerate(search_names([wanted[n] for n in names], index, SEARCH_AUTHORS_LIMIT))
             for key in keys
         ]
         keys = {key for _, key, _ in top}

@@ -11,6 +11,8 @@ reference the property test compares this with (tests/test_dump_search.py)."""
 
 from __future__ import annotations
 
+import functools
+
 # The join form: names' tokens (qid, token) against the rows; what :func:`search_names` computes.
 SEARCH_SQL = """
     WITH q AS (SELECT unnest(?::INTEGER[]) AS qid, unnest(?::VARCHAR[]) AS token),
@@ -26,11 +28,69 @@ SEARCH_SQL = """
 """
 
 
+# an author_tokens table this small (a generated world's: 18 MB at 130,000 authors, its names
+# drawn from ~500 tokens) is read whole once per process, and every batch's search reuses it: a
+# batch's tokens hold most of it, so taking them per batch copied most of the table each time
+# (~15% of collect's CPU at 130,000 authors). A real dump's (millions of authors, ~1 GB) is
+# looked up per batch: its names' tokens are a small part of it.
+WHOLE_TOKEN_TABLE_BYTES = 64 * 2**20
+
+
+class TokenIndex:
+    """``author_tokens`` rows (sorted by token, then key) ready for :func:`search_names`: the
+    ranking columns as NumPy, each token's run of rows, and, once a name needs it, each run
+    sorted by key number. Built from a batch's rows, or once per process over a small whole
+    table (:func:`token_index`)."""
+
+    def __init__(self, rows):
+        import pyarrow as pa
+
+        self.rows = rows.combine_chunks() if isinstance(rows, pa.Table) else rows
+        self.key_num = self.rows.column("key_num").to_numpy(zero_copy_only=False)
+        self.work_count = self.rows.column("work_count").to_numpy(zero_copy_only=False)
+        self.keys = self.rows.column("key")
+        self.runs = _token_runs(self.rows) if self.rows.num_rows else {}
+        self._by_number: dict[str, tuple | None] = {}
+
+    def numbered(self, token: str) -> tuple | None:
+        """(its key numbers sorted, their rows) of ``token``'s run; None: a key without a
+        number, or a number two of its keys share (odd keys)."""
+        import numpy as np
+
+        if token not in self._by_number:
+            start, stop = self.runs[token]
+            order = np.argsort(self.key_num[start:stop], kind="stable")
+            nums = self.key_num[start:stop][order]
+            unique = not len(nums) or (nums[0] >= 0 and not (nums[1:] == nums[:-1]).any())
+            self._by_number[token] = (nums, order + start) if unique else None
+        return self._by_number[token]
+
+
+def token_index(table, tokens) -> TokenIndex:
+    """The TokenIndex :func:`search_names` needs for ``tokens``, from ``table`` (the dump's
+    ``author_tokens`` KeyedTable): the whole table's, read once per process, where the file is at
+    most WHOLE_TOKEN_TABLE_BYTES; else the rows of ``tokens`` alone."""
+    stat = table.data_path.stat()
+    if stat.st_size <= WHOLE_TOKEN_TABLE_BYTES:
+        return _whole_table_index(str(table.data_path), stat.st_size, stat.st_mtime_ns)
+    return TokenIndex(table.rows(tokens))
+
+
+@functools.lru_cache(maxsize=2)
+def _whole_table_index(path: str, size: int, mtime_ns: int) -> TokenIndex:
+    """(size and mtime key the cache: a rebuilt dump cache is read again)"""
+    import pyarrow as pa
+
+    with pa.OSFile(path, "r") as source:  # read into this process's memory, not mapped
+        rows = pa.ipc.open_file(source).read_all()
+    return TokenIndex(rows)
+
+
 def search_names(wanted: list[list[str]], rows, limit: int) -> list[tuple[int, list[str]]]:
     """For each name's distinct tokens in ``wanted``: (authors matched, their first ``limit``
     keys in search order). ``rows``: a pyarrow Table of the ``author_tokens`` rows of (at least)
-    every token in ``wanted``, sorted by token then key, a key at most once per token. A name
-    with no tokens matches nothing.
+    every token in ``wanted``, sorted by token then key, a key at most once per token, or a
+    :class:`TokenIndex` of them. A name with no tokens matches nothing.
 
     A batch's tokens hold most of the table at 130,000 authors (their generator draws names from
     ~500 tokens), so nothing here goes over every row in Python or hashes every key: each token's
@@ -42,23 +102,11 @@ def search_names(wanted: list[list[str]], rows, limit: int) -> list[tuple[int, l
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    rows = rows.combine_chunks() if isinstance(rows, pa.Table) else rows
-    if not rows.num_rows:
+    index = rows if isinstance(rows, TokenIndex) else TokenIndex(rows)
+    if not index.rows.num_rows:
         return [(0, []) for _ in wanted]
-    key_num = rows.column("key_num").to_numpy(zero_copy_only=False)
-    work_count = rows.column("work_count").to_numpy(zero_copy_only=False)
-    keys = rows.column("key")
-    runs = _token_runs(rows)
-    by_number: dict[str, tuple | None] = {}  # token -> (its key numbers sorted, their rows), None: odd keys
-
-    def numbered(token: str) -> tuple | None:
-        if token not in by_number:
-            start, stop = runs[token]
-            order = np.argsort(key_num[start:stop], kind="stable")
-            nums = key_num[start:stop][order]
-            unique = not len(nums) or (nums[0] >= 0 and not (nums[1:] == nums[:-1]).any())
-            by_number[token] = (nums, order + start) if unique else None
-        return by_number[token]
+    key_num, work_count, keys, runs, numbered = index.key_num, index.work_count, index.keys, index.runs, index.numbered
+    rows = index.rows
 
     found: list[tuple[int, list[str]] | None] = []
     hits: list = []  # per name: its matched rows (of its smallest run), None when not by number

@@ -401,6 +401,29 @@ def test_bad_input_names_the_file(snapshot_dir, tmp_path, name, damage):
     assert all(p.endswith(".lock") for p in leftovers)  # no cache, no temp folder left behind
 
 
+def test_a_failed_chain_stops_the_others_between_queries(tmp_path):
+    """build_cache's chains, once a sibling failed: the query running finishes, the next one
+    never starts (no interrupt inside a query: a COPY once hung there, see _StoppableCursor)."""
+    import threading
+
+    import duckdb
+
+    from kitab.sources.dump.scan import _StoppableCursor, _Stopped
+
+    con = duckdb.connect(str(tmp_path / "scratch.duckdb"))
+    stopping = threading.Event()
+    chain = _StoppableCursor(con.cursor(), stopping)
+    chain.execute("CREATE TABLE first AS SELECT 1 AS x")
+    assert chain.sql("SELECT x FROM first").fetchall() == [(1,)]
+    stopping.set()
+    with pytest.raises(_Stopped):
+        chain.execute("CREATE TABLE second AS SELECT 2 AS x")
+    with pytest.raises(_Stopped):
+        chain.sql("SELECT 1")
+    tables = {t for (t,) in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+    assert tables == {"first"}
+
+
 # --- a snapshot of awkward records --------------------------------------------------------
 
 WD, WDT = "http://www.wikidata.org/entity/", "http://www.wikidata.org/prop/direct/"

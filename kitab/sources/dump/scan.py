@@ -11,6 +11,7 @@ import contextlib
 import errno
 import logging
 import shutil
+import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -395,6 +396,36 @@ def _write_keyed_tables(con: duckdb.DuckDBPyConnection, out: Path) -> None:
         write_keyed(con, out, table, key)
 
 
+class _Stopped(Exception):
+    """Another chain of the build failed: this one stopped before its next query."""
+
+
+class _StoppableCursor:
+    """A chain's cursor that starts no query once the build is stopping. A chain whose sibling
+    failed (a bad line) stops between its queries, not inside one: DuckDB's ``interrupt`` of a
+    ``COPY`` with ``threads = 1`` once left the chain's thread waiting forever in
+    ``TaskExecutor::DrainTasks`` (seen once in the test suite, in test_bad_input_names_the_file;
+    the drain waits for tasks no thread runs: duckdb/duckdb#25564), and the build with it."""
+
+    def __init__(self, cursor: duckdb.DuckDBPyConnection, stopping: threading.Event):
+        self._cursor, self._stopping = cursor, stopping
+
+    def _check(self) -> None:
+        if self._stopping.is_set():
+            raise _Stopped
+
+    def execute(self, *args, **kwargs):
+        self._check()
+        return self._cursor.execute(*args, **kwargs)
+
+    def sql(self, *args, **kwargs):
+        self._check()
+        return self._cursor.sql(*args, **kwargs)
+
+    def __getattr__(self, name: str):
+        return getattr(self._cursor, name)
+
+
 def build_cache(snapshot_dir: Path, out: Path, memory_limit: str = "1GB") -> dict[str, float]:
     """Scan the snapshot's four data files into the Parquet tables of ``out`` (an empty folder).
     Returns the seconds each step took. Each gzip file is read by one thread, so the scan runs as
@@ -420,15 +451,15 @@ def build_cache(snapshot_dir: Path, out: Path, memory_limit: str = "1GB") -> dic
 
     # the same scratch database; each chain's own tables (kept, scholarly, names; edition_facts)
     wikidata, editions = con.cursor(), con.cursor()
+    stopping = threading.Event()
     try:
         with ThreadPoolExecutor(2, thread_name_prefix="kitab-scan") as pool:
+            wd, ed = _StoppableCursor(wikidata, stopping), _StoppableCursor(editions, stopping)
             beside = {
                 wikidata: pool.submit(
-                    run, [("wikidata", lambda: _scan_wikidata(wikidata, snapshot_dir / WIKIDATA_FILE, out))]
+                    run, [("wikidata", lambda: _scan_wikidata(wd, snapshot_dir / WIKIDATA_FILE, out))]
                 ),
-                editions: pool.submit(
-                    run, [("editions", lambda: _scan_editions(editions, snapshot_dir / OL_EDITIONS_FILE))]
-                ),
+                editions: pool.submit(run, [("editions", lambda: _scan_editions(ed, snapshot_dir / OL_EDITIONS_FILE))]),
             }
             try:
                 run(
@@ -445,8 +476,12 @@ def build_cache(snapshot_dir: Path, out: Path, memory_limit: str = "1GB") -> dic
                         ("authors_out", lambda: _write_authors(con, out)),
                     ]
                 )
+            except Exception:
+                stopping.set()  # a failed build: its other chains stop before their next query
+                raise
             except BaseException:
-                for cursor in beside:  # a failed (or stopped) build stops its other chains now
+                stopping.set()  # a stopped build (Ctrl-C, SIGTERM): now, and a parent's SIGKILL
+                for cursor in beside:  # follows 5 s later if a chain still hangs (prebuild.py)
                     cursor.interrupt()
                 raise
             finally:

@@ -473,9 +473,10 @@ def route_tags(
 ) -> TableRef:
     """Every batch's title_tags, found once for the run: for each (batch index, title_variants
     ref), the tag rows of its titles (a book's canonical title is one of its variants), with the
-    index as ``part``,
-    sorted by part, title, tagger and start, in row groups of ROUTED_ROW_GROUP rows, so that a
-    constrain step reads only its part's row groups (:func:`tags_for`). Reading every tag chunk
+    index as ``part``, sorted by part, title, tagger and start (unique in a batch, so the file's
+    bytes are the same on a resumed run and the constrain steps' keys hold), in row groups of
+    ROUTED_ROW_GROUP rows, so that a constrain step reads only its part's row groups
+    (:func:`tags_for`). Reading every tag chunk
     in every batch made the lookups grow as batches × chunks: at 100,000 writers, ~480 batches
     each read the ~130 chunks (~0.35 CPU-s a batch)."""
     import pyarrow as pa

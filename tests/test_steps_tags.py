@@ -136,6 +136,9 @@ def test_a_batch_reads_only_its_row_groups(tmp_path):
         tmp_path, variants, (TableRef("title_tags", str(tags), len(titles), ""),), tmp_path / "r.parquet"
     )
     assert pq.ParquetFile(routed.path).metadata.num_row_groups == 3
+    # the same bytes when routed again (a resumed run): the constrain steps' keys hold
+    tag_refs = (TableRef("title_tags", str(tags), len(titles), ""),)
+    assert route_tags(tmp_path, variants[::-1], tag_refs, tmp_path / "again.parquet").sha256 == routed.sha256
     for n in range(len(variants)):
         got = tags_for(titles, routed, n)
         assert [r["title"] for r in got] == titles[n * 5_000 : (n + 1) * 5_000]

@@ -36,7 +36,8 @@ sys.path[:] = [str(HERE.parent), *(p for p in sys.path if Path(p or ".").resolve
 from kitab.core.refs import TableRef  # noqa: E402
 from kitab.core.workdir import StepResult, WorkDir  # noqa: E402
 from tasks.sample_queries import SamplingRates  # noqa: E402
-from tasks.steps import Batch, RunContext, constrain_step, route_tags  # noqa: E402
+from tasks.steps import Batch, RunContext, constrain_step  # noqa: E402
+from tasks.tag_routing import route_tags  # noqa: E402
 
 
 def kept(work: Path, step: str, path: Path) -> StepResult:

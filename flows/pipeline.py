@@ -53,12 +53,12 @@ from tasks.steps import (
     claims_step,
     collect_step,
     constrain_step,
-    route_tags,
     sample_queries_step,
     sample_step,
     tag_step,
     unavailable_authors,
 )
+from tasks.tag_routing import route_tags
 
 log = logging.getLogger("kitab.refresh")
 TAG_CHUNK_MIN, TAG_CHUNK_MAX = 2_000, 20_000  # distinct titles per tagging task
@@ -424,7 +424,7 @@ def collect(runner, ctx: RunContext, config: RunConfig, sampled: StepResult, pro
 
 def tag(runner, ctx: RunContext, config: RunConfig, collected: Collected, progress: Progress):
     """The release's distinct titles, tagged in chunks: (titles, chunks, the tags routed to
-    their batches: tasks/steps.py route_tags)."""
+    their batches: tasks/tag_routing.py)."""
     progress.stage(TAG_ENTITIES)
     runner.release_workers()  # fresh workers for tagging: the dump lookups' memory goes with these
     titles = distinct_titles(ctx, [c.outputs["title_variants"] for c in collected.results])

@@ -19,7 +19,7 @@ claims_step        claims.claims_from_material (the draws)    once, over every b
 =================  =========================================  ====================
 
 The global parts (distinct titles, publishing) are DuckDB over the refs, in flows/pipeline.py;
-route_tags (tags to their batches) is here, beside tags_for, which reads its output.
+the tags' routing to their batches is tasks/tag_routing.py.
 """
 
 from __future__ import annotations
@@ -40,7 +40,6 @@ from kitab.core.refs import (
     read_rows,
     read_slice,
     write_arrow,
-    write_batches,
     write_columns,
     write_query,
     write_rows,
@@ -74,6 +73,7 @@ from tasks.sample_queries import (
     sampling_summary_sql,
 )
 from tasks.tag_entities import DEFAULT_MODEL, entity_rows, title_tags
+from tasks.tag_routing import tags_for
 from tasks.taggers.model import book_spans, second_reader_session, second_reader_version
 from tasks.taggers.registry import fingerprints, make_taggers
 
@@ -383,7 +383,7 @@ def constrain_step(
 ) -> StepResult:
     """One batch's ``title_entities``, ``constraints`` and the queries its authors' own
     draws keep, with the unsatisfiable candidates the global top-ups choose from. ``tags``: the
-    run's routed title tags (:func:`route_tags`); ``rates``: the run's
+    run's routed title tags (tasks/tag_routing.py); ``rates``: the run's
     (RunConfig.sampling_rates), never a default of the step's."""
     inputs = {k: collected.outputs[k] for k in ("authors", "books", "title_variants", "book_records")}
     model = second_reader_session(ctx.second_reader, ctx.tagger_endpoint, ctx.taggers)  # None: no second reader
@@ -462,68 +462,6 @@ def constrain_step(
         second_reader=model_version,
         **inputs,
     )
-
-
-# rows per row group of the routed tags: a batch's few thousand rows span one or two of them
-ROUTED_ROW_GROUP = 8_192
-
-
-def route_tags(
-    spill: str | Path, variants: list[tuple[int, TableRef]], tags: tuple[TableRef, ...], target: str | Path
-) -> TableRef:
-    """Every batch's title_tags, found once for the run: for each (batch index, title_variants
-    ref), the tag rows of its titles (a book's canonical title is one of its variants), with the
-    index as ``part``, sorted by part, title, tagger and start (unique in a batch, so the file's
-    bytes are the same on a resumed run and the constrain steps' keys hold), in row groups of
-    ROUTED_ROW_GROUP rows, so that a constrain step reads only its part's row groups
-    (:func:`tags_for`). Reading every tag chunk
-    in every batch made the lookups grow as batches × chunks: at 100,000 writers, ~480 batches
-    each read the ~130 chunks (~0.35 CPU-s a batch)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    files = [ref.path for ref in tags if ref.rows]
-    parts = [(part, ref.path) for part, ref in variants if ref.rows]
-    columns = list(pq.read_schema(files[0])) if files else [pa.field("title", pa.string())]
-    schema = pa.schema([pa.field("part", pa.int32()), *columns])
-    if not files or not parts:
-        return write_batches([], "title_tags", target, schema)
-    with duck(spill) as con:
-        con.register("parts", pa.table({"part": [p for p, _ in parts], "filename": [f for _, f in parts]}))
-        reader = con.sql(
-            "SELECT b.part::INTEGER AS part, t.* "
-            "FROM (SELECT DISTINCT p.part, v.title FROM read_parquet(?, filename = true) v "
-            "      JOIN parts p ON v.filename = p.filename) b "
-            "JOIN read_parquet(?) t ON t.title = b.title "
-            "ORDER BY b.part, t.title, t.tagger, t.start",
-            params=[[f for _, f in parts], files],
-        ).to_arrow_reader(ROUTED_ROW_GROUP)
-        return write_batches(reader, "title_tags", target, schema, ROUTED_ROW_GROUP)
-
-
-def tags_for(titles: list[str], routed: TableRef, part: int) -> list[dict]:
-    """The title_tags rows of ``titles`` in batch ``part``'s (its index's) share of the routed tags
-    (:func:`route_tags`), ordered by title, tagger and start: only the row groups whose ``part``
-    statistics hold ``part`` are read, filtered in Arrow (tests/test_steps_tags.py keeps a DuckDB
-    semi-join over the tag chunks as the reference)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
-
-    if not routed.rows or not titles:
-        return []
-    with pq.ParquetFile(routed.path) as parquet:
-        meta, column = parquet.metadata, parquet.schema_arrow.get_field_index("part")
-        groups = []
-        for i in range(meta.num_row_groups):
-            stats = meta.row_group(i).column(column).statistics
-            if stats is None or not stats.has_min_max or stats.min <= part <= stats.max:
-                groups.append(i)
-        table = parquet.read_row_groups(groups) if groups else parquet.schema_arrow.empty_table()
-    wanted = pa.array(titles, pa.string())
-    keep = pc.and_(pc.equal(table["part"], pa.scalar(part, pa.int32())), pc.is_in(table["title"], value_set=wanted))
-    found = table.filter(keep).drop_columns(["part"])
-    return found.sort_by([("title", "ascending"), ("tagger", "ascending"), ("start", "ascending")]).to_pylist()
 
 
 # -- sample_queries (global part) -----------------------------------------------------------

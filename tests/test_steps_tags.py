@@ -1,4 +1,4 @@
-"""tasks/steps.py route_tags + tags_for: each batch's title_tags rows, routed once to the
+"""tasks/tag_routing.py route_tags + tags_for: each batch's title_tags rows, routed once to the
 batches and read back by part, against a DuckDB semi-join of the batch's titles with every tag
 chunk (the reference, below) on generated chunks and batches."""
 
@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kitab.core.refs import TableRef, duck
-from tasks.steps import ROUTED_ROW_GROUP, route_tags, tags_for
+from tasks.tag_routing import ROUTED_ROW_GROUP, route_tags, tags_for
 
 TITLES = ["Pnin", "Ada", "Émile", "emile", "Zazie dans le métro", "Ádám", "The Sea", "the sea", "Ω", "a"]
 SCHEMA = pa.schema(

@@ -21,9 +21,8 @@ def route_tags(
     index as ``part``, sorted by part, title, tagger and start (unique in a batch, so the file's
     bytes are the same on a resumed run and the constrain steps' keys hold), in row groups of
     ROUTED_ROW_GROUP rows, so that a constrain step reads only its part's row groups
-    (:func:`tags_for`). Reading every tag chunk
-    in every batch made the lookups grow as batches × chunks: at 100,000 writers, ~480 batches
-    each read the ~130 chunks (~0.35 CPU-s a batch)."""
+    (:func:`tags_for`). Reading every tag chunk in every batch made the lookups grow as batches ×
+    chunks: at 100,000 writers, ~480 batches each read the ~130 chunks (~0.35 CPU-s a batch)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 

@@ -236,6 +236,7 @@ def _token_facts(text: str, is_stop: bool, lex: Lexicon) -> tuple:
             low in CALENDAR,
             low.rstrip(".") in HONORIFICS,
             bool(_INITIAL.match(text)),
+            low in FOREIGN_MARKERS,  # (not a field of Tok: build_view reads it, for _foreign_words)
         )
         if len(cache) >= _FACTS_MAX:
             cache.clear()
@@ -247,18 +248,22 @@ def build_view(title: str, doc, lex: Lexicon) -> TitleView:
     """`doc` is the spaCy parse of `title` (maybe re-cased, same length)."""
     toks: list[Tok] = []
     index_of: dict[int, int] = {}
-    doc_text = doc.text  # spaCy joins every token on each access: once, not per token
-    n_doc = len(doc)
-    for t in doc:
+    # each Token object built once (doc[i] costs ~20 times a list's index; and not doc.text:
+    # spaCy joins it from a new Token object per token on every access)
+    tokens = list(doc)
+    n_doc = len(tokens)
+    foreign = tagged = False  # a foreign marker seen (v7); an entity label set on a token
+    for t in tokens:
         if t.is_space:
             continue
         start = t.idx
-        text = doc_text[start : start + len(t.text)]
-        key, cap, stop, word, rare, dictionary, first, surname, calendar, honorific, initial = _token_facts(
+        text = t.text
+        key, cap, stop, word, rare, dictionary, first, surname, calendar, honorific, initial, marker = _token_facts(
             text, t.is_stop, lex
         )
+        foreign = foreign or marker
         if not word and t.i + 1 < n_doc:
-            nxt = doc[t.i + 1]
+            nxt = tokens[t.i + 1]
             word = nxt.idx == start + len(text) and nxt.text.lower() in CONTRACTIONS
         index_of[t.i] = len(toks)
         toks.append(
@@ -280,21 +285,42 @@ def build_view(title: str, doc, lex: Lexicon) -> TitleView:
                 t.ent_type_,
             )
         )
-    if lex.generation >= 7:
+        tagged = tagged or t.ent_iob != 0
+    if lex.generation >= 7 and foreign:
         toks = _foreign_words(toks, lex)
-    ents = [
+    # a doc no NER ran on (most titles: tasks/taggers/lazy.py) has no entity annotation on any
+    # token, so no entities: doc.ents is not built
+    ents = _entities(doc, index_of) if tagged else []
+    return TitleView(title=title, toks=toks, ents=ents, cities=_match_cities(title, toks, lex), lex=lex)
+
+
+def _entities(doc, index_of: dict[int, int]) -> list[tuple[str, int, int]]:
+    """The doc's entities as (label, first, last inclusive) indexes of the view's tokens."""
+    return [
         (e.label_, index_of[e.start], index_of[e.end - 1])
         for e in doc.ents
         if e.start in index_of and e.end - 1 in index_of
     ]
-    return TitleView(title=title, toks=toks, ents=ents, cities=_match_cities(title, toks, lex), lex=lex)
+
+
+def with_entities(view: TitleView, doc) -> TitleView:
+    """The view `build_view(view.title, doc, view.lex)` gives, from the view of the same tokens
+    before NER ran on `doc`: NER sets only the tokens' entity labels, which no other fact reads
+    (tests/test_tag_lazy.py compares the two). A new view: cached facts of the old one (which
+    may have read its lack of entities) are not carried over."""
+    tokens = [t for t in doc if not t.is_space]
+    if len(tokens) != len(view.toks):
+        raise ValueError(f"with_entities: {view.title!r}: the doc's tokens are not the view's")
+    toks = [tok._replace(ner=t.ent_type_) for tok, t in zip(view.toks, tokens, strict=True)]
+    ents = _entities(doc, {t.i: n for n, t in enumerate(tokens)})
+    return TitleView(title=view.title, toks=toks, ents=ents, cities=view.cities, lex=view.lex)
 
 
 def _foreign_words(toks: list[Tok], lex: Lexicon) -> list[Tok]:
     """v7: in a title with a foreign article ("Ein Sommer in Hamburg"), a listed name that is a
     frequent word of a European language is that word, not a name (a town or region keeps its
     place reading)."""
-    if not any(t.text.lower() in FOREIGN_MARKERS for t in toks):
+    if not any(t.text.lower() in FOREIGN_MARKERS for t in toks):  # (build_view calls it only then)
         return toks
     return [
         t._replace(first=False, surname=False, word=True)

@@ -39,7 +39,13 @@ def test_demo_seed_authors_and_release():
 
 def test_refresh_defaults():
     assert stated(r"`--source (\w+)` \(default\)").group(1) == DEFAULTS.source == option_default(refresh, "source")
-    assert int(stated(r"`--batch-size`, default (\d+)").group(1)) == DEFAULTS.batch_size
+    from kitab.core.params import MAX_BATCH_SIZE, batch_size_for
+
+    assert int(stated(r"`--batch-size`, default (\d+)").group(1)) == batch_size_for(10_000) == batch_size_for(1)
+    assert int(stated(r"takes a hundredth of its size, up to ([\d,]+) authors").group(1).replace(",", "")) == (
+        MAX_BATCH_SIZE
+    )
+    assert DEFAULTS.batch_size is None and option_default(refresh, "batch_size") is None  # (by the run's size)
     assert float(stated(r"sampled authors \(default ([\d.]+)\)").group(1)) == DEFAULTS.max_failed_share
     assert stated(r"`--task-runner (\w+)` \(default\)").group(1) == option_default(refresh, "task_runner")
 

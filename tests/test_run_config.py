@@ -160,3 +160,20 @@ def test_the_entity_types_asked_for_every_author_are_the_tagged_kinds(tmp_path):
     assert asked(None) == ["city_name", "human_name"]
     assert asked("human_v6,city_v6,country_v1") == ["city_name", "country_name", "human_name"]
     assert asked("human_v6") == ["human_name"]
+
+
+def test_the_default_batch_size_follows_the_runs_size_and_the_ledger_records_the_one_used():
+    from datetime import date
+
+    from kitab.core.params import DEFAULT_BATCH_SIZE, MAX_BATCH_SIZE, RefreshParams, batch_size_for
+
+    today = date(2026, 11, 28)
+    sizes = {n: RefreshParams(authors=n).resolved(today).batch_size for n in (1, 10_000, 25_000, 50_000, 10**5, 10**6)}
+    assert sizes == {1: 250, 10_000: 250, 25_000: 250, 50_000: 500, 10**5: MAX_BATCH_SIZE, 10**6: MAX_BATCH_SIZE}
+    assert all(DEFAULT_BATCH_SIZE <= batch_size_for(n) <= MAX_BATCH_SIZE for n in range(1, 300_000, 997))
+    # one given is kept, at any size; the recorded config says the resolved number
+    assert RefreshParams(authors=10**5, batch_size=7).resolved(today).batch_size == 7
+    config = resolve_config(dict(source="dump", authors=60_000, batch_size=None), today=today)
+    assert config.params.batch_size == 600 and config.to_dict()["batch_size"] == 600
+    with pytest.raises(BadValue, match="batch size"):
+        RefreshParams(batch_size=0)

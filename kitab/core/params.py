@@ -16,10 +16,21 @@ from kitab.core.errors import BadValue
 
 SOURCES = ("live", "mirror", "dump")
 DEFAULT_BATCH_SIZE = 250  # authors per batch: tens of task runs for 10,000 authors
+# ... and for a large run, a hundredth of it, up to this: each batch costs ~0.2 CPU-s of fixed
+# work and task runs, and a batch of 1,000 authors ~0.13 GiB more in each constrain worker
+# (docs/scale.md), which a 100,000-author run, whose peak is publishing's, can spend
+MAX_BATCH_SIZE = 1000
 DEFAULT_MAX_FAILED_SHARE = 0.10  # of the sampled authors, lost to an unavailable source
 # an entity query whose key's estimated chance of holding a wrong book is above this is not asked
 # (issue 37; tasks/sample_queries.SamplingRates.max_key_error)
 DEFAULT_MAX_KEY_ERROR = 0.10
+
+
+def batch_size_for(authors: int) -> int:
+    """The default batch size of a run of ``authors``: DEFAULT_BATCH_SIZE (250) up to 25,000
+    authors, then a hundredth of the run, up to MAX_BATCH_SIZE (1,000 from 100,000 on). The
+    release does not depend on it (tests/test_pipeline.py)."""
+    return min(MAX_BATCH_SIZE, max(DEFAULT_BATCH_SIZE, authors // 100))
 
 
 def default_seed(today: date) -> int:
@@ -44,7 +55,8 @@ class RefreshParams:
     release: str | None = None
     warehouse: str | None = None
     mirror_url: str | None = None
-    batch_size: int = DEFAULT_BATCH_SIZE
+    # Authors per batch; None: by the run's size (batch_size_for), resolved once.
+    batch_size: int | None = None
     # More authors asked for than are eligible: publish the fewer (the summary says how many
     # short) instead of failing.
     allow_fewer: bool = False
@@ -76,7 +88,7 @@ class RefreshParams:
             raise BadValue(f"max failed share must be between 0 and 1, got {self.max_failed_share}")
         if not 0.0 <= self.max_key_error <= 1.0:
             raise BadValue(f"max key error must be between 0 and 1, got {self.max_key_error}")
-        if self.batch_size < 1:
+        if self.batch_size is not None and self.batch_size < 1:
             raise BadValue(f"batch size must be >= 1, got {self.batch_size}")
         if self.authors < 1:
             raise BadValue(f"authors must be >= 1, got {self.authors}")
@@ -92,10 +104,11 @@ class RefreshParams:
 
     def resolved(self, today: date) -> RefreshParams:
         """These parameters with the defaults of ``today`` filled in: the seed is the date
-        (YYYYMMDD), the release id ``YYYY.MM.DD-s<seed>``."""
+        (YYYYMMDD), the release id ``YYYY.MM.DD-s<seed>``; and the batch size by the run's size."""
         seed = default_seed(today) if self.seed is None else self.seed
         release = default_release_id(seed, today) if self.release is None else self.release
-        return dataclasses.replace(self, seed=seed, release=release)
+        batch_size = batch_size_for(self.authors) if self.batch_size is None else self.batch_size
+        return dataclasses.replace(self, seed=seed, release=release, batch_size=batch_size)
 
     def snapshot_dir(self) -> Path:
         return Path(self.snapshot) if self.snapshot else BUNDLED_SNAPSHOT

@@ -32,7 +32,9 @@ def cycle(
     seed: int | None = typer.Option(None, help="sampling seed (default: the UTC date, YYYYMMDD)"),
     release: str | None = typer.Option(None, help="release id (default YYYY.MM.DD-s<seed>, as kitab refresh)"),
     mirror_url: str | None = typer.Option(None, help="use a running mirror instead of starting one"),
-    batch_size: int = typer.Option(DEFAULTS.batch_size, min=1, help="authors per batch"),
+    batch_size: int | None = typer.Option(
+        DEFAULTS.batch_size, min=1, help="authors per batch (default: by the run's size, as refresh)"
+    ),
     allow_fewer: bool = typer.Option(False, "--allow-fewer", help="publish fewer eligible authors than --authors"),
     max_failed_share: float = typer.Option(DEFAULTS.max_failed_share, min=0.0, max=1.0, help="as kitab refresh"),
     replace: bool = typer.Option(False, "--replace", help="rebuild a committed release even if it changes"),

@@ -311,7 +311,8 @@ def with_entities(view: TitleView, doc) -> TitleView:
     tokens = [t for t in doc if not t.is_space]
     if len(tokens) != len(view.toks):
         raise ValueError(f"with_entities: {view.title!r}: the doc's tokens are not the view's")
-    toks = [tok._replace(ner=t.ent_type_) for tok, t in zip(view.toks, tokens, strict=True)]
+    # (`ner` is Tok's last field; _make over a tuple, not _replace, which is ~5x slower)
+    toks = [Tok._make((*tok[:-1], t.ent_type_)) for tok, t in zip(view.toks, tokens, strict=True)]
     ents = _entities(doc, {t.i: n for n, t in enumerate(tokens)})
     return TitleView(title=view.title, toks=toks, ents=ents, cities=view.cities, lex=view.lex)
 

@@ -12,7 +12,7 @@ from tasks.tag_entities import tag_titles, v3_taggers
 from tasks.taggers.lazy import ner_matters
 from tasks.taggers.pipeline import recase
 from tasks.taggers.registry import make_taggers
-from tasks.taggers.view import build_view, with_entities
+from tasks.taggers.view import build_view
 
 DATA = Path(__file__).resolve().parent.parent / "benchmarks" / "data"
 
@@ -74,26 +74,3 @@ def test_same_spans_as_v3_on_every_labelled_title(both):
         ]
         assert differ == [], kind
     assert both[1][0].ner_titles < 0.6 * len(titles)  # the point: most titles skip NER
-
-
-def _facts(view):
-    return view.title, view.toks, view.ents, view.cities
-
-
-def test_a_view_with_ners_labels_added_is_the_view_built_after_ner(both):
-    """LazyNerTagger keeps the cheap pass's view of a title NER then runs on and adds NER's
-    labels (with_entities) instead of viewing it again: the same facts as build_view's."""
-    human = both[1][0]
-    titles = []
-    with (DATA / "entity_titles.tsv").open(encoding="utf-8", newline="") as f:
-        titles += [r["title"] for r in csv.DictReader(f, delimiter="\t")]
-    titles += ["  Death  in Venice ", "Won't Stop in Paris", "Ein Sommer in Hamburg", "DAVID COPPERFIELD", ""]
-    texts = [recase(t) for t in titles]
-    before = [build_view(t, human.nlp.make_doc(x), human.lex) for t, x in zip(titles, texts)]
-    docs = list(human.nlp.get_pipe("ner").pipe(human.nlp.make_doc(x) for x in texts))
-    assert sum(1 for d in docs if d.ents) > 100  # the entities are there to carry over
-    for title, view, doc in zip(titles, before, docs):
-        assert _facts(with_entities(view, doc)) == _facts(build_view(title, doc, human.lex)), title
-    # a view of other tokens is refused, not patched
-    with pytest.raises(ValueError, match="not the view's"):
-        with_entities(before[0], human.nlp.make_doc("Another Title Altogether, With More Tokens"))

@@ -22,14 +22,7 @@ from tasks.taggers.city import CityTagger
 from tasks.taggers.human import HumanTagger
 from tasks.taggers.patterns import LIFE_NOUNS, naming_pattern, unknown_proper
 from tasks.taggers.pipeline import BATCH_SIZE, PipelineTagger, recase
-from tasks.taggers.view import (
-    BARE_CITY_MIN_POPULATION,
-    METROPOLIS_POPULATION,
-    OF,
-    TitleView,
-    build_view,
-    with_entities,
-)
+from tasks.taggers.view import BARE_CITY_MIN_POPULATION, METROPOLIS_POPULATION, OF, TitleView, build_view
 from tasks.text import MAX_TITLE_CHARS
 
 HUMAN_VERSION = "human_v4"
@@ -186,28 +179,25 @@ def _reads_as_city_without_ner(v: TitleView, i: int) -> bool:
 
 class LazyNerTagger(PipelineTagger):
     """Parse = tokenize every title, then NER only where `ner_matters`; the views built for
-    the cheap pass are kept (with NER's labels added where it ran), so no title is viewed twice."""
+    the cheap pass are kept for the titles that skip NER, so no title is viewed twice."""
 
     def parse(self, titles: Sequence[str]) -> list:
         texts = [recase(t) if len(t) <= MAX_TITLE_CHARS else "" for t in titles]
         docs = list(self.nlp.tokenizer.pipe(texts, batch_size=BATCH_SIZE))
         self._cheap: dict[int, TitleView] = {}
-        send, before = [], []
+        send = []
         for n, (title, doc) in enumerate(zip(titles, docs)):
             if len(title) > MAX_TITLE_CHARS:
                 continue
             view = build_view(title, doc, self.lex)
             if ner_matters(view):
                 send.append(n)
-                before.append(view)
             else:
                 self._cheap[id(doc)] = view
         ner = self.nlp.get_pipe("ner")
         with one_blas_thread():
-            for n, view, doc in zip(send, before, ner.pipe((docs[n] for n in send), batch_size=BATCH_SIZE)):
+            for n, doc in zip(send, ner.pipe((docs[n] for n in send), batch_size=BATCH_SIZE)):
                 docs[n] = doc
-                # the same tokens with NER's labels: not viewed again from scratch
-                self._cheap[id(doc)] = with_entities(view, doc)
         self.ner_titles = len(send)  # this call's; the totals below are the process's
         self.ner_total = getattr(self, "ner_total", 0) + len(send)
         self.parsed_total = getattr(self, "parsed_total", 0) + len(titles)

@@ -290,31 +290,12 @@ def build_view(title: str, doc, lex: Lexicon) -> TitleView:
         toks = _foreign_words(toks, lex)
     # a doc no NER ran on (most titles: tasks/taggers/lazy.py) has no entity annotation on any
     # token, so no entities: doc.ents is not built
-    ents = _entities(doc, index_of) if tagged else []
-    return TitleView(title=title, toks=toks, ents=ents, cities=_match_cities(title, toks, lex), lex=lex)
-
-
-def _entities(doc, index_of: dict[int, int]) -> list[tuple[str, int, int]]:
-    """The doc's entities as (label, first, last inclusive) indexes of the view's tokens."""
-    return [
+    ents = [
         (e.label_, index_of[e.start], index_of[e.end - 1])
-        for e in doc.ents
+        for e in (doc.ents if tagged else ())
         if e.start in index_of and e.end - 1 in index_of
     ]
-
-
-def with_entities(view: TitleView, doc) -> TitleView:
-    """The view `build_view(view.title, doc, view.lex)` gives, from the view of the same tokens
-    before NER ran on `doc`: NER sets only the tokens' entity labels, which no other fact reads
-    (tests/test_tag_lazy.py compares the two). A new view: cached facts of the old one (which
-    may have read its lack of entities) are not carried over."""
-    tokens = [t for t in doc if not t.is_space]
-    if len(tokens) != len(view.toks):
-        raise ValueError(f"with_entities: {view.title!r}: the doc's tokens are not the view's")
-    # (`ner` is Tok's last field; _make over a tuple, not _replace, which is ~5x slower)
-    toks = [Tok._make((*tok[:-1], t.ent_type_)) for tok, t in zip(view.toks, tokens, strict=True)]
-    ents = _entities(doc, {t.i: n for n, t in enumerate(tokens)})
-    return TitleView(title=view.title, toks=toks, ents=ents, cities=view.cities, lex=view.lex)
+    return TitleView(title=title, toks=toks, ents=ents, cities=_match_cities(title, toks, lex), lex=lex)
 
 
 def _foreign_words(toks: list[Tok], lex: Lexicon) -> list[Tok]:

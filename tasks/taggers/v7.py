@@ -27,7 +27,7 @@ from tasks.taggers.lazy import LazyNerTagger
 from tasks.taggers.patterns import LIFE_NOUNS
 from tasks.taggers.pipeline import DEFAULT_MODEL
 from tasks.taggers.spans import Span, evidence_string
-from tasks.taggers.view import BARE_CITY_MIN_POPULATION, FOREIGN_MARKERS, METROPOLIS_POPULATION, TitleView
+from tasks.taggers.view import BARE_CITY_MIN_POPULATION, METROPOLIS_POPULATION, TitleView
 from tasks.text import ARTICLES
 
 HUMAN_VERSION = "human_v7"
@@ -87,7 +87,6 @@ def human_doubt_v7(v: TitleView) -> str | None:
         if not (alone and any(toks[k].first for k in inside) and "large_city_rule" not in s.evidence):
             if not _surname_after(v, inside[-1]):
                 city_toks.update(inside)
-    foreign = any(t.text.lower() in FOREIGN_MARKERS for t in toks)
     found = None
     for k, t in enumerate(toks):
         if not t.cap or t.stop or t.honorific or t.calendar or not any(c.isalpha() for c in t.text):
@@ -108,7 +107,7 @@ def human_doubt_v7(v: TitleView) -> str | None:
             continue  # "The Cherry Orchard", "The Bride": a word after an article
         if (t.first or t.surname) and not t.word:
             return "listed_name"
-        if not (t.word or t.rare or t.first or t.surname) and not foreign:
+        if not (t.word or t.rare or t.first or t.surname) and not v.foreign:
             found = "unknown_word"
     return found
 

@@ -95,6 +95,7 @@ class TitleView:
     lex: Lexicon
     people: list | None = None  # human.find_people's answer, kept for the city tagger
     cities_found: list | None = None  # city_v7's spans, kept for human_v7's doubt
+    foreign: bool = False  # a token is a FOREIGN_MARKERS word (v7: _foreign_words, human_doubt_v7)
 
     # --- token classes -------------------------------------------------------------------
     def is_possessive(self, i: int) -> bool:
@@ -236,7 +237,7 @@ def _token_facts(text: str, is_stop: bool, lex: Lexicon) -> tuple:
             low in CALENDAR,
             low.rstrip(".") in HONORIFICS,
             bool(_INITIAL.match(text)),
-            low in FOREIGN_MARKERS,  # (not a field of Tok: build_view reads it, for _foreign_words)
+            low in FOREIGN_MARKERS,  # (not a field of Tok: build_view reads it into TitleView.foreign)
         )
         if len(cache) >= _FACTS_MAX:
             cache.clear()
@@ -295,15 +296,14 @@ def build_view(title: str, doc, lex: Lexicon) -> TitleView:
         for e in (doc.ents if tagged else ())
         if e.start in index_of and e.end - 1 in index_of
     ]
-    return TitleView(title=title, toks=toks, ents=ents, cities=_match_cities(title, toks, lex), lex=lex)
+    cities = _match_cities(title, toks, lex)
+    return TitleView(title=title, toks=toks, ents=ents, cities=cities, lex=lex, foreign=foreign)
 
 
 def _foreign_words(toks: list[Tok], lex: Lexicon) -> list[Tok]:
     """v7: in a title with a foreign article ("Ein Sommer in Hamburg"), a listed name that is a
     frequent word of a European language is that word, not a name (a town or region keeps its
-    place reading)."""
-    if not any(t.text.lower() in FOREIGN_MARKERS for t in toks):  # (build_view calls it only then)
-        return toks
+    place reading). Called for a title with a marker only (build_view's token facts find it)."""
     return [
         t._replace(first=False, surname=False, word=True)
         if (t.first or t.surname) and t.key in lex.foreign and t.key not in lex.cities and not lex.is_region(t.key)

@@ -1,24 +1,38 @@
 # The README's two commands: `make demo` and `make test`. Each bootstraps .venv from
 # requirements.lock on a machine that has only python3 (3.11), then runs.
-PYTHON ?= python3
+#
+# The interpreter .venv is built on: the first of PYTHON_CANDIDATES that is 3.11 and can make a
+# venv. The distribution's python3.11 comes first: Debian and Ubuntu build it with PGO and LTO,
+# and a `python3` found earlier on PATH may be a pyenv or source build without them (pyenv's
+# 3.11.7 here: pure Python ~35% slower, the 100,000-author refresh ~9%; docs/scale.md, seventh
+# pass). `make demo PYTHON=/path/to/python3.11` chooses another. The stamp names the
+# interpreter, so a .venv built on another one is rebuilt once (--clear) from the lock.
+PYTHON_CANDIDATES ?= /usr/bin/python3.11 python3.11 python3
+PYTHON ?= $(firstword $(foreach p,$(PYTHON_CANDIDATES),$(shell command -v $(p) >/dev/null 2>&1 && $(p) -c 'import sys, venv, ensurepip; sys.exit(sys.version_info[:2] != (3, 11))' 2>/dev/null && command -v $(p))) python3)
+PYTHON_PATH := $(shell $(PYTHON) -c 'import os, sys; print(os.path.realpath(sys.executable))' 2>/dev/null)
 VENV   := .venv
 UV_VERSION := 0.13.8
-STAMP  := $(VENV)/.installed
+STAMP  := $(VENV)/.installed$(subst /,-,$(PYTHON_PATH))
 
 export UV_PYTHON_DOWNLOADS := never
 export UV_COMPILE_BYTECODE := 1
 export UV_LINK_MODE := copy
 
-.PHONY: demo test lint venv lock stack browser local-model serve-local-model
+.PHONY: demo test lint venv lock stack browser local-model serve-local-model python
 
 venv: $(STAMP)
 
 $(STAMP): requirements.lock pyproject.toml
+	test -f $(STAMP) -o ! -d $(VENV) || $(PYTHON) -m venv --clear $(VENV)
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install --quiet "uv==$(UV_VERSION)"
 	$(VENV)/bin/uv pip sync --quiet --python $(VENV)/bin/python requirements.lock
 	$(VENV)/bin/uv pip install --quiet --python $(VENV)/bin/python --no-deps -e .
 	touch $(STAMP)
+
+# the interpreter .venv is (or would be) built on
+python:
+	@echo $(PYTHON_PATH)
 
 demo: $(STAMP)
 	$(VENV)/bin/kitab demo

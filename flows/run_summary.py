@@ -89,6 +89,8 @@ def run_summary(
         "requests_made": requests_made,
         "checksums": committed["checksums"],
         "data_tests": committed["data_tests"],
+        # per entity slice (kitab/release/key_quality.py), read from the staged release at publish
+        "key_quality": committed.get("facts", {}).get("key_quality"),
     }
 
 

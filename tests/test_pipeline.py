@@ -55,6 +55,20 @@ def test_dask_local_cluster_gives_the_same_bytes(reference, tmp_path):
     assert on_dask["stage_counts"] == reference["stage_counts"]
 
 
+def test_the_summary_states_the_committed_release_key_quality(reference):
+    """Read from the staged tables at publish (while the claims are drawn), the same as from the
+    committed release after it."""
+    from pathlib import Path
+
+    from kitab.core.warehouse import Warehouse
+    from kitab.release.key_quality import release_key_quality
+
+    with Warehouse(Path(reference["warehouse"])).connect(release="same") as con:
+        committed = release_key_quality(con)
+    assert any(q["queries"] for q in committed.values())  # entity slices with queries: not vacuous
+    assert reference["key_quality"] == committed
+
+
 def test_work_folder_resumes_only_unchanged_steps(tmp_path):
     work = WorkDir(str(tmp_path / "work"))
     calls = []

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 import kitab.core.release_commit as release_commit
-from kitab.core.views import DataTestFailure
+from kitab.core.views import DataTestFailure, data_tests
 from kitab.core.warehouse import Warehouse
 from tasks.base import reject
 from tasks.publish import publish
@@ -250,6 +250,67 @@ def test_data_tests_run_early_only_over_the_tables_they_read(tmp_path):
         create_views(con, files)
         whole = dict(data_test_results(con))
     assert {n: whole[n] for n in done} == done and done["works_raw_one_outcome"]
+
+
+def test_a_data_test_out_of_memory_waits_for_the_next_round_only_when_asked(tmp_path):
+    """Publishing's first round of data tests runs under a lower memory limit beside the claims
+    draw: a test that runs out of it is left for the second round; elsewhere it is an error."""
+    import duckdb
+
+    from kitab.core.refs import duck
+    from kitab.core.views import create_views, data_test_results, tests_ready
+
+    wh = Warehouse(tmp_path)
+    files = {name: [wh.write_table(name, "r", rows).path] for name, rows in tables(["Q1", "Q2"]).items()}
+    done: dict = {}
+    with duck(None, "1MB") as con:
+        tests_ready(con, files, "r", done, defer_out_of_memory=True)
+    with duck() as con:
+        create_views(con, files)
+        whole = dict(data_test_results(con))
+    assert 0 < len(done) < len(whole) - 2  # some ran in 1 MB, the others were left for later
+    with duck(None, "1MB") as con, pytest.raises(duckdb.OutOfMemoryException):
+        tests_ready(con, files, "r", {})
+    with duck() as con:
+        tests_ready(con, files, "r", done)
+    at_once: dict = {}
+    with duck() as con:
+        tests_ready(con, files, "r", at_once)
+    assert done == at_once == {n: whole[n] for n in at_once}  # two rounds: the tests and rows of one
+
+
+def test_publish_with_a_first_round_short_of_memory_runs_every_test(tmp_path, monkeypatch):
+    """With an awaited table and derived ones (a refresh's publish), the tests of the first
+    round that run out of its memory run in the second: every test runs, and a failing one
+    still fails the publish."""
+
+    monkeypatch.setattr(release_commit, "EARLY_TESTS_MEMORY", "1MB")
+    derive = release_commit.Derive(late=lambda con, early: {}, facts=lambda con: {"n": 1})
+    wh = Warehouse(tmp_path)
+    good = tables(["Q1"])
+    rejects = good.pop("rejects")
+    good["rejects"] = lambda: rejects
+    result = publish(
+        wh, "ok", good, seed=1, source="dump", snapshot_id="s", n_authors_requested=1, requests_made=0, derive=derive
+    )
+    assert set(result["data_tests"]) == {name for name, _ in data_tests()} and result["facts"] == {"n": 1}
+    bad = tables(["Q2"])
+    bad["works_raw"] = bad["works_raw"] * 2  # works_raw_unique fails: its table is at hand
+    bad_rejects = bad.pop("rejects")
+    bad["rejects"] = lambda: bad_rejects
+    with pytest.raises(DataTestFailure, match="works_raw_unique"):
+        publish(
+            wh,
+            "bad",
+            bad,
+            seed=1,
+            source="dump",
+            snapshot_id="s",
+            n_authors_requested=1,
+            requests_made=0,
+            derive=derive,
+        )
+    assert wh.committed_releases() == ["ok"]
 
 
 def test_a_failure_in_an_awaited_table_is_caught(tmp_path):

@@ -10,8 +10,9 @@ check and the commit must not interleave):
    tables' part that reads none of those (:class:`Derive`), then the awaited tables, then the
    rest of the derived ones; one table at a time;
 3. test: the data tests (sql/tests) over exactly the staged files, each as soon as the tables it
-   reads are staged, in a thread beside step 2's late derived tables; then views over all of them,
-   each showing every row written (so no data test passes vacuously), and the tests left;
+   reads are staged, in a thread beside step 2 (a first round while the awaited tables are
+   computed, a second beside the late derived tables); then views over all of them, each showing
+   every row written (so no data test passes vacuously), and the tests left;
 4. adopt: the tested files moved beside the committed ones, which no reader sees yet;
 5. commit: the ledger row written (one rename swaps the whole release in), then its stamps;
 6. catalog: kitab.duckdb rebuilt for other tools;
@@ -62,6 +63,9 @@ class Derive:
 
     late: Callable[[duckdb.DuckDBPyConnection, Any], dict[str, list[dict]]]
     early: Callable[[duckdb.DuckDBPyConnection], Any] | None = None
+    # what the caller reports of the release (not a table, not in the ledger; commit_release
+    # returns it as ``facts``), read after ``early`` from the tables at hand, like it
+    facts: Callable[[duckdb.DuckDBPyConnection], dict] | None = None
 
 
 @dataclass(frozen=True)
@@ -131,7 +135,7 @@ def commit_release(
         refuse_released_authors(warehouse, release, tables.get("released_authors", []))
         staged = staging(warehouse, release)
         shutil.rmtree(staged.root, ignore_errors=True)
-        written, done = stage_and_test(warehouse, staged, release, tables, derive)
+        written, done, facts = stage_and_test(warehouse, staged, release, tables, derive)
         checked = check_staged(warehouse, release, written, done)
         existing = warehouse.ledger_row(release) if release in warehouse.committed_releases() else None
         if existing is not None:
@@ -142,7 +146,7 @@ def commit_release(
                 # may have left the old version's files: sweep them, as that publish would have
                 warehouse.sweep(release)
                 counts = json.loads(existing["counts"])
-                return {**existing, "unchanged": True, "data_tests": checked, "row_counts": counts}
+                return {**existing, "unchanged": True, "data_tests": checked, "row_counts": counts, "facts": facts}
             if not replace:
                 shutil.rmtree(staged.root, ignore_errors=True)
                 raise BadValue(
@@ -164,7 +168,7 @@ def commit_release(
         warehouse.build_catalog()
         warehouse.sweep(release)
         shutil.rmtree(staged.root, ignore_errors=True)
-    return {**row, "data_tests": checked, "row_counts": {n: w.rows for n, w in written.items()}}
+    return {**row, "data_tests": checked, "row_counts": {n: w.rows for n, w in written.items()}, "facts": facts}
 
 
 # Tables whose rows carry when they were fetched (``fetched_at``): a rebuild that differs only
@@ -245,39 +249,53 @@ def staging(warehouse: Warehouse, release: str) -> Warehouse:
 # Tables are staged one at a time: two at once (threads; the sort and Parquet writing are
 # Arrow's C++) made publish no faster at 10,000 authors (24.0 s either way) and put two sorts'
 # memory beside the claims draw's child (the tree 1.44 -> 1.56 GiB; docs/scale.md). The data
-# tests run beside the late derived tables' Python (the claim baselines), once the draw is
-# done, not beside the early ones, which are computed while the child runs.
+# tests run in two rounds: those that read only the tables at hand while the draw runs (at
+# 100,000 authors ~50 CPU-s that otherwise came after it, the child's end to the commit), under a
+# lower memory limit beside the child's memory (a test that needs more waits for the second
+# round); the rest beside the late derived tables' Python (the claim baselines).
+EARLY_TESTS_MEMORY = "1GB"
 
 
 def stage_and_test(
     warehouse: Warehouse, staged: Warehouse, release: str, tables: dict[str, list], derive: Derive | None
-) -> tuple[dict[str, WrittenTable], dict[str, list[tuple]]]:
+) -> tuple[dict[str, WrittenTable], dict[str, list[tuple]], dict]:
     """Steps 2 and 3 as far as they go before every table is staged: the tables at hand staged,
-    the awaited ones waited for and staged, then, while the late derived ones are computed here,
-    the data tests that read only the tables staged so far, beside them in a thread of their own (each
-    test run once, over the same files the final check's views read: kitab.core.views.tests_ready).
-    Returns the staged tables (name order) and the tests run with their offending rows."""
+    the derived part that reads only them (``early``, then ``facts``: while the awaited tables are
+    still being computed) with the data tests that read only those tables beside it, the awaited
+    ones waited for and staged, then, while the late derived ones are computed here, the data
+    tests left that read only the tables staged so far; the tests in a thread of their own (each
+    test run once, over the same files the final check's views read: kitab.core.views.tests_ready). Returns the staged tables (name order), the tests run with
+    their offending rows and the facts (``Derive.facts``; {} without)."""
     awaited = {name: parts for name, parts in tables.items() if callable(parts)}
     written = write_staged(staged, release, {n: p for n, p in tables.items() if n not in awaited})
     done: dict[str, list[tuple]] = {}
+    facts: dict = {}
     with ThreadPoolExecutor(1, thread_name_prefix="data-tests") as beside:
+        first = None
+        if awaited and derive is not None:  # the first round, while the awaited tables are computed
+            first = beside.submit(_tests_ready, warehouse, release, dict(written), done, EARLY_TESTS_MEMORY, True)
         early = None
-        if derive is not None and derive.early is not None:
+        if derive is not None and (derive.early is not None or derive.facts is not None):
             with staged_views(warehouse, written) as con:
-                early = derive.early(con)
+                early = derive.early(con) if derive.early is not None else None
+                facts = derive.facts(con) if derive.facts is not None else {}
         written.update(write_staged(staged, release, {name: wait() for name, wait in awaited.items()}))
         if derive is not None:
             tests = beside.submit(_tests_ready, warehouse, release, dict(written), done, PUBLISH_MEMORY)
             with staged_views(warehouse, written) as con:
                 derived = derive.late(con, early)
-            tests.result()
+            for round_ in (first, tests):
+                if round_ is not None:
+                    round_.result()  # (a test's error raises here)
             written.update(write_staged(staged, release, derived))
-    return dict(sorted(written.items())), done
+    return dict(sorted(written.items())), done, facts
 
 
-def _tests_ready(warehouse: Warehouse, release: str, written: dict[str, WrittenTable], done: dict, memory: str) -> None:
+def _tests_ready(
+    warehouse: Warehouse, release: str, written: dict[str, WrittenTable], done: dict, memory: str, defer: bool = False
+) -> None:
     with duck(warehouse.root / ".duckdb_tmp", memory) as con:
-        tests_ready(con, {name: [w.path] for name, w in written.items()}, release, done)
+        tests_ready(con, {name: [w.path] for name, w in written.items()}, release, done, defer_out_of_memory=defer)
 
 
 def write_staged(staged: Warehouse, release: str, tables: dict[str, list]) -> dict[str, WrittenTable]:

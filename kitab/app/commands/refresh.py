@@ -140,12 +140,8 @@ def refresh(
             progress=progress,
         )
     if as_json:
-        from kitab.core.warehouse import Warehouse
-        from kitab.release.key_quality import release_key_quality
-
-        # per entity slice: kept, left out by the key-error bound, est. wrong keys, ceiling
-        with Warehouse(Path(summary["warehouse"])).connect(release=summary["release"]) as con:
-            summary["key_quality"] = release_key_quality(con)
+        # key_quality, per entity slice: kept, left out by the key-error bound, est. wrong keys,
+        # ceiling (read at publish, flows/run_summary.py)
         print_json(summary)
     else:
         from kitab.app.summary import print_summary

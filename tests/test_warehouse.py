@@ -283,33 +283,21 @@ def test_publish_with_a_first_round_short_of_memory_runs_every_test(tmp_path, mo
     """With an awaited table and derived ones (a refresh's publish), the tests of the first
     round that run out of its memory run in the second: every test runs, and a failing one
     still fails the publish."""
-
     monkeypatch.setattr(release_commit, "EARLY_TESTS_MEMORY", "1MB")
     derive = release_commit.Derive(late=lambda con, early: {}, facts=lambda con: {"n": 1})
+    run = {"seed": 1, "source": "dump", "snapshot_id": "s", "n_authors_requested": 1, "requests_made": 0}
     wh = Warehouse(tmp_path)
     good = tables(["Q1"])
     rejects = good.pop("rejects")
     good["rejects"] = lambda: rejects
-    result = publish(
-        wh, "ok", good, seed=1, source="dump", snapshot_id="s", n_authors_requested=1, requests_made=0, derive=derive
-    )
+    result = publish(wh, "ok", good, **run, derive=derive)
     assert set(result["data_tests"]) == {name for name, _ in data_tests()} and result["facts"] == {"n": 1}
     bad = tables(["Q2"])
     bad["works_raw"] = bad["works_raw"] * 2  # works_raw_unique fails: its table is at hand
     bad_rejects = bad.pop("rejects")
     bad["rejects"] = lambda: bad_rejects
     with pytest.raises(DataTestFailure, match="works_raw_unique"):
-        publish(
-            wh,
-            "bad",
-            bad,
-            seed=1,
-            source="dump",
-            snapshot_id="s",
-            n_authors_requested=1,
-            requests_made=0,
-            derive=derive,
-        )
+        publish(wh, "bad", bad, **run, derive=derive)
     assert wh.committed_releases() == ["ok"]
 
 

@@ -316,7 +316,7 @@ def publish_release(
         # the validity battery over the staged release; its classifier trains on the claims of
         # the releases this one excludes (fixed when it was first made, so a rebuild scores the same)
         # and the answer key's quality the summary states, read while the claims are still drawn
-        # (after the run it was ~20 s on one core at 100,000 authors: docs/scale.md, seventh pass)
+        # (read after the run, it was ~30 s on one core at 100,000 authors: docs/scale.md, seventh pass)
         derive=dataclasses.replace(
             battery(lambda: other_claims(wh, excluded)), facts=lambda con: {"key_quality": release_key_quality(con)}
         ),

@@ -264,8 +264,9 @@ def stage_and_test(
     still being computed) with the data tests that read only those tables beside it, the awaited
     ones waited for and staged, then, while the late derived ones are computed here, the data
     tests left that read only the tables staged so far; the tests in a thread of their own (each
-    test run once, over the same files the final check's views read: kitab.core.views.tests_ready). Returns the staged tables (name order), the tests run with
-    their offending rows and the facts (``Derive.facts``; {} without)."""
+    test run once, over the same files the final check's views read: kitab.core.views.tests_ready).
+    Returns the staged tables (name order), the tests run with their offending rows and the facts
+    (``Derive.facts``; {} without)."""
     awaited = {name: parts for name, parts in tables.items() if callable(parts)}
     written = write_staged(staged, release, {n: p for n, p in tables.items() if n not in awaited})
     done: dict[str, list[tuple]] = {}

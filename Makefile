@@ -8,7 +8,9 @@
 # pass). `make demo PYTHON=/path/to/python3.11` chooses another. The stamp names the
 # interpreter, so a .venv built on another one is rebuilt once (--clear) from the lock.
 PYTHON_CANDIDATES ?= /usr/bin/python3.11 python3.11 python3
-PYTHON ?= $(firstword $(foreach p,$(PYTHON_CANDIDATES),$(shell command -v $(p) >/dev/null 2>&1 && $(p) -c 'import sys, venv, ensurepip; sys.exit(sys.version_info[:2] != (3, 11))' 2>/dev/null && command -v $(p))) python3)
+ifndef PYTHON  # (chosen once per make: `?=` would probe the candidates again at every use)
+PYTHON := $(firstword $(foreach p,$(PYTHON_CANDIDATES),$(shell command -v $(p) >/dev/null 2>&1 && $(p) -c 'import sys, venv, ensurepip; sys.exit(sys.version_info[:2] != (3, 11))' 2>/dev/null && command -v $(p))) python3)
+endif
 PYTHON_PATH := $(shell $(PYTHON) -c 'import os, sys; print(os.path.realpath(sys.executable))' 2>/dev/null)
 VENV   := .venv
 UV_VERSION := 0.13.8

@@ -90,7 +90,7 @@ def run_summary(
         "checksums": committed["checksums"],
         "data_tests": committed["data_tests"],
         # per entity slice (kitab/release/key_quality.py), read from the staged release at publish
-        "key_quality": committed.get("facts", {}).get("key_quality"),
+        "key_quality": committed["facts"]["key_quality"],
     }
 
 

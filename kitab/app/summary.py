@@ -17,13 +17,12 @@ from kitab.app.console import console, print_rows
 from kitab.core.progress import ROWS, STAGES, format_count, format_seconds, parse_stages, stage_rows
 
 
-def print_key_quality(con: duckdb.DuckDBPyConnection, quality: dict | None = None) -> None:
+def print_key_quality(quality: dict) -> None:
     """Per entity slice: the queries kept, those the key-error bound left out and the authors who
-    lost the slice, the estimated wrong-key share and the ceiling (kitab/release/key_quality.py);
-    ``quality``: already read (a refresh's summary has it), else read from ``con``'s release."""
-    from kitab.release.key_quality import bound_of, pct_range, release_key_quality
+    lost the slice, the estimated wrong-key share and the ceiling (kitab/release/key_quality.py;
+    ``quality``: the run summary's, read at publish)."""
+    from kitab.release.key_quality import bound_of, pct_range
 
-    quality = release_key_quality(con) if quality is None else quality
     if not quality:
         return
     bound = bound_of(quality)
@@ -78,7 +77,7 @@ def print_summary(
             "FROM rejects_by_reason GROUP BY ALL ORDER BY 1, 3 DESC"
         )
         print_rows(["stage", "reason", "count", "of"], rows.fetchall(), title="rejects by stage and reason")
-        print_key_quality(con, summary.get("key_quality"))
+        print_key_quality(summary["key_quality"])
         if tour is not None:
             tour(con)
     if summary.get("stages"):

@@ -4,6 +4,7 @@
     .venv/bin/python benchmarks/scale.py --sizes 1000,10000,100000
     .venv/bin/python benchmarks/scale.py --sizes 10000,100000 --through collect
     .venv/bin/python benchmarks/scale.py --sizes 10000 --world 100000 --through collect
+    .venv/bin/python benchmarks/scale.py --sizes 100000 --direct-max 0 --warm-cache
 
 For each size: a generated snapshot (kitab snapshot generate; cached in bench_out/), a fresh
 warehouse, then
@@ -17,6 +18,15 @@ each timed (wall) with the peak RSS of its whole process tree (the refresh, its 
 Prefect's server), sampled every 0.2 s. Printed per run: wall, peak RSS, rows per table, the
 flow ÷ direct ratio, and Prefect's "queue is full" / dropped-event warnings (should be 0).
 The table is in docs/scale.md.
+
+``--warm-cache``: the refresh finds its snapshot's dump cache ready, as every scheduled refresh
+after the first from one monthly dump does: the cache is built once (bench_out/dump-cache/, its
+build timed and printed) and hard-linked into each run's fresh warehouse. Without it, every run
+builds the cache first, as the first refresh from a new dump does.
+
+Each run also records the machine's speed before and after it (benchmarks/yardstick.py: the CPU
+seconds of a fixed Python and a fixed DuckDB workload), since this machine's speed moves between
+runs: a run's CPU divided by the yardstick compares runs of different days.
 
 ``--through collect`` stops after the collect step: the pipeline's own steps (sample_step, then
 collect_step per batch on flows.runners.LocalRunner, worker processes as in a refresh) on the same
@@ -32,6 +42,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -97,12 +108,54 @@ def refresh_args(snap: Path, authors: int, warehouse: Path, batch_size: int | No
     )
 
 
+def prepared_cache(snap: Path) -> tuple[Path, dict | None]:
+    """The snapshot's dump cache, built once under bench_out/dump-cache/ (in a child process, as a
+    refresh's prebuild builds it); (its folder, the build's wall / CPU seconds and steps, or None
+    if it was built before)."""
+    root = BENCH_OUT / "dump-cache"
+    root.mkdir(exist_ok=True)
+    code = (
+        "import fcntl, json, os, sys; from pathlib import Path; "
+        "from kitab.sources.dump.store import build_locked, cache_lock, snapshot_manifest; "
+        "snap, root = Path(sys.argv[1]), Path(sys.argv[2]); m = snapshot_manifest(snap); "
+        "fd = os.open(cache_lock(root, m), os.O_RDWR | os.O_CREAT, 0o644); fcntl.flock(fd, fcntl.LOCK_EX); "
+        "print(json.dumps({'id': m['snapshot_id'], 'steps': build_locked(snap, root, m)}))"
+    )
+    before, started = os.times(), time.perf_counter()
+    # (cwd: the checkout, not benchmarks/, whose requests.py would shadow the package)
+    done = subprocess.run([sys.executable, "-c", code, str(snap), str(root)], cwd=ROOT, check=True, capture_output=True)
+    after = os.times()
+    built = json.loads(done.stdout.decode().strip().splitlines()[-1])
+    build = None
+    if built["steps"] is not None:
+        cpu = after.children_user + after.children_system - before.children_user - before.children_system
+        build = {"wall_s": round(time.perf_counter() - started, 1), "cpu_s": round(cpu, 1), "steps_s": built["steps"]}
+    return root / built["id"], build
+
+
+def _link_cache(cache: Path, warehouse: Path) -> None:
+    """The prepared cache in ``warehouse``'s cache folder (Settings.cache_dir / "dumps"), hard-linked:
+    the refresh reads it, never writes it."""
+    shutil.copytree(cache, warehouse / ".cache" / "dumps" / cache.name, copy_function=os.link)
+
+
 def run(
-    authors: int, mode: str, batch_size: int | None, profile: bool = False, extra: tuple = (), world: int | None = None
+    authors: int,
+    mode: str,
+    batch_size: int | None,
+    profile: bool = False,
+    extra: tuple = (),
+    world: int | None = None,
+    warm_cache: bool = False,
 ) -> dict:
-    """One refresh of ``authors``; ``world``: draw them from the snapshot made for that many authors."""
+    """One refresh of ``authors``; ``world``: draw them from the snapshot made for that many
+    authors; ``warm_cache``: with the snapshot's dump cache ready in the fresh warehouse."""
     snap = snapshot(world or authors)
     warehouse = Path(tempfile.mkdtemp(prefix=f"kitab-scale-{authors}-{mode}-", dir=BENCH_OUT))
+    cache_build = None
+    if warm_cache:
+        cache, cache_build = prepared_cache(snap)
+        _link_cache(cache, warehouse)
     env = {**os.environ, "KITAB_WAREHOUSE": str(warehouse)}
     args = refresh_args(snap, authors, warehouse, batch_size, release=f"scale-{authors}")
     if mode == "flow":
@@ -134,7 +187,11 @@ def run(
         )
         cmd = [sys.executable, "-c", code, json.dumps(args)]
     spy = BENCH_OUT / f"profile-{authors}.txt" if profile and mode == "flow" else None
+    from yardstick import yardstick  # benchmarks/ is sys.path[0]
+
+    speed_before = yardstick()
     wall, rss, out, err = measured(cmd, env, spy)
+    speed_after = yardstick()
     if "{" not in out:  # under py-spy the exit status is py-spy's: the refresh's error is in its stderr
         raise SystemExit(f"{' '.join(cmd)} printed no summary:\n{err[-3000:]}")
     summary, _ = json.JSONDecoder().raw_decode(out[out.index("{") :])  # (py-spy adds a line after it)
@@ -153,6 +210,9 @@ def run(
         "phases": measured.phases,  # type: ignore[attr-defined]
         "profile": str(spy) if spy else None,
         "warehouse": str(warehouse),
+        "dump_cache": "ready" if warm_cache else "built by the run",
+        "dump_cache_build": cache_build,  # with --warm-cache, if this run's snapshot needed it built
+        "yardstick": {"before": speed_before, "after": speed_after},
     }
 
 
@@ -350,6 +410,12 @@ def main() -> None:
     parser.add_argument(
         "--refresh-args", default="", help="more `kitab refresh` arguments for the flow runs, e.g. '--allow-fewer'"
     )
+    parser.add_argument(
+        "--warm-cache",
+        action="store_true",
+        help="the runs find the snapshot's dump cache ready (built once in bench_out/dump-cache/), "
+        "as every refresh after the first from one dump does",
+    )
     parser.add_argument("--child-collect", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child_collect:
@@ -368,10 +434,25 @@ def main() -> None:
     for authors in [int(s) for s in args.sizes.split(",")]:
         modes = ["flow", "direct"] if authors <= args.direct_max else ["flow"]
         for mode in modes:
-            result = run(authors, mode, args.batch_size, args.profile, tuple(args.refresh_args.split()), args.world)
+            result = run(
+                authors,
+                mode,
+                args.batch_size,
+                args.profile,
+                tuple(args.refresh_args.split()),
+                args.world,
+                args.warm_cache,
+            )
             results.append(result)
             print(json.dumps(result), flush=True)
             phase_table(result)
+            speed = result["yardstick"]
+            print(
+                f"dump cache: {result['dump_cache']}; yardstick (CPU s, best of 3) before / after: "
+                f"Python {speed['before']['python_cpu_s']} / {speed['after']['python_cpu_s']}, "
+                f"DuckDB {speed['before']['duckdb_cpu_s']} / {speed['after']['duckdb_cpu_s']}",
+                flush=True,
+            )
             if result["profile"]:
                 from process_tree import PY_SPY_RATE
                 from profile_stacks import report  # benchmarks/ is sys.path[0]

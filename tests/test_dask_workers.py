@@ -5,8 +5,10 @@ tables as a local run: every step tags with the run's taggers, not the worker's 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -27,6 +29,30 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether a process of group ``pgid`` still runs (a zombie waiting for its reaper does not)."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError):
+            state, _ppid, group = stat.read_text().rsplit(")", 1)[1].split()[:3]
+            if int(group) == pgid and state != "Z":
+                return True
+    return False
+
+
+def _stop_group(p: subprocess.Popen, timeout: float = 10) -> None:
+    """Stop a process started in its own session and everything it started: a Dask worker that
+    runs a Prefect task without PREFECT_API_URL starts its own temporary Prefect server (uvicorn),
+    which a SIGTERM to the worker alone left running after the suite."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(p.pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while _group_alive(p.pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(p.pid, signal.SIGKILL)
+    p.wait()
 
 
 def _wait_for_workers(address: str, n: int, timeout: float = 60) -> None:
@@ -52,6 +78,7 @@ def test_a_refresh_on_separate_dask_workers_uses_the_runs_taggers(tmp_path):
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             cwd=PROJECT_ROOT,
+            start_new_session=True,  # its own process group: stopped with whatever it starts
         )
     ]
     try:
@@ -64,6 +91,7 @@ def test_a_refresh_on_separate_dask_workers_uses_the_runs_taggers(tmp_path):
                     stdout=subprocess.DEVNULL,
                     stderr=subprocess.DEVNULL,
                     cwd=PROJECT_ROOT,
+                    start_new_session=True,
                 )
             )
         _wait_for_workers(address, 2)
@@ -72,12 +100,8 @@ def test_a_refresh_on_separate_dask_workers_uses_the_runs_taggers(tmp_path):
         remote = run_refresh(warehouse=tmp_path / "dask", task_runner="dask", dask_address=address, **kwargs)
     finally:
         for p in reversed(procs):
-            p.terminate()
-        for p in procs:
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                p.kill()
+            _stop_group(p)
+    assert not [p.pid for p in procs if _group_alive(p.pid)]  # nothing they started outlives them
 
     local = json.loads(Warehouse(tmp_path / "local").ledger_row("r")["checksums"])
     on_dask = json.loads(Warehouse(tmp_path / "dask").ledger_row("r")["checksums"])

@@ -44,7 +44,8 @@ def _group_alive(pgid: int) -> bool:
 def _stop_group(p: subprocess.Popen, timeout: float = 10) -> None:
     """Stop a process started in its own session and everything it started: a Dask worker that
     runs a Prefect task without PREFECT_API_URL starts its own temporary Prefect server (uvicorn),
-    which a SIGTERM to the worker alone left running after the suite."""
+    which stopping the worker alone once left running after the suite (a worker killed outright
+    never runs the atexit that stops it)."""
     with contextlib.suppress(ProcessLookupError):
         os.killpg(p.pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout

@@ -109,28 +109,25 @@ def refresh_args(snap: Path, authors: int, warehouse: Path, batch_size: int | No
 
 
 def prepared_cache(snap: Path) -> tuple[Path, dict | None]:
-    """The snapshot's dump cache, built once under bench_out/dump-cache/ (in a child process, as a
-    refresh's prebuild builds it); (its folder, the build's wall / CPU seconds and steps, or None
-    if it was built before)."""
+    """The snapshot's dump cache, built once under bench_out/dump-cache/ (DumpStore.open, in a
+    child process, as a refresh's sample step opens it); (its folder, the build's wall / CPU
+    seconds and steps, or None if it was built before)."""
     root = BENCH_OUT / "dump-cache"
-    root.mkdir(exist_ok=True)
     code = (
-        "import fcntl, json, os, sys; from pathlib import Path; "
-        "from kitab.sources.dump.store import build_locked, cache_lock, snapshot_manifest; "
-        "snap, root = Path(sys.argv[1]), Path(sys.argv[2]); m = snapshot_manifest(snap); "
-        "fd = os.open(cache_lock(root, m), os.O_RDWR | os.O_CREAT, 0o644); fcntl.flock(fd, fcntl.LOCK_EX); "
-        "print(json.dumps({'id': m['snapshot_id'], 'steps': build_locked(snap, root, m)}))"
+        "import json, sys; from kitab.sources.dump.store import DumpStore; "
+        "s = DumpStore.open(sys.argv[1], sys.argv[2]); s.close(); "
+        "print(json.dumps({'folder': str(s.folder), 'steps': s.scan_seconds}))"
     )
     before, started = os.times(), time.perf_counter()
     # (cwd: the checkout, not benchmarks/, whose requests.py would shadow the package)
     done = subprocess.run([sys.executable, "-c", code, str(snap), str(root)], cwd=ROOT, check=True, capture_output=True)
     after = os.times()
-    built = json.loads(done.stdout.decode().strip().splitlines()[-1])
+    opened = json.loads(done.stdout.decode().strip().splitlines()[-1])
     build = None
-    if built["steps"] is not None:
+    if opened["steps"] is not None:
         cpu = after.children_user + after.children_system - before.children_user - before.children_system
-        build = {"wall_s": round(time.perf_counter() - started, 1), "cpu_s": round(cpu, 1), "steps_s": built["steps"]}
-    return root / built["id"], build
+        build = {"wall_s": round(time.perf_counter() - started, 1), "cpu_s": round(cpu, 1), "steps_s": opened["steps"]}
+    return Path(opened["folder"]), build
 
 
 def _link_cache(cache: Path, warehouse: Path) -> None:

@@ -62,7 +62,8 @@ def check_prefect_server(api_url: str, timeout: float = 5.0) -> None:
 
 
 def guard_server() -> None:
-    """Give every temporary Prefect server this process starts a watchdog (idempotent). With
+    """Give every temporary Prefect server this process starts a watchdog (idempotent) and, in
+    a fresh home, a database already migrated (kitab/app/prefect_db.py). With
     PREFECT_API_URL set no temporary server starts: nothing to guard, and the import of
     Prefect's server code (seconds) is skipped."""
     if os.environ.get("PREFECT_API_URL"):
@@ -74,6 +75,9 @@ def guard_server() -> None:
         return
 
     def run_uvicorn_command(self):
+        from kitab.app.prefect_db import seed_database
+
+        seed_database()  # a fresh home's database from the migrated template (prefect_db.py)
         server = _with_stderr_to_log(lambda: start(self))
         _WATCHDOGS[:] = [w for w in _WATCHDOGS if w.poll() is None]
         _WATCHDOGS.append(

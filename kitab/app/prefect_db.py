@@ -1,8 +1,8 @@
 """A fresh Prefect home's database, copied from one migrated once per install.
 
-Prefect's temporary server migrates a new SQLite database on its first start (Alembic, ~200
-tables and indexes): ~8 CPU-s and 8-10 s of wall on this machine, paid by every refresh into a
-fresh warehouse (its ``.prefect``), so by the demo's first run and by every benchmark run. The
+Prefect's temporary server migrates a new SQLite database on its first start (Alembic: ~230
+tables, indexes and triggers): ~8 CPU-s and 8-10 s of wall on this machine, paid by every Prefect
+refresh into a fresh warehouse (its ``.prefect``), so by every benchmark run. The
 migrations depend only on Prefect's version, so they run once per install into a template
 (``<venv>/var/kitab/prefect-<version>.db``: ``make venv`` builds it, or the first server start
 that finds none), and a fresh home gets a copy. The server still runs its migrations on start;

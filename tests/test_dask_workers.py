@@ -8,27 +8,21 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
+from kitab.app.processes import free_port, stop_tree
 from kitab.app.runs import run_refresh
 from kitab.core.env import BUNDLED_SNAPSHOT, PROJECT_ROOT
 from kitab.core.release_commit import PROVENANCE_TABLES
 from kitab.core.warehouse import Warehouse
 
 pytestmark = pytest.mark.flow  # runs the Prefect flow (its temporary server): slow, kept in CI
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _group_alive(pgid: int) -> bool:
@@ -41,18 +35,13 @@ def _group_alive(pgid: int) -> bool:
     return False
 
 
-def _stop_group(p: subprocess.Popen, timeout: float = 10) -> None:
+def _stop_group(p: subprocess.Popen, grace: float = 10) -> None:
     """Stop a process started in its own session and everything it started: a Dask worker that
     runs a Prefect task without PREFECT_API_URL starts its own temporary Prefect server (uvicorn),
     which stopping the worker alone once left running after the suite (a worker killed outright
-    never runs the atexit that stops it)."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(p.pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    while _group_alive(p.pid) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(p.pid, signal.SIGKILL)
+    never runs the atexit that stops it). The stack's own tree stop, then the child reaped."""
+    with contextlib.suppress(psutil.NoSuchProcess):
+        stop_tree(psutil.Process(p.pid), grace)
     p.wait()
 
 
@@ -64,7 +53,7 @@ def _wait_for_workers(address: str, n: int, timeout: float = 60) -> None:
 
 
 def test_a_refresh_on_separate_dask_workers_uses_the_runs_taggers(tmp_path):
-    port = _free_port()
+    port = free_port()
     address = f"tcp://127.0.0.1:{port}"
     dask = str(Path(sys.executable).with_name("dask"))
     env = {

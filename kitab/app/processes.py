@@ -118,26 +118,30 @@ class Service:
         """SIGTERM to the process, its session and its descendants; SIGKILL after ``grace``
         seconds. Returns the pids still alive after that (empty: all gone)."""
         proc = self.process()
-        if proc is None:
-            self.pidfile.unlink(missing_ok=True)
-            return []
-        procs = _tree(proc)
-        for p in procs:
-            _signal(p, signal.SIGTERM)
-        _, alive = psutil.wait_procs(procs, timeout=grace)
-        # descendants started during shutdown, and whatever ignored SIGTERM
-        alive = _tree_of(alive + [p for p in _tree(proc) if p not in procs])
-        for p in alive:
-            _signal(p, signal.SIGKILL)
-        _, alive = psutil.wait_procs(alive, timeout=5)
+        alive = [] if proc is None else stop_tree(proc, grace)
         self.pidfile.unlink(missing_ok=True)
-        return [p.pid for p in alive]
+        return alive
 
     def tail(self, lines: int = 40) -> str:
         try:
             return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
         except FileNotFoundError:
             return ""
+
+
+def stop_tree(proc: psutil.Process, grace: float = 15.0) -> list[int]:
+    """SIGTERM to ``proc``, its session and its descendants; SIGKILL after ``grace`` seconds to
+    what is left and to what they started meanwhile. Returns the pids still alive after that."""
+    procs = _tree(proc)
+    for p in procs:
+        _signal(p, signal.SIGTERM)
+    _, alive = psutil.wait_procs(procs, timeout=grace)
+    # descendants started during shutdown, and whatever ignored SIGTERM
+    alive = _tree_of(alive + [p for p in _tree(proc) if p not in procs])
+    for p in alive:
+        _signal(p, signal.SIGKILL)
+    _, alive = psutil.wait_procs(alive, timeout=5)
+    return [p.pid for p in alive]
 
 
 def _tree(proc: psutil.Process) -> list[psutil.Process]:

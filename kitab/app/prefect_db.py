@@ -108,6 +108,12 @@ def _build(path: Path, timeout: float) -> str | None:
     return None
 
 
+def ensure_template(path: Path) -> str | None:
+    """None once ``path`` holds a migrated database (built if it is missing or unreadable),
+    else why not."""
+    return None if migrated_revision(path) is not None else build_template(path)
+
+
 def seed_database(db: Path | None = None) -> bool:
     """Copy the template to ``db`` (default: the temporary server's database) if nothing is
     there yet; build the template first if it is missing or unreadable. True if seeded."""
@@ -115,7 +121,7 @@ def seed_database(db: Path | None = None) -> bool:
     if db is None or any(Path(f"{db}{suffix}").exists() for suffix in ("", "-wal", "-shm", "-journal")):
         return False
     template = template_path()
-    if migrated_revision(template) is None and build_template(template) is not None:
+    if ensure_template(template) is not None:
         return False
     try:
         db.parent.mkdir(parents=True, exist_ok=True)
@@ -146,7 +152,7 @@ if __name__ == "__main__":
         _migrate()
     elif not sys.argv[1:]:  # `make venv`: this install's template, if it has none
         target = template_path()
-        why = None if migrated_revision(target) is not None else build_template(target)
+        why = ensure_template(target)
         print(f"Prefect database template: {target}" + (f" not built: {why}" if why else ""))
     else:
         sys.exit("usage: python -m kitab.app.prefect_db [--migrate]")

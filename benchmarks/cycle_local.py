@@ -41,6 +41,7 @@ import threading  # noqa: E402
 import time  # noqa: E402
 import urllib.request  # noqa: E402
 
+from kitab.app.processes import free_port  # noqa: E402
 from kitab.core.env import PROJECT_ROOT  # noqa: E402
 
 KITAB = [sys.executable, "-m", "kitab.app.cli"]
@@ -103,14 +104,6 @@ class Endpoint:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def default_gguf() -> Path | None:

@@ -276,12 +276,9 @@ def test_export_onto_a_users_folder_is_one_line_and_never_replaced(demo_wh, tmp_
 
 
 def test_serve_checks_its_prefect_server(tmp_path):
-    import socket
+    from kitab.app.processes import free_port
 
-    with socket.socket() as s:  # a port nothing listens on
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    api = f"http://127.0.0.1:{port}/api"
+    api = f"http://127.0.0.1:{free_port()}/api"  # a port nothing listens on
     done = kitab("serve", "--warehouse", str(tmp_path / "wh"), check=False, timeout=60, env={"PREFECT_API_URL": api})
     assert done.returncode == 1, done.stderr
     assert done.stderr.count("\n") == 1 and done.stderr.startswith("kitab: error: ") and api in done.stderr

@@ -5,7 +5,6 @@ line before the Prefect server is even asked (no Prefect server is started by th
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -14,17 +13,12 @@ import pytest
 import requests
 
 from kitab.app.commands.refresh import _yaml_mirror_url
+from kitab.app.processes import free_port  # a port nothing listens on
 from kitab.app.serve_origin import answers, served_mirror_url
 from kitab.core.env import BUNDLED_SNAPSHOT
 from kitab.core.errors import BadValue
 
 KITAB = str(Path(sys.executable).with_name("kitab"))
-
-
-def closed_port() -> int:
-    with socket.socket() as s:  # a port nothing listens on once closed
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_prefect_yaml_names_compose_host_which_does_not_answer_here():
@@ -51,12 +45,12 @@ def test_a_source_without_a_mirror_gets_none_and_an_answering_url_is_kept():
 
 def test_a_given_mirror_url_that_does_not_answer_is_refused():
     with pytest.raises(BadValue, match="no mirror answers at --mirror-url"):
-        with served_mirror_url(True, f"http://127.0.0.1:{closed_port()}", None, BUNDLED_SNAPSHOT):
+        with served_mirror_url(True, f"http://127.0.0.1:{free_port()}", None, BUNDLED_SNAPSHOT):
             pass
 
 
 def test_serve_refuses_in_one_line_before_asking_for_a_prefect_server(tmp_path):
-    url = f"http://127.0.0.1:{closed_port()}"
+    url = f"http://127.0.0.1:{free_port()}"
     env = {k: v for k, v in os.environ.items() if k not in ("PREFECT_API_URL", "KITAB_DEBUG")}
     done = subprocess.run(
         [KITAB, "serve", "--mirror-url", url, "--warehouse", str(tmp_path / "wh")],

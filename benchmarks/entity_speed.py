@@ -8,6 +8,10 @@ lazy NER over the grown lists of tasks/taggers/v5.py); v6 human_v6/city_v6 (v5 g
 tasks/taggers/v6.py). The default is the registry's default.
 --check also tags the titles with the same rules and lists but NER on every title (v4: v3;
 v5, v6: v3's eager taggers given their lists) and counts the titles whose spans differ (expected: 0).
+--ner times spaCy's entity recogniser alone (`ner.pipe`, the tokenizer's docs given) on the titles
+the lazy route sends to it, in CPU ms per title, with the entities' digest: run it under two
+spaCy builds to compare them (docs/scale.md, Round 3, eleventh pass: the wheels from 3.8.8 on
+take ~2x as long for the same entities).
 
 Titles are synthetic but title-shaped (seeded, so every run tags the same ones): the labelled
 titles plus templates filled with common words, given names, surnames and city names. Each is
@@ -101,9 +105,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--check", action="store_true", help="compare the lazy taggers' spans with NER-on-every-title ones"
     )
+    parser.add_argument(
+        "--ner", action="store_true", help="time spaCy's NER alone on the titles the lazy route sends to it"
+    )
     args = parser.parse_args(argv)
 
     titles = synthetic_titles(args.titles, args.seed)
+    if args.ner:
+        return ner_speed(titles)
     books = [
         {"book_id": f"b{n}", "author_qid": "Q0", "canonical_title": t, "variant_titles": []}
         for n, t in enumerate(titles)
@@ -149,6 +158,40 @@ def main(argv: list[str] | None = None) -> int:
             for kind in ("human", "city")
         }
         print(f"titles whose spans differ from the same rules with NER on every title: {differ}")
+    return 0
+
+
+def ner_speed(titles: list[str], rounds: int = 3) -> int:
+    """CPU ms per title of `ner.pipe` over the routed titles (best of ``rounds``), and a digest
+    of the entities it finds, so that two spaCy builds are compared on speed and on output."""
+    import hashlib
+
+    import spacy
+
+    from tasks.taggers.blas import one_blas_thread
+    from tasks.taggers.lazy import ner_matters
+    from tasks.taggers.pipeline import BATCH_SIZE, recase
+    from tasks.taggers.registry import make_taggers
+    from tasks.taggers.view import build_view
+
+    tagger = make_taggers()[0]
+    nlp, ner = tagger.nlp, tagger.nlp.get_pipe("ner")
+    texts = [recase(t) for t in titles]
+    routed = [
+        x for t, x, d in zip(titles, texts, nlp.tokenizer.pipe(texts)) if ner_matters(build_view(t, d, tagger.lex))
+    ]
+    best, found = float("inf"), []
+    with one_blas_thread():
+        for _ in range(rounds):
+            docs = list(nlp.tokenizer.pipe(routed))
+            started = time.process_time()
+            docs = list(ner.pipe(docs, batch_size=BATCH_SIZE))
+            best = min(best, time.process_time() - started)
+            found = [[(e.start, e.end, e.label_) for e in d.ents] for d in docs]
+    digest = hashlib.sha256(repr(found).encode()).hexdigest()[:16]
+    print(f"spaCy {spacy.__version__}: NER on {len(routed):,} routed titles of {len(titles):,}")
+    print(f"ner.pipe, CPU time:   {best / len(routed) * 1e3:.3f} ms per title (best of {rounds})")
+    print(f"entities:             {sum(map(len, found)):,}, digest {digest}")
     return 0
 
 

@@ -81,6 +81,11 @@ def test_every_label_agrees_with_the_independent_sql_check_which_catches_damage(
         "(SELECT c2.constraint_id FROM claims c2 WHERE c2.pair_id = claims.pair_id AND c2.label) "
         "WHERE kind = 'attribute' AND NOT label",
         "a pair's second claim dropped": "DELETE FROM claims WHERE position = 2 AND kind = 'year'",
+        # the entity branch reads book_entities once per book: a true entity claim then rests on
+        # unsure books only (undetermined), a false one on a book in the wanted state
+        "every book's entity state unsure": "UPDATE book_entities SET state = 'unsure'",
+        "every entity state flipped": "UPDATE book_entities SET state = CASE state WHEN 'yes' THEN 'no' "
+        "WHEN 'no' THEN 'yes' ELSE state END",
     }
     for what, mutate in damaged.items():
         assert run_sql_check(CHECK_SQL, tables, mutate), what

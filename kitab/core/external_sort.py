@@ -13,7 +13,7 @@ has about 6 million rows with list columns; DuckDB's ORDER BY over that ran out 
    bucket's spill file, parts in order;
 3. read one bucket at a time, sort it stably (ties keep part, then row), write it out.
 
-Memory is about one bucket; disk is one extra copy of the table. A table of at most
+Memory is about one bucket; disk is one extra copy of the table (Arrow IPC, LZ4: ~3x its Parquet). A table of at most
 ``bucket_rows`` rows is sorted in memory, with no spill.
 """
 
@@ -36,6 +36,12 @@ from kitab.core.refs import ROW_GROUP, TableRef, write_batches
 # with it, 0.97 GiB with buckets of 524,288 rows, and took no longer. The bytes do not depend
 # on it: ties never straddle buckets, and the file is written in row groups of ROW_GROUP rows.
 BUCKET_ROWS = ROW_GROUP
+
+# Spills are Arrow IPC files, LZ4-compressed: never kept, so read and written at memory speed.
+# As LZ4 Parquet (before) the 100,000-author publish spent ~31 CPU-s writing them and ~2.4 s
+# reading back each million constraints rows; IPC writes them in a third of the time and
+# reads them in a tenth, at ~3x the disk (~110 MB per million constraints rows).
+SPILL_OPTIONS = pa.ipc.IpcWriteOptions(compression="lz4")
 
 _SEP, _PRESENT, _NULL = "\x00", "\x01", "\x02"
 
@@ -144,8 +150,8 @@ def write_sorted(
     cuts = boundaries(parts, keys, schema, bucket_rows)
     Path(spill_dir).mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=spill_dir, prefix="sort-") as tmp:
-        spills = [Path(tmp) / f"bucket-{b:05d}.parquet" for b in range(len(cuts) + 1)]
-        writers: dict[int, pq.ParquetWriter] = {}
+        spills = [Path(tmp) / f"bucket-{b:05d}.arrow" for b in range(len(cuts) + 1)]
+        writers: dict[int, pa.ipc.RecordBatchFileWriter] = {}
         try:
             for run in _runs(parts, schema, bucket_rows):
                 table, key = _sorted(run, keys)
@@ -154,7 +160,7 @@ def write_sorted(
                 for b, (start, stop) in enumerate(itertools.pairwise(edges)):
                     if stop > start:
                         if b not in writers:
-                            writers[b] = pq.ParquetWriter(spills[b], schema, compression="lz4")
+                            writers[b] = pa.ipc.new_file(str(spills[b]), schema, options=SPILL_OPTIONS)
                         writers[b].write_table(table.slice(start, stop - start))
         finally:
             for writer in writers.values():
@@ -162,7 +168,9 @@ def write_sorted(
 
         def buckets():
             for b in sorted(writers):
-                yield _sorted(pq.read_table(spills[b]).cast(schema), keys)[0]
+                with pa.OSFile(str(spills[b])) as source:
+                    bucket = pa.ipc.open_file(source).read_all()
+                yield _sorted(bucket.cast(schema), keys)[0]
                 spills[b].unlink()
 
         return write_batches(buckets(), table_name, path, schema)

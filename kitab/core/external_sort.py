@@ -13,8 +13,8 @@ has about 6 million rows with list columns; DuckDB's ORDER BY over that ran out 
    bucket's spill file, parts in order;
 3. read one bucket at a time, sort it stably (ties keep part, then row), write it out.
 
-Memory is about one bucket; disk is one extra copy of the table (Arrow IPC, LZ4: ~3x its Parquet). A table of at most
-``bucket_rows`` rows is sorted in memory, with no spill.
+Memory is about one bucket; disk is one extra copy of the table (as Arrow IPC with LZ4, ~3x
+its Parquet). A table of at most ``bucket_rows`` rows is sorted in memory, with no spill.
 """
 
 from __future__ import annotations

@@ -170,7 +170,7 @@ def write_sorted(
             for b in sorted(writers):
                 with pa.OSFile(str(spills[b])) as source:
                     bucket = pa.ipc.open_file(source).read_all()
-                yield _sorted(bucket.cast(schema), keys)[0]
+                yield _sorted(bucket, keys)[0]  # (IPC keeps the schema: no cast)
                 spills[b].unlink()
 
         return write_batches(buckets(), table_name, path, schema)

@@ -181,7 +181,9 @@ class LazyNerTagger(PipelineTagger):
     """Parse = tokenize every title, then NER only where `ner_matters`; the views built for
     the cheap pass are kept for the titles that skip NER, so no title is viewed twice."""
 
-    def parse(self, titles: Sequence[str]) -> list:
+    def route(self, titles: Sequence[str]) -> tuple[list, list[int]]:
+        """The tokenized docs of ``titles`` and the positions of those NER must see
+        (``ner_matters``); the others' views are kept for :meth:`views`."""
         texts = [recase(t) if len(t) <= MAX_TITLE_CHARS else "" for t in titles]
         docs = list(self.nlp.tokenizer.pipe(texts, batch_size=BATCH_SIZE))
         self._cheap: dict[int, TitleView] = {}
@@ -194,6 +196,10 @@ class LazyNerTagger(PipelineTagger):
                 send.append(n)
             else:
                 self._cheap[id(doc)] = view
+        return docs, send
+
+    def parse(self, titles: Sequence[str]) -> list:
+        docs, send = self.route(titles)
         ner = self.nlp.get_pipe("ner")
         with one_blas_thread():
             for n, doc in zip(send, ner.pipe((docs[n] for n in send), batch_size=BATCH_SIZE)):

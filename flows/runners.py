@@ -123,15 +123,27 @@ def duck_share(workers: int) -> int:
     return max(1, (os.cpu_count() or 1) // workers)
 
 
+# CPU steps that run in this process (one worker, or on a Dask worker) run one at a time: the
+# runners submit a stage's calls to their I/O threads, and the steps of one process share its
+# sources (a dump's DuckDB store, the prefetched records), which two threads must not use at
+# once. With one worker and several batches, two collect steps on two threads failed
+# (a KeyError in the prefetched work records, then "connection is busy" from DuckDB).
+_IN_PLACE = threading.RLock()
+
+
 def call_step(step: Step, args: tuple, cpu: bool, workers: int | None = None) -> StepResult:
-    """Run a step here, or in the process pool when it is a CPU step and there is one.
-    ``workers``: the worker processes per machine (the run's), when this may be a Dask worker."""
+    """Run a step here, or in the process pool when it is a CPU step and there is one (with
+    none, CPU steps here run one at a time). ``workers``: the worker processes per machine
+    (the run's), when this may be a Dask worker."""
     if workers is not None and _in_dask_worker():
         set_duck_threads(duck_share(workers))
     pool = cpu_pool() if cpu else None
-    if pool is None:
-        return step(*args)
-    return pool.submit(step, *args).result()
+    if pool is not None:
+        return pool.submit(step, *args).result()
+    if cpu:
+        with _IN_PLACE:
+            return step(*args)
+    return step(*args)
 
 
 class LocalRunner:

@@ -122,3 +122,34 @@ def test_a_single_call_runs_in_a_worker_when_asked_or_once_the_pool_runs():
         runner.close()
     assert here == alone[0] == io_step == after_release[0] == os.getpid()
     assert away != os.getpid() and then[0] != os.getpid()
+
+
+def _overlap_probe(state: dict, n: int) -> int:
+    """A CPU step that records how many of its calls run at once (a lock-free counter would
+    race; the GIL makes these increments safe enough for a maximum)."""
+    import time
+
+    state["now"] += 1
+    state["most"] = max(state["most"], state["now"])
+    time.sleep(0.05)  # long enough for the runner's other I/O threads to start theirs
+    state["now"] -= 1
+    return n
+
+
+def test_cpu_steps_run_here_one_at_a_time_with_one_worker():
+    """With one worker, a stage's CPU steps run in this process: the runner still hands the calls
+    to its I/O threads, but one step runs at a time, since the steps of a process share its
+    sources (two collect steps at once on one dump store failed). I/O steps stay concurrent."""
+    from flows.runners import LocalRunner
+
+    runner = LocalRunner(workers=1)
+    try:
+        cpu_state = {"now": 0, "most": 0}
+        done = runner.map(_overlap_probe, [(cpu_state, n) for n in range(6)], cpu=True)
+        io_state = {"now": 0, "most": 0}
+        runner.map(_overlap_probe, [(io_state, n) for n in range(6)])
+    finally:
+        runner.close()
+    assert done == list(range(6))
+    assert cpu_state["most"] == 1
+    assert io_state["most"] > 1  # the probe can see overlap: the I/O threads do run together

@@ -65,8 +65,27 @@ def resolve_config(
             sort_keys=True,
         ),
         runner=runner,
-        workers=max(1, workers or os.cpu_count() or 1),
+        workers=max(1, workers or default_workers(params.authors, runner)),
     )
+
+
+# Below this many authors a refresh's CPU steps run in its own process, one at a time: each
+# stage's worker processes cost ~1.2 CPU-s apiece to start (Python, kitab, the stage's lists and
+# models), every stage again. Measured on 2 cores (dump source, warm): 8 authors 7.0-7.7 s
+# wall / 9 CPU-s in one process against 9.5-12 s / 14-17 with two workers; 40 authors 9.7 s
+# against 13.0; 300 authors 31.1 s either way, 45.6 CPU-s against 52.7; 1,000 authors 45.2 s
+# against 43.5. docs/scale.md, "Runners".
+IN_PROCESS_BELOW = 500
+
+
+def default_workers(authors: int, runner: str) -> int:
+    """Processes for CPU steps when the run names none ($KITAB_WORKERS): one per
+    core, or one (this process) for a run of fewer than IN_PROCESS_BELOW authors. A Dask run
+    keeps one per core: its workers are the cluster the user asked for."""
+    cores = os.cpu_count() or 1
+    if runner.startswith("prefect-dask"):
+        return cores
+    return 1 if authors < IN_PROCESS_BELOW else cores
 
 
 def flow_config(parameters: dict) -> RunConfig:

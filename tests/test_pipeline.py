@@ -32,11 +32,14 @@ def _refresh(tmp_path, name: str, source: str = "dump", **kwargs) -> dict:
 
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory) -> dict:
-    """Direct (no Prefect), threads and a process per core, one batch of every author."""
+    """Direct (no Prefect), one batch of every author, its CPU steps in this process (a run of
+    14 authors names no workers: flows/configure.py, IN_PROCESS_BELOW)."""
     return _refresh(tmp_path_factory.mktemp("pipeline"), "reference", direct=True, batch_size=500)
 
 
-def test_batch_size_one_gives_the_same_bytes(reference, tmp_path):
+def test_batch_size_one_gives_the_same_bytes(reference, tmp_path, monkeypatch):
+    """A batch per author, on a pool of two worker processes: the reference's bytes."""
+    monkeypatch.setenv("KITAB_WORKERS", "2")
     single = _refresh(tmp_path, "single", direct=True, batch_size=1)
     assert single["batches"]["collect"] == single["authors"]["drawn"] >= AUTHORS  # one per author drawn
     assert json.loads(single["checksums"]) == json.loads(reference["checksums"])

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 
 import pytest
 
@@ -177,3 +178,20 @@ def test_the_default_batch_size_follows_the_runs_size_and_the_ledger_records_the
     assert config.params.batch_size == 600 and config.to_dict()["batch_size"] == 600
     with pytest.raises(BadValue, match="batch size"):
         RefreshParams(batch_size=0)
+
+
+def test_a_small_run_keeps_its_cpu_steps_in_its_process_unless_workers_are_named():
+    """Below IN_PROCESS_BELOW authors the worker processes' start-up (every stage) costs more
+    than they give; a run that names its workers, or runs on Dask, gets what it asked for."""
+    from flows.configure import IN_PROCESS_BELOW
+
+    cores = os.cpu_count() or 1
+
+    def workers(authors: int, **kwargs) -> int:
+        return resolve_config(dict(source="dump", authors=authors, seed=1, release="r"), **kwargs).workers
+
+    assert workers(40) == workers(IN_PROCESS_BELOW - 1) == 1
+    assert workers(IN_PROCESS_BELOW) == workers(100_000) == cores
+    assert workers(40, workers=2) == 2 and workers(100_000, workers=1) == 1
+    assert workers(40, runner="prefect-dask") == workers(40, runner="prefect-dask@tcp://h:8786") == cores
+    assert workers(40, runner="prefect-threads") == 1

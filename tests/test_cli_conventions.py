@@ -6,6 +6,7 @@ parse; and a table piped at 80 columns shows every value whole (no "…" cells).
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
 import re
@@ -19,6 +20,7 @@ AT_80 = {"COLUMNS": "80", "LINES": "50"}
 RELEASE = "conv"
 
 
+@functools.cache  # each page once: all_commands reads the groups' pages, which `pages` needs again
 def help_of(*command: str) -> str:
     result = kitab(*command, "--help", env=AT_80, timeout=120)
     assert result.returncode == 0, result.stderr.decode()

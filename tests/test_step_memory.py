@@ -125,8 +125,8 @@ def test_a_single_call_runs_in_a_worker_when_asked_or_once_the_pool_runs():
 
 
 def _overlap_probe(state: dict, n: int) -> int:
-    """A CPU step that records how many of its calls run at once (a lock-free counter would
-    race; the GIL makes these increments safe enough for a maximum)."""
+    """A CPU step that records the most of its calls running at once (each call sleeps inside
+    its count, so calls that overlap see each other)."""
     import time
 
     state["now"] += 1

@@ -18,7 +18,7 @@ from datetime import UTC, date, datetime
 
 from kitab.core.config import Settings
 from kitab.core.errors import BadValue
-from kitab.core.params import DEFAULTS, ModelEndpoint, RefreshParams, RunConfig
+from kitab.core.params import DEFAULTS, ModelEndpoint, RefreshParams, RunConfig, runner_kind
 
 
 def resolve_config(
@@ -83,7 +83,7 @@ def default_workers(authors: int, runner: str) -> int:
     core, or one (this process) for a run of fewer than IN_PROCESS_BELOW authors. A Dask run
     keeps one per core: its workers are the cluster the user asked for."""
     cores = os.cpu_count() or 1
-    if runner.startswith("prefect-dask"):
+    if runner_kind(runner) == "dask":
         return cores
     return 1 if authors < IN_PROCESS_BELOW else cores
 

@@ -78,13 +78,14 @@ def _run(config, progress, *, direct: bool, dask_address: str | None) -> dict:
             runner.close()
     from flows.refresh import with_task_runner
     from kitab.app.prefect_guard import guard_server, quiet_user_errors
+    from kitab.core.params import runner_kind
 
     guard_server()  # Prefect's temporary server goes when this process goes, kill -9 included
 
     with quiet_user_errors():  # a KitabError reaches the caller whole; Prefect's traceback of it is noise
         try:
             # the config alone: the flow gets the run's parameters once
-            return with_task_runner(config_runner_kind(config), dask_address or _env_dask_address())(
+            return with_task_runner(runner_kind(config.runner), dask_address or _env_dask_address())(
                 config=config.to_dict()
             )
         except Exception as exc:
@@ -169,11 +170,6 @@ def run_config(inputs, *, direct: bool, task_runner: str | None, dask_address: s
         ),
         second_reader=os.environ.get(ENV_SECOND_READER, "").strip(),
     )
-
-
-def config_runner_kind(config) -> str:
-    """threads | dask, from the config's runner (prefect-threads, prefect-dask[@address])."""
-    return config.runner.removeprefix("prefect-").split("@", 1)[0]
 
 
 @contextlib.contextmanager

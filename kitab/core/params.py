@@ -185,6 +185,12 @@ class ModelEndpoint:
         return dataclasses.asdict(self)
 
 
+def runner_kind(runner: str) -> str:
+    """local | threads | dask, from a RunConfig's runner (local, prefect-threads,
+    prefect-dask[@address])."""
+    return runner.removeprefix("prefect-").split("@", 1)[0]
+
+
 @dataclass(frozen=True)
 class RunConfig:
     """One refresh's whole configuration, resolved once in the app layer (kitab.app.runs) and

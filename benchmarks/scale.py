@@ -184,10 +184,12 @@ def run(
         )
         cmd = [sys.executable, "-c", code, json.dumps(args)]
     spy = BENCH_OUT / f"profile-{authors}.txt" if profile and mode == "flow" else None
-    from yardstick import yardstick  # benchmarks/ is sys.path[0]
+    from yardstick import machine_delta, machine_seconds, yardstick  # benchmarks/ is sys.path[0]
 
     speed_before = yardstick()
+    cores_before = machine_seconds()
     wall, rss, out, err = measured(cmd, env, spy)
+    cores = machine_delta(cores_before, machine_seconds())
     speed_after = yardstick()
     if "{" not in out:  # under py-spy the exit status is py-spy's: the refresh's error is in its stderr
         raise SystemExit(f"{' '.join(cmd)} printed no summary:\n{err[-3000:]}")
@@ -210,6 +212,9 @@ def run(
         "dump_cache": "ready" if warm_cache else "built by the run",
         "dump_cache_build": cache_build,  # with --warm-cache, if this run's snapshot needed it built
         "yardstick": {"before": speed_before, "after": speed_after},
+        # the whole machine's cores over the run (the kernel's counters): busy beyond the run's
+        # own CPU is another process; steal is another guest
+        "machine": cores,
     }
 
 
@@ -448,6 +453,12 @@ def main() -> None:
                 f"dump cache: {result['dump_cache']}; yardstick (CPU s, best of 3) before / after: "
                 f"Python {speed['before']['python_cpu_s']} / {speed['after']['python_cpu_s']}, "
                 f"DuckDB {speed['before']['duckdb_cpu_s']} / {speed['after']['duckdb_cpu_s']}",
+                flush=True,
+            )
+            cores, own = result["machine"], sum(result["cpu_seconds_by_process"].values())
+            print(
+                f"the machine's cores over the run: busy {cores['busy_s']:,.1f} CPU-s (the run's own tree "
+                f"{own:,.1f}), idle {cores['idle_s']:,.1f} s, steal {cores['steal_s']:,.1f} s",
                 flush=True,
             )
             if result["profile"]:

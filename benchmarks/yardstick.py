@@ -52,6 +52,31 @@ def _best(work, reps: int) -> float:
     return round(best, 3)
 
 
+def machine_seconds() -> dict[str, float]:
+    """The kernel's CPU counters for the whole machine (/proc/stat, every core, since boot): busy
+    (user + nice + system + irq + softirq), idle (+ iowait) and steal (time the hypervisor gave
+    this machine's cores to another guest), in seconds. Two readings around a run say what the
+    yardstick's best of three cannot: whether anything else ran on the cores (busy beyond the
+    run's own CPU) or under them (steal, which a guest without a steal clock bills to whichever
+    process held the core)."""
+    import os
+
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    user, nice, system, idle, iowait, irq, softirq, steal = (fields + [0] * 8)[:8]
+    tick = os.sysconf("SC_CLK_TCK")
+    return {
+        "busy_s": (user + nice + system + irq + softirq) / tick,
+        "idle_s": (idle + iowait) / tick,
+        "steal_s": steal / tick,
+    }
+
+
+def machine_delta(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    """What the machine's cores did between two :func:`machine_seconds` readings."""
+    return {k: round(after[k] - before[k], 1) for k in before}
+
+
 def yardstick(reps: int = 3) -> dict[str, float]:
     """CPU seconds (best of ``reps``) of the fixed Python and DuckDB workloads."""
     return {"python_cpu_s": _best(_python_work, reps), "duckdb_cpu_s": _best(_duckdb_work, reps)}

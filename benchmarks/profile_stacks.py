@@ -5,10 +5,10 @@ Prefect's server), read per stage: where each stage's CPU-seconds go.
 
 A stack belongs to the stage whose step it runs in (tasks/steps.py: sample_step, collect_step,
 tag_step, constrain_step, sample_queries_step, claims_step; flows/pipeline.py: distinct_titles,
-tasks/tag_routing.py: route_tags, tasks/publish.py: publish, and the data tests publishing runs on a
-thread beside it, kitab/core/release_commit.py: _tests_ready), to ``dump cache`` when it builds the dump cache (in the refresh's
-child, kitab/sources/dump/prebuild.py, or a sample step that builds it itself), to ``prefect
-server`` when its process is uvicorn, else to
+tasks/tag_routing.py: route_tags, tasks/publish.py: publish, and the data tests publishing runs
+on a thread beside it, kitab/core/release_commit.py: _tests_ready), to ``dump cache`` when it
+builds the dump cache (in the refresh's child, kitab/sources/dump/prebuild.py, or a sample step
+that builds it itself), to ``prefect server`` when its process is uvicorn, else to
 ``other`` (start-up, Prefect's engine, the progress threads). Per stage the top lines are the
 innermost frame of the project's own code (kitab/, tasks/, flows/) with what runs below it (its
 heaviest leaf, e.g. a DuckDB call or spaCy), in sampled seconds (samples ÷ rate: a thread seen

@@ -54,11 +54,11 @@ def _best(work, reps: int) -> float:
 
 def machine_seconds() -> dict[str, float]:
     """The kernel's CPU counters for the whole machine (/proc/stat, every core, since boot): busy
-    (user + nice + system + irq + softirq), idle (+ iowait) and steal (time the hypervisor gave
-    this machine's cores to another guest), in seconds. Two readings around a run say what the
-    yardstick's best of three cannot: whether anything else ran on the cores (busy beyond the
-    run's own CPU) or under them (steal, which a guest without a steal clock bills to whichever
-    process held the core)."""
+    (user + nice + system + irq + softirq), idle (+ iowait) and steal (time the hypervisor ran
+    another guest on this machine's cores; counted where the guest has a steal clock, as this
+    one does, else billed to whichever process held the core), in seconds. Two readings around
+    a run say what the yardstick's best of three cannot: whether anything else ran on the cores
+    (busy beyond the run's own CPU) or under them (steal)."""
     import os
 
     with open("/proc/stat") as f:

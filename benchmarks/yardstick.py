@@ -13,6 +13,7 @@ it compares runs of different days.
 from __future__ import annotations
 
 import json
+import os
 import time
 
 PYTHON_ITEMS = 400_000
@@ -59,8 +60,6 @@ def machine_seconds() -> dict[str, float]:
     one does, else billed to whichever process held the core), in seconds. Two readings around
     a run say what the yardstick's best of three cannot: whether anything else ran on the cores
     (busy beyond the run's own CPU) or under them (steal)."""
-    import os
-
     with open("/proc/stat") as f:
         fields = [int(x) for x in f.readline().split()[1:]]
     user, nice, system, idle, iowait, irq, softirq, steal = (fields + [0] * 8)[:8]

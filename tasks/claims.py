@@ -227,19 +227,24 @@ def _cells(pairs: list[dict]) -> list[tuple[bool, ...]]:
     return [tuple(bool(i >> j & 1) for j in range(width)) for i in range(2**width)]
 
 
-def _capacity(pairs: list[dict], seed: int, stratum: str) -> int:
-    """How many of a stratum's ``pairs`` :func:`_balanced` can draw."""
-    if pairs and "values" in pairs[0]:
-        return len(_value_balanced(pairs, len(pairs), seed, stratum))
+def _stratum(key: tuple[str, str | None]) -> str:
+    """A stratum's name in its seeded draws: ``kind:constraint_type`` (empty for none)."""
+    kind, constraint_type = key
+    return f"{kind}:{constraint_type or ''}"
+
+
+def _cell_capacity(pairs: list[dict]) -> int:
+    """How many of a cell stratum's ``pairs`` :func:`_cell_balanced` can draw."""
     cells = _cells(pairs)
     return len(cells) * min(sum(1 for p in pairs if p["cell"] == c) for c in cells)
 
 
-def _value_balanced(pairs: list[dict], n: int, seed: int, stratum: str) -> list[dict]:
-    """Up to ``n`` of an attribute stratum's ``pairs`` in :func:`_round_robin` order, each taken
-    only while every value (a letter, a count, a window, present / absent) stays true at most
-    once more or less often than it is false: so a value says nothing about a claim's truth
-    (no "only 1 word is false", no rare false letters, "contains" true in half the entity pairs)."""
+def _value_balanced(pairs: list[dict], seed: int, stratum: str) -> list[dict]:
+    """An attribute stratum's ``pairs`` in :func:`_round_robin` order, each taken only while
+    every value (a letter, a count, a window, present / absent) stays true at most once more or
+    less often than it is false: so a value says nothing about a claim's truth (no "only 1 word
+    is false", no rare false letters, "contains" true in half the entity pairs). Every prefix
+    keeps that balance: its length is the stratum's capacity, its first n the n it draws."""
     balance: Counter = Counter()  # value -> times true - times false
     chosen = []
     for p in _round_robin(pairs, len(pairs), seed, stratum):
@@ -248,18 +253,24 @@ def _value_balanced(pairs: list[dict], n: int, seed: int, stratum: str) -> list[
             balance[t] += 1
             balance[f] -= 1
             chosen.append(p)
-            if len(chosen) == n:
-                break
     return chosen
 
 
-def _balanced(pairs: list[dict], n: int, seed: int, stratum: str) -> list[dict]:
-    """``n`` of ``pairs`` (at most :func:`_capacity`): attribute pairs by
-    :func:`_value_balanced`; else the same number from every cell (the odd ones in a seeded
-    order of cells), each cell's :func:`_round_robin`, so no one-sided rule ("the later year /
-    the year nearer the author's others is true") beats a coin."""
-    if pairs and "values" in pairs[0]:
-        return _value_balanced(pairs, n, seed, stratum)
+def _value_orders(candidates: dict[tuple[str, str | None], list], seed: int) -> dict:
+    """Each attribute stratum's :func:`_value_balanced` order, drawn once for its capacity and
+    its draw."""
+    return {
+        key: _value_balanced(pairs, seed, _stratum(key))
+        for key, pairs in candidates.items()
+        if pairs and "values" in pairs[0]
+    }
+
+
+def _cell_balanced(pairs: list[dict], n: int, seed: int, stratum: str) -> list[dict]:
+    """``n`` of a cell stratum's ``pairs`` (at most :func:`_cell_capacity`): the same number
+    from every cell (the odd ones in a seeded order of cells), each cell's
+    :func:`_round_robin`, so no one-sided rule ("the later year / the year nearer the author's
+    others is true") beats a coin."""
     cells = sorted(_cells(pairs), key=lambda c: _drawn(seed, "cells", stratum, str(c)))
     share, extra = divmod(n, len(cells))
     return [
@@ -340,9 +351,11 @@ def claims_from_batches(  # noqa: PLR0913
     return columns, claim_stats(chosen, columns, available)
 
 
-def stratum_capacity(candidates: dict[tuple[str, str | None], list[dict]], seed: int) -> dict:
-    """How many pairs each stratum of ``candidates`` can give while staying balanced."""
-    return {(k, t): _capacity(pairs, seed, f"{k}:{t or ''}") for (k, t), pairs in candidates.items()}
+def stratum_capacity(candidates: dict[tuple[str, str | None], list], seed: int, orders: dict | None = None) -> dict:
+    """How many pairs each stratum of ``candidates`` can give while staying balanced;
+    ``orders``: the attribute strata's :func:`_value_orders`, where already drawn."""
+    orders = _value_orders(candidates, seed) if orders is None else orders
+    return {key: len(orders[key]) if key in orders else _cell_capacity(pairs) for key, pairs in candidates.items()}
 
 
 CLAIM_COLUMNS = (
@@ -356,17 +369,8 @@ def choose_pairs(
 ) -> tuple[list, dict[str, int]]:
     """The pairs drawn from ``candidates`` (:func:`candidate_pairs`) for ``n_authors`` authors
     with books, and how many each kind offered."""
-    # an attribute stratum's balanced order, drawn once: its length is the capacity, and
-    # _value_balanced(pairs, n) is its first n (the greedy walk stops there)
-    ordered = {
-        (k, t): _value_balanced(pairs, len(pairs), seed, f"{k}:{t or ''}")
-        for (k, t), pairs in candidates.items()
-        if pairs and "values" in pairs[0]
-    }
-    capacity = {
-        key: len(ordered[key]) if key in ordered else _capacity(pairs, seed, f"{key[0]}:{key[1] or ''}")
-        for key, pairs in candidates.items()
-    }
+    orders = _value_orders(candidates, seed)
+    capacity = stratum_capacity(candidates, seed, orders)
     available = {kind: sum(n for (k, _), n in capacity.items() if k == kind) for kind in KINDS}
     per_kind = min(per_author * n_authors, *available.values())
     chosen: list = []
@@ -374,11 +378,8 @@ def choose_pairs(
         strata = {t: n for (k, t), n in capacity.items() if k == kind}
         quota = split_quota(per_kind, {t or "": n for t, n in strata.items()})
         for t in sorted(strata, key=lambda t: t or ""):
-            n = quota[t or ""]
-            if (kind, t) in ordered:
-                chosen += ordered[kind, t][:n]
-            else:
-                chosen += _balanced(candidates[kind, t], n, seed, f"{kind}:{t or ''}")
+            n, key = quota[t or ""], (kind, t)
+            chosen += orders[key][:n] if key in orders else _cell_balanced(candidates[key], n, seed, _stratum(key))
     return chosen, available
 
 
